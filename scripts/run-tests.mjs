@@ -1,0 +1,40 @@
+#!/usr/bin/env node
+// Runs every test file under test/ with node:test via tsx (Node 20's --test does not expand
+// globs). In CI a skipped test fails the run: a missing tool must never pass silently.
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+
+function collect(dir) {
+  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) return collect(p);
+    return e.name.endsWith('.test.ts') ? [p] : [];
+  });
+}
+
+const filters = process.argv.slice(2);
+const files = collect('test')
+  .filter((f) => filters.length === 0 || filters.some((x) => f.includes(x)))
+  .sort();
+if (files.length === 0) {
+  console.error('no test files matched');
+  process.exit(1);
+}
+const child = spawn(process.execPath, ['--import', 'tsx', '--test', '--test-concurrency=2', ...files], {
+  stdio: ['ignore', 'pipe', 'inherit'],
+});
+let tail = '';
+child.stdout.on('data', (chunk) => {
+  process.stdout.write(chunk);
+  tail = (tail + chunk.toString()).slice(-4000);
+});
+child.on('close', (code) => {
+  const skipped = Number(/# skipped (\d+)/.exec(tail)?.[1] ?? 0);
+  const inCi = process.env.CI === 'true' || process.env.CI === '1';
+  if (code === 0 && inCi && skipped > 0) {
+    console.error(`CI: ${skipped} test(s) skipped; in CI every suite must run`);
+    process.exit(1);
+  }
+  process.exit(code ?? 1);
+});

@@ -1,0 +1,59 @@
+import type { Command } from 'commander';
+import { loadConfig } from '../infra/config.js';
+import { createPublishingService } from '../publishing/service.js';
+import { createRunnerService } from '../runner/service.js';
+
+interface Part {
+  name: string;
+  start(): Promise<{ url: string; close(): Promise<void> }>;
+}
+
+const PARTS = ['web', 'runner'] as const;
+
+export function registerServeCommand(program: Command): void {
+  program
+    .command('serve')
+    .description('start the publishing web + REST API and the runner (each part can run alone)')
+    .option('--only <parts>', `comma-separated parts to start: ${PARTS.join(',')}`, PARTS.join(','))
+    .action(async (opts: { only: string }) => {
+      const config = loadConfig();
+      const wanted = opts.only.split(',').map((s) => s.trim()).filter(Boolean);
+      const unknown = wanted.filter((w) => !(PARTS as readonly string[]).includes(w));
+      if (unknown.length) {
+        throw new Error(`unknown part(s) ${unknown.join(', ')}; available: ${PARTS.join(', ')}`);
+      }
+      const parts: Part[] = [];
+      if (wanted.includes('web')) {
+        parts.push({
+          name: 'web',
+          async start() {
+            const svc = await createPublishingService(config);
+            const addr = await svc.app.listen({ host: config.host, port: config.publishing.httpPort });
+            return { url: addr, close: svc.close };
+          },
+        });
+      }
+      if (wanted.includes('runner')) {
+        parts.push({
+          name: 'runner',
+          async start() {
+            const svc = await createRunnerService(config);
+            const addr = await svc.app.listen({ host: config.host, port: config.runner.port });
+            return { url: addr, close: svc.close };
+          },
+        });
+      }
+      const running: { url: string; close(): Promise<void> }[] = [];
+      for (const part of parts) {
+        const r = await part.start();
+        running.push(r);
+        console.error(`pier: ${part.name} listening on ${r.url}`);
+      }
+      const stop = async () => {
+        await Promise.allSettled(running.map((r) => r.close()));
+        process.exit(0);
+      };
+      process.once('SIGINT', stop);
+      process.once('SIGTERM', stop);
+    });
+}

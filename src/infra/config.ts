@@ -1,0 +1,125 @@
+import path from 'node:path';
+
+/** Raised when an environment variable has a value we cannot use; names the variable. */
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    message: string,
+  ) {
+    super(`${variable}: ${message}`);
+    this.name = 'ConfigError';
+  }
+}
+
+export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+
+export interface Config {
+  host: string;
+  dataDir: string;
+  logLevel: LogLevel;
+  publishing: {
+    httpPort: number;
+    baseUrl: string;
+    downloadPort: number;
+    downloadUrl: string;
+    sftpPort: number;
+    sftpHost: string;
+    /** `postgres://…` or a SQLite file path. */
+    databaseUrl: string;
+  };
+  runner: {
+    port: number;
+    url: string;
+    databaseUrl: string;
+    /** Admin key for executors; null disables the scheme. */
+    apiKey: string | null;
+    /** HS256 secret for the web UI's JWT; null = generate once and keep in the data dir. */
+    jwtSecret: string | null;
+  };
+}
+
+type Env = Record<string, string | undefined>;
+
+function port(env: Env, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw)) throw new ConfigError(name, `expected a port number, got "${raw}"`);
+  const n = Number(raw);
+  // 0 lets the OS pick a free port (used by tests and benchmarks).
+  if (n > 65535) throw new ConfigError(name, `port ${n} is out of range 0-65535`);
+  return n;
+}
+
+function url(env: Env, name: string, fallback: string): string {
+  const raw = env[name] || fallback;
+  let parsed: URL;
+  try {
+    parsed = new URL(raw);
+  } catch {
+    throw new ConfigError(name, `expected an absolute http(s) URL, got "${raw}"`);
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
+    throw new ConfigError(name, `expected an http or https URL, got "${raw}"`);
+  }
+  if (parsed.search || parsed.hash) throw new ConfigError(name, 'must not contain a query or fragment');
+  // Public URLs are compared byte for byte (OAuth issuer, page links): never a trailing slash.
+  return raw.replace(/\/+$/, '');
+}
+
+function databaseUrl(env: Env, name: string, dataDir: string, file: string): string {
+  const raw = env[name];
+  if (!raw) return path.join(dataDir, file);
+  if (/^postgres(ql)?:\/\//.test(raw)) {
+    try {
+      new URL(raw);
+    } catch {
+      throw new ConfigError(name, 'is not a valid postgres:// URL');
+    }
+    return raw;
+  }
+  if (raw.includes('://')) throw new ConfigError(name, 'expected postgres://… or a SQLite file path');
+  return path.resolve(raw);
+}
+
+const LOG_LEVELS: LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+export function loadConfig(env: Env = process.env): Config {
+  const dataDir = path.resolve(env.PIER_DATA_DIR || './data');
+  const host = env.PIER_HOST || '127.0.0.1';
+  const logLevel = (env.PIER_LOG_LEVEL || 'info') as LogLevel;
+  if (!LOG_LEVELS.includes(logLevel)) {
+    throw new ConfigError('PIER_LOG_LEVEL', `expected one of ${LOG_LEVELS.join(', ')}`);
+  }
+  const httpPort = port(env, 'PIER_HTTP_PORT', 8080);
+  const downloadPort = port(env, 'PIER_DOWNLOAD_PORT', 8081);
+  const runnerPort = port(env, 'RUNNER_PORT', 8090);
+  const apiKey = env.API_KEY || null;
+  if (apiKey !== null && apiKey.length < 16) {
+    throw new ConfigError('API_KEY', 'must be at least 16 characters (or unset to disable the admin key)');
+  }
+  const jwtSecret = env.JWT_SECRET || null;
+  if (jwtSecret !== null && Buffer.byteLength(jwtSecret) < 32) {
+    throw new ConfigError('JWT_SECRET', 'must be at least 32 bytes (or unset to generate one in the data dir)');
+  }
+  return {
+    host,
+    dataDir,
+    logLevel,
+    publishing: {
+      httpPort,
+      baseUrl: url(env, 'PIER_BASE_URL', `http://localhost:${httpPort}`),
+      downloadPort,
+      downloadUrl: url(env, 'PIER_DOWNLOAD_URL', `http://localhost:${downloadPort}`),
+      sftpPort: port(env, 'PIER_SFTP_PORT', 2222),
+      sftpHost: env.PIER_SFTP_HOST || 'localhost',
+      databaseUrl: databaseUrl(env, 'PIER_DATABASE_URL', dataDir, 'pier.sqlite'),
+    },
+    runner: {
+      port: runnerPort,
+      url: url(env, 'RUNNER_URL', `http://localhost:${runnerPort}`),
+      databaseUrl: databaseUrl(env, 'RUNNER_DATABASE_URL', dataDir, 'runner.sqlite'),
+      apiKey,
+      jwtSecret,
+    },
+  };
+}

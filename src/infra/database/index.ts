@@ -1,0 +1,60 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import SQLite from 'better-sqlite3';
+import { Kysely, type Migration, Migrator, PostgresDialect, SqliteDialect } from 'kysely';
+import pg from 'pg';
+
+export type DialectName = 'sqlite' | 'postgres';
+
+export interface Database<DB> {
+  db: Kysely<DB>;
+  dialect: DialectName;
+  close(): Promise<void>;
+}
+
+export function isPostgresUrl(url: string): boolean {
+  return /^postgres(ql)?:\/\//.test(url);
+}
+
+// pg returns int8/numeric as strings to avoid precision loss; our counts fit in a double.
+pg.types.setTypeParser(20, (v) => Number.parseInt(v, 10));
+
+/** Opens a database: `postgres://…` → a pg pool; anything else is a SQLite file (`:memory:` allowed). */
+export function openDatabase<DB>(url: string): Database<DB> {
+  if (isPostgresUrl(url)) {
+    const pool = new pg.Pool({ connectionString: url, max: 10 });
+    const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+    return { db, dialect: 'postgres', close: () => db.destroy() };
+  }
+  if (url !== ':memory:') fs.mkdirSync(path.dirname(url), { recursive: true });
+  const sqlite = new SQLite(url);
+  // WAL lets the staff CLI write while the server reads; busy_timeout waits instead of failing.
+  sqlite.pragma('journal_mode = WAL');
+  sqlite.pragma('busy_timeout = 5000');
+  sqlite.pragma('foreign_keys = ON');
+  sqlite.pragma('synchronous = NORMAL');
+  const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: sqlite }) });
+  return { db, dialect: 'sqlite', close: () => db.destroy() };
+}
+
+/**
+ * Runs the ordered, forward-only migrations of one product. Each product keeps its own
+ * migration table so the publishing service and the runner may share one PostgreSQL database.
+ */
+export async function migrate<DB>(
+  db: Kysely<DB>,
+  table: string,
+  migrations: Record<string, Migration>,
+): Promise<void> {
+  const migrator = new Migrator({
+    db,
+    migrationTableName: `${table}_migrations`,
+    migrationLockTableName: `${table}_migrations_lock`,
+    provider: { getMigrations: async () => migrations },
+  });
+  const { error, results } = await migrator.migrateToLatest();
+  if (error) {
+    const failed = results?.find((r) => r.status === 'Error')?.migrationName ?? 'unknown';
+    throw new Error(`migration ${failed} failed: ${error instanceof Error ? error.message : String(error)}`);
+  }
+}

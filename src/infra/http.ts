@@ -1,0 +1,218 @@
+import helmet from '@fastify/helmet';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyServerOptions,
+  type RawReplyDefaultExpression,
+  type RawRequestDefaultExpression,
+  type RawServerDefault,
+} from 'fastify';
+import { AppError, type FieldProblem } from './errors.js';
+import type { LogLevel } from './config.js';
+
+export type HttpApp = FastifyInstance<
+  RawServerDefault,
+  RawRequestDefaultExpression,
+  RawReplyDefaultExpression,
+  FastifyBaseLogger,
+  TypeBoxTypeProvider
+>;
+
+export interface HttpAppOptions {
+  logLevel: LogLevel;
+  /** Largest accepted request body in bytes; larger bodies get 413. */
+  bodyLimit?: number;
+  /** Content-Security-Policy directives to add to helmet's defaults (docs pages need more). */
+  contentSecurityPolicy?: Record<string, string[]> | false;
+  trustProxy?: boolean;
+}
+
+export interface Problem {
+  type: string;
+  title: string;
+  status: number;
+  code: string;
+  detail: string;
+  errors?: FieldProblem[];
+}
+
+const PROBLEM_TYPE = 'application/problem+json; charset=utf-8';
+
+/** Ajv's `/style/color1` → `style.color1`; the body itself is "(body)". */
+function fieldOf(instancePath: string, extra?: string): string {
+  const parts = instancePath.split('/').filter(Boolean);
+  if (extra) parts.push(extra);
+  return parts.length ? parts.join('.') : '(body)';
+}
+
+interface AjvIssue {
+  instancePath: string;
+  keyword: string;
+  message?: string;
+  params: Record<string, unknown>;
+}
+
+function validationProblems(issues: AjvIssue[]): FieldProblem[] {
+  return issues.map((v) => {
+    if (v.keyword === 'additionalProperties') {
+      const name = String(v.params.additionalProperty);
+      return { field: fieldOf(v.instancePath, name), message: `unknown field "${name}"` };
+    }
+    if (v.keyword === 'required') {
+      const name = String(v.params.missingProperty);
+      return { field: fieldOf(v.instancePath, name), message: 'is required' };
+    }
+    return { field: fieldOf(v.instancePath), message: v.message ?? 'is invalid' };
+  });
+}
+
+/** Maps anything thrown in a request to a problem; 5xx never carries internals. */
+export function toProblem(err: unknown): { problem: Problem; headers: Record<string, string> } {
+  const make = (status: number, code: string, title: string, detail: string, errors?: FieldProblem[]) => ({
+    problem: { type: 'about:blank', title, status, code, detail, ...(errors?.length ? { errors } : {}) },
+    headers: {} as Record<string, string>,
+  });
+  if (err instanceof AppError) {
+    const p = make(err.status, err.code, err.title, err.message, err.errors);
+    p.headers = err.headers;
+    return p;
+  }
+  const fe = err as FastifyError & { validation?: AjvIssue[]; validationContext?: string };
+  if (fe?.validation) {
+    const where = fe.validationContext ?? 'request';
+    const errors = validationProblems(fe.validation);
+    const first = errors[0];
+    const detail = first ? `${first.field} ${first.message}` : `invalid ${where}`;
+    return make(400, 'invalid_field', 'Invalid request', detail, errors);
+  }
+  switch (fe?.code) {
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return make(415, 'unsupported_media_type', 'Unsupported media type', 'send the body as application/json');
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return make(413, 'payload_too_large', 'Payload too large', fe.message);
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return make(400, 'malformed_body', 'Malformed request body', fe.message, [{ field: '(body)', message: fe.message }]);
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return make(400, 'bad_request', 'Bad request', fe.message);
+  }
+  const status = typeof fe?.statusCode === 'number' ? fe.statusCode : 500;
+  if (status === 429) {
+    return make(429, 'too_many_requests', 'Too many requests', 'rate limit exceeded; retry later');
+  }
+  if (status >= 400 && status < 500) {
+    return make(status, 'bad_request', 'Bad request', fe.message);
+  }
+  return make(500, 'internal_error', 'Internal server error', 'an unexpected error occurred; it has been logged');
+}
+
+/** Line and column of a character offset, both 1-based. */
+function lineColumn(text: string, offset: number): { line: number; column: number } {
+  let line = 1;
+  let lastBreak = -1;
+  for (let i = 0; i < offset && i < text.length; i++) {
+    if (text.charCodeAt(i) === 10) {
+      line++;
+      lastBreak = i;
+    }
+  }
+  return { line, column: offset - lastBreak };
+}
+
+/** JSON parser that reports where the body is broken and refuses prototype keys. */
+export function parseJsonBody(text: string): unknown {
+  if (text.trim() === '') {
+    throw new AppError(400, 'malformed_body', 'Malformed request body', 'the body is empty; send a JSON object', [
+      { field: '(body)', message: 'is empty' },
+    ]);
+  }
+  try {
+    return JSON.parse(text, (key, value) => {
+      if (key === '__proto__' || key === 'constructor' || key === 'prototype') {
+        throw new AppError(400, 'invalid_field', 'Invalid request', `forbidden key "${key}"`, [
+          { field: key, message: 'this key is not allowed' },
+        ]);
+      }
+      return value;
+    });
+  } catch (e) {
+    if (e instanceof AppError) throw e;
+    const message = e instanceof Error ? e.message : String(e);
+    const pos = /position (\d+)/.exec(message);
+    const where = pos ? lineColumn(text, Number(pos[1])) : null;
+    const detail = where ? `invalid JSON at line ${where.line}, column ${where.column}: ${message}` : `invalid JSON: ${message}`;
+    throw new AppError(400, 'malformed_body', 'Malformed request body', detail, [
+      { field: '(body)', message, ...(where ? { line: where.line } : {}) },
+    ]);
+  }
+}
+
+/**
+ * The one HTTP app factory: strict schema validation (no coercion, unknown fields rejected
+ * rather than silently dropped), problem+json errors, security headers, one log line per request.
+ */
+export function createHttpApp(options: HttpAppOptions): HttpApp {
+  const serverOptions: FastifyServerOptions = {
+    logger:
+      options.logLevel === 'silent'
+        ? false
+        : { level: options.logLevel },
+    // Requests are logged once, below, without headers or bodies (they carry secrets).
+    disableRequestLogging: true,
+    bodyLimit: options.bodyLimit ?? 1024 * 1024,
+    trustProxy: options.trustProxy ?? false,
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: true, allErrors: true } },
+    return503OnClosing: true,
+  };
+  const app = Fastify(serverOptions).withTypeProvider<TypeBoxTypeProvider>() as unknown as HttpApp;
+
+  // JSON only: fastify's default text/plain parser would let a text body reach JSON routes as a
+  // string. Parts that take uploads register @fastify/multipart themselves.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
+    try {
+      done(null, parseJsonBody(body as string));
+    } catch (e) {
+      done(e as Error, undefined);
+    }
+  });
+
+  app.register(helmet, {
+    contentSecurityPolicy:
+      options.contentSecurityPolicy === false
+        ? false
+        : { useDefaults: true, directives: { ...(options.contentSecurityPolicy ?? {}) } },
+    // Pages link to the download host and other origins; a strict CORP would block embeds.
+    crossOriginResourcePolicy: { policy: 'same-site' },
+  });
+
+  app.addHook('onResponse', async (req, reply) => {
+    const path = req.url.split('?')[0];
+    req.log.info(
+      { method: req.method, path, status: reply.statusCode, ms: Math.round(reply.elapsedTime), ip: req.ip },
+      'request',
+    );
+  });
+
+  app.setErrorHandler((err, req, reply) => {
+    const { problem, headers } = toProblem(err);
+    if (problem.status >= 500) req.log.error({ err }, 'request failed');
+    reply.code(problem.status).headers(headers).type(PROBLEM_TYPE).send(problem);
+  });
+
+  app.setNotFoundHandler((req, reply) => {
+    const problem: Problem = {
+      type: 'about:blank',
+      title: 'Not found',
+      status: 404,
+      code: 'not_found',
+      detail: `no route for ${req.method} ${req.url.split('?')[0]}`,
+    };
+    reply.code(404).type(PROBLEM_TYPE).send(problem);
+  });
+
+  app.get('/healthz', async () => ({ status: 'ok' }));
+  return app;
+}

@@ -1,0 +1,193 @@
+// Markdown for vendor-supplied fields (text, faq, changelog, instructions).
+// Vendor HTML is never rendered: markdown-it runs with html:false and the output still goes
+// through a strict sanitize-html allowlist as a second line of defence (NOTES "Changelog and
+// Markdown"). Heading ids come from github-slugger so anchors match what vendors see on GitHub.
+import GithubSlugger, { slug } from 'github-slugger';
+import MarkdownIt from 'markdown-it';
+import sanitizeHtml from 'sanitize-html';
+import { inlineText, normalizeNewlines, type Token } from './tokens.js';
+
+export interface Heading {
+  level: number;
+  text: string;
+  id: string;
+}
+
+export interface RenderOptions {
+  /**
+   * Shared slugger so several documents on one page (text, FAQ, changelog) get unique ids
+   * between them; pre-seed it with ids the page itself uses. A fresh one per call otherwise.
+   */
+  slugger?: GithubSlugger;
+}
+
+interface RenderEnv {
+  slugger?: GithubSlugger;
+  headings?: Heading[];
+}
+
+/** The next unique anchor id for a heading's text. */
+export function headingId(slugger: GithubSlugger, text: string): string {
+  // A heading of only punctuation/emoji slugs to "", which would be no anchor at all.
+  return slugger.slug(slug(text) === '' ? 'section' : text);
+}
+
+/** Core rule: give every heading a github-slugger id and record it for the page's sidebar. */
+function headingIds(md: MarkdownIt): void {
+  md.core.ruler.push('pier_heading_ids', (state) => {
+    const env = state.env as RenderEnv;
+    const slugger = env.slugger ?? new GithubSlugger();
+    const tokens = state.tokens;
+    for (let i = 0; i < tokens.length; i++) {
+      const open = tokens[i];
+      if (open?.type !== 'heading_open') continue;
+      const text = inlineText(tokens[i + 1]?.children ?? null);
+      const id = headingId(slugger, text);
+      open.attrSet('id', id);
+      env.headings?.push({ level: Number(open.tag.slice(1)), text, id });
+    }
+  });
+}
+
+export function createMarkdown(): MarkdownIt {
+  const md = new MarkdownIt({ html: false, linkify: true, typographer: false });
+  md.use(headingIds);
+  return md;
+}
+
+const SANITIZE: sanitizeHtml.IOptions = {
+  allowedTags: [
+    'p', 'br', 'hr', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'blockquote', 'ul', 'ol', 'li',
+    'pre', 'code', 'em', 'strong', 's', 'del', 'a', 'img',
+    'table', 'thead', 'tbody', 'tr', 'th', 'td',
+  ],
+  allowedAttributes: {
+    a: ['href', 'title', 'rel'],
+    img: ['src', 'alt', 'title'],
+    h1: ['id'], h2: ['id'], h3: ['id'], h4: ['id'], h5: ['id'], h6: ['id'],
+    ol: ['start'],
+    code: ['class'],
+    th: ['style'],
+    td: ['style'],
+  },
+  // Fence info strings become "language-xxx" classes; table alignment is an inline style.
+  allowedClasses: { code: ['language-*'] },
+  allowedStyles: {
+    th: { 'text-align': [/^(?:left|right|center)$/] },
+    td: { 'text-align': [/^(?:left|right|center)$/] },
+  },
+  allowedSchemes: ['http', 'https', 'mailto'],
+  allowedSchemesByTag: { img: ['http', 'https'] },
+  allowProtocolRelative: false,
+  // Vendor links are untrusted: no ranking credit, no window.opener.
+  transformTags: { a: sanitizeHtml.simpleTransform('a', { rel: 'nofollow noopener' }) },
+};
+
+const shared = createMarkdown();
+
+/**
+ * Renders vendor Markdown to safe HTML and lists its headings (for sidebar anchors).
+ * HTML comments are removed first, as a vendor expects them hidden (GitHub does the same).
+ */
+export function renderMarkdown(
+  src: string,
+  options: RenderOptions = {},
+): { html: string; headings: Heading[] } {
+  const env: RenderEnv = { slugger: options.slugger ?? new GithubSlugger(), headings: [] };
+  const raw = shared.render(stripHtmlComments(src), env);
+  return { html: sanitizeHtml(raw, SANITIZE), headings: env.headings ?? [] };
+}
+
+/** True for http(s) URLs with a host and for mailto: — the only links the spec accepts. */
+function isAbsoluteUrl(href: string): boolean {
+  try {
+    const url = new URL(href);
+    if (url.protocol === 'mailto:') return true;
+    return (url.protocol === 'http:' || url.protocol === 'https:') && url.host !== '';
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Link and image targets that are not absolute http(s)/mailto URLs and not pure "#fragment"
+ * anchors. The spec says links must be absolute (no path rewriting), so the PATCH validator
+ * reports these with their 1-based line.
+ */
+export function findRelativeLinks(src: string): { line: number; href: string }[] {
+  const found: { line: number; href: string }[] = [];
+  let blockLine = 0;
+  for (const token of shared.parse(stripHtmlComments(src), {})) {
+    // Table cells carry no map; the row's map (seen just before) is the right line.
+    if (token.map) blockLine = token.map[0];
+    if (token.type !== 'inline' || !token.children) continue;
+    const lastLine = token.map ? token.map[1] - 1 : blockLine;
+    collectLinks(token.children, blockLine, lastLine, found);
+  }
+  return found;
+}
+
+function collectLinks(
+  children: readonly Token[],
+  firstLine: number,
+  lastLine: number,
+  found: { line: number; href: string }[],
+): void {
+  // Each soft/hard break inside a block is one source newline, so counting them gives the
+  // link's own line within a multi-line paragraph.
+  let offset = 0;
+  for (const child of children) {
+    if (child.type === 'softbreak' || child.type === 'hardbreak') offset++;
+    const target =
+      child.type === 'link_open' ? child.attrGet('href') : child.type === 'image' ? child.attrGet('src') : null;
+    if (target === null || target.startsWith('#') || isAbsoluteUrl(target)) continue;
+    found.push({ line: Math.min(firstLine + offset, lastLine) + 1, href: target });
+  }
+}
+
+const codeFinder = new MarkdownIt({ html: true });
+
+/**
+ * Removes HTML comments but keeps every newline, so line numbers reported afterwards still
+ * point into the vendor's original text. Comments inside fenced or indented code blocks are
+ * code, not comments, and stay. An unterminated "<!--" hides the rest of the document, as it
+ * would on GitHub (CommonMark HTML block type 2 runs to the end).
+ */
+export function stripHtmlComments(src: string): string {
+  const text = normalizeNewlines(src);
+  if (!text.includes('<!--')) return text;
+  // Parse with html:true so a fence written inside a comment is not mistaken for code.
+  const codeLines = new Set<number>();
+  for (const token of codeFinder.parse(text, {})) {
+    if ((token.type === 'fence' || token.type === 'code_block') && token.map) {
+      for (let l = token.map[0]; l < token.map[1]; l++) codeLines.add(l);
+    }
+  }
+  let out = '';
+  let pos = 0;
+  let line = 0;
+  for (;;) {
+    const start = text.indexOf('<!--', pos);
+    if (start === -1) break;
+    line += countNewlines(text, pos, start);
+    if (codeLines.has(line)) {
+      out += text.slice(pos, start + 4);
+      pos = start + 4;
+      continue;
+    }
+    // From start + 2 so the empty comments "<!-->" and "<!--->" close where HTML closes them.
+    const close = text.indexOf('-->', start + 2);
+    const end = close === -1 ? text.length : close + 3;
+    const removedNewlines = countNewlines(text, start, end);
+    out += text.slice(pos, start) + '\n'.repeat(removedNewlines);
+    line += removedNewlines;
+    pos = end;
+  }
+  return out + text.slice(pos);
+}
+
+function countNewlines(text: string, from: number, to: number): number {
+  let n = 0;
+  for (let i = text.indexOf('\n', from); i !== -1 && i < to; i = text.indexOf('\n', i + 1)) n++;
+  return n;
+}

@@ -1,0 +1,183 @@
+// Product icons arrive as SVG markup (spec "Product": icon) and end up on public pages, so the
+// markup is rebuilt from an allowlist instead of being filtered: anything we do not know is
+// left out. DOCTYPE/ENTITY are refused before parsing (billion laughs, XXE) and entities are
+// never expanded by the parser; we decode only the predefined ones ourselves.
+import { XMLParser, XMLValidator } from 'fast-xml-parser';
+import { ATTRIBUTES, ELEMENTS, NON_DRAWING, PRESENTATION, STYLE_FUNCTIONS, TEXT_ELEMENTS, UNWRAP } from './svg-allowlist.js';
+
+const SVG_NS = 'http://www.w3.org/2000/svg';
+
+export type SvgResult = { svg: string } | { error: string; line?: number };
+
+type XmlNode = Record<string, unknown>;
+
+const parser = new XMLParser({
+  preserveOrder: true,
+  ignoreAttributes: false,
+  attributeNamePrefix: '',
+  processEntities: false,
+  htmlEntities: false,
+  parseTagValue: false,
+  parseAttributeValue: false,
+  trimValues: false,
+  cdataPropName: '#cdata',
+  ignoreDeclaration: true,
+  ignorePiTags: true,
+});
+
+export function sanitizeSvg(markup: string): SvgResult {
+  const xml = markup.replace(/^\uFEFF/, '');
+  const declaration = /<!(?:DOCTYPE|ENTITY)/i.exec(xml);
+  if (declaration) {
+    return { error: 'DOCTYPE and ENTITY declarations are not allowed in SVG', line: lineAt(xml, declaration.index) };
+  }
+  const valid = XMLValidator.validate(xml);
+  if (valid !== true) return { error: `the SVG is not well-formed XML: ${valid.err.msg}`, line: valid.err.line };
+  let nodes: XmlNode[];
+  try {
+    nodes = parser.parse(xml) as XmlNode[];
+  } catch (e) {
+    // The parser refuses what the validator lets through (e.g. nesting deeper than 100).
+    return { error: `the SVG could not be read: ${e instanceof Error ? e.message : String(e)}` };
+  }
+  const roots = nodes.filter((n) => tagOf(n) !== null);
+  if (nodes.some((n) => typeof n['#text'] === 'string' && n['#text'].trim() !== '')) {
+    return { error: 'the SVG has text outside its root element' };
+  }
+  const root = roots[0];
+  if (roots.length !== 1 || !root) return { error: 'the SVG must have exactly one root element' };
+  if (tagOf(root) !== 'svg') return { error: `the root element must be <svg>, found <${tagOf(root)}>` };
+  const children = renderChildren(root, 'svg');
+  if (!children.some((c) => c.tag !== '#text' && !NON_DRAWING.has(c.tag))) {
+    return { error: 'the SVG draws nothing once scripts, links and unsupported elements are removed' };
+  }
+  const attrs = renderAttributes(root);
+  return { svg: `<svg xmlns="${SVG_NS}"${attrs}>${children.map((c) => c.markup).join('')}</svg>` };
+}
+
+interface Piece {
+  tag: string;
+  markup: string;
+}
+
+function tagOf(node: XmlNode): string | null {
+  const key = Object.keys(node).find((k) => k !== ':@');
+  return key === undefined || key.startsWith('#') ? null : key;
+}
+
+function renderChildren(node: XmlNode, tag: string): Piece[] {
+  const children = node[tag];
+  if (!Array.isArray(children)) return [];
+  const pieces: Piece[] = [];
+  for (const child of children as XmlNode[]) {
+    const childTag = tagOf(child);
+    if (childTag === null) {
+      if (TEXT_ELEMENTS.has(tag)) pieces.push({ tag: '#text', markup: escapeText(textOf(child)) });
+    } else if (UNWRAP.has(childTag)) {
+      pieces.push(...renderChildren(child, childTag));
+    } else if (ELEMENTS.has(childTag) && childTag !== 'svg') {
+      // A nested <svg> would restart namespace handling; icons do not need it.
+      const inner = renderChildren(child, childTag).map((p) => p.markup).join('');
+      const open = `<${childTag}${renderAttributes(child)}`;
+      pieces.push({ tag: childTag, markup: inner === '' ? `${open}/>` : `${open}>${inner}</${childTag}>` });
+    }
+    // Anything else (script, style, foreignObject, image, metadata, editor namespaces) is
+    // dropped together with its content.
+  }
+  return pieces;
+}
+
+function textOf(node: XmlNode): string {
+  const text = node['#text'];
+  if (typeof text === 'string') return decodeEntities(text);
+  // CDATA content is literal: no entity decoding.
+  const cdata = node['#cdata'];
+  if (Array.isArray(cdata)) return cdata.map((c: XmlNode) => (typeof c['#text'] === 'string' ? c['#text'] : '')).join('');
+  return '';
+}
+
+function renderAttributes(node: XmlNode): string {
+  const attrs = node[':@'];
+  if (typeof attrs !== 'object' || attrs === null) return '';
+  const seen = new Set<string>();
+  let out = '';
+  for (const [rawName, raw] of Object.entries(attrs)) {
+    // SVG 2 reads plain href; renaming spares us declaring the xlink namespace.
+    const name = rawName === 'xlink:href' ? 'href' : rawName;
+    if (typeof raw !== 'string' || !ATTRIBUTES.has(name) || seen.has(name)) continue;
+    const value = cleanValue(name, decodeEntities(raw).replace(/[\t\n\r]/g, ' '));
+    if (value === null) continue;
+    seen.add(name);
+    out += ` ${name}="${escapeAttr(value)}"`;
+  }
+  return out;
+}
+
+/** The value to keep, or null to drop the attribute. */
+function cleanValue(name: string, value: string): string | null {
+  // Browsers ignore control characters and spaces inside URLs ("java\tscript:").
+  const compact = value.replace(/[\u0000-\u0020\u007f]/g, '').toLowerCase();
+  if (/(?:javascript|vbscript|data):/.test(compact)) return null;
+  if (!urlsAreLocal(compact)) return null;
+  if (name === 'href') return /^#[^\s]+$/.test(value.trim()) ? value.trim() : null;
+  if (name === 'style') return cleanStyle(value);
+  return value;
+}
+
+/** Every url(…) must point into the document ("#id"). */
+function urlsAreLocal(compact: string): boolean {
+  for (const m of compact.matchAll(/url\(['"]?(.?)/g)) if (m[1] !== '#') return false;
+  return true;
+}
+
+/** Keeps presentation declarations with plain values; CSS escapes and at-rules drop it all. */
+function cleanStyle(style: string): string | null {
+  if (/[\\@{}<>]/.test(style)) return null;
+  const kept: string[] = [];
+  for (const declaration of style.split(';')) {
+    const colon = declaration.indexOf(':');
+    if (colon === -1) continue;
+    const prop = declaration.slice(0, colon).trim().toLowerCase();
+    const value = declaration.slice(colon + 1).trim();
+    if (!PRESENTATION.has(prop) || value === '') continue;
+    const functions = [...value.matchAll(/([a-z-]*)\s*\(/gi)].map((m) => (m[1] ?? '').toLowerCase());
+    if (functions.every((f) => STYLE_FUNCTIONS.has(f))) kept.push(`${prop}:${value}`);
+  }
+  return kept.length ? kept.join(';') : null;
+}
+
+/** Predefined XML entities and character references; anything else stays literal text. */
+function decodeEntities(text: string): string {
+  return text.replace(/&(#[xX][0-9a-fA-F]+|#[0-9]+|lt|gt|amp|quot|apos);/g, (whole, body: string) => {
+    const named: Record<string, string> = { lt: '<', gt: '>', amp: '&', quot: '"', apos: "'" };
+    if (!body.startsWith('#')) return named[body] ?? whole;
+    const code = body[1] === 'x' || body[1] === 'X' ? Number.parseInt(body.slice(2), 16) : Number(body.slice(1));
+    const valid = code > 0 && code <= 0x10ffff && !(code >= 0xd800 && code <= 0xdfff);
+    return valid ? String.fromCodePoint(code) : '\uFFFD';
+  });
+}
+
+// Characters XML 1.0 forbids even when escaped; removed so the output always parses.
+const ILLEGAL_XML = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+
+function escapeText(text: string): string {
+  return text.replace(ILLEGAL_XML, '').replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+}
+
+function escapeAttr(text: string): string {
+  return escapeText(text).replace(/"/g, '&quot;');
+}
+
+function lineAt(text: string, index: number): number {
+  return text.slice(0, index).split('\n').length;
+}
+
+/** Identifies a raster upload (iconBase64) by its magic bytes, never by a declared type. */
+export function sniffRasterImage(bytes: Uint8Array): 'png' | 'jpeg' | 'gif' | 'webp' | null {
+  const starts = (sig: readonly number[], at = 0) => sig.every((b, i) => bytes[at + i] === b);
+  if (starts([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])) return 'png';
+  if (starts([0xff, 0xd8, 0xff])) return 'jpeg';
+  if (starts([0x47, 0x49, 0x46, 0x38]) && (bytes[4] === 0x37 || bytes[4] === 0x39) && bytes[5] === 0x61) return 'gif';
+  if (starts([0x52, 0x49, 0x46, 0x46]) && starts([0x57, 0x45, 0x42, 0x50], 8)) return 'webp';
+  return null;
+}

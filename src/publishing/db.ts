@@ -1,0 +1,92 @@
+import type { Kysely, Migration } from 'kysely';
+import { migrate, openDatabase } from '../infra/database/index.js';
+
+export interface ProductsTable {
+  id: string;
+  name: string;
+  state: 'hidden' | 'live';
+  /** JSON of the page fields (ProductFields); `name` is kept in its own column too. */
+  fields: string;
+  edit_token_hash: string;
+  /** Public id of the current edit token, recorded in revisions (never the secret). */
+  edit_token_id: string;
+  sftp_username: string;
+  sftp_password_hash: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface ProductRevisionsTable {
+  id: string;
+  product_id: string;
+  created_at: string;
+  /** JSON array of field names. */
+  changed_fields: string;
+  /** JSON object of the new values of those fields. */
+  changes: string;
+  token_id: string;
+  client_address: string;
+}
+
+export interface SettingsTable {
+  key: string;
+  value: string;
+}
+
+export interface PublishingDB {
+  products: ProductsTable;
+  product_revisions: ProductRevisionsTable;
+  settings: SettingsTable;
+}
+
+const migrations: Record<string, Migration> = {
+  '0001_products': {
+    async up(db: Kysely<unknown>) {
+      await db.schema
+        .createTable('products')
+        .addColumn('id', 'varchar(64)', (c) => c.primaryKey())
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('state', 'varchar(16)', (c) => c.notNull().defaultTo('hidden'))
+        .addColumn('fields', 'text', (c) => c.notNull())
+        .addColumn('edit_token_hash', 'varchar(64)', (c) => c.notNull().unique())
+        .addColumn('edit_token_id', 'varchar(32)', (c) => c.notNull())
+        .addColumn('sftp_username', 'varchar(64)', (c) => c.notNull().unique())
+        .addColumn('sftp_password_hash', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'varchar(32)', (c) => c.notNull())
+        .addColumn('updated_at', 'varchar(32)', (c) => c.notNull())
+        .execute();
+      await db.schema
+        .createTable('product_revisions')
+        .addColumn('id', 'varchar(32)', (c) => c.primaryKey())
+        .addColumn('product_id', 'varchar(64)', (c) => c.notNull().references('products.id').onDelete('cascade'))
+        .addColumn('created_at', 'varchar(32)', (c) => c.notNull())
+        .addColumn('changed_fields', 'text', (c) => c.notNull())
+        .addColumn('changes', 'text', (c) => c.notNull())
+        .addColumn('token_id', 'varchar(32)', (c) => c.notNull())
+        .addColumn('client_address', 'varchar(64)', (c) => c.notNull())
+        .execute();
+      await db.schema
+        .createIndex('product_revisions_by_product')
+        .on('product_revisions')
+        .columns(['product_id', 'created_at'])
+        .execute();
+      await db.schema
+        .createTable('settings')
+        .addColumn('key', 'varchar(64)', (c) => c.primaryKey())
+        .addColumn('value', 'text', (c) => c.notNull())
+        .execute();
+    },
+  },
+};
+
+/** Opens the publishing database and brings its schema up to date. */
+export async function openPublishingDatabase(url: string) {
+  const database = openDatabase<PublishingDB>(url);
+  try {
+    await migrate(database.db, 'pier', migrations);
+  } catch (e) {
+    await database.close();
+    throw e;
+  }
+  return database;
+}

@@ -1,0 +1,218 @@
+import type { FieldProblem } from '../../infra/errors.js';
+import { parseChangelog } from '../content/changelog.js';
+import { parseFaq } from '../content/faq.js';
+import { findRelativeLinks } from '../content/markdown.js';
+import { sanitizeSvg, sniffRasterImage } from '../content/svg.js';
+import { FIELD_LIMITS, type FieldName, type ProductFields, type ProductStyle, URL_LIMIT } from './fields.js';
+import type { ProductPatch } from './patch-schema.js';
+
+/** What a valid PATCH does: the values to set, the fields to remove, and what to tell the vendor. */
+export interface ValidatedPatch {
+  set: Partial<ProductFields>;
+  unset: FieldName[];
+  /** Every field the request touched, implied ones included (icon clears iconBase64). */
+  changed: FieldName[];
+  warnings: FieldProblem[];
+}
+
+const HEX_COLOR = /^#(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6})$/;
+// Deliberately plain: one @, no spaces or angle brackets, a dot in the domain.
+const EMAIL = /^[^\s@<>()",;:]+@[^\s@<>()",;:]+\.[^\s@<>()",;:.]{2,}$/;
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it finds
+const CONTROL = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/;
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it finds
+const CONTROL_OR_NEWLINE = /[\u0000-\u001f\u007f]/;
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+const DATA_URL_PREFIX = /^data:image\/(?:png|jpeg|gif|webp);base64,/;
+
+export function isHexColor(value: string): boolean {
+  return HEX_COLOR.test(value);
+}
+
+export function isHttpUrl(value: string): boolean {
+  if (value.length > URL_LIMIT || CONTROL_OR_NEWLINE.test(value) || /\s/.test(value)) return false;
+  try {
+    const u = new URL(value);
+    return (u.protocol === 'http:' || u.protocol === 'https:') && u.hostname !== '';
+  } catch {
+    return false;
+  }
+}
+
+function tooLarge(field: FieldName, value: unknown): FieldProblem | null {
+  const size = Buffer.byteLength(typeof value === 'string' ? value : JSON.stringify(value));
+  const limit = FIELD_LIMITS[field];
+  return size > limit ? { field, message: `is ${size} bytes; the limit is ${limit} bytes` } : null;
+}
+
+function validateStyle(style: NonNullable<ProductPatch['style']>, errors: FieldProblem[]): ProductStyle {
+  const out: ProductStyle = {};
+  for (const key of ['color1', 'color2', 'badgeColor'] as const) {
+    const v = style[key];
+    if (v === undefined) continue;
+    // Spec: an empty badgeColor removes it (it then falls back to color1).
+    if (key === 'badgeColor' && v === '') continue;
+    if (!isHexColor(v)) errors.push({ field: `style.${key}`, message: `must be a hex color like #1a2b3c or #abc, got "${v.slice(0, 40)}"` });
+    else out[key] = v.toLowerCase();
+  }
+  const bg = style.backgroundImageUrl;
+  if (bg !== undefined && bg !== '') {
+    if (!isHttpUrl(bg)) errors.push({ field: 'style.backgroundImageUrl', message: 'must be an absolute http(s) URL' });
+    else out.backgroundImageUrl = bg;
+  }
+  return out;
+}
+
+function decodeRasterIcon(value: string, errors: FieldProblem[]): string | null {
+  const b64 = value.replace(DATA_URL_PREFIX, '').replace(/\s+/g, '');
+  if (!BASE64.test(b64)) {
+    errors.push({ field: 'iconBase64', message: 'is not valid base64' });
+    return null;
+  }
+  const kind = sniffRasterImage(Buffer.from(b64, 'base64'));
+  if (!kind) {
+    errors.push({ field: 'iconBase64', message: 'must decode to a PNG, JPEG, GIF or WebP image' });
+    return null;
+  }
+  return b64;
+}
+
+function markdownWarnings(field: FieldName, value: string, warnings: FieldProblem[]): void {
+  for (const link of findRelativeLinks(value)) {
+    warnings.push({
+      field,
+      line: link.line,
+      message: `relative link "${link.href.slice(0, 200)}" is not rewritten; use an absolute URL (e.g. the download host)`,
+    });
+  }
+}
+
+/**
+ * Checks every rule of the spec's Product table beyond JSON types (those are the route schema's
+ * job) and collects all problems, so one response lists everything to fix.
+ */
+export function validatePatch(patch: ProductPatch): { ok: true; value: ValidatedPatch } | { ok: false; errors: FieldProblem[] } {
+  const errors: FieldProblem[] = [];
+  const warnings: FieldProblem[] = [];
+  const set: Partial<ProductFields> = {};
+  const unset = new Set<FieldName>();
+  const changed = new Set<FieldName>();
+
+  for (const [key, value] of Object.entries(patch) as [FieldName, unknown][]) {
+    if (value === undefined) continue;
+    changed.add(key);
+    const big = tooLarge(key, value);
+    if (big) {
+      errors.push(big);
+      continue;
+    }
+    if (value === null) {
+      if (key === 'name') errors.push({ field: 'name', message: 'can never be removed' });
+      else unset.add(key);
+      continue;
+    }
+    switch (key) {
+      case 'name': {
+        const name = (value as string).trim();
+        if (name === '') errors.push({ field: 'name', message: 'can never be empty' });
+        else if (CONTROL_OR_NEWLINE.test(name)) errors.push({ field: 'name', message: 'must be a single line without control characters' });
+        else set.name = name;
+        break;
+      }
+      case 'description': {
+        const d = (value as string).trim();
+        if (CONTROL_OR_NEWLINE.test(d)) errors.push({ field: 'description', message: 'must be a single line without control characters' });
+        else if (d === '') unset.add(key);
+        else set.description = d;
+        break;
+      }
+      case 'text':
+      case 'license':
+      case 'instructions':
+      case 'changelog':
+      case 'faq': {
+        const md = value as string;
+        if (CONTROL.test(md)) {
+          errors.push({ field: key, message: 'contains control characters' });
+          break;
+        }
+        // Spec: an empty string removes instructions; the same holds for every Markdown field.
+        if (md.trim() === '') {
+          unset.add(key);
+          break;
+        }
+        if (key === 'changelog' || key === 'faq') {
+          const parsed = key === 'changelog' ? parseChangelog(md) : parseFaq(md);
+          for (const e of parsed.errors) errors.push({ field: key, message: e.message, ...(e.line ? { line: e.line } : {}) });
+          for (const w of parsed.warnings) warnings.push({ field: key, message: w.message, ...(w.line ? { line: w.line } : {}) });
+        }
+        markdownWarnings(key, md, warnings);
+        set[key] = md;
+        break;
+      }
+      case 'contact': {
+        const c = value as { name: string; email: string };
+        const name = c.name.trim();
+        const email = c.email.trim();
+        if (name === '' || CONTROL_OR_NEWLINE.test(name)) errors.push({ field: 'contact.name', message: 'is required when contact is set and must be a single line' });
+        if (!EMAIL.test(email) || email.length > 254) errors.push({ field: 'contact.email', message: 'must be a valid email address' });
+        set.contact = { name, email };
+        break;
+      }
+      case 'style': {
+        const style = validateStyle(value as NonNullable<ProductPatch['style']>, errors);
+        // Spec: style is replaced wholesale, so sub-fields not sent are dropped.
+        if (Object.keys(style).length === 0) unset.add('style');
+        else set.style = style;
+        break;
+      }
+      case 'icon': {
+        const svg = value as string;
+        if (svg.trim() === '') {
+          unset.add('icon');
+          break;
+        }
+        const result = sanitizeSvg(svg);
+        if ('error' in result) errors.push({ field: 'icon', message: result.error, ...(result.line ? { line: result.line } : {}) });
+        else set.icon = result.svg;
+        break;
+      }
+      case 'iconBase64': {
+        const raw = value as string;
+        if (raw.trim() === '') {
+          unset.add('iconBase64');
+          break;
+        }
+        const b64 = decodeRasterIcon(raw, errors);
+        if (b64) set.iconBase64 = b64;
+        break;
+      }
+    }
+  }
+
+  const present = (v: string | null | undefined) => typeof v === 'string' && v.trim() !== '';
+  if (present(patch.icon) && present(patch.iconBase64)) {
+    errors.push({ field: 'iconBase64', message: 'send either icon (SVG) or iconBase64 (raster), not both' });
+  }
+  // The product has one icon: setting one kind clears the other.
+  if (set.icon !== undefined) {
+    unset.add('iconBase64');
+    changed.add('iconBase64');
+  }
+  if (set.iconBase64 !== undefined) {
+    unset.add('icon');
+    changed.add('icon');
+  }
+
+  if (errors.length) return { ok: false, errors };
+  return { ok: true, value: { set, unset: [...unset], changed: [...changed], warnings } };
+}
+
+/** The fields after applying a validated patch to the current ones. */
+export function applyPatch(current: ProductFields, patch: ValidatedPatch): ProductFields {
+  const next: ProductFields = { ...current, ...patch.set };
+  for (const key of patch.unset) {
+    if (key !== 'name') delete next[key];
+  }
+  return next;
+}

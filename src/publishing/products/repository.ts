@@ -1,0 +1,98 @@
+import type { Kysely } from 'kysely';
+import type { DialectName } from '../../infra/database/index.js';
+import type { ProductRevisionsTable, ProductsTable, PublishingDB } from '../db.js';
+
+/** All SQL about products, their revisions and the settings table. */
+export type ProductRow = ProductsTable;
+export type RevisionRow = ProductRevisionsTable;
+
+export function productsRepository(db: Kysely<PublishingDB>, dialect: DialectName) {
+  return {
+    async insert(row: ProductRow): Promise<void> {
+      await db.insertInto('products').values(row).execute();
+    },
+
+    async find(id: string): Promise<ProductRow | undefined> {
+      return db.selectFrom('products').selectAll().where('id', '=', id).executeTakeFirst();
+    },
+
+    async list(): Promise<ProductRow[]> {
+      return db.selectFrom('products').selectAll().orderBy('id').execute();
+    },
+
+    async setEditToken(id: string, hash: string, tokenId: string, now: string): Promise<boolean> {
+      const r = await db
+        .updateTable('products')
+        .set({ edit_token_hash: hash, edit_token_id: tokenId, updated_at: now })
+        .where('id', '=', id)
+        .executeTakeFirst();
+      return Number(r.numUpdatedRows) === 1;
+    },
+
+    async setSftpPassword(id: string, hash: string, now: string): Promise<boolean> {
+      const r = await db
+        .updateTable('products')
+        .set({ sftp_password_hash: hash, updated_at: now })
+        .where('id', '=', id)
+        .executeTakeFirst();
+      return Number(r.numUpdatedRows) === 1;
+    },
+
+    async setState(id: string, state: ProductRow['state'], now: string): Promise<boolean> {
+      const r = await db.updateTable('products').set({ state, updated_at: now }).where('id', '=', id).executeTakeFirst();
+      return Number(r.numUpdatedRows) === 1;
+    },
+
+    /**
+     * Read-modify-write of a product's fields and its revision in one transaction: concurrent
+     * PATCHes of one product serialise (row lock on PostgreSQL; SQLite has one writer), and a
+     * failure leaves both untouched. `change` returns null to abort without writing.
+     */
+    async updateFields(
+      id: string,
+      change: (row: ProductRow) => { name: string; fields: string; now: string; revision: RevisionRow } | null,
+    ): Promise<ProductRow | null> {
+      return db.transaction().execute(async (trx) => {
+        let query = trx.selectFrom('products').selectAll().where('id', '=', id);
+        if (dialect === 'postgres') query = query.forUpdate();
+        const row = await query.executeTakeFirst();
+        if (!row) return null;
+        const next = change(row);
+        if (!next) return null;
+        await trx
+          .updateTable('products')
+          .set({ name: next.name, fields: next.fields, updated_at: next.now })
+          .where('id', '=', id)
+          .execute();
+        await trx.insertInto('product_revisions').values(next.revision).execute();
+        return { ...row, name: next.name, fields: next.fields, updated_at: next.now };
+      });
+    },
+
+    async revisions(id: string, limit: number): Promise<RevisionRow[]> {
+      return db
+        .selectFrom('product_revisions')
+        .selectAll()
+        .where('product_id', '=', id)
+        .orderBy('created_at', 'desc')
+        .orderBy('id', 'desc')
+        .limit(limit)
+        .execute();
+    },
+
+    async getSetting(key: string): Promise<string | undefined> {
+      const row = await db.selectFrom('settings').select('value').where('key', '=', key).executeTakeFirst();
+      return row?.value;
+    },
+
+    async putSetting(key: string, value: string): Promise<void> {
+      await db
+        .insertInto('settings')
+        .values({ key, value })
+        .onConflict((oc) => oc.column('key').doUpdateSet({ value }))
+        .execute();
+    },
+  };
+}
+
+export type ProductsRepository = ReturnType<typeof productsRepository>;

@@ -1,0 +1,247 @@
+import type { Config } from '../../infra/config.js';
+import {
+  ConflictError,
+  NotFoundError,
+  UnauthorizedError,
+  UsageError,
+  ValidationError,
+  type FieldProblem,
+} from '../../infra/errors.js';
+import {
+  constantTimeEqual,
+  generatePassword,
+  generateToken,
+  hasValidChecksum,
+  hashPassword,
+  randomId,
+  sha256,
+} from '../../infra/secrets.js';
+import { FIELD_NAMES, type FieldName, type ProductFields } from './fields.js';
+import type { ProductPatch } from './patch-schema.js';
+import { applyPatch, validatePatch } from './patch-validation.js';
+import type { ProductRow, ProductsRepository, RevisionRow } from './repository.js';
+import { productIdProblem } from './slug.js';
+
+export const EDIT_TOKEN_PREFIX = 'pier_et_';
+export const BEARER_CHALLENGE = 'Bearer realm="pier", charset="UTF-8"';
+const RELEASE_KEY = 'platform_release';
+
+export interface IssuedCredentials {
+  productId: string;
+  pageUrl: string;
+  editToken: string;
+  sftp: { host: string; port: number; username: string; password: string };
+}
+
+export interface ProductView {
+  productId: string;
+  name: string;
+  state: ProductRow['state'];
+  pageUrl: string;
+  createdAt: string;
+  updatedAt: string;
+  fields: ProductFields;
+}
+
+export interface Revision {
+  id: string;
+  at: string;
+  changedFields: FieldName[];
+  changes: Record<string, unknown>;
+  tokenId: string;
+  clientAddress: string;
+}
+
+export interface ProductServiceDeps {
+  repo: ProductsRepository;
+  publishing: Config['publishing'];
+  now?: () => Date;
+}
+
+function parseFields(row: ProductRow): ProductFields {
+  return { ...(JSON.parse(row.fields) as ProductFields), name: row.name };
+}
+
+/** Sortable revision ids: time first so equal timestamps still list in write order. */
+function revisionId(at: Date): string {
+  return `${at.getTime().toString(36).padStart(9, '0')}${randomId(4)}`;
+}
+
+export function productService({ repo, publishing, now = () => new Date() }: ProductServiceDeps) {
+  const pageUrl = (id: string) => `${publishing.baseUrl}/product/${id}`;
+
+  function view(row: ProductRow): ProductView {
+    return {
+      productId: row.id,
+      name: row.name,
+      state: row.state,
+      pageUrl: pageUrl(row.id),
+      createdAt: row.created_at,
+      updatedAt: row.updated_at,
+      fields: parseFields(row),
+    };
+  }
+
+  async function mustFind(id: string): Promise<ProductRow> {
+    const row = await repo.find(id);
+    if (!row) throw new NotFoundError(`no product "${id}"`);
+    return row;
+  }
+
+  return {
+    pageUrl,
+    view,
+
+    async register(id: string, init: { name: string; icon?: string }): Promise<IssuedCredentials> {
+      const problem = productIdProblem(id);
+      if (problem) throw new UsageError(`invalid product ID "${id}": ${problem}`);
+      const fieldsPatch: ProductPatch = { name: init.name, ...(init.icon !== undefined ? { icon: init.icon } : {}) };
+      const checked = validatePatch(fieldsPatch);
+      if (!checked.ok) {
+        throw new ValidationError(checked.errors.map((e) => `${e.field} ${e.message}`).join('; '), checked.errors);
+      }
+      if (await repo.find(id)) throw new ConflictError(`product "${id}" already exists`, 'product_exists');
+      const editToken = generateToken(EDIT_TOKEN_PREFIX);
+      const password = generatePassword();
+      const at = now().toISOString();
+      const fields = applyPatch({ name: '' }, checked.value);
+      try {
+        await repo.insert({
+          id,
+          name: fields.name,
+          state: 'hidden',
+          fields: JSON.stringify(fields),
+          edit_token_hash: sha256(editToken),
+          edit_token_id: randomId(4),
+          sftp_username: id,
+          sftp_password_hash: await hashPassword(password),
+          created_at: at,
+          updated_at: at,
+        });
+      } catch (e) {
+        // Another process registered the same ID between our check and insert.
+        if (await repo.find(id)) throw new ConflictError(`product "${id}" already exists`, 'product_exists');
+        throw e;
+      }
+      return {
+        productId: id,
+        pageUrl: pageUrl(id),
+        editToken,
+        sftp: { host: publishing.sftpHost, port: publishing.sftpPort, username: id, password },
+      };
+    },
+
+    async list(): Promise<ProductView[]> {
+      return (await repo.list()).map(view);
+    },
+
+    async show(id: string): Promise<ProductView> {
+      return view(await mustFind(id));
+    },
+
+    async history(id: string, limit = 50): Promise<Revision[]> {
+      await mustFind(id);
+      return (await repo.revisions(id, limit)).map((r: RevisionRow) => ({
+        id: r.id,
+        at: r.created_at,
+        changedFields: JSON.parse(r.changed_fields) as FieldName[],
+        changes: JSON.parse(r.changes) as Record<string, unknown>,
+        tokenId: r.token_id,
+        clientAddress: r.client_address,
+      }));
+    },
+
+    async rotateEditToken(id: string): Promise<{ productId: string; editToken: string }> {
+      const editToken = generateToken(EDIT_TOKEN_PREFIX);
+      const ok = await repo.setEditToken(id, sha256(editToken), randomId(4), now().toISOString());
+      if (!ok) throw new NotFoundError(`no product "${id}"`);
+      return { productId: id, editToken };
+    },
+
+    async rotateSftpPassword(id: string): Promise<{ productId: string; username: string; password: string }> {
+      const row = await mustFind(id);
+      const password = generatePassword();
+      await repo.setSftpPassword(id, await hashPassword(password), now().toISOString());
+      return { productId: id, username: row.sftp_username, password };
+    },
+
+    /**
+     * Resolves the product and checks the edit token of `Authorization: Bearer …`. Unknown
+     * product: 404 (pages are public, so this reveals nothing). Any token problem: 401.
+     */
+    async authenticate(id: string, authorization: string | undefined): Promise<ProductRow> {
+      const row = await repo.find(id);
+      if (!row) throw new NotFoundError(`no product "${id}"`);
+      const match = /^Bearer[ ]+(\S+)\s*$/i.exec(authorization ?? '');
+      if (!match?.[1]) throw new UnauthorizedError('send the product edit token as "Authorization: Bearer <token>"', BEARER_CHALLENGE);
+      const token = match[1];
+      const valid = hasValidChecksum(token, EDIT_TOKEN_PREFIX) && constantTimeEqual(sha256(token), row.edit_token_hash);
+      if (!valid) {
+        throw new UnauthorizedError(
+          'the edit token is not valid for this product',
+          `${BEARER_CHALLENGE}, error="invalid_token"`,
+        );
+      }
+      return row;
+    },
+
+    /** Validates and applies a PATCH; with `dryRun` nothing is stored. */
+    async patch(
+      row: ProductRow,
+      body: ProductPatch,
+      options: { dryRun: boolean; clientAddress: string },
+    ): Promise<{ product: ProductView; warnings: FieldProblem[]; changedFields: FieldName[] }> {
+      const checked = validatePatch(body);
+      if (!checked.ok) {
+        const first = checked.errors[0];
+        const detail = `${checked.errors.length} invalid field(s); first: ${first?.field} ${first?.message}${first?.line ? ` (line ${first.line})` : ''}`;
+        throw new ValidationError(detail, checked.errors);
+      }
+      const patch = checked.value;
+      if (options.dryRun) {
+        const fields = applyPatch(parseFields(row), patch);
+        return { product: { ...view(row), name: fields.name, fields }, warnings: patch.warnings, changedFields: patch.changed };
+      }
+      const token = row.edit_token_id;
+      const updated = await repo.updateFields(row.id, (current) => {
+        // The token may have been rotated since authentication; the fresh row decides.
+        if (current.edit_token_hash !== row.edit_token_hash) return null;
+        const fields = applyPatch(parseFields(current), patch);
+        const at = now();
+        const changes: Record<string, unknown> = {};
+        for (const k of patch.changed) changes[k] = fields[k] ?? null;
+        return {
+          name: fields.name,
+          fields: JSON.stringify(fields),
+          now: at.toISOString(),
+          revision: {
+            id: revisionId(at),
+            product_id: row.id,
+            created_at: at.toISOString(),
+            changed_fields: JSON.stringify(FIELD_NAMES.filter((f) => patch.changed.includes(f))),
+            changes: JSON.stringify(changes),
+            token_id: token,
+            client_address: options.clientAddress.slice(0, 64),
+          },
+        };
+      });
+      if (!updated) {
+        throw new UnauthorizedError('the edit token is not valid for this product', `${BEARER_CHALLENGE}, error="invalid_token"`);
+      }
+      return { product: view(updated), warnings: patch.warnings, changedFields: patch.changed };
+    },
+
+    async setPlatformRelease(version: string): Promise<string> {
+      const v = version.trim();
+      if (!/^\d+(\.\d+){0,3}$/.test(v)) throw new UsageError(`invalid release "${version}": expected a version like 5.4 or 5.4.1`);
+      await repo.putSetting(RELEASE_KEY, v);
+      return v;
+    },
+
+    async platformRelease(): Promise<string | null> {
+      return (await repo.getSetting(RELEASE_KEY)) ?? null;
+    },
+  };
+}
+
+export type ProductService = ReturnType<typeof productService>;

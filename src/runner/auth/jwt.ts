@@ -1,0 +1,89 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { errors as joseErrors, jwtVerify, SignJWT } from 'jose';
+import { randomBytes } from 'node:crypto';
+
+/** Web sessions last exactly 7 days (spec area B, Limits: "JWT bearer token lifetime 7 days"). */
+export const JWT_LIFETIME_SECONDS = 7 * 24 * 60 * 60;
+
+export interface SessionClaims {
+  sub: string;
+  /** The user's session epoch when the token was issued; a password change bumps it. */
+  sv: number;
+}
+
+export class JwtSessions {
+  private readonly key: Uint8Array;
+
+  constructor(
+    secret: string | Uint8Array,
+    private readonly issuer: string,
+    private readonly now: () => Date,
+  ) {
+    this.key = typeof secret === 'string' ? new TextEncoder().encode(secret) : secret;
+  }
+
+  async issue(userId: string, sessionEpoch: number): Promise<{ token: string; expiresAt: string }> {
+    const iat = Math.floor(this.now().getTime() / 1000);
+    const exp = iat + JWT_LIFETIME_SECONDS;
+    const token = await new SignJWT({ sv: sessionEpoch })
+      .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+      .setSubject(userId)
+      .setIssuer(this.issuer)
+      .setAudience(this.issuer)
+      .setIssuedAt(iat)
+      .setExpirationTime(exp)
+      .sign(this.key);
+    return { token, expiresAt: new Date(exp * 1000).toISOString() };
+  }
+
+  /**
+   * Verifies signature, issuer, audience and expiry against the injected clock. The algorithm
+   * is pinned to HS256: `alg: none` and RS/ES tokens (algorithm confusion) never verify.
+   * Returns null for any invalid token.
+   */
+  async verify(token: string): Promise<SessionClaims | null> {
+    try {
+      const { payload } = await jwtVerify(token, this.key, {
+        algorithms: ['HS256'],
+        issuer: this.issuer,
+        audience: this.issuer,
+        currentDate: this.now(),
+        clockTolerance: 0,
+        requiredClaims: ['sub', 'exp', 'iat'],
+      });
+      if (typeof payload.sub !== 'string' || typeof payload.sv !== 'number') return null;
+      // Tokens are issued with exactly this lifetime; a longer one was not made by us.
+      if ((payload.exp ?? 0) - (payload.iat ?? 0) > JWT_LIFETIME_SECONDS) return null;
+      return { sub: payload.sub, sv: payload.sv };
+    } catch (e) {
+      if (e instanceof joseErrors.JOSEError || e instanceof TypeError) return null;
+      throw e;
+    }
+  }
+}
+
+/** JWT_SECRET, or a secret generated once and kept in `<dataDir>/runner-jwt.secret` (0600). */
+export function loadJwtSecret(configured: string | null, dataDir: string): Uint8Array {
+  if (configured) return new TextEncoder().encode(configured);
+  const file = path.join(dataDir, 'runner-jwt.secret');
+  try {
+    const existing = fs.readFileSync(file, 'utf8').trim();
+    if (existing.length >= 43) return new TextEncoder().encode(existing);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+  }
+  fs.mkdirSync(dataDir, { recursive: true });
+  const secret = randomBytes(48).toString('base64url');
+  const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+  fs.writeFileSync(tmp, `${secret}\n`, { mode: 0o600 });
+  try {
+    // link() fails if another process created the file first; then we use theirs.
+    fs.linkSync(tmp, file);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+  } finally {
+    fs.unlinkSync(tmp);
+  }
+  return new TextEncoder().encode(fs.readFileSync(file, 'utf8').trim());
+}

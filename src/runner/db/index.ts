@@ -1,0 +1,23 @@
+import { type Database, migrate, openDatabase } from '../../infra/database/index.js';
+import { runnerMigrations } from './migrations.js';
+import type { RunnerDB } from './schema.js';
+
+export type RunnerDatabase = Database<RunnerDB>;
+
+/** Opens the runner database and brings its schema up to date (migrations run at start). */
+export async function openRunnerDatabase(url: string): Promise<RunnerDatabase> {
+  const database = openDatabase<RunnerDB>(url);
+  try {
+    await migrate(database.db, 'runner', runnerMigrations);
+  } catch (e) {
+    await database.close();
+    throw e;
+  }
+  return database;
+}
+
+/** True for a unique-constraint violation on either dialect. */
+export function isUniqueViolation(e: unknown): boolean {
+  const err = e as { code?: string; message?: string };
+  return err?.code === '23505' || err?.code === 'SQLITE_CONSTRAINT_UNIQUE' || err?.code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
+}

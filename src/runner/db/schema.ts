@@ -1,0 +1,150 @@
+/**
+ * Row types of the runner database. Timestamps are ISO-8601 UTC text (`toISOString()`, fixed
+ * width so they sort as text on both dialects); flags are integers 0/1; JSON is text.
+ */
+export interface UsersTable {
+  id: string;
+  email: string;
+  name: string;
+  password_hash: string;
+  role: 'admin' | 'member';
+  /** Bumped on password change; JWTs carry it so older sessions stop working. */
+  session_epoch: number;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface MetaTable {
+  key: string;
+  value: string;
+}
+
+export interface PersonalTokensTable {
+  id: string;
+  user_id: string;
+  name: string;
+  scope: 'read' | 'write';
+  token_hash: string;
+  /** Last characters of the token, for display. */
+  token_hint: string;
+  created_at: string;
+  expires_at: string | null;
+  revoked_at: string | null;
+  last_used_at: string | null;
+  last_used_ip: string | null;
+}
+
+export interface OAuthAccessTokensTable {
+  id: string;
+  user_id: string;
+  client_id: string;
+  scope: 'read' | 'write';
+  token_hash: string;
+  created_at: string;
+  expires_at: string;
+  revoked_at: string | null;
+}
+
+export interface ProjectsTable {
+  id: string;
+  name: string;
+  description: string;
+  created_by: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface ProjectMembersTable {
+  project_id: string;
+  user_id: string;
+  role: 'owner' | 'editor' | 'viewer';
+  created_at: string;
+}
+
+export interface WorkflowsTable {
+  id: string;
+  project_id: string;
+  name: string;
+  description: string;
+  latest_version: number;
+  created_by: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface WorkflowVersionsTable {
+  workflow_id: string;
+  version: number;
+  file_name: string;
+  size: number;
+  sha256: string;
+  storage_key: string;
+  created_by: string | null;
+  created_at: string;
+}
+
+export type RunStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'cancelled';
+
+export interface RunsTable {
+  id: string;
+  project_id: string;
+  workflow_id: string;
+  workflow_version: number;
+  status: RunStatus;
+  parameters: string;
+  created_by: string | null;
+  created_at: string;
+  started_at: string | null;
+  finished_at: string | null;
+  attempt: number;
+  executor_id: string | null;
+  lease_hash: string | null;
+  lease_expires_at: string | null;
+  exit_code: number | null;
+  error: string | null;
+}
+
+export interface RunLogsTable {
+  run_id: string;
+  seq: number;
+  attempt: number;
+  text: string;
+  created_at: string;
+}
+
+export interface RunOutputsTable {
+  run_id: string;
+  name: string;
+  size: number;
+  sha256: string | null;
+  content_type: string | null;
+  created_at: string;
+}
+
+export type ExecutorStatus = 'online' | 'draining' | 'offline';
+
+export interface ExecutorsTable {
+  id: string;
+  name: string;
+  labels: string;
+  capacity: number;
+  draining: number;
+  created_at: string;
+  last_heartbeat_at: string;
+  last_ip: string | null;
+}
+
+export interface RunnerDB {
+  users: UsersTable;
+  runner_meta: MetaTable;
+  personal_tokens: PersonalTokensTable;
+  oauth_access_tokens: OAuthAccessTokensTable;
+  projects: ProjectsTable;
+  project_members: ProjectMembersTable;
+  workflows: WorkflowsTable;
+  workflow_versions: WorkflowVersionsTable;
+  runs: RunsTable;
+  run_logs: RunLogsTable;
+  run_outputs: RunOutputsTable;
+  executors: ExecutorsTable;
+}

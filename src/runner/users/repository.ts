@@ -1,0 +1,104 @@
+import type { Kysely, Selectable } from 'kysely';
+import type { RunnerDB, UsersTable } from '../db/schema.js';
+
+export type UserRow = Selectable<UsersTable>;
+export type Role = UsersTable['role'];
+
+export interface NewUser {
+  id: string;
+  email: string;
+  name: string;
+  passwordHash: string;
+  role: Role;
+  now: string;
+}
+
+export function normalizeEmail(email: string): string {
+  return email.trim().toLowerCase();
+}
+
+export class UsersRepository {
+  constructor(private readonly db: Kysely<RunnerDB>) {}
+
+  async count(): Promise<number> {
+    const row = await this.db.selectFrom('users').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+    return Number(row.n);
+  }
+
+  async countAdmins(): Promise<number> {
+    const row = await this.db
+      .selectFrom('users')
+      .where('role', '=', 'admin')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .executeTakeFirstOrThrow();
+    return Number(row.n);
+  }
+
+  async insert(u: NewUser, db: Kysely<RunnerDB> = this.db): Promise<UserRow> {
+    const row: UserRow = {
+      id: u.id,
+      email: normalizeEmail(u.email),
+      name: u.name,
+      password_hash: u.passwordHash,
+      role: u.role,
+      session_epoch: 0,
+      created_at: u.now,
+      updated_at: u.now,
+    };
+    await db.insertInto('users').values(row).execute();
+    return row;
+  }
+
+  /**
+   * Creates the first administrator only while no user exists. The `runner_meta` row with a
+   * fixed key makes a concurrent second setup fail on its primary key, on both dialects.
+   */
+  async insertFirstAdmin(u: NewUser): Promise<UserRow | null> {
+    return this.db.transaction().execute(async (trx) => {
+      const existing = await trx.selectFrom('users').select('id').limit(1).executeTakeFirst();
+      if (existing) return null;
+      await trx.insertInto('runner_meta').values({ key: 'first_admin', value: u.id }).execute();
+      return this.insert({ ...u, role: 'admin' }, trx);
+    });
+  }
+
+  findById(id: string): Promise<UserRow | undefined> {
+    return this.db.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst();
+  }
+
+  findByEmail(email: string): Promise<UserRow | undefined> {
+    return this.db.selectFrom('users').selectAll().where('email', '=', normalizeEmail(email)).executeTakeFirst();
+  }
+
+  list(): Promise<UserRow[]> {
+    return this.db.selectFrom('users').selectAll().orderBy('created_at').orderBy('id').execute();
+  }
+
+  async update(
+    id: string,
+    changes: { name?: string; email?: string; role?: Role },
+    now: string,
+  ): Promise<UserRow | undefined> {
+    const values: Partial<UserRow> = { updated_at: now };
+    if (changes.name !== undefined) values.name = changes.name;
+    if (changes.email !== undefined) values.email = normalizeEmail(changes.email);
+    if (changes.role !== undefined) values.role = changes.role;
+    await this.db.updateTable('users').set(values).where('id', '=', id).execute();
+    return this.findById(id);
+  }
+
+  /** Stores a new password hash and ends every existing web session (JWT) of the user. */
+  async setPassword(id: string, passwordHash: string, now: string): Promise<UserRow | undefined> {
+    await this.db
+      .updateTable('users')
+      .set((eb) => ({ password_hash: passwordHash, updated_at: now, session_epoch: eb('session_epoch', '+', 1) }))
+      .where('id', '=', id)
+      .execute();
+    return this.findById(id);
+  }
+
+  async delete(id: string): Promise<boolean> {
+    const r = await this.db.deleteFrom('users').where('id', '=', id).executeTakeFirst();
+    return Number(r.numDeletedRows) > 0;
+  }
+}

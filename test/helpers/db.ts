@@ -1,0 +1,55 @@
+import os from 'node:os';
+import path from 'node:path';
+import fs from 'node:fs';
+import pg from 'pg';
+import { randomId } from '../../src/infra/secrets.js';
+import { IN_CI } from './tools.js';
+
+export interface DialectTarget {
+  name: 'sqlite' | 'postgres';
+  /** A fresh, empty database for one test; call `drop` when done. */
+  create(): Promise<{ url: string; drop(): Promise<void> }>;
+}
+
+const sqliteTarget: DialectTarget = {
+  name: 'sqlite',
+  async create() {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pier-db-'));
+    return { url: path.join(dir, 'test.sqlite'), drop: async () => fs.rmSync(dir, { recursive: true, force: true }) };
+  },
+};
+
+function postgresTarget(adminUrl: string): DialectTarget {
+  return {
+    name: 'postgres',
+    async create() {
+      const name = `pier_t_${randomId(6)}`;
+      const admin = new pg.Client({ connectionString: adminUrl });
+      await admin.connect();
+      await admin.query(`CREATE DATABASE ${name}`);
+      await admin.end();
+      const url = new URL(adminUrl);
+      url.pathname = `/${name}`;
+      return {
+        url: url.toString(),
+        async drop() {
+          const c = new pg.Client({ connectionString: adminUrl });
+          await c.connect();
+          await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+          await c.end();
+        },
+      };
+    },
+  };
+}
+
+/** SQLite always; PostgreSQL when TEST_DATABASE_URL is set (required in CI). */
+export function dialects(): DialectTarget[] {
+  const pgUrl = process.env.TEST_DATABASE_URL;
+  if (!pgUrl && IN_CI) throw new Error('TEST_DATABASE_URL must be set in CI so repository tests run on PostgreSQL');
+  return pgUrl ? [sqliteTarget, postgresTarget(pgUrl)] : [sqliteTarget];
+}
+
+export function tempDir(prefix = 'pier-'): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+}
