@@ -1,7 +1,5 @@
 import type { Command } from 'commander';
 import { loadConfig } from '../infra/config.js';
-import { createPublishingService } from '../publishing/service.js';
-import { createRunnerService } from '../runner/service.js';
 
 interface Part {
   name: string;
@@ -27,6 +25,8 @@ export function registerServeCommand(program: Command): void {
         parts.push({
           name: 'web',
           async start() {
+            // Loaded on demand so each part (and every other command) starts without the others' code.
+            const { createPublishingService } = await import('../publishing/service.js');
             const svc = await createPublishingService(config);
             const addr = await svc.app.listen({ host: config.host, port: config.publishing.httpPort });
             return { url: addr, close: svc.close };
@@ -37,6 +37,7 @@ export function registerServeCommand(program: Command): void {
         parts.push({
           name: 'runner',
           async start() {
+            const { createRunnerService } = await import('../runner/service.js');
             const svc = await createRunnerService(config);
             const addr = await svc.app.listen({ host: config.host, port: config.runner.port });
             return { url: addr, close: svc.close };

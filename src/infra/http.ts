@@ -1,6 +1,7 @@
 import helmet from '@fastify/helmet';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, {
+  LogController,
   type FastifyBaseLogger,
   type FastifyError,
   type FastifyInstance,
@@ -160,7 +161,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
         ? false
         : { level: options.logLevel },
     // Requests are logged once, below, without headers or bodies (they carry secrets).
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: options.bodyLimit ?? 1024 * 1024,
     trustProxy: options.trustProxy ?? false,
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: true, allErrors: true } },

@@ -1,13 +1,98 @@
 import type { Config } from '../infra/config.js';
 import { createHttpApp, type HttpApp } from '../infra/http.js';
+import { registerAccountRoutes } from './api/account-routes.js';
+import { registerOpenApi } from './api/openapi.js';
+import { registerProjectRoutes } from './api/project-routes.js';
+import { registerRunRoutes } from './api/run-routes.js';
+import { registerExecutorRoutes } from './api/executor-routes.js';
+import { registerWorkflowRoutes } from './api/workflow-routes.js';
+import { registerMetaRoutes } from './api/meta-routes.js';
+import { Authenticator } from './auth/authenticate.js';
+import { JwtSessions, loadJwtSecret } from './auth/jwt.js';
+import { LoginLimiter } from './auth/login-limiter.js';
+import { OAuthTokensRepository, PersonalTokensRepository } from './auth/repository.js';
+import type { RunnerContext } from './context.js';
+import { openRunnerDatabase } from './db/index.js';
+import { ExecutorsRepository } from './executors/repository.js';
+import { ProjectsRepository } from './projects/repository.js';
+import { RunsRepository } from './runs/repository.js';
+import { UsersRepository } from './users/repository.js';
+import { WorkflowsRepository } from './workflows/repository.js';
+import { WorkflowStorage } from './workflows/storage.js';
 
 export interface RunnerService {
   app: HttpApp;
   close(): Promise<void>;
 }
 
-/** Placeholder until the runner issue lands: the part starts and answers /healthz. */
-export async function createRunnerService(config: Config): Promise<RunnerService> {
-  const app = createHttpApp({ logLevel: config.logLevel });
-  return { app, close: () => app.close() };
+export interface RunnerServiceOptions {
+  /** Injectable clock (tests): JWT issue/verify, token expiry, timestamps, rate limits. */
+  now?: () => Date;
+}
+
+
+/**
+ * The workflow runner part of `pier serve`: opens its own database, migrates it and builds the
+ * HTTP app. Load order: external plugins → OpenAPI → auth hook → routes. Not listening yet.
+ */
+export async function createRunnerService(config: Config, options: RunnerServiceOptions = {}): Promise<RunnerService> {
+  const now = options.now ?? (() => new Date());
+  const database = await openRunnerDatabase(config.runner.databaseUrl);
+  try {
+    const app = createHttpApp({
+      logLevel: config.logLevel,
+      // Swagger UI sets its own CSP with hashes for its static files (staticCSP); its page
+      // loads images as data: URIs and inline styles.
+      contentSecurityPolicy: { 'img-src': ["'self'", 'data:'], 'style-src': ["'self'", "'unsafe-inline'"] },
+    });
+    const { db } = database;
+    const users = new UsersRepository(db);
+    const pats = new PersonalTokensRepository(db);
+    const oauthTokens = new OAuthTokensRepository(db);
+    const jwt = new JwtSessions(loadJwtSecret(config.runner.jwtSecret, config.dataDir), config.runner.url, now);
+    const auth = new Authenticator({ users, pats, oauthTokens, jwt, apiKey: config.runner.apiKey, now });
+    const ctx: RunnerContext = {
+      config,
+      database,
+      now,
+      jwt,
+      auth,
+      loginLimiter: new LoginLimiter(now),
+      users,
+      pats,
+      oauthTokens,
+      projects: new ProjectsRepository(db),
+      workflows: new WorkflowsRepository(db),
+      storage: new WorkflowStorage(config.dataDir),
+      runs: new RunsRepository(db, database.dialect),
+      executors: new ExecutorsRepository(db),
+    };
+
+    await registerOpenApi(app, config.runner.url);
+    app.addHook('onRequest', async (req) => auth.enforce(req));
+    await app.register(
+      async (api) => {
+        const a = api as unknown as HttpApp;
+        registerMetaRoutes(a, ctx);
+        registerAccountRoutes(a, ctx);
+        registerProjectRoutes(a, ctx);
+        await registerWorkflowRoutes(a, ctx);
+        registerRunRoutes(a, ctx);
+        registerExecutorRoutes(a, ctx);
+      },
+    );
+    let closed = false;
+    return {
+      app,
+      async close() {
+        if (closed) return;
+        closed = true;
+        await app.close();
+        await database.close();
+      },
+    };
+  } catch (e) {
+    await database.close();
+    throw e;
+  }
 }

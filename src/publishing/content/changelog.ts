@@ -98,11 +98,19 @@ class ParseState {
   section: ChangelogSection | null = null;
   skipping = false;
   warnedPreamble = false;
+  /** End of the previous block: regions end there, not at the next heading, so trailing
+   * link reference definitions (which make no tokens) are not swept into a summary. */
+  lastEnd = 0;
   readonly seen = new Map<string, number>();
 
   constructor(readonly lines: readonly string[]) {}
 
   add(block: Block): void {
+    this.addBlock(block);
+    this.lastEnd = block.end;
+  }
+
+  addBlock(block: Block): void {
     const level = headingLevel(block);
     if (level === 1) return this.addTitle(block);
     if (level === 2) return this.addRelease(block);
@@ -133,8 +141,8 @@ class ParseState {
   }
 
   addRelease(block: Block): void {
-    this.closeRelease(block.start);
-    this.introEnd ??= block.start;
+    this.closeRelease();
+    this.introEnd ??= this.lastEnd;
     const parsed = parseReleaseHeading(headingSource(block));
     if ('error' in parsed) {
       this.skipping = true;
@@ -171,7 +179,7 @@ class ParseState {
 
   addSection(block: Block): void {
     if (this.skipping) return;
-    this.summaryEnd ??= block.start;
+    this.summaryEnd ??= this.lastEnd;
     const type = headingText(block);
     const known = KNOWN.has(type);
     if (!known) {
@@ -201,20 +209,20 @@ class ParseState {
     this.warn(block.start, `only "- " list items are changes; this ${describe(open)} in "### ${this.section?.type}" is ignored`);
   }
 
-  closeRelease(nextStart: number): void {
+  closeRelease(): void {
     if (this.release) {
-      this.release.summary = sliceLines(this.lines, this.summaryStart, this.summaryEnd ?? nextStart);
+      this.release.summary = sliceLines(this.lines, this.summaryStart, this.summaryEnd ?? this.lastEnd);
     }
     this.release = null;
     this.section = null;
   }
 
   finish(): ChangelogResult {
-    this.closeRelease(this.lines.length);
+    this.closeRelease();
     if (!this.titleSeen) {
       this.errors.unshift({ line: 1, message: 'missing "# Title" heading' });
     }
-    const intro = this.title === null ? '' : sliceLines(this.lines, this.titleEnd, this.introEnd ?? this.lines.length);
+    const intro = this.title === null ? '' : sliceLines(this.lines, this.titleEnd, this.introEnd ?? this.lastEnd);
     const changelog = { title: this.title ?? '', intro, releases: this.releases };
     return { changelog: this.errors.length ? null : changelog, errors: this.errors, warnings: this.warnings };
   }

@@ -39,30 +39,36 @@ export function parseFaq(
   if (text.trim() === '') return { entries, errors, warnings };
   const lines = text.split('\n');
   const slugger = options.slugger ?? new GithubSlugger();
-  const questions: { question: string; start: number; end: number }[] = [];
+  // answerEnd is the end of the last block before the next question, so link reference
+  // definitions at the bottom of the FAQ (which make no tokens) stay out of the last answer.
+  const questions: { question: string; start: number; end: number; answerEnd: number }[] = [];
   let preambleWarned = false;
   for (const block of topLevelBlocks(md.parse(text, {}))) {
     const level = headingLevel(block);
+    const current = questions[questions.length - 1];
+    if (level === 2) {
+      questions.push({ question: headingText(block), start: block.start, end: block.end, answerEnd: block.end });
+      continue;
+    }
+    if (current) current.answerEnd = block.end;
     if (level === 1) {
       warnings.push({ line: block.start + 1, message: 'a "# " heading in the FAQ; questions are "## " headings' });
-    } else if (level === 2) {
-      questions.push({ question: headingText(block), start: block.start, end: block.end });
-    } else if (questions.length === 0 && !preambleWarned) {
+    } else if (!current && !preambleWarned) {
       preambleWarned = true;
       warnings.push({ line: block.start + 1, message: 'text before the first "## Question" is not shown' });
     }
   }
   const seen = new Map<string, number>();
-  questions.forEach((q, i) => {
+  for (const q of questions) {
     const line = q.start + 1;
-    const answerMarkdown = sliceLines(lines, q.end, questions[i + 1]?.start ?? lines.length);
+    const answerMarkdown = sliceLines(lines, q.end, q.answerEnd);
     if (q.question === '') errors.push({ line, message: 'empty "## " question heading' });
     if (answerMarkdown === '') warnings.push({ line, message: `question "${q.question}" has no answer` });
     const first = seen.get(q.question);
     if (first !== undefined) warnings.push({ line, message: `question "${q.question}" repeats line ${first}` });
     else seen.set(q.question, line);
     entries.push({ question: q.question, id: headingId(slugger, q.question), answerMarkdown, line });
-  });
+  }
   if (entries.length === 0) errors.push({ message: 'the FAQ has no questions: write each question as a "## " heading' });
   return { entries, errors, warnings };
 }

@@ -191,3 +191,21 @@ function countNewlines(text: string, from: number, to: number): number {
   for (let i = text.indexOf('\n', from); i !== -1 && i < to; i = text.indexOf('\n', i + 1)) n++;
   return n;
 }
+
+/**
+ * The document's link reference definitions ("[label]: url"), regenerated as Markdown. The
+ * changelog and FAQ hand out fragments (items, answers) that may use "[#123]"-style references
+ * defined once at the bottom; a renderer appends this to each fragment so they still resolve.
+ */
+export function linkReferenceDefinitions(src: string): string {
+  const env: { references?: Record<string, { href: string; title: string }> } = {};
+  shared.parse(stripHtmlComments(src), env);
+  const escape = (s: string, chars: RegExp) => s.replace(chars, '\\$&');
+  return Object.entries(env.references ?? {})
+    .map(([label, { href, title }]) => {
+      const dest = `<${href.replace(/[<>\n]/g, encodeURIComponent)}>`;
+      // The stored label is the normalised source label, escapes included: valid as it is.
+      return `[${label}]: ${dest}${title ? ` "${escape(title, /[\\"]/g)}"` : ''}`;
+    })
+    .join('\n');
+}

@@ -41,9 +41,6 @@ export function sanitizeSvg(markup: string): SvgResult {
     return { error: `the SVG could not be read: ${e instanceof Error ? e.message : String(e)}` };
   }
   const roots = nodes.filter((n) => tagOf(n) !== null);
-  if (nodes.some((n) => typeof n['#text'] === 'string' && n['#text'].trim() !== '')) {
-    return { error: 'the SVG has text outside its root element' };
-  }
   const root = roots[0];
   if (roots.length !== 1 || !root) return { error: 'the SVG must have exactly one root element' };
   if (tagOf(root) !== 'svg') return { error: `the root element must be <svg>, found <${tagOf(root)}>` };

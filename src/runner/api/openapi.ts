@@ -1,0 +1,108 @@
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { RouteOptions } from 'fastify';
+import type { HttpApp } from '../../infra/http.js';
+import { securityOf, SCHEMES } from '../auth/access.js';
+import { accessOf } from '../auth/authenticate.js';
+import pkg from '../../../package.json' with { type: 'json' };
+
+export const DOCS_PREFIX = '/api/docs';
+
+/** A multipart body documented in OpenAPI (fastify does not validate multipart bodies itself). */
+export interface MultipartDoc {
+  fields: Record<string, { type: 'string'; format?: 'binary'; description?: string; maxLength?: number }>;
+  required: string[];
+}
+
+export function multipartConfig(doc: MultipartDoc): { multipartDoc: MultipartDoc } {
+  return { multipartDoc: doc };
+}
+
+/**
+ * Every API route must declare its access, tags, summary, operationId and responses, so the
+ * documentation can never silently miss a route or its permissions.
+ */
+function checkRoute(route: RouteOptions): void {
+  if (!route.url.startsWith('/api/') || route.url.startsWith(DOCS_PREFIX)) return;
+  if (route.method === 'HEAD') return;
+  const schema = route.schema as Record<string, unknown> | undefined;
+  const where = `${String(route.method)} ${route.url}`;
+  if (!accessOf(route.config)) throw new Error(`${where}: route declares no access`);
+  for (const key of ['tags', 'summary', 'operationId', 'response']) {
+    if (!schema?.[key]) throw new Error(`${where}: route schema has no ${key}`);
+  }
+}
+
+/** Registers the OpenAPI generator and the local Swagger UI; call before any API route. */
+export async function registerOpenApi(app: HttpApp, serverUrl: string): Promise<void> {
+  app.addHook('onRoute', checkRoute);
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Pier workflow runner API',
+        version: pkg.version,
+        description:
+          'REST API of the Pier workflow runner: every operation of its web UI. Each operation lists the ' +
+          'schemes it accepts in `security`, and the full declaration in `x-pier-access`. Errors are ' +
+          'RFC 9457 `application/problem+json`.',
+      },
+      servers: [{ url: serverUrl }],
+      tags: [
+        { name: 'auth', description: 'Login and first-run setup' },
+        { name: 'account', description: 'The signed-in user' },
+        { name: 'tokens', description: 'Personal access tokens' },
+        { name: 'users', description: 'User administration (admins)' },
+        { name: 'projects', description: 'Projects and members' },
+        { name: 'workflows', description: 'Workflow archives (.knwf) and versions' },
+        { name: 'runs', description: 'Runs, logs and outputs' },
+        { name: 'executors', description: 'Executor protocol and management' },
+        { name: 'meta', description: 'Service information' },
+      ],
+      components: {
+        securitySchemes: {
+          [SCHEMES.pat]: {
+            type: 'apiKey',
+            in: 'header',
+            name: 'Authorization',
+            description: 'Personal access token: `Authorization: ApiKey rnr_pat_…`. Scope `read` or `write`.',
+          },
+          [SCHEMES.oauth]: {
+            type: 'apiKey',
+            in: 'header',
+            name: 'Authorization',
+            description: 'OAuth access token issued by the runner\'s authorization server: `Authorization: ApiKey rnr_oat_…`. Scope `read` or `write`.',
+          },
+          [SCHEMES.apiKey]: {
+            type: 'apiKey',
+            in: 'header',
+            name: 'Authorization',
+            description: 'Admin API key (the `API_KEY` setting): `Authorization: ApiKey <API_KEY>`. For executors and run operations.',
+          },
+          [SCHEMES.jwt]: {
+            type: 'http',
+            scheme: 'bearer',
+            bearerFormat: 'JWT',
+            description: 'Web UI session from `POST /api/auth/login` (valid 7 days). Role `admin` where required.',
+          },
+        },
+      },
+    },
+    transform: ({ schema, url, route }) => {
+      const declared = accessOf(route.config);
+      if (!declared || !schema) return { schema, url };
+      const out: Record<string, unknown> = { ...schema, security: securityOf(declared), 'x-pier-access': { ...declared } };
+      const multipart = (route.config as { multipartDoc?: MultipartDoc } | undefined)?.multipartDoc;
+      if (multipart) {
+        out.consumes = ['multipart/form-data'];
+        out.body = { type: 'object', properties: multipart.fields, required: multipart.required };
+      }
+      return { schema: out as typeof schema, url };
+    },
+  });
+  await app.register(swaggerUi, {
+    routePrefix: DOCS_PREFIX,
+    uiConfig: { deepLinking: true, docExpansion: 'list' },
+    staticCSP: true,
+  });
+}

@@ -1,0 +1,85 @@
+import { type TSchema, Type } from 'typebox';
+
+/** RFC 9457 problem details as produced by src/infra/http.ts. */
+export const Problem = Type.Object(
+  {
+    type: Type.String(),
+    title: Type.String(),
+    status: Type.Integer(),
+    code: Type.String({ description: 'stable machine-readable error code, e.g. invalid_field' }),
+    detail: Type.String(),
+    errors: Type.Optional(
+      Type.Array(
+        Type.Object({
+          field: Type.String(),
+          message: Type.String(),
+          line: Type.Optional(Type.Integer()),
+        }),
+      ),
+    ),
+  },
+  { description: 'RFC 9457 problem details' },
+);
+
+const ERROR_DESCRIPTIONS: Record<number, string> = {
+  400: 'Invalid request (problem+json with per-field errors)',
+  401: 'Missing or invalid credentials; the response carries `WWW-Authenticate: ApiKey realm="runner", Bearer realm="runner"`',
+  403: 'Valid credentials that do not grant this operation',
+  404: 'Not found (or not visible to the caller)',
+  409: 'Conflict with the current state',
+  413: 'Payload too large',
+  415: 'Unsupported media type',
+  429: 'Too many requests; see `Retry-After`',
+};
+
+function problem(status: number) {
+  return {
+    description: ERROR_DESCRIPTIONS[status] ?? 'Error',
+    content: { 'application/problem+json': { schema: Problem } },
+  };
+}
+
+/** Problem responses for the given statuses. Protected routes always include 401 and 403. */
+export function errors(...statuses: number[]): Record<number, ReturnType<typeof problem>> {
+  const out: Record<number, ReturnType<typeof problem>> = {};
+  for (const s of statuses) out[s] = problem(s);
+  return out;
+}
+
+export const PROTECTED = [400, 401, 403] as const;
+
+export const NoContent = Type.Null({ description: 'No content' });
+
+export const Id = Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_-]+$' });
+export const IdParams = Type.Object({ id: Id });
+export const Timestamp = Type.String({ format: 'date-time' });
+export const NullableTimestamp = Type.Union([Timestamp, Type.Null()]);
+
+export const Email = Type.String({ format: 'email', minLength: 3, maxLength: 254 });
+export const Password = Type.String({ minLength: 10, maxLength: 1024, description: 'at least 10 characters' });
+export const Name = Type.String({ minLength: 1, maxLength: 200, pattern: '\\S' });
+
+export function items<T extends TSchema>(schema: T) {
+  return Type.Object({ items: Type.Array(schema) });
+}
+
+export function page<T extends TSchema>(schema: T) {
+  return Type.Object({
+    items: Type.Array(schema),
+    nextCursor: Type.Union([Type.String(), Type.Null()], { description: 'pass as `cursor` for the next page; null at the end' }),
+  });
+}
+
+export const User = Type.Object({
+  id: Type.String(),
+  email: Type.String(),
+  name: Type.String(),
+  role: Type.Union([Type.Literal('admin'), Type.Literal('member')]),
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+});
+
+export const Session = Type.Object({
+  token: Type.String({ description: 'JWT for `Authorization: Bearer`' }),
+  expiresAt: Timestamp,
+});

@@ -1,0 +1,75 @@
+/**
+ * The one permission table of the runner API. Every route declares an `Access`; one
+ * onRequest hook enforces it (auth/authenticate.ts) and the OpenAPI document shows the same
+ * declaration as `security` plus the `x-pier-access` extension (api/openapi.ts).
+ */
+export interface Access {
+  /** No credentials needed; any Authorization header is ignored. */
+  public?: true;
+  /** Web-UI session (`Authorization: Bearer <JWT>`): any user, admins only, or not accepted. */
+  jwt: false | 'user' | 'admin';
+  /**
+   * Personal and OAuth access tokens (`Authorization: ApiKey rnr_pat_…|rnr_oat_…`): the least
+   * scope needed, or not accepted. Tokens never reach profile, credentials, tokens or admin routes.
+   */
+  token: false | 'read' | 'write';
+  /** The admin API key (`Authorization: ApiKey <API_KEY>`): executors and run operations. */
+  apiKey: boolean;
+}
+
+export const PUBLIC: Access = { public: true, jwt: false, token: false, apiKey: false };
+/** Profile, credentials and token management: the signed-in user only, never a token. */
+export const SESSION_ONLY: Access = { jwt: 'user', token: false, apiKey: false };
+/** Account-wide and project reads (`GET /api/me`, `GET /api/projects`, project resources). */
+export const USER_READ: Access = { jwt: 'user', token: 'read', apiKey: false };
+/** Creating, changing, deleting project resources. */
+export const USER_WRITE: Access = { jwt: 'user', token: 'write', apiKey: false };
+/** Run reads: users by project membership, and the admin key. */
+export const RUN_READ: Access = { jwt: 'user', token: 'read', apiKey: true };
+/** Run operations (start excluded: that is a project write): users with write, and the admin key. */
+export const RUN_WRITE: Access = { jwt: 'user', token: 'write', apiKey: true };
+/** User administration: admin users in the web UI only. */
+export const ADMIN_ONLY: Access = { jwt: 'admin', token: false, apiKey: false };
+/** Executor protocol and management: the admin key or an admin user's session. */
+export const EXECUTORS: Access = { jwt: 'admin', token: false, apiKey: true };
+
+export type PrincipalKind = 'jwt-admin' | 'jwt-member' | 'api-key' | 'token-read' | 'token-write';
+
+/** Whether a principal of this kind passes the route-level check (project membership comes after). */
+export function allows(access: Access, kind: PrincipalKind): boolean {
+  if (access.public) return true;
+  switch (kind) {
+    case 'api-key':
+      return access.apiKey;
+    case 'jwt-admin':
+      return access.jwt !== false;
+    case 'jwt-member':
+      return access.jwt === 'user';
+    case 'token-read':
+      return access.token === 'read';
+    case 'token-write':
+      return access.token === 'read' || access.token === 'write';
+  }
+}
+
+export const SCHEMES = {
+  jwt: 'jwt',
+  pat: 'personalAccessToken',
+  oauth: 'oauthAccessToken',
+  apiKey: 'adminApiKey',
+} as const;
+
+/** The OpenAPI `security` requirement list of an access declaration (alternatives, OR). */
+export function securityOf(access: Access): Record<string, string[]>[] {
+  if (access.public) return [];
+  const out: Record<string, string[]>[] = [];
+  if (access.jwt) out.push({ [SCHEMES.jwt]: access.jwt === 'admin' ? ['admin'] : [] });
+  if (access.token) {
+    out.push({ [SCHEMES.pat]: [access.token] });
+    out.push({ [SCHEMES.oauth]: [access.token] });
+  }
+  if (access.apiKey) out.push({ [SCHEMES.apiKey]: [] });
+  return out;
+}
+
+export const CHALLENGE = 'ApiKey realm="runner", Bearer realm="runner"';

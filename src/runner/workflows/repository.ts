@@ -1,0 +1,62 @@
+import type { Kysely, Selectable } from 'kysely';
+import type { RunnerDB, WorkflowsTable, WorkflowVersionsTable } from '../db/schema.js';
+
+export type WorkflowRow = Selectable<WorkflowsTable>;
+export type WorkflowVersionRow = Selectable<WorkflowVersionsTable>;
+
+export class WorkflowsRepository {
+  constructor(private readonly db: Kysely<RunnerDB>) {}
+
+  async create(w: Omit<WorkflowRow, 'latest_version'>, v: Omit<WorkflowVersionRow, 'workflow_id' | 'version'>): Promise<WorkflowRow> {
+    const row: WorkflowRow = { ...w, latest_version: 1 };
+    await this.db.transaction().execute(async (trx) => {
+      await trx.insertInto('workflows').values(row).execute();
+      await trx.insertInto('workflow_versions').values({ ...v, workflow_id: w.id, version: 1 }).execute();
+    });
+    return row;
+  }
+
+  /**
+   * Adds version `version` if it is still the next one. Returns false when another upload took
+   * the number first (the caller retries with the next number).
+   */
+  async addVersion(v: WorkflowVersionRow, now: string): Promise<boolean> {
+    return this.db.transaction().execute(async (trx) => {
+      const r = await trx
+        .updateTable('workflows')
+        .set({ latest_version: v.version, updated_at: now })
+        .where('id', '=', v.workflow_id)
+        .where('latest_version', '=', v.version - 1)
+        .executeTakeFirst();
+      if (Number(r.numUpdatedRows) !== 1) return false;
+      await trx.insertInto('workflow_versions').values(v).execute();
+      return true;
+    });
+  }
+
+  findById(id: string): Promise<WorkflowRow | undefined> {
+    return this.db.selectFrom('workflows').selectAll().where('id', '=', id).executeTakeFirst();
+  }
+
+  listByProject(projectId: string): Promise<WorkflowRow[]> {
+    return this.db.selectFrom('workflows').selectAll().where('project_id', '=', projectId).orderBy('name').orderBy('id').execute();
+  }
+
+  versions(workflowId: string): Promise<WorkflowVersionRow[]> {
+    return this.db.selectFrom('workflow_versions').selectAll().where('workflow_id', '=', workflowId).orderBy('version', 'desc').execute();
+  }
+
+  version(workflowId: string, version: number): Promise<WorkflowVersionRow | undefined> {
+    return this.db
+      .selectFrom('workflow_versions')
+      .selectAll()
+      .where('workflow_id', '=', workflowId)
+      .where('version', '=', version)
+      .executeTakeFirst();
+  }
+
+  async delete(id: string): Promise<boolean> {
+    const r = await this.db.deleteFrom('workflows').where('id', '=', id).executeTakeFirst();
+    return Number(r.numDeletedRows) > 0;
+  }
+}

@@ -1,0 +1,93 @@
+import { createHash, randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { Transform, type Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { PayloadTooLargeError, ValidationError } from '../../infra/errors.js';
+
+/** A .knwf workflow archive is a zip: it starts with a local file header. */
+const ZIP_MAGIC = Buffer.from([0x50, 0x4b, 0x03, 0x04]);
+/** The smallest possible zip with one entry is larger than this (header + end record). */
+const MIN_ZIP_BYTES = 22 + 30;
+
+export interface StoredFile {
+  storageKey: string;
+  size: number;
+  sha256: string;
+}
+
+/**
+ * Workflow archives on local disk under `<dataDir>/runner/workflows/<workflowId>/`. Files are
+ * written to a temporary name in the same directory and renamed, so readers never see half a file.
+ */
+export class WorkflowStorage {
+  readonly root: string;
+
+  constructor(dataDir: string) {
+    this.root = path.join(dataDir, 'runner', 'workflows');
+  }
+
+  private pathOf(key: string): string {
+    const full = path.resolve(this.root, key);
+    if (!full.startsWith(this.root + path.sep)) throw new Error('storage key escapes the storage root');
+    return full;
+  }
+
+  /**
+   * Streams an upload to `<workflowId>/<random>.knwf`, checking the zip signature and size.
+   * `truncated()` reports whether the multipart parser cut the file at its size limit.
+   */
+  async save(workflowId: string, source: Readable, truncated: () => boolean, maxBytes: number): Promise<StoredFile> {
+    // A fresh name per upload: concurrent uploads of new versions never overwrite each other.
+    const name = randomBytes(12).toString('hex');
+    const key = `${workflowId}/${name}.knwf`;
+    const target = this.pathOf(key);
+    fs.mkdirSync(path.dirname(target), { recursive: true });
+    const tmp = path.join(path.dirname(target), `.${name}.tmp`);
+    const hash = createHash('sha256');
+    let size = 0;
+    let head = Buffer.alloc(0);
+    const inspect = new Transform({
+      transform(chunk: Buffer, _enc, done) {
+        size += chunk.length;
+        if (head.length < ZIP_MAGIC.length) head = Buffer.concat([head, chunk.subarray(0, ZIP_MAGIC.length - head.length)]);
+        hash.update(chunk);
+        done(null, chunk);
+      },
+    });
+    try {
+      await pipeline(source, inspect, fs.createWriteStream(tmp, { flags: 'wx', mode: 0o640 }));
+      if (truncated() || size > maxBytes) {
+        throw new PayloadTooLargeError(`the workflow archive is larger than ${maxBytes} bytes`, [
+          { field: 'file', message: `is larger than ${maxBytes} bytes` },
+        ]);
+      }
+      if (size < MIN_ZIP_BYTES || !head.equals(ZIP_MAGIC)) {
+        throw new ValidationError('the file is not a workflow archive (.knwf, a zip file)', [
+          { field: 'file', message: 'is not a zip archive' },
+        ], 'invalid_archive');
+      }
+      fs.renameSync(tmp, target);
+      return { storageKey: key, size, sha256: hash.digest('hex') };
+    } catch (e) {
+      fs.rmSync(tmp, { force: true });
+      throw e;
+    }
+  }
+
+  open(key: string): fs.ReadStream {
+    return fs.createReadStream(this.pathOf(key));
+  }
+
+  async remove(key: string): Promise<void> {
+    await fs.promises.rm(this.pathOf(key), { force: true });
+  }
+
+  exists(key: string): boolean {
+    return fs.existsSync(this.pathOf(key));
+  }
+
+  async removeWorkflow(workflowId: string): Promise<void> {
+    await fs.promises.rm(this.pathOf(workflowId), { recursive: true, force: true });
+  }
+}
