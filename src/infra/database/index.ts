@@ -19,10 +19,36 @@ export function isPostgresUrl(url: string): boolean {
 // pg returns int8/numeric as strings to avoid precision loss; our counts fit in a double.
 pg.types.setTypeParser(20, (v) => Number.parseInt(v, 10));
 
+/**
+ * Kysely prepares every query anew; with better-sqlite3 preparing costs about as much as running
+ * a small query, so statements are kept per SQL text (a bounded map; our SQL has few shapes).
+ */
+function withStatementCache(sqlite: SQLite.Database): SQLite.Database {
+  const cache = new Map<string, SQLite.Statement>();
+  const prepare = sqlite.prepare.bind(sqlite);
+  return new Proxy(sqlite, {
+    get(target, prop, receiver) {
+      if (prop !== 'prepare') return Reflect.get(target, prop, receiver);
+      return (source: string) => {
+        let stmt = cache.get(source);
+        if (!stmt) {
+          stmt = prepare(source);
+          if (cache.size >= 500) cache.delete(cache.keys().next().value as string);
+          cache.set(source, stmt);
+        }
+        return stmt;
+      };
+    },
+  });
+}
+
 /** Opens a database: `postgres://…` → a pg pool; anything else is a SQLite file (`:memory:` allowed). */
 export function openDatabase<DB>(url: string): Database<DB> {
   if (isPostgresUrl(url)) {
     const pool = new pg.Pool({ connectionString: url, max: 10 });
+    // An idle client losing its connection (server restart, DROP … WITH FORCE) emits 'error' on
+    // the pool; unhandled, that would crash the process. The pool replaces the client itself.
+    pool.on('error', (err) => process.emitWarning(`PostgreSQL idle client error: ${err.message}`));
     const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
     return { db, dialect: 'postgres', close: () => db.destroy() };
   }
@@ -33,7 +59,7 @@ export function openDatabase<DB>(url: string): Database<DB> {
   sqlite.pragma('busy_timeout = 5000');
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('synchronous = NORMAL');
-  const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: sqlite }) });
+  const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
   return { db, dialect: 'sqlite', close: () => db.destroy() };
 }
 

@@ -9,6 +9,7 @@ import {
   headingLevel,
   headingSource,
   headingText,
+  itemMarkdown,
   sliceLines,
   type Token,
   topLevelBlocks,
@@ -112,18 +113,23 @@ class ParseState {
 
   addBlock(block: Block): void {
     const level = headingLevel(block);
-    if (level === 1) return this.addTitle(block);
-    if (level === 2) return this.addRelease(block);
+    if (level === 1) this.addTitle(block);
+    else if (level === 2) this.addRelease(block);
+    else if (!this.titleSeen && this.releases.length === 0 && !this.skipping) this.addPreamble(block);
+    else if (this.release && !this.skipping) this.addToRelease(block, level);
+  }
+
+  addPreamble(block: Block): void {
+    if (this.warnedPreamble) return;
+    this.warnedPreamble = true;
+    this.warn(block.start, 'text before the "# Title" heading is ignored');
+  }
+
+  addToRelease(block: Block, level: number): void {
     if (this.release) markBreaking(this.release, block.tokens);
-    if (level === 3 && this.release) return this.addSection(block);
-    if (this.title === null && this.releases.length === 0 && !this.warnedPreamble) {
-      this.warnedPreamble = true;
-      this.warn(block.start, 'text before the "# Title" heading is ignored');
-      return;
-    }
-    if (!this.release || this.skipping) return;
-    if (this.section) return this.addToSection(block);
-    if (block.tokens[0]?.type === 'bullet_list_open' || block.tokens[0]?.type === 'ordered_list_open') {
+    if (level === 3) this.addSection(block);
+    else if (this.section) this.addToSection(block);
+    else if (block.tokens[0]?.type === 'bullet_list_open' || block.tokens[0]?.type === 'ordered_list_open') {
       this.warn(block.start, 'list items outside a "### Type" section are shown as part of the release summary');
     }
   }
@@ -131,13 +137,15 @@ class ParseState {
   addTitle(block: Block): void {
     const again = this.titleSeen;
     this.titleSeen = true;
-    if (again) return this.error(block.start, 'more than one "# Title" heading');
-    if (this.releases.length > 0 || this.skipping) {
-      return this.error(block.start, 'the "# Title" heading must come before the first release');
+    if (again) {
+      this.error(block.start, 'more than one "# Title" heading');
+    } else if (this.releases.length > 0 || this.skipping) {
+      this.error(block.start, 'the "# Title" heading must come before the first release');
+    } else {
+      this.title = headingText(block);
+      if (this.title === '') this.error(block.start, 'the "# Title" heading is empty');
+      this.titleEnd = block.end;
     }
-    this.title = headingText(block);
-    if (this.title === '') this.error(block.start, 'the "# Title" heading is empty');
-    this.titleEnd = block.end;
   }
 
   addRelease(block: Block): void {
@@ -146,7 +154,8 @@ class ParseState {
     const parsed = parseReleaseHeading(headingSource(block));
     if ('error' in parsed) {
       this.skipping = true;
-      return this.error(block.start, parsed.error);
+      this.error(block.start, parsed.error);
+      return;
     }
     this.skipping = false;
     const key = parsed.unreleased ? 'Unreleased' : parsed.version;
@@ -178,7 +187,6 @@ class ParseState {
   }
 
   addSection(block: Block): void {
-    if (this.skipping) return;
     this.summaryEnd ??= this.lastEnd;
     const type = headingText(block);
     const known = KNOWN.has(type);
@@ -257,41 +265,10 @@ function markBreaking(release: ChangelogRelease, tokens: readonly Token[]): void
       if (children[i]?.type !== 'strong_open') continue;
       const inner = children[i + 1];
       // Accept "**Breaking:**" and "**Breaking**:" in any case.
-      if (inner?.type === 'text' && /^\s*breaking\s*:?\s*$/i.test(inner.content) && children[i + 2]?.type === 'strong_close') {
+      if (inner?.type === 'text' && /^breaking\s?:?$/i.test(inner.content.trim()) && children[i + 2]?.type === 'strong_close') {
         release.breaking = true;
         return;
       }
     }
   }
-}
-
-/**
- * An item's source without its bullet: the first line loses "- ", continuation lines lose
- * the item's content indent (CommonMark list item rules), so nested lists and code survive.
- */
-export function itemMarkdown(lines: readonly string[], start: number, end: number): string {
-  const first = lines[start] ?? '';
-  const m = /^([ \t]*)[-*+]([ \t]*)/.exec(first) ?? ['', '', ''];
-  const markerEnd = (m[1] ?? '').length + 1;
-  const gap = (m[2] ?? '').length;
-  const rest = first.slice(markerEnd + gap);
-  // Blank after the marker, or 5+ spaces (content is indented code): indent is marker + 1.
-  const indent = rest === '' || gap > 4 ? markerEnd + 1 : markerEnd + gap;
-  const out = [first.slice(Math.min(indent, first.length))];
-  for (let l = start + 1; l < Math.min(end, lines.length); l++) out.push(dedent(lines[l] ?? '', indent));
-  return sliceLines(out, 0, out.length);
-}
-
-/** Removes up to `width` columns of leading whitespace (tabs to the next stop of 4). */
-function dedent(line: string, width: number): string {
-  let col = 0;
-  let i = 0;
-  while (i < line.length && col < width) {
-    const ch = line[i];
-    if (ch === ' ') col++;
-    else if (ch === '\t') col += 4 - (col % 4);
-    else break;
-    i++;
-  }
-  return line.slice(i);
 }

@@ -200,12 +200,12 @@ function countNewlines(text: string, from: number, to: number): number {
 export function linkReferenceDefinitions(src: string): string {
   const env: { references?: Record<string, { href: string; title: string }> } = {};
   shared.parse(stripHtmlComments(src), env);
-  const escape = (s: string, chars: RegExp) => s.replace(chars, '\\$&');
+  const backslash = (s: string, chars: RegExp) => s.replace(chars, '\\$&');
   return Object.entries(env.references ?? {})
     .map(([label, { href, title }]) => {
       const dest = `<${href.replace(/[<>\n]/g, encodeURIComponent)}>`;
       // The stored label is the normalised source label, escapes included: valid as it is.
-      return `[${label}]: ${dest}${title ? ` "${escape(title, /[\\"]/g)}"` : ''}`;
+      return `[${label}]: ${dest}${title ? ` "${backslash(title, /[\\"]/g)}"` : ''}`;
     })
     .join('\n');
 }

@@ -113,7 +113,7 @@ function renderAttributes(node: XmlNode): string {
 /** The value to keep, or null to drop the attribute. */
 function cleanValue(name: string, value: string): string | null {
   // Browsers ignore control characters and spaces inside URLs ("java\tscript:").
-  const compact = value.replace(/[\u0000-\u0020\u007f]/g, '').toLowerCase();
+  const compact = [...value].filter((c) => c > ' ' && c !== '\u007f').join('').toLowerCase();
   if (/(?:javascript|vbscript|data):/.test(compact)) return null;
   if (!urlsAreLocal(compact)) return null;
   if (name === 'href') return /^#[^\s]+$/.test(value.trim()) ? value.trim() : null;
@@ -137,10 +137,23 @@ function cleanStyle(style: string): string | null {
     const prop = declaration.slice(0, colon).trim().toLowerCase();
     const value = declaration.slice(colon + 1).trim();
     if (!PRESENTATION.has(prop) || value === '') continue;
-    const functions = [...value.matchAll(/([a-z-]*)\s*\(/gi)].map((m) => (m[1] ?? '').toLowerCase());
-    if (functions.every((f) => STYLE_FUNCTIONS.has(f))) kept.push(`${prop}:${value}`);
+    if (cssFunctions(value).every((f) => STYLE_FUNCTIONS.has(f))) kept.push(`${prop}:${value}`);
   }
   return kept.length ? kept.join(';') : null;
+}
+
+/** Names before each "(" (lower case; "" for a bare parenthesis). Scans backwards from each
+ * "(" so the cost stays linear whatever the input (a regex here backtracks quadratically). */
+function cssFunctions(value: string): string[] {
+  const names: string[] = [];
+  for (let i = value.indexOf('('); i !== -1; i = value.indexOf('(', i + 1)) {
+    let end = i;
+    while (end > 0 && /\s/.test(value[end - 1] ?? '')) end--;
+    let start = end;
+    while (start > 0 && /[a-z-]/i.test(value[start - 1] ?? '')) start--;
+    names.push(value.slice(start, end).toLowerCase());
+  }
+  return names;
 }
 
 /** Predefined XML entities and character references; anything else stays literal text. */
@@ -154,11 +167,16 @@ function decodeEntities(text: string): string {
   });
 }
 
-// Characters XML 1.0 forbids even when escaped; removed so the output always parses.
-const ILLEGAL_XML = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+/** XML 1.0 "Char" production: anything else (NUL, most C0, lone surrogates) makes output unparseable. */
+function isXmlChar(cp: number): boolean {
+  return cp === 0x9 || cp === 0xa || cp === 0xd || (cp >= 0x20 && cp <= 0xd7ff) || (cp >= 0xe000 && cp <= 0xfffd) || cp >= 0x10000;
+}
 
 function escapeText(text: string): string {
-  return text.replace(ILLEGAL_XML, '').replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+  let kept = '';
+  // for…of walks code points, so a valid surrogate pair arrives as one character.
+  for (const ch of text) if (isXmlChar(ch.codePointAt(0) ?? 0)) kept += ch;
+  return kept.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 }
 
 function escapeAttr(text: string): string {

@@ -76,3 +76,34 @@ export function sliceLines(lines: readonly string[], start: number, end: number)
   while (to > from && (lines[to - 1] ?? '').trim() === '') to--;
   return lines.slice(from, to).join('\n');
 }
+
+/**
+ * An item's source without its bullet: the first line loses "- ", continuation lines lose
+ * the item's content indent (CommonMark list item rules), so nested lists and code survive.
+ */
+export function itemMarkdown(lines: readonly string[], start: number, end: number): string {
+  const first = lines[start] ?? '';
+  const m = /^([ \t]*)[-*+]([ \t]*)/.exec(first) ?? ['', '', ''];
+  const markerEnd = (m[1] ?? '').length + 1;
+  const gap = (m[2] ?? '').length;
+  const rest = first.slice(markerEnd + gap);
+  // Blank after the marker, or 5+ spaces (content is indented code): indent is marker + 1.
+  const indent = rest === '' || gap > 4 ? markerEnd + 1 : markerEnd + gap;
+  const out = [first.slice(Math.min(indent, first.length))];
+  for (let l = start + 1; l < Math.min(end, lines.length); l++) out.push(dedent(lines[l] ?? '', indent));
+  return sliceLines(out, 0, out.length);
+}
+
+/** Removes up to `width` columns of leading whitespace (tabs to the next stop of 4). */
+function dedent(line: string, width: number): string {
+  let col = 0;
+  let i = 0;
+  while (i < line.length && col < width) {
+    const ch = line[i];
+    if (ch === ' ') col++;
+    else if (ch === '\t') col += 4 - (col % 4);
+    else break;
+    i++;
+  }
+  return line.slice(i);
+}

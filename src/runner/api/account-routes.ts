@@ -99,17 +99,15 @@ export function registerAccountRoutes(app: HttpApp, ctx: RunnerContext): void {
         body: Type.Object({ email: Email, name: Type.Optional(Name), password: Password }, { additionalProperties: false }),
         response: {
           201: Type.Object({ user: User, session: Session }),
-          ...errors(400, 409, 429),
+          ...errors(400, 409),
         },
       },
     },
     async (req, reply) => {
-      // Shares the login limiter so the open endpoint cannot be used to hammer the database.
-      loginLimiter.check(req.ip, '(setup)');
-      const user = await createUser(users, { ...req.body, role: 'admin' }, ctx.now(), true).catch((e) => {
-        loginLimiter.fail(req.ip, '(setup)');
-        throw e;
-      });
+      // Checked before hashing the password so the open endpoint costs nothing once set up;
+      // the insert itself re-checks atomically (two racing setups: one wins, one gets 409).
+      if ((await users.count()) > 0) throw new ConflictError('setup is already done: a user exists', 'setup_done');
+      const user = await createUser(users, { ...req.body, role: 'admin' }, ctx.now(), true);
       const session = await jwt.issue(user.id, user.session_epoch);
       return reply.code(201).send({ user: presentUser(user), session });
     },
@@ -264,7 +262,7 @@ export function registerAccountRoutes(app: HttpApp, ctx: RunnerContext): void {
       if (!(await pats.revoke(p.user.id, req.params.id, ctx.now().toISOString()))) {
         throw new NotFoundError('no such token');
       }
-      return reply.code(204).send();
+      return reply.code(204).send(null);
     },
   );
 
@@ -359,7 +357,7 @@ export function registerAccountRoutes(app: HttpApp, ctx: RunnerContext): void {
         throw new ConflictError('cannot delete the last administrator', 'last_admin');
       }
       await users.delete(user.id);
-      return reply.code(204).send();
+      return reply.code(204).send(null);
     },
   );
 }

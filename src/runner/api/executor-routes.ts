@@ -146,11 +146,11 @@ export function registerExecutorRoutes(app: HttpApp, ctx: RunnerContext): void {
       const nowIso = now.toISOString();
       await executors.heartbeat(executor.id, nowIso, req.ip);
       await runs.expireLeases(nowIso);
-      if (executor.draining || (await runs.runningCount(executor.id)) >= executor.capacity) return reply.code(204).send();
+      if (executor.draining || (await runs.runningCount(executor.id)) >= executor.capacity) return reply.code(204).send(null);
       const token = generateToken(LEASE_PREFIX);
       const expiresAt = new Date(now.getTime() + LEASE_MS).toISOString();
       const run = await runs.claim(executor.id, sha256(token), expiresAt, nowIso);
-      if (!run) return reply.code(204).send();
+      if (!run) return reply.code(204).send(null);
       return {
         run: presentRun(run),
         lease: { token, attempt: run.attempt, expiresAt },
@@ -302,7 +302,7 @@ export function registerExecutorRoutes(app: HttpApp, ctx: RunnerContext): void {
       await load(req.params.id);
       await runs.requeueExecutorRuns(req.params.id);
       await executors.delete(req.params.id);
-      return reply.code(204).send();
+      return reply.code(204).send(null);
     },
   );
 }

@@ -150,7 +150,7 @@ export function registerProjectRoutes(app: HttpApp, ctx: RunnerContext): void {
       const workflowIds = (await ctx.workflows.listByProject(req.params.id)).map((w) => w.id);
       await projects.delete(req.params.id);
       await Promise.all(workflowIds.map((id) => ctx.storage.removeWorkflow(id)));
-      return reply.code(204).send();
+      return reply.code(204).send(null);
     },
   );
 
@@ -218,7 +218,7 @@ export function registerProjectRoutes(app: HttpApp, ctx: RunnerContext): void {
       const r = await projects.removeMember(req.params.id, req.params.userId);
       if (r === 'absent') throw new NotFoundError('no such member');
       if (r === 'last_owner') throw new ConflictError('a project needs at least one owner', 'last_owner');
-      return reply.code(204).send();
+      return reply.code(204).send(null);
     },
   );
 }

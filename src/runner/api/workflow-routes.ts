@@ -215,7 +215,7 @@ export async function registerWorkflowRoutes(app: HttpApp, ctx: RunnerContext): 
       const wf = await loadWorkflow(req, req.params.id, 'write');
       await workflows.delete(wf.id);
       await storage.removeWorkflow(wf.id);
-      return reply.code(204).send();
+      return reply.code(204).send(null);
     },
   );
 
@@ -305,7 +305,7 @@ export async function registerWorkflowRoutes(app: HttpApp, ctx: RunnerContext): 
         .header('content-length', String(v.size))
         .header('content-disposition', `attachment; filename="${safeName}"`)
         .header('x-content-sha256', v.sha256)
-        .send(storage.open(v.storage_key));
+        .send(storage.open(v.storage_key) as unknown as string);
     },
   );
 }

@@ -128,7 +128,7 @@ export class RunsRepository {
   /** The run, if `lease` still holds it (status running, same lease and attempt); else null. */
   async leased(id: string, lease: Lease): Promise<RunRow | null> {
     const row = await this.findById(id);
-    if (!row || row.status !== 'running' || row.lease_hash !== lease.hash || row.attempt !== lease.attempt) return null;
+    if (row?.status !== 'running' || row.lease_hash !== lease.hash || row.attempt !== lease.attempt) return null;
     return row;
   }
 

@@ -1,0 +1,23 @@
+// Minimal types for the parts of autocannon the benchmarks use (the package ships none).
+declare module 'autocannon' {
+  interface Histogram {
+    average: number;
+    p50: number;
+    p99: number;
+  }
+  interface Result {
+    requests: Histogram;
+    latency: Histogram;
+    errors: number;
+    non2xx: number;
+    timeouts: number;
+  }
+  interface Options {
+    url: string;
+    connections?: number;
+    duration?: number;
+    requests?: Record<string, unknown>[];
+    setupClient?: (client: never) => void;
+  }
+  export default function autocannon(options: Options): Promise<Result>;
+}

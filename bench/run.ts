@@ -1,0 +1,16 @@
+// `npm run bench [name…]`: runs each benchmark with its reference in the same run and prints ratios.
+import { benchPublishingPatch } from './publishing-patch.js';
+
+const benches: Record<string, () => Promise<string>> = {
+  'publishing-patch': benchPublishingPatch,
+};
+
+const runner = await import('./runner-auth.js').catch(() => null);
+if (runner?.benchRunnerAuth) benches['runner-auth'] = runner.benchRunnerAuth;
+
+const wanted = process.argv.slice(2);
+for (const [name, fn] of Object.entries(benches)) {
+  if (wanted.length && !wanted.includes(name)) continue;
+  console.log(`\n== ${name}`);
+  console.log(await fn());
+}

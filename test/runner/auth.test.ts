@@ -1,0 +1,293 @@
+import assert from 'node:assert/strict';
+import { generateKeyPairSync } from 'node:crypto';
+import { after, before, describe, test } from 'node:test';
+import { base64url, SignJWT } from 'jose';
+import { JWT_LIFETIME_SECONDS, loadJwtSecret } from '../../src/runner/auth/jwt.js';
+import { dialects } from '../helpers/db.js';
+import { apiKey, bearer, startRunner, TestClock, type TestRunner } from './helpers.js';
+
+const PASSWORD = 'a long enough password';
+
+async function setup(r: TestRunner, email = 'admin@example.com') {
+  const res = await r.service.app.inject({ method: 'POST', url: '/api/setup', payload: { email, password: PASSWORD } });
+  assert.equal(res.statusCode, 201, res.body);
+  return res.json() as { user: { id: string }; session: { token: string; expiresAt: string } };
+}
+
+describe('JWT sessions', () => {
+  let r: TestRunner;
+  let secret: Uint8Array;
+  let userId: string;
+  const ISS = 'http://runner.test';
+
+  before(async () => {
+    r = await startRunner();
+    userId = (await setup(r)).user.id;
+    secret = loadJwtSecret(null, r.config.dataDir);
+  });
+  after(() => r.close());
+
+  const me = (token: string) => r.service.app.inject({ method: 'GET', url: '/api/me', headers: bearer(token) });
+
+  test('login gives a token valid for exactly 7 days', async () => {
+    const start = r.clock.t;
+    const res = await r.service.app.inject({ method: 'POST', url: '/api/auth/login', payload: { email: 'ADMIN@example.com', password: PASSWORD } });
+    assert.equal(res.statusCode, 200, res.body);
+    const { token, expiresAt } = res.json();
+    assert.equal(Date.parse(expiresAt) - start, 7 * 24 * 3600 * 1000);
+    const payload = JSON.parse(Buffer.from(token.split('.')[1], 'base64url').toString());
+    assert.equal(payload.exp - payload.iat, JWT_LIFETIME_SECONDS);
+    assert.equal(payload.iss, ISS);
+    assert.equal(payload.sub, userId);
+
+    r.clock.t = start + JWT_LIFETIME_SECONDS * 1000 - 1000;
+    assert.equal((await me(token)).statusCode, 200, 'valid at 7 days minus 1 second');
+    r.clock.t = start + JWT_LIFETIME_SECONDS * 1000 + 1000;
+    const late = await me(token);
+    assert.equal(late.statusCode, 401, 'rejected at 7 days plus 1 second');
+    assert.equal(late.headers['www-authenticate'], 'ApiKey realm="runner", Bearer realm="runner"');
+    r.clock.t = start;
+  });
+
+  const now = () => Math.floor(r.clock.t / 1000);
+  const claims = () => ({ sv: 0, sub: userId, iss: ISS, aud: ISS, iat: now(), exp: now() + 3600 });
+
+  test('a correctly made token is accepted (control for the rejections below)', async () => {
+    const token = await new SignJWT(claims()).setProtectedHeader({ alg: 'HS256' }).sign(secret);
+    assert.equal((await me(token)).statusCode, 200);
+  });
+
+  test('alg: none is rejected', async () => {
+    const header = base64url.encode(JSON.stringify({ alg: 'none', typ: 'JWT' }));
+    const body = base64url.encode(JSON.stringify(claims()));
+    assert.equal((await me(`${header}.${body}.`)).statusCode, 401);
+    assert.equal((await me(`${header}.${body}`)).statusCode, 401);
+  });
+
+  test('HS256 signed with another secret is rejected', async () => {
+    const token = await new SignJWT(claims()).setProtectedHeader({ alg: 'HS256' }).sign(new TextEncoder().encode('x'.repeat(48)));
+    assert.equal((await me(token)).statusCode, 401);
+  });
+
+  test('a tampered payload is rejected', async () => {
+    const token = await new SignJWT(claims()).setProtectedHeader({ alg: 'HS256' }).sign(secret);
+    const [h, , s] = token.split('.');
+    const forged = base64url.encode(JSON.stringify({ ...claims(), exp: now() + 10 * 365 * 86400 }));
+    assert.equal((await me(`${h}.${forged}.${s}`)).statusCode, 401);
+  });
+
+  test('RS256 / ES256 tokens (algorithm confusion) are rejected', async () => {
+    const rsa = generateKeyPairSync('rsa', { modulusLength: 2048 });
+    const rs = await new SignJWT(claims()).setProtectedHeader({ alg: 'RS256' }).sign(rsa.privateKey);
+    assert.equal((await me(rs)).statusCode, 401);
+    const ec = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+    const es = await new SignJWT(claims()).setProtectedHeader({ alg: 'ES256' }).sign(ec.privateKey);
+    assert.equal((await me(es)).statusCode, 401);
+    // The classic confusion: HMAC keyed with a public key the attacker knows.
+    const pem = rsa.publicKey.export({ type: 'spki', format: 'pem' });
+    const hs = await new SignJWT(claims()).setProtectedHeader({ alg: 'HS256' }).sign(new TextEncoder().encode(String(pem)));
+    assert.equal((await me(hs)).statusCode, 401);
+  });
+
+  test('wrong issuer, longer lifetime or unknown user are rejected', async () => {
+    const otherIss = await new SignJWT({ ...claims(), iss: 'http://evil.test' }).setProtectedHeader({ alg: 'HS256' }).sign(secret);
+    assert.equal((await me(otherIss)).statusCode, 401);
+    const long = await new SignJWT({ ...claims(), exp: now() + JWT_LIFETIME_SECONDS + 60 }).setProtectedHeader({ alg: 'HS256' }).sign(secret);
+    assert.equal((await me(long)).statusCode, 401);
+    const ghost = await new SignJWT({ ...claims(), sub: 'nobody' }).setProtectedHeader({ alg: 'HS256' }).sign(secret);
+    assert.equal((await me(ghost)).statusCode, 401);
+  });
+
+  test('changing the password ends earlier sessions', async () => {
+    const login = await r.service.app.inject({ method: 'POST', url: '/api/auth/login', payload: { email: 'admin@example.com', password: PASSWORD } });
+    const old = login.json().token;
+    const wrong = await r.service.app.inject({
+      method: 'PUT', url: '/api/me/password', headers: bearer(old), payload: { currentPassword: 'nope nope nope', newPassword: 'another long password' },
+    });
+    assert.equal(wrong.statusCode, 400);
+    assert.equal(wrong.json().code, 'wrong_password');
+    const res = await r.service.app.inject({
+      method: 'PUT', url: '/api/me/password', headers: bearer(old), payload: { currentPassword: PASSWORD, newPassword: 'another long password' },
+    });
+    assert.equal(res.statusCode, 200, res.body);
+    assert.equal((await me(old)).statusCode, 401);
+    assert.equal((await me(res.json().token)).statusCode, 200);
+    const relog = await r.service.app.inject({ method: 'POST', url: '/api/auth/login', payload: { email: 'admin@example.com', password: 'another long password' } });
+    assert.equal(relog.statusCode, 200);
+  });
+
+  test('the generated secret is kept in the data dir with mode 0600', async () => {
+    const fs = await import('node:fs');
+    const st = fs.statSync(`${r.config.dataDir}/runner-jwt.secret`);
+    assert.equal(st.mode & 0o777, 0o600);
+    assert.deepEqual(loadJwtSecret(null, r.config.dataDir), secret);
+  });
+});
+
+describe('login rate limits and first-run setup', () => {
+  let r: TestRunner;
+  before(async () => {
+    r = await startRunner();
+  });
+  after(() => r.close());
+  const login = (email: string, password: string, ip = '10.0.0.1') =>
+    r.service.app.inject({ method: 'POST', url: '/api/auth/login', payload: { email, password }, remoteAddress: ip });
+
+  test('setup creates the first admin once', async () => {
+    const first = await setup(r);
+    const me = await r.service.app.inject({ method: 'GET', url: '/api/me', headers: bearer(first.session.token) });
+    assert.equal(me.json().role, 'admin');
+    const again = await r.service.app.inject({ method: 'POST', url: '/api/setup', payload: { email: 'b@example.com', password: PASSWORD } });
+    assert.equal(again.statusCode, 409);
+    assert.equal(again.json().code, 'setup_done');
+  });
+
+  test('unknown email and wrong password look the same', async () => {
+    const a = await login('nobody@example.com', PASSWORD, '10.0.0.9');
+    const b = await login('admin@example.com', 'wrong password', '10.0.0.9');
+    assert.equal(a.statusCode, 401);
+    assert.equal(b.statusCode, 401);
+    assert.equal(a.json().detail, b.json().detail);
+  });
+
+  test('per account: after 5 failures even the right password gets 429 until the window ends', async () => {
+    r.clock.advance(15 * 60_000 + 1); // a fresh window: the test above failed once
+    for (let i = 0; i < 5; i++) assert.equal((await login('admin@example.com', 'wrong password', `10.1.0.${i}`)).statusCode, 401);
+    const locked = await login('admin@example.com', PASSWORD, '10.1.1.1');
+    assert.equal(locked.statusCode, 429);
+    assert.ok(Number(locked.headers['retry-after']) > 0);
+    r.clock.advance(15 * 60_000 + 1);
+    assert.equal((await login('admin@example.com', PASSWORD, '10.1.1.1')).statusCode, 200);
+  });
+
+  test('per address: many accounts from one address get 429', async () => {
+    for (let i = 0; i < 20; i++) await login(`user${i}@example.com`, 'wrong password', '10.2.0.1');
+    const res = await login('admin@example.com', PASSWORD, '10.2.0.1');
+    assert.equal(res.statusCode, 429);
+    assert.equal((await login('admin@example.com', PASSWORD, '10.2.0.2')).statusCode, 200);
+    r.clock.advance(15 * 60_000 + 1);
+  });
+});
+
+for (const target of dialects()) {
+  describe(`personal access tokens across instances (${target.name})`, () => {
+    let dbh: { url: string; drop(): Promise<void> };
+    let a: TestRunner;
+    let b: TestRunner;
+    let session: string;
+    const clock = new TestClock();
+
+    before(async () => {
+      dbh = await target.create();
+      a = await startRunner({ databaseUrl: dbh.url, clock });
+      b = await startRunner({ databaseUrl: dbh.url, clock, dataDir: a.dataDir });
+      session = (await setup(a)).session.token;
+    });
+    after(async () => {
+      await b.close();
+      await a.close();
+      await dbh.drop();
+    });
+
+    const create = async (body: object) => {
+      const res = await a.service.app.inject({ method: 'POST', url: '/api/tokens', headers: bearer(session), payload: body });
+      assert.equal(res.statusCode, 201, res.body);
+      return res.json() as { id: string; token: string; expiresAt: string | null };
+    };
+    const meOn = (r: TestRunner, token: string) => r.service.app.inject({ method: 'GET', url: '/api/me', headers: apiKey(token) });
+
+    test('the token is shown once, stored hashed, and works on both instances', async () => {
+      const t = await create({ name: 'ci', scope: 'read' });
+      assert.match(t.token, /^rnr_pat_[0-9A-Za-z]{49}$/);
+      assert.equal((await meOn(a, t.token)).statusCode, 200);
+      assert.equal((await meOn(b, t.token)).json().authenticatedBy, 'pat');
+      const list = await a.service.app.inject({ method: 'GET', url: '/api/tokens', headers: bearer(session) });
+      assert.ok(!list.body.includes(t.token.slice(8, 40)), 'the list never shows the secret');
+      const item = list.json().items.find((i: { id: string }) => i.id === t.id);
+      assert.equal(item.name, 'ci');
+      assert.equal(item.tokenHint, t.token.slice(-4));
+    });
+
+    test('revocation takes effect at once on the other instance', async () => {
+      const t = await create({ name: 'revoke-me', scope: 'write' });
+      assert.equal((await meOn(b, t.token)).statusCode, 200);
+      const del = await a.service.app.inject({ method: 'DELETE', url: `/api/tokens/${t.id}`, headers: bearer(session) });
+      assert.equal(del.statusCode, 204);
+      assert.equal((await meOn(b, t.token)).statusCode, 401);
+      assert.equal((await meOn(a, t.token)).statusCode, 401);
+      const again = await a.service.app.inject({ method: 'DELETE', url: `/api/tokens/${t.id}`, headers: bearer(session) });
+      assert.equal(again.statusCode, 404);
+    });
+
+    test('expiry takes effect at once on both instances', async () => {
+      const expiresAt = new Date(clock.t + 3600_000).toISOString();
+      const t = await create({ name: 'short', scope: 'read', expiresAt });
+      assert.equal(t.expiresAt, expiresAt);
+      clock.advance(3600_000 - 1);
+      assert.equal((await meOn(b, t.token)).statusCode, 200);
+      clock.advance(1);
+      assert.equal((await meOn(b, t.token)).statusCode, 401);
+      assert.equal((await meOn(a, t.token)).statusCode, 401);
+      const past = await a.service.app.inject({
+        method: 'POST', url: '/api/tokens', headers: bearer(session), payload: { name: 'x', scope: 'read', expiresAt: new Date(clock.t - 1).toISOString() },
+      });
+      assert.equal(past.statusCode, 400);
+    });
+
+    test('last use is written at most every 30 seconds', async () => {
+      const t = await create({ name: 'used', scope: 'read' });
+      const lastUsed = async () =>
+        (await a.service.app.inject({ method: 'GET', url: '/api/tokens', headers: bearer(session) })).json().items.find((i: { id: string }) => i.id === t.id);
+      assert.equal((await lastUsed()).lastUsedAt, null);
+      const t0 = clock.t;
+      await b.service.app.inject({ method: 'GET', url: '/api/me', headers: apiKey(t.token), remoteAddress: '10.9.9.9' });
+      assert.equal((await lastUsed()).lastUsedAt, new Date(t0).toISOString());
+      assert.equal((await lastUsed()).lastUsedIp, '10.9.9.9');
+      clock.advance(20_000);
+      await a.service.app.inject({ method: 'GET', url: '/api/me', headers: apiKey(t.token) });
+      assert.equal((await lastUsed()).lastUsedAt, new Date(t0).toISOString(), 'not rewritten within 30 s');
+      clock.advance(15_000);
+      await a.service.app.inject({ method: 'GET', url: '/api/me', headers: apiKey(t.token), remoteAddress: '10.8.8.8' });
+      assert.equal((await lastUsed()).lastUsedAt, new Date(clock.t).toISOString());
+      assert.equal((await lastUsed()).lastUsedIp, '10.8.8.8');
+    });
+
+    test('a token with a bad checksum or unknown value is 401, never 500', async () => {
+      const t = await create({ name: 'x', scope: 'read' });
+      const flipped = t.token.slice(0, 20) + (t.token[20] === 'a' ? 'b' : 'a') + t.token.slice(21);
+      for (const v of [flipped, 'rnr_pat_', 'rnr_oat_abc', 'something-else-entirely', '']) {
+        const res = await a.service.app.inject({ method: 'GET', url: '/api/me', headers: { authorization: `ApiKey ${v}` } });
+        assert.equal(res.statusCode, 401, v);
+      }
+      const basic = await a.service.app.inject({ method: 'GET', url: '/api/me', headers: { authorization: 'Basic dTpw' } });
+      assert.equal(basic.statusCode, 401);
+    });
+  });
+}
+
+describe('admin API key', () => {
+  test('is disabled when API_KEY is unset', async () => {
+    const r = await startRunner({ apiKey: null });
+    try {
+      const res = await r.service.app.inject({ method: 'GET', url: '/api/executors', headers: apiKey('test-admin-key-0123456789abcdef') });
+      assert.equal(res.statusCode, 401);
+    } finally {
+      await r.close();
+    }
+  });
+
+  test('a wrong key is 401, the right one admits executor routes and not user routes', async () => {
+    const r = await startRunner();
+    try {
+      const wrong = await r.service.app.inject({ method: 'GET', url: '/api/executors', headers: apiKey('test-admin-key-0123456789abcdeX') });
+      assert.equal(wrong.statusCode, 401);
+      const ok = await r.service.app.inject({ method: 'GET', url: '/api/executors', headers: apiKey('test-admin-key-0123456789abcdef') });
+      assert.equal(ok.statusCode, 200);
+      assert.deepEqual(ok.json(), { items: [] });
+      const users = await r.service.app.inject({ method: 'GET', url: '/api/users', headers: apiKey('test-admin-key-0123456789abcdef') });
+      assert.equal(users.statusCode, 403);
+    } finally {
+      await r.close();
+    }
+  });
+});

@@ -1,0 +1,311 @@
+import assert from 'node:assert/strict';
+import { Readable } from 'node:stream';
+import { after, before, describe, test } from 'node:test';
+import { generateToken, randomUUID, sha256 } from '../../src/infra/secrets.js';
+import {
+  type Access,
+  ADMIN_ONLY,
+  EXECUTORS,
+  PUBLIC,
+  RUN_READ,
+  RUN_WRITE,
+  SESSION_ONLY,
+  securityOf,
+  USER_READ,
+  USER_WRITE,
+} from '../../src/runner/auth/access.js';
+import { JwtSessions, loadJwtSecret } from '../../src/runner/auth/jwt.js';
+import { OAuthTokensRepository, PersonalTokensRepository } from '../../src/runner/auth/repository.js';
+import { openRunnerDatabase, type RunnerDatabase } from '../../src/runner/db/index.js';
+import { ExecutorsRepository } from '../../src/runner/executors/repository.js';
+import { ProjectsRepository } from '../../src/runner/projects/repository.js';
+import { RunsRepository, type RunRow } from '../../src/runner/runs/repository.js';
+import { UsersRepository } from '../../src/runner/users/repository.js';
+import { createUser } from '../../src/runner/users/service.js';
+import { WorkflowsRepository } from '../../src/runner/workflows/repository.js';
+import { WorkflowStorage } from '../../src/runner/workflows/storage.js';
+import { API_KEY, makeZip, multipart, startRunner, type TestRunner } from './helpers.js';
+
+const PASSWORD = 'correct horse battery';
+
+type PrincipalName = 'none' | 'invalid' | 'jwtAdmin' | 'jwtMember' | 'apiKey' | 'patRead' | 'patWrite' | 'oauthRead' | 'oauthWrite';
+const PRINCIPALS: PrincipalName[] = ['none', 'invalid', 'jwtAdmin', 'jwtMember', 'apiKey', 'patRead', 'patWrite', 'oauthRead', 'oauthWrite'];
+
+/**
+ * The expected outcome, written out independently of src/runner/auth/access.ts `allows`:
+ * no or invalid credentials → 401; valid credentials the route does not admit → 403.
+ */
+function expected(a: Access, p: PrincipalName, ok: number): number {
+  if (a.public) return ok;
+  if (p === 'none' || p === 'invalid') return 401;
+  const admitted =
+    (p === 'jwtAdmin' && (a.jwt === 'user' || a.jwt === 'admin')) ||
+    (p === 'jwtMember' && a.jwt === 'user') ||
+    (p === 'apiKey' && a.apiKey) ||
+    ((p === 'patRead' || p === 'oauthRead') && a.token === 'read') ||
+    ((p === 'patWrite' || p === 'oauthWrite') && (a.token === 'read' || a.token === 'write'));
+  return admitted ? ok : 403;
+}
+
+interface Fixture {
+  projectId: string;
+  workflowId: string;
+  queuedRunId: string;
+  finishedRunId: string;
+  leased: { runId: string; token: string; attempt: number };
+  executorId: string;
+  victimId: string;
+  editorId: string;
+  ownTokenId: string;
+}
+
+interface Request {
+  payload?: unknown;
+  headers?: Record<string, string>;
+}
+
+interface Case {
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  /** Path as in the OpenAPI document. */
+  path: string;
+  access: Access;
+  ok: number;
+  request?: (f: Fixture) => Request;
+}
+
+const json = (payload: unknown) => () => ({ payload });
+const upload = (withName: boolean) => () => {
+  const m = multipart([...(withName ? [{ name: 'name', value: 'wf' }] : []), { name: 'file', file: makeZip() }]);
+  return { payload: m.payload, headers: m.headers };
+};
+
+/** The permission table: every route of the API, the access it declares, its success status. */
+const CASES: Case[] = [
+  { method: 'GET', path: '/api/version', access: PUBLIC, ok: 200 },
+  { method: 'POST', path: '/api/auth/login', access: PUBLIC, ok: 200, request: json({ email: 'member@example.com', password: PASSWORD }) },
+  { method: 'POST', path: '/api/setup', access: PUBLIC, ok: 409, request: json({ email: 'x@example.com', password: PASSWORD }) },
+  { method: 'GET', path: '/api/me', access: USER_READ, ok: 200 },
+  { method: 'PATCH', path: '/api/me', access: SESSION_ONLY, ok: 200, request: json({ name: 'Renamed' }) },
+  { method: 'PUT', path: '/api/me/password', access: SESSION_ONLY, ok: 200, request: json({ currentPassword: PASSWORD, newPassword: PASSWORD }) },
+  { method: 'GET', path: '/api/tokens', access: SESSION_ONLY, ok: 200 },
+  { method: 'POST', path: '/api/tokens', access: SESSION_ONLY, ok: 201, request: json({ name: 'ci', scope: 'read' }) },
+  { method: 'DELETE', path: '/api/tokens/{id}', access: SESSION_ONLY, ok: 204 },
+  { method: 'GET', path: '/api/users', access: ADMIN_ONLY, ok: 200 },
+  { method: 'POST', path: '/api/users', access: ADMIN_ONLY, ok: 201, request: () => ({ payload: { email: `u${randomUUID()}@example.com`, password: PASSWORD } }) },
+  { method: 'GET', path: '/api/users/{id}', access: ADMIN_ONLY, ok: 200 },
+  { method: 'PATCH', path: '/api/users/{id}', access: ADMIN_ONLY, ok: 200, request: json({ name: 'Victim' }) },
+  { method: 'DELETE', path: '/api/users/{id}', access: ADMIN_ONLY, ok: 204 },
+  { method: 'GET', path: '/api/projects', access: USER_READ, ok: 200 },
+  { method: 'POST', path: '/api/projects', access: USER_WRITE, ok: 201, request: json({ name: 'New project' }) },
+  { method: 'GET', path: '/api/projects/{id}', access: USER_READ, ok: 200 },
+  { method: 'PATCH', path: '/api/projects/{id}', access: USER_WRITE, ok: 200, request: json({ description: 'changed' }) },
+  { method: 'DELETE', path: '/api/projects/{id}', access: USER_WRITE, ok: 204 },
+  { method: 'GET', path: '/api/projects/{id}/members', access: USER_READ, ok: 200 },
+  { method: 'PUT', path: '/api/projects/{id}/members/{userId}', access: USER_WRITE, ok: 200, request: json({ role: 'viewer' }) },
+  { method: 'DELETE', path: '/api/projects/{id}/members/{userId}', access: USER_WRITE, ok: 204 },
+  { method: 'GET', path: '/api/projects/{id}/workflows', access: USER_READ, ok: 200 },
+  { method: 'POST', path: '/api/projects/{id}/workflows', access: USER_WRITE, ok: 201, request: upload(true) },
+  { method: 'GET', path: '/api/workflows/{id}', access: USER_READ, ok: 200 },
+  { method: 'DELETE', path: '/api/workflows/{id}', access: USER_WRITE, ok: 204 },
+  { method: 'GET', path: '/api/workflows/{id}/versions', access: USER_READ, ok: 200 },
+  { method: 'POST', path: '/api/workflows/{id}/versions', access: USER_WRITE, ok: 201, request: upload(false) },
+  { method: 'GET', path: '/api/workflows/{id}/versions/{version}/download', access: RUN_READ, ok: 200 },
+  { method: 'POST', path: '/api/workflows/{id}/runs', access: USER_WRITE, ok: 201, request: json({ parameters: { rows: 10 } }) },
+  { method: 'GET', path: '/api/runs', access: RUN_READ, ok: 200 },
+  { method: 'GET', path: '/api/runs/{id}', access: RUN_READ, ok: 200 },
+  { method: 'POST', path: '/api/runs/{id}/cancel', access: RUN_WRITE, ok: 200 },
+  { method: 'GET', path: '/api/runs/{id}/logs', access: RUN_READ, ok: 200 },
+  { method: 'GET', path: '/api/runs/{id}/logs/stream', access: RUN_READ, ok: 200 },
+  { method: 'GET', path: '/api/runs/{id}/outputs', access: RUN_READ, ok: 200 },
+  {
+    method: 'POST',
+    path: '/api/runs/{id}/logs',
+    access: EXECUTORS,
+    ok: 200,
+    request: (f) => ({ payload: { leaseToken: f.leased.token, attempt: f.leased.attempt, chunks: [{ seq: 1, text: 'line' }] } }),
+  },
+  {
+    method: 'POST',
+    path: '/api/runs/{id}/complete',
+    access: EXECUTORS,
+    ok: 200,
+    request: (f) => ({ payload: { leaseToken: f.leased.token, attempt: f.leased.attempt, status: 'succeeded', exitCode: 0 } }),
+  },
+  { method: 'POST', path: '/api/executors/register', access: EXECUTORS, ok: 201, request: json({ name: 'exec' }) },
+  { method: 'POST', path: '/api/executors/{id}/heartbeat', access: EXECUTORS, ok: 200 },
+  { method: 'POST', path: '/api/executors/{id}/claim', access: EXECUTORS, ok: 200 },
+  { method: 'GET', path: '/api/executors', access: EXECUTORS, ok: 200 },
+  { method: 'GET', path: '/api/executors/{id}', access: EXECUTORS, ok: 200 },
+  { method: 'POST', path: '/api/executors/{id}/drain', access: EXECUTORS, ok: 200 },
+  { method: 'DELETE', path: '/api/executors/{id}', access: EXECUTORS, ok: 204 },
+];
+
+/** Fills path parameters with the fixture's resource of the right kind. */
+function resolvePath(path: string, f: Fixture): string {
+  const idFor = (): string => {
+    if (path.startsWith('/api/users/')) return f.victimId;
+    if (path.startsWith('/api/tokens/')) return f.ownTokenId;
+    if (path.startsWith('/api/projects/')) return f.projectId;
+    if (path.startsWith('/api/workflows/')) return f.workflowId;
+    if (path.startsWith('/api/executors/')) return f.executorId;
+    if (path === '/api/runs/{id}/logs' || path === '/api/runs/{id}/complete') return f.leased.runId;
+    if (path === '/api/runs/{id}/cancel') return f.queuedRunId;
+    if (path.startsWith('/api/runs/')) return f.finishedRunId;
+    throw new Error(`no fixture for ${path}`);
+  };
+  return path
+    .replace('{id}', path.includes('{id}') ? idFor() : '')
+    .replace('{userId}', f.editorId)
+    .replace('{version}', '1');
+}
+
+describe('permission table: every route × every principal', () => {
+  let r: TestRunner;
+  let database: RunnerDatabase;
+  let jwt: JwtSessions;
+  let users: UsersRepository;
+  let adminId: string;
+  let memberId: string;
+  const headers: Partial<Record<PrincipalName, string>> = {};
+  let doc: { paths: Record<string, Record<string, { security?: unknown; 'x-pier-access'?: unknown }>> };
+
+  before(async () => {
+    r = await startRunner();
+    database = await openRunnerDatabase(r.config.runner.databaseUrl);
+    users = new UsersRepository(database.db);
+    jwt = new JwtSessions(loadJwtSecret(null, r.config.dataDir), r.config.runner.url, r.clock.now);
+    const now = r.clock.now();
+    adminId = (await createUser(users, { email: 'admin@example.com', password: PASSWORD, role: 'admin' }, now)).id;
+    memberId = (await createUser(users, { email: 'member@example.com', password: PASSWORD, role: 'member' }, now)).id;
+    const pats = new PersonalTokensRepository(database.db);
+    const oauth = new OAuthTokensRepository(database.db);
+    for (const scope of ['read', 'write'] as const) {
+      const pat = generateToken('rnr_pat_');
+      await pats.insert({
+        id: randomUUID(), user_id: memberId, name: scope, scope, token_hash: sha256(pat), token_hint: pat.slice(-4),
+        created_at: now.toISOString(), expires_at: null,
+      });
+      const oat = generateToken('rnr_oat_');
+      await oauth.insert({
+        id: randomUUID(), user_id: memberId, client_id: 'test-client', scope, token_hash: sha256(oat),
+        created_at: now.toISOString(), expires_at: new Date(now.getTime() + 3600_000).toISOString(),
+      });
+      headers[scope === 'read' ? 'patRead' : 'patWrite'] = `ApiKey ${pat}`;
+      headers[scope === 'read' ? 'oauthRead' : 'oauthWrite'] = `ApiKey ${oat}`;
+    }
+    headers.apiKey = `ApiKey ${API_KEY}`;
+    headers.invalid = 'Bearer not-a-jwt';
+    const res = await r.service.app.inject({ method: 'GET', url: '/api/docs/json' });
+    doc = res.json();
+  });
+
+  after(async () => {
+    await database.close();
+    await r.close();
+  });
+
+  /** Web sessions are re-issued per call: changing the password ends the previous ones. */
+  async function authHeader(p: PrincipalName): Promise<string | undefined> {
+    if (p === 'jwtAdmin' || p === 'jwtMember') {
+      const u = await users.findById(p === 'jwtAdmin' ? adminId : memberId);
+      return `Bearer ${(await jwt.issue(u!.id, u!.session_epoch)).token}`;
+    }
+    return headers[p];
+  }
+
+  /** Fresh resources for one call, owned by the member (so membership never decides the outcome). */
+  async function fixture(p: PrincipalName): Promise<Fixture> {
+    const db = database.db;
+    const now = r.clock.now().toISOString();
+    const projects = new ProjectsRepository(db);
+    const workflows = new WorkflowsRepository(db);
+    const runs = new RunsRepository(db, database.dialect);
+    const storage = new WorkflowStorage(r.config.dataDir);
+    const projectId = randomUUID();
+    await projects.create({ id: projectId, name: 'p', description: '', ownerId: memberId, now });
+    const editorId = (await users.insert({ id: randomUUID(), email: `e${randomUUID()}@example.com`, name: 'e', passwordHash: 'x', role: 'member', now })).id;
+    await projects.setRole(projectId, editorId, 'editor', now);
+    const workflowId = randomUUID();
+    const file = await storage.save(workflowId, Readable.from([makeZip()]), () => false, 1e6);
+    await workflows.create(
+      { id: workflowId, project_id: projectId, name: 'wf', description: '', created_by: memberId, created_at: now, updated_at: now },
+      { file_name: 'wf.knwf', size: file.size, sha256: file.sha256, storage_key: file.storageKey, created_by: memberId, created_at: now },
+    );
+    const run = (status: RunRow['status'], extra: Partial<RunRow> = {}): RunRow => ({
+      id: randomUUID(), project_id: projectId, workflow_id: workflowId, workflow_version: 1, status, parameters: '{}',
+      created_by: memberId, created_at: now, started_at: null, finished_at: null, attempt: 0, executor_id: null,
+      lease_hash: null, lease_expires_at: null, exit_code: null, error: null, ...extra,
+    });
+    const queued = await runs.create(run('queued'));
+    const finished = await runs.create(run('succeeded', { finished_at: now, attempt: 1 }));
+    await runs.appendLogs(finished.id, 1, [{ seq: 1, text: 'done' }], now);
+    const executorId = randomUUID();
+    await new ExecutorsRepository(db).insert({
+      id: executorId, name: 'x', labels: '[]', capacity: 2, draining: 0, created_at: now, last_heartbeat_at: now, last_ip: null,
+    });
+    const lease = generateToken('rnr_lease_');
+    const leased = await runs.create(
+      run('running', { attempt: 1, executor_id: executorId, lease_hash: sha256(lease), lease_expires_at: '2999-01-01T00:00:00.000Z' }),
+    );
+    const victimId = (await users.insert({ id: randomUUID(), email: `v${randomUUID()}@example.com`, name: 'v', passwordHash: 'x', role: 'member', now })).id;
+    const ownTokenId = randomUUID();
+    await new PersonalTokensRepository(db).insert({
+      id: ownTokenId, user_id: p === 'jwtAdmin' ? adminId : memberId, name: 'own', scope: 'read',
+      token_hash: sha256(generateToken('rnr_pat_')), token_hint: 'xxxx', created_at: now, expires_at: null,
+    });
+    return {
+      projectId, workflowId, queuedRunId: queued.id, finishedRunId: finished.id,
+      leased: { runId: leased.id, token: lease, attempt: 1 }, executorId, victimId, editorId, ownTokenId,
+    };
+  }
+
+  test('the table lists exactly the operations of the OpenAPI document, with the same access', () => {
+    const documented = Object.entries(doc.paths).flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`));
+    const tabled = CASES.map((c) => `${c.method} ${c.path}`);
+    assert.deepEqual([...documented].sort(), [...tabled].sort());
+    for (const c of CASES) {
+      const op = doc.paths[c.path]?.[c.method.toLowerCase()];
+      assert.ok(op, `${c.method} ${c.path} documented`);
+      assert.deepEqual(op['x-pier-access'], { ...c.access }, `${c.method} ${c.path}: x-pier-access`);
+      assert.deepEqual(op.security, securityOf(c.access), `${c.method} ${c.path}: security`);
+    }
+  });
+
+  test('the OpenAPI security requirements say who is admitted', () => {
+    // Spot checks against literal scheme names, independent of securityOf().
+    assert.deepEqual(doc.paths['/api/tokens']?.post?.security, [{ jwt: [] }]);
+    assert.deepEqual(doc.paths['/api/me']?.get?.security, [{ jwt: [] }, { personalAccessToken: ['read'] }, { oauthAccessToken: ['read'] }]);
+    assert.deepEqual(doc.paths['/api/executors/{id}/claim']?.post?.security, [{ jwt: ['admin'] }, { adminApiKey: [] }]);
+    assert.deepEqual(doc.paths['/api/runs/{id}/cancel']?.post?.security, [
+      { jwt: [] }, { personalAccessToken: ['write'] }, { oauthAccessToken: ['write'] }, { adminApiKey: [] },
+    ]);
+    assert.deepEqual(doc.paths['/api/auth/login']?.post?.security, []);
+  });
+
+  for (const c of CASES) {
+    test(`${c.method} ${c.path}`, async () => {
+      const results: string[] = [];
+      for (const p of PRINCIPALS) {
+        const f = await fixture(p);
+        const req = c.request?.(f) ?? {};
+        const auth = await authHeader(p);
+        const res = await r.service.app.inject({
+          method: c.method,
+          url: resolvePath(c.path, f),
+          headers: { ...(auth ? { authorization: auth } : {}), ...req.headers },
+          ...(req.payload !== undefined ? { payload: req.payload as string } : {}),
+        });
+        const want = expected(c.access, p, c.ok);
+        if (res.statusCode !== want) results.push(`${p}: got ${res.statusCode}, want ${want} (${res.body.slice(0, 200)})`);
+        if (res.statusCode === 401) {
+          assert.equal(res.headers['www-authenticate'], 'ApiKey realm="runner", Bearer realm="runner"');
+        }
+        if (res.statusCode >= 400) {
+          assert.match(String(res.headers['content-type']), /^application\/problem\+json/);
+          assert.equal(res.json().status, res.statusCode);
+        }
+      }
+      assert.deepEqual(results, []);
+    });
+  }
+});

@@ -1,0 +1,233 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { randomUUID } from '../../src/infra/secrets.js';
+import { OAuthTokensRepository, PersonalTokensRepository } from '../../src/runner/auth/repository.js';
+import { isUniqueViolation, openRunnerDatabase, type RunnerDatabase } from '../../src/runner/db/index.js';
+import { ExecutorsRepository } from '../../src/runner/executors/repository.js';
+import { ProjectsRepository } from '../../src/runner/projects/repository.js';
+import { MAX_ATTEMPTS, type RunRow, RunsRepository } from '../../src/runner/runs/repository.js';
+import { UsersRepository } from '../../src/runner/users/repository.js';
+import { WorkflowsRepository } from '../../src/runner/workflows/repository.js';
+import { dialects } from '../helpers/db.js';
+
+const T0 = '2030-01-01T00:00:00.000Z';
+const at = (ms: number) => new Date(Date.parse(T0) + ms).toISOString();
+
+for (const target of dialects()) {
+  describe(`runner repositories (${target.name})`, () => {
+    let handle: { url: string; drop(): Promise<void> };
+    let database: RunnerDatabase;
+    let users: UsersRepository;
+    let projects: ProjectsRepository;
+    let workflows: WorkflowsRepository;
+    let runs: RunsRepository;
+    let executors: ExecutorsRepository;
+
+    before(async () => {
+      handle = await target.create();
+      database = await openRunnerDatabase(handle.url);
+      // Opening again runs the migrations again: they must be idempotent at start-up.
+      await (await openRunnerDatabase(handle.url)).close();
+      const { db } = database;
+      users = new UsersRepository(db);
+      projects = new ProjectsRepository(db);
+      workflows = new WorkflowsRepository(db);
+      runs = new RunsRepository(db, database.dialect);
+      executors = new ExecutorsRepository(db);
+    });
+    after(async () => {
+      await database.close();
+      await handle.drop();
+    });
+
+    const newUser = (email: string, role: 'admin' | 'member' = 'member') =>
+      users.insert({ id: randomUUID(), email, name: email, passwordHash: 'h', role, now: T0 });
+
+    test('users: emails are normalised and unique', async () => {
+      const u = await newUser('  Alice@Example.COM ');
+      assert.equal(u.email, 'alice@example.com');
+      assert.equal((await users.findByEmail('ALICE@example.com'))?.id, u.id);
+      await assert.rejects(newUser('alice@example.com'), (e) => isUniqueViolation(e));
+      const updated = await users.setPassword(u.id, 'h2', at(1));
+      assert.equal(updated?.session_epoch, 1);
+      assert.equal(updated?.password_hash, 'h2');
+    });
+
+    test('users: only one first admin, even when racing', async () => {
+      const fresh = await target.create();
+      const d = await openRunnerDatabase(fresh.url);
+      try {
+        const repo = new UsersRepository(d.db);
+        const results = await Promise.allSettled(
+          [0, 1, 2, 3].map((i) => repo.insertFirstAdmin({ id: randomUUID(), email: `a${i}@x.io`, name: 'a', passwordHash: 'h', role: 'admin', now: T0 })),
+        );
+        const created = results.filter((r) => r.status === 'fulfilled' && r.value !== null);
+        assert.equal(created.length, 1);
+        assert.equal(await repo.count(), 1);
+        assert.equal(await repo.insertFirstAdmin({ id: randomUUID(), email: 'late@x.io', name: 'a', passwordHash: 'h', role: 'admin', now: T0 }), null);
+      } finally {
+        await d.close();
+        await fresh.drop();
+      }
+    });
+
+    test('tokens: lookup by hash, revoke, last-use window', async () => {
+      const u = await newUser('tok@example.com');
+      const pats = new PersonalTokensRepository(database.db);
+      await pats.insert({ id: 't1', user_id: u.id, name: 'n', scope: 'read', token_hash: 'hash-1', token_hint: 'abcd', created_at: T0, expires_at: null });
+      await assert.rejects(
+        pats.insert({ id: 't2', user_id: u.id, name: 'n', scope: 'read', token_hash: 'hash-1', token_hint: 'abcd', created_at: T0, expires_at: null }),
+        (e) => isUniqueViolation(e),
+      );
+      assert.equal((await pats.findByHash('hash-1'))?.id, 't1');
+      await pats.touch('t1', at(0), '1.1.1.1', at(-30_000));
+      await pats.touch('t1', at(10_000), '2.2.2.2', at(-20_000));
+      assert.equal((await pats.findByHash('hash-1'))?.last_used_ip, '1.1.1.1');
+      await pats.touch('t1', at(31_000), '3.3.3.3', at(1_000));
+      assert.equal((await pats.findByHash('hash-1'))?.last_used_at, at(31_000));
+      assert.equal((await pats.listForUser(u.id)).length, 1);
+      assert.equal(await pats.revoke('someone-else', 't1', at(1)), false);
+      assert.equal(await pats.revoke(u.id, 't1', at(1)), true);
+      assert.equal(await pats.revoke(u.id, 't1', at(2)), false);
+      assert.equal((await pats.findByHash('hash-1'))?.revoked_at, at(1));
+      assert.equal((await pats.listForUser(u.id)).length, 0);
+      const oauth = new OAuthTokensRepository(database.db);
+      await oauth.insert({ id: 'o1', user_id: u.id, client_id: 'c', scope: 'write', token_hash: 'ohash', created_at: T0, expires_at: at(3600_000) });
+      assert.equal((await oauth.findByHash('ohash'))?.scope, 'write');
+      assert.equal(await oauth.revoke('o1', at(1)), true);
+    });
+
+    test('projects: membership roles and the last owner', async () => {
+      const owner = await newUser('owner@example.com');
+      const other = await newUser('other@example.com');
+      const p = await projects.create({ id: randomUUID(), name: 'Zeta', description: '', ownerId: owner.id, now: T0 });
+      assert.equal(await projects.roleOf(p.id, owner.id), 'owner');
+      assert.equal(await projects.roleOf(p.id, other.id), null);
+      assert.deepEqual((await projects.list(other.id)).map((x) => x.id), []);
+      assert.equal(await projects.setRole(p.id, owner.id, 'editor', T0), false, 'last owner cannot be demoted');
+      assert.equal(await projects.removeMember(p.id, owner.id), 'last_owner');
+      assert.equal(await projects.setRole(p.id, other.id, 'owner', T0), true);
+      assert.equal(await projects.setRole(p.id, owner.id, 'viewer', T0), true);
+      assert.deepEqual((await projects.members(p.id)).map((m) => [m.email, m.role]), [['other@example.com', 'owner'], ['owner@example.com', 'viewer']]);
+      assert.equal(await projects.removeMember(p.id, owner.id), 'removed');
+      assert.equal(await projects.removeMember(p.id, owner.id), 'absent');
+      assert.equal((await projects.list(other.id))[0]?.name, 'Zeta');
+    });
+
+    let projectId: string;
+    let workflowId: string;
+    const run = (extra: Partial<RunRow> = {}): RunRow => ({
+      id: randomUUID(), project_id: projectId, workflow_id: workflowId, workflow_version: 1, status: 'queued', parameters: '{}',
+      created_by: null, created_at: T0, started_at: null, finished_at: null, attempt: 0, executor_id: null, lease_hash: null,
+      lease_expires_at: null, exit_code: null, error: null, ...extra,
+    });
+
+    test('workflows: versions are numbered without gaps, even when racing', async () => {
+      const owner = await newUser('wf@example.com');
+      projectId = (await projects.create({ id: randomUUID(), name: 'wf', description: '', ownerId: owner.id, now: T0 })).id;
+      workflowId = randomUUID();
+      const file = { file_name: 'a.knwf', size: 10, sha256: 'x'.repeat(64), storage_key: 'k', created_by: null, created_at: T0 };
+      await workflows.create({ id: workflowId, project_id: projectId, name: 'w', description: '', created_by: null, created_at: T0, updated_at: T0 }, file);
+      const add = async () => {
+        for (;;) {
+          const cur = await workflows.findById(workflowId);
+          if (await workflows.addVersion({ ...file, workflow_id: workflowId, version: cur!.latest_version + 1 }, T0)) return;
+        }
+      };
+      await Promise.all([add(), add(), add(), add()]);
+      assert.deepEqual((await workflows.versions(workflowId)).map((v) => v.version), [5, 4, 3, 2, 1]);
+      assert.equal((await workflows.findById(workflowId))?.latest_version, 5);
+    });
+
+    test('runs: concurrent claims never hand out the same run', async () => {
+      const exIds: string[] = [];
+      for (let i = 0; i < 6; i++) {
+        const id = randomUUID();
+        exIds.push(id);
+        await executors.insert({ id, name: `e${i}`, labels: '[]', capacity: 1, draining: 0, created_at: T0, last_heartbeat_at: T0, last_ip: null });
+      }
+      const queued = [];
+      for (let i = 0; i < 4; i++) queued.push(await runs.create(run({ created_at: at(i) })));
+      const claims = await Promise.all(exIds.map((e, i) => runs.claim(e, `lease-${i}`, at(120_000), at(1000))));
+      const got = claims.filter((c) => c !== null);
+      assert.equal(got.length, 4);
+      assert.equal(new Set(got.map((c) => c!.id)).size, 4);
+      assert.deepEqual(new Set(got.map((c) => c!.id)), new Set(queued.map((q) => q.id)));
+      for (const c of got) {
+        assert.equal(c!.status, 'running');
+        assert.equal(c!.attempt, 1);
+      }
+    });
+
+    test('runs: leases fence, expire, requeue, then fail as executor lost', async () => {
+      const ex = randomUUID();
+      await executors.insert({ id: ex, name: 'lease', labels: '[]', capacity: 5, draining: 0, created_at: T0, last_heartbeat_at: T0, last_ip: null });
+      const r = await runs.create(run({ created_at: at(-1) }));
+      let claimed = await runs.claim(ex, 'L1', at(60_000), at(0));
+      assert.equal(claimed?.id, r.id);
+      assert.ok(await runs.leased(r.id, { hash: 'L1', attempt: 1 }));
+      assert.equal(await runs.leased(r.id, { hash: 'other', attempt: 1 }), null);
+      for (let attempt = 1; attempt < MAX_ATTEMPTS; attempt++) {
+        await runs.expireLeases(at(attempt * 100_000));
+        assert.equal((await runs.findById(r.id))?.status, 'queued');
+        assert.equal(await runs.leased(r.id, { hash: `L${attempt}`, attempt }), null, 'the old lease no longer holds');
+        claimed = await runs.claim(ex, `L${attempt + 1}`, at(attempt * 100_000 + 60_000), at(attempt * 100_000));
+        assert.equal(claimed?.attempt, attempt + 1);
+      }
+      await runs.expireLeases(at(10_000_000));
+      const lost = await runs.findById(r.id);
+      assert.equal(lost?.status, 'failed');
+      assert.equal(lost?.error, 'executor lost');
+      assert.equal(await runs.complete(r.id, { hash: `L${MAX_ATTEMPTS}`, attempt: MAX_ATTEMPTS }, { status: 'succeeded', exitCode: 0, error: null }, [], at(1)), null);
+    });
+
+    test('runs: logs are idempotent by sequence and acknowledged up to the first gap', async () => {
+      const r = await runs.create(run());
+      assert.equal(await runs.appendLogs(r.id, 1, [{ seq: 1, text: 'a' }, { seq: 2, text: 'b' }], T0), 2);
+      assert.equal(await runs.appendLogs(r.id, 1, [{ seq: 4, text: 'd' }], T0), 2);
+      assert.equal(await runs.appendLogs(r.id, 1, [{ seq: 2, text: 'CHANGED' }, { seq: 3, text: 'c' }], T0), 4);
+      assert.deepEqual((await runs.logs(r.id, 0, 10)).map((l) => l.text), ['a', 'b', 'c', 'd']);
+      assert.deepEqual((await runs.logs(r.id, 2, 1)).map((l) => l.seq), [3]);
+      assert.equal(await runs.nextLogSeq(r.id), 5);
+    });
+
+    test('runs: keyset pagination lists every run once, newest first', async () => {
+      const u = await newUser('pager@example.com');
+      const p = await projects.create({ id: randomUUID(), name: 'pager', description: '', ownerId: u.id, now: T0 });
+      const ids: string[] = [];
+      for (let i = 0; i < 7; i++) ids.push((await runs.create(run({ project_id: p.id, created_at: at(Math.floor(i / 2) * 1000) }))).id);
+      const seen: string[] = [];
+      let after: { createdAt: string; id: string } | undefined;
+      for (;;) {
+        const page = await runs.list({ memberUserId: u.id, projectId: p.id, limit: 3, after });
+        seen.push(...page.map((x) => x.id));
+        const last = page[page.length - 1];
+        if (page.length < 3 || !last) break;
+        after = { createdAt: last.created_at, id: last.id };
+      }
+      assert.equal(seen.length, 7);
+      assert.deepEqual(new Set(seen), new Set(ids));
+      assert.deepEqual((await runs.list({ memberUserId: randomUUID(), limit: 100 })).length, 0, 'non-members see nothing');
+      const cancelled = await runs.cancel(ids[0]!, at(5));
+      assert.equal(cancelled?.status, 'cancelled');
+      assert.equal(await runs.cancel(ids[0]!, at(6)), null);
+      assert.deepEqual((await runs.list({ memberUserId: null, status: 'cancelled', projectId: p.id, limit: 10 })).map((x) => x.id), [ids[0]]);
+    });
+
+    test('deleting a project cascades to workflows and runs', async () => {
+      const u = await newUser('cascade@example.com');
+      const p = await projects.create({ id: randomUUID(), name: 'c', description: '', ownerId: u.id, now: T0 });
+      const wid = randomUUID();
+      await workflows.create(
+        { id: wid, project_id: p.id, name: 'w', description: '', created_by: null, created_at: T0, updated_at: T0 },
+        { file_name: 'a', size: 1, sha256: 's', storage_key: 'k', created_by: null, created_at: T0 },
+      );
+      const r = await runs.create(run({ project_id: p.id, workflow_id: wid }));
+      await runs.appendLogs(r.id, 1, [{ seq: 1, text: 'x' }], T0);
+      assert.equal(await projects.delete(p.id), true);
+      assert.equal(await workflows.findById(wid), undefined);
+      assert.equal(await runs.findById(r.id), undefined);
+      assert.deepEqual(await runs.logs(r.id, 0, 10), []);
+    });
+  });
+}
