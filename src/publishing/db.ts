@@ -1,5 +1,5 @@
 import type { Kysely, Migration } from 'kysely';
-import { migrate, openDatabase } from '../infra/database/index.js';
+import { openMigratedDatabase } from '../infra/database/index.js';
 
 export interface ProductsTable {
   id: string;
@@ -80,13 +80,6 @@ const migrations: Record<string, Migration> = {
 };
 
 /** Opens the publishing database and brings its schema up to date. */
-export async function openPublishingDatabase(url: string) {
-  const database = openDatabase<PublishingDB>(url);
-  try {
-    await migrate(database.db, 'pier', migrations);
-  } catch (e) {
-    await database.close();
-    throw e;
-  }
-  return database;
+export function openPublishingDatabase(url: string) {
+  return openMigratedDatabase<PublishingDB>(url, 'pier', migrations);
 }

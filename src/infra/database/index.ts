@@ -84,3 +84,19 @@ export async function migrate<DB>(
     throw new Error(`migration ${failed} failed: ${error instanceof Error ? error.message : String(error)}`);
   }
 }
+
+/** Opens a database and brings its schema up to date; closes it again if a migration fails. */
+export async function openMigratedDatabase<DB>(
+  url: string,
+  table: string,
+  migrations: Record<string, Migration>,
+): Promise<Database<DB>> {
+  const database = openDatabase<DB>(url);
+  try {
+    await migrate(database.db, table, migrations);
+  } catch (e) {
+    await database.close();
+    throw e;
+  }
+  return database;
+}
