@@ -71,9 +71,17 @@ for (const target of dialects()) {
     });
 
     test('rotate-sftp-password issues a new password; list, show --history and set-release work with --json', async () => {
+      const before = pier('staff', 'rotate-sftp-password', 'csv-nodes', '--json');
+      const oldPassword = JSON.parse(before.stdout).password;
+      assert.ok(await server.service.products.authenticateSftp('csv-nodes', oldPassword));
       const p = pier('staff', 'rotate-sftp-password', 'csv-nodes', '--json');
       assert.equal(p.code, 0, p.stderr);
-      assert.equal(JSON.parse(p.stdout).username, 'csv-nodes');
+      const rotated = JSON.parse(p.stdout);
+      assert.equal(rotated.username, 'csv-nodes');
+      // The running server's next login check sees the change at once.
+      assert.equal(await server.service.products.authenticateSftp('csv-nodes', oldPassword), null);
+      assert.equal((await server.service.products.authenticateSftp('csv-nodes', rotated.password))?.id, 'csv-nodes');
+      assert.equal(await server.service.products.authenticateSftp('nobody', rotated.password), null);
 
       const list = JSON.parse(pier('staff', 'list', '--json').stdout) as { productId: string; state: string }[];
       assert.deepEqual(list.map((x) => x.productId).sort(), ['csv-nodes', 'rot-ext']);

@@ -16,6 +16,10 @@ export function productsRepository(db: Kysely<PublishingDB>, dialect: DialectNam
       return db.selectFrom('products').selectAll().where('id', '=', id).executeTakeFirst();
     },
 
+    async findBySftpUsername(username: string): Promise<ProductRow | undefined> {
+      return db.selectFrom('products').selectAll().where('sftp_username', '=', username).executeTakeFirst();
+    },
+
     async list(): Promise<ProductRow[]> {
       return db.selectFrom('products').selectAll().orderBy('id').execute();
     },

@@ -15,6 +15,7 @@ import {
   hashPassword,
   randomId,
   sha256,
+  verifyPassword,
 } from '../../infra/secrets.js';
 import { FIELD_NAMES, type FieldName, type ProductFields } from './fields.js';
 import type { ProductPatch } from './patch-schema.js';
@@ -25,6 +26,7 @@ import { productIdProblem } from './slug.js';
 export const EDIT_TOKEN_PREFIX = 'pier_et_';
 export const BEARER_CHALLENGE = 'Bearer realm="pier", charset="UTF-8"';
 const RELEASE_KEY = 'platform_release';
+let unknownUserHash: Promise<string> | undefined;
 
 export interface IssuedCredentials {
   productId: string;
@@ -229,6 +231,15 @@ export function productService({ repo, publishing, now = () => new Date() }: Pro
         throw new UnauthorizedError('the edit token is not valid for this product', `${BEARER_CHALLENGE}, error="invalid_token"`);
       }
       return { product: view(updated), warnings: patch.warnings, changedFields: patch.changed };
+    },
+
+    /** The product whose SFTP credentials these are, or null; reads the database every time. */
+    async authenticateSftp(username: string, password: string): Promise<ProductRow | null> {
+      const row = await repo.findBySftpUsername(username);
+      // Spend the same scrypt work for unknown users so timing does not reveal which exist.
+      unknownUserHash ??= hashPassword(generatePassword());
+      const ok = await verifyPassword(password, row?.sftp_password_hash ?? (await unknownUserHash));
+      return row && ok ? row : null;
     },
 
     async setPlatformRelease(version: string): Promise<string> {
