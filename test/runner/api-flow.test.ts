@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
+import type { InjectOptions } from 'fastify';
 import { after, before, describe, test } from 'node:test';
 import { API_KEY, apiKey, bearer, makeZip, multipart, startRunner, type TestRunner } from './helpers.js';
 
@@ -13,7 +14,7 @@ describe('projects, workflows, runs and executors over HTTP', () => {
   let bobId: string;
   let projectId: string;
   let workflowId: string;
-  const inject = (o: Parameters<TestRunner['service']['app']['inject']>[0]) => r.service.app.inject(o);
+  const inject = (o: InjectOptions) => r.service.app.inject(o);
 
   before(async () => {
     r = await startRunner();

@@ -103,7 +103,7 @@ describe('docs page', () => {
       for (const summary of ['Create a personal access token', 'Claim the next queued run', 'Upload a workflow']) {
         await page.getByText(summary, { exact: true }).first().waitFor({ timeout: 5_000 });
       }
-      const text = await page.locator('#swagger-ui').innerText();
+      const text = (await page.locator('#swagger-ui').textContent()) ?? '';
       assert.match(text, /\/api\/tokens/);
       assert.match(text, new RegExp(pkg.version.replace(/\./g, '\\.')));
       assert.deepEqual(external, [], 'no request leaves the machine');

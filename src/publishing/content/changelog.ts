@@ -1,7 +1,7 @@
 // Keep a Changelog parser over markdown-it tokens (spec "Product" rule 2, NOTES "Changelog and
 // Markdown"). Tokens, not line regexes: fenced code is opaque, lines come from token maps,
 // versions stay as written (OSGi qualifiers included) and releases are never re-sorted.
-import { createMarkdown, stripHtmlComments } from './markdown.js';
+import { parseMarkdown, stripHtmlComments } from './markdown.js';
 import { parseReleaseHeading } from './release-heading.js';
 import {
   type Block,
@@ -62,7 +62,6 @@ export interface ChangelogResult {
   warnings: ContentIssue[];
 }
 
-const md = createMarkdown();
 const KNOWN = new Set<string>(CHANGE_TYPES);
 
 /**
@@ -75,7 +74,7 @@ export function parseChangelog(src: string): ChangelogResult {
   if (text.trim() === '') return { changelog: null, errors: [{ message: 'changelog is empty' }], warnings: [] };
   const lines = text.split('\n');
   const state = new ParseState(lines);
-  for (const block of topLevelBlocks(md.parse(text, {}))) state.add(block);
+  for (const block of topLevelBlocks(parseMarkdown(text))) state.add(block);
   return state.finish();
 }
 

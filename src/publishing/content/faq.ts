@@ -2,7 +2,7 @@
 // "##" is its answer (spec "Product" rule 3). Top-level tokens only, so a "## " line inside a
 // fence, a list item or a quote is part of an answer, never a new question.
 import GithubSlugger from 'github-slugger';
-import { createMarkdown, headingId, stripHtmlComments } from './markdown.js';
+import { headingId, parseMarkdown, stripHtmlComments } from './markdown.js';
 import { type ContentIssue, headingLevel, headingText, sliceLines, topLevelBlocks } from './tokens.js';
 
 export type { ContentIssue } from './tokens.js';
@@ -21,7 +21,6 @@ export interface FaqOptions {
   slugger?: GithubSlugger;
 }
 
-const md = createMarkdown();
 
 /**
  * Parses a FAQ. HTML comments are removed first (as for the changelog), keeping line numbers.
@@ -43,7 +42,7 @@ export function parseFaq(
   // definitions at the bottom of the FAQ (which make no tokens) stay out of the last answer.
   const questions: { question: string; start: number; end: number; answerEnd: number }[] = [];
   let preambleWarned = false;
-  for (const block of topLevelBlocks(md.parse(text, {}))) {
+  for (const block of topLevelBlocks(parseMarkdown(text))) {
     const level = headingLevel(block);
     const current = questions[questions.length - 1];
     if (level === 2) {

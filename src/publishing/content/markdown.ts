@@ -85,6 +85,20 @@ const SANITIZE: sanitizeHtml.IOptions = {
 
 const shared = createMarkdown();
 
+let lastParsed: { text: string; tokens: Token[] } | null = null;
+
+/**
+ * The block token stream of `text` (comments already stripped). The PATCH validator reads one
+ * document several times (changelog or FAQ structure, then its links), so the last parse is
+ * kept. Callers only read the tokens.
+ */
+export function parseMarkdown(text: string): Token[] {
+  if (lastParsed?.text === text) return lastParsed.tokens;
+  const tokens = shared.parse(text, {});
+  lastParsed = { text, tokens };
+  return tokens;
+}
+
 /**
  * Renders vendor Markdown to safe HTML and lists its headings (for sidebar anchors).
  * HTML comments are removed first, as a vendor expects them hidden (GitHub does the same).
@@ -117,7 +131,7 @@ function isAbsoluteUrl(href: string): boolean {
 export function findRelativeLinks(src: string): { line: number; href: string }[] {
   const found: { line: number; href: string }[] = [];
   let blockLine = 0;
-  for (const token of shared.parse(stripHtmlComments(src), {})) {
+  for (const token of parseMarkdown(stripHtmlComments(src))) {
     // Table cells carry no map; the row's map (seen just before) is the right line.
     if (token.map) blockLine = token.map[0];
     if (token.type !== 'inline' || !token.children) continue;

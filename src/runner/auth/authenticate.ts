@@ -101,13 +101,12 @@ export class Authenticator {
   private async personalToken(token: string, ip: string): Promise<Principal> {
     // The checksum rejects typos and random strings without a database round trip.
     if (!hasValidChecksum(token, PAT_PREFIX)) throw unauthorized('the personal access token is malformed');
-    const row = await this.deps.pats.findByHash(sha256(token));
+    const found = await this.deps.pats.findWithUser(sha256(token));
     const now = this.deps.now();
     const nowIso = now.toISOString();
-    if (!row || row.revoked_at !== null) throw unauthorized('the personal access token is not valid or was revoked');
+    if (!found || found.token.revoked_at !== null) throw unauthorized('the personal access token is not valid or was revoked');
+    const { token: row, user } = found;
     if (row.expires_at !== null && row.expires_at <= nowIso) throw unauthorized('the personal access token has expired');
-    const user = await this.deps.users.findById(row.user_id);
-    if (!user) throw unauthorized('the personal access token is not valid');
     const notBefore = new Date(now.getTime() - LAST_USED_WINDOW_MS).toISOString();
     if (row.last_used_at === null || row.last_used_at < notBefore) {
       await this.deps.pats.touch(row.id, nowIso, ip, notBefore);

@@ -1,0 +1,46 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { test } from 'node:test';
+import { startRunner } from './helpers.js';
+
+const BIN = path.resolve('bin/pier.js');
+
+function pier(args: string[], input: string, env: Record<string, string>) {
+  return spawnSync(process.execPath, [BIN, ...args], { input, env: { ...process.env, ...env }, encoding: 'utf8' });
+}
+
+test('pier runner user add creates a user the server can log in', async () => {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'pier-cli-'));
+  const env = { PIER_DATA_DIR: dataDir, PIER_LOG_LEVEL: 'silent' };
+  try {
+    const res = pier(['runner', 'user', 'add', '--email', 'Root@Example.com', '--name', 'Root', '--admin', '--json'], 'cli password 123\nignored\n', env);
+    assert.equal(res.status, 0, res.stderr);
+    const user = JSON.parse(res.stdout);
+    assert.equal(user.email, 'root@example.com');
+    assert.equal(user.role, 'admin');
+    assert.equal(user.name, 'Root');
+
+    const dup = pier(['runner', 'user', 'add', '--email', 'root@example.com'], 'cli password 123\n', env);
+    assert.equal(dup.status, 1);
+    assert.match(dup.stderr, /already exists/);
+    const short = pier(['runner', 'user', 'add', '--email', 'x@example.com'], 'short\n', env);
+    assert.equal(short.status, 1);
+    assert.match(short.stderr, /10-1024 characters/);
+
+    const r = await startRunner({ dataDir });
+    try {
+      const login = await r.service.app.inject({ method: 'POST', url: '/api/auth/login', payload: { email: 'root@example.com', password: 'cli password 123' } });
+      assert.equal(login.statusCode, 200, login.body);
+      // A user exists, so the first-run setup is closed.
+      const setup = await r.service.app.inject({ method: 'POST', url: '/api/setup', payload: { email: 'a@example.com', password: 'cli password 123' } });
+      assert.equal(setup.statusCode, 409);
+    } finally {
+      await r.close();
+    }
+  } finally {
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  }
+});
