@@ -59,6 +59,8 @@ export async function load(opts: {
   method?: 'GET' | 'PATCH' | 'POST';
   headers?: Record<string, string>;
   bodies?: string[];
+  /** Run length; BENCH_SECONDS (default 5) when not given. */
+  seconds?: number;
   /** Gives connection `i` its own path and headers (e.g. one product per client). */
   perClient?: (i: number) => { path: string; headers: Record<string, string> };
 }): Promise<LoadResult> {
@@ -78,7 +80,7 @@ export async function load(opts: {
   const r = await autocannon({
     url: opts.url,
     connections: CONNECTIONS,
-    duration: DURATION_S,
+    duration: opts.seconds ?? DURATION_S,
     requests,
     ...(setupClient ? { setupClient: setupClient as never } : {}),
   });

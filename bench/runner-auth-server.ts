@@ -1,21 +1,24 @@
 // The runner as a separate process for bench/runner-auth.ts: the real service plus one
 // unauthenticated reference route that answers a JSON body of a requested size through the
-// same app (same hooks, helmet, logging), so the only difference to the measured routes is auth.
+// same pipeline as GET /api/me (async handler, JSON.stringify serializer, same hooks, helmet,
+// logging), so the only difference to the measured routes is authentication.
 import { loadConfig } from '../src/infra/config.js';
 import { createRunnerService } from '../src/runner/service.js';
 
 const config = loadConfig(process.env);
 const service = await createRunnerService(config);
-const bodies = new Map<number, string>();
-service.app.get('/bench/reference/:bytes', async (req, reply) => {
-  const n = Number((req.params as { bytes: string }).bytes);
-  let body = bodies.get(n);
-  if (body === undefined) {
-    body = JSON.stringify({ pad: 'x'.repeat(Math.max(0, n - 10)) });
-    bodies.set(n, body);
-  }
-  return reply.type('application/json; charset=utf-8').send(body);
+// The reference answers a copy of a document registered by the bench (the body GET /api/me
+// gave), so its handler and serializer do the same work as the measured route minus auth.
+const documents = new Map<string, Record<string, unknown>>();
+service.app.put('/bench/reference/:name', async (req) => {
+  documents.set((req.params as { name: string }).name, req.body as Record<string, unknown>);
+  return { ok: true };
 });
+service.app.get(
+  '/bench/reference/:name',
+  { serializerCompiler: () => (data: unknown) => JSON.stringify(data) },
+  async (req) => ({ ...documents.get((req.params as { name: string }).name) }),
+);
 const address = await service.app.listen({ host: '127.0.0.1', port: 0 });
 process.stdout.write(`${address}\n`);
 const stop = async () => {

@@ -164,7 +164,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: options.bodyLimit ?? 1024 * 1024,
     trustProxy: options.trustProxy ?? false,
-    ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: true, allErrors: true } },
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: true, allErrors: true, allowUnionTypes: true } },
     return503OnClosing: true,
   };
   const app = Fastify(serverOptions).withTypeProvider<TypeBoxTypeProvider>() as unknown as HttpApp;

@@ -1,4 +1,4 @@
-import { createHash, randomBytes, randomUUID, scrypt, timingSafeEqual } from 'node:crypto';
+import { createHash, hash as cryptoHash, randomBytes, randomUUID, scrypt, timingSafeEqual } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 
 const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
@@ -33,12 +33,14 @@ export function generateToken(prefix: string): string {
 /** True when the token carries the prefix and a matching checksum; cheap pre-check before any lookup. */
 export function hasValidChecksum(token: string, prefix: string): boolean {
   if (!token.startsWith(prefix) || token.length !== prefix.length + 49) return false;
-  const body = token.slice(0, -6);
-  return constantTimeEqual(checksum(body), token.slice(-6));
+  // The checksum is public (anyone can compute it), so a plain comparison leaks nothing.
+  return checksum(token.slice(0, -6)) === token.slice(-6);
 }
 
 export function sha256(value: string): string {
-  return createHash('sha256').update(value).digest('hex');
+  // One-shot crypto.hash (Node >= 20.12) is about 3x cheaper than a Hash object; tokens are
+  // hashed on every authenticated request.
+  return typeof cryptoHash === 'function' ? cryptoHash('sha256', value, 'hex') : createHash('sha256').update(value).digest('hex');
 }
 
 /** A random password of `bytes` random bytes in base62 (24 bytes = 192 bits). */

@@ -46,9 +46,9 @@ export async function createRunnerService(config: Config, options: RunnerService
       contentSecurityPolicy: { 'img-src': ["'self'", 'data:'], 'style-src': ["'self'", "'unsafe-inline'"] },
     });
     const { db } = database;
-    const users = new UsersRepository(db);
-    const pats = new PersonalTokensRepository(db);
-    const oauthTokens = new OAuthTokensRepository(db);
+    const users = new UsersRepository(db, database.readNow);
+    const pats = new PersonalTokensRepository(db, database.readNow);
+    const oauthTokens = new OAuthTokensRepository(db, database.readNow);
     const jwt = new JwtSessions(loadJwtSecret(config.runner.jwtSecret, config.dataDir), config.runner.url, now);
     const auth = new Authenticator({ users, pats, oauthTokens, jwt, apiKey: config.runner.apiKey, now });
     const ctx: RunnerContext = {
@@ -69,6 +69,7 @@ export async function createRunnerService(config: Config, options: RunnerService
     };
 
     await registerOpenApi(app, config.runner.url);
+    app.decorateRequest('principal', null);
     app.addHook('onRequest', async (req) => auth.enforce(req));
     await app.register(
       async (api) => {

@@ -6,6 +6,7 @@ import {
   type Access,
   ADMIN_ONLY,
   EXECUTORS,
+  IDENTITY,
   PUBLIC,
   RUN_READ,
   RUN_WRITE,
@@ -84,7 +85,7 @@ const CASES: Case[] = [
   { method: 'GET', path: '/api/version', access: PUBLIC, ok: 200 },
   { method: 'POST', path: '/api/auth/login', access: PUBLIC, ok: 200, request: json({ email: 'member@example.com', password: PASSWORD }) },
   { method: 'POST', path: '/api/setup', access: PUBLIC, ok: 409, request: json({ email: 'x@example.com', password: PASSWORD }) },
-  { method: 'GET', path: '/api/me', access: USER_READ, ok: 200 },
+  { method: 'GET', path: '/api/me', access: IDENTITY, ok: 200 },
   { method: 'PATCH', path: '/api/me', access: SESSION_ONLY, ok: 200, request: json({ name: 'Renamed' }) },
   { method: 'PUT', path: '/api/me/password', access: SESSION_ONLY, ok: 200, request: json({ currentPassword: PASSWORD, newPassword: PASSWORD }) },
   { method: 'GET', path: '/api/tokens', access: SESSION_ONLY, ok: 200 },
@@ -274,7 +275,7 @@ describe('permission table: every route × every principal', () => {
   test('the OpenAPI security requirements say who is admitted', () => {
     // Spot checks against literal scheme names, independent of securityOf().
     assert.deepEqual(doc.paths['/api/tokens']?.post?.security, [{ jwt: [] }]);
-    assert.deepEqual(doc.paths['/api/me']?.get?.security, [{ jwt: [] }, { personalAccessToken: ['read'] }, { oauthAccessToken: ['read'] }]);
+    assert.deepEqual(doc.paths['/api/me']?.get?.security, [{ jwt: [] }, { personalAccessToken: ['read'] }, { oauthAccessToken: ['read'] }, { adminApiKey: [] }]);
     assert.deepEqual(doc.paths['/api/executors/{id}/claim']?.post?.security, [{ jwt: ['admin'] }, { adminApiKey: [] }]);
     assert.deepEqual(doc.paths['/api/runs/{id}/cancel']?.post?.security, [
       { jwt: [] }, { personalAccessToken: ['write'] }, { oauthAccessToken: ['write'] }, { adminApiKey: [] },

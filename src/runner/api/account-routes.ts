@@ -2,16 +2,23 @@ import { Type } from 'typebox';
 import { ConflictError, NotFoundError, UnauthorizedError, ValidationError } from '../../infra/errors.js';
 import type { HttpApp } from '../../infra/http.js';
 import { generateToken, hashPassword, randomUUID, sha256, verifyPassword } from '../../infra/secrets.js';
-import { ADMIN_ONLY, CHALLENGE, PUBLIC, SESSION_ONLY, USER_READ } from '../auth/access.js';
-import { access, PAT_PREFIX, userOf } from '../auth/authenticate.js';
+import { ADMIN_ONLY, CHALLENGE, IDENTITY, PUBLIC, SESSION_ONLY } from '../auth/access.js';
+import { access, PAT_PREFIX, principalOf, userOf } from '../auth/authenticate.js';
 import type { PersonalTokenRow } from '../auth/repository.js';
 import type { RunnerContext } from '../context.js';
 import { isUniqueViolation } from '../db/index.js';
 import { normalizeEmail } from '../users/repository.js';
 import { createUser, presentUser } from '../users/service.js';
-import { Email, errors, IdParams, items, Name, NoContent, NullableTimestamp, Password, PROTECTED, Session, Timestamp, User } from './schemas.js';
+import { Email, errors, IdParams, items, Name, NoContent, Nullable, NullableTimestamp, Password, PROTECTED, Session, StringEnum, Timestamp, User } from './schemas.js';
 
-const Scope = Type.Union([Type.Literal('read'), Type.Literal('write')]);
+const Scope = StringEnum(['read', 'write']);
+
+/** What `GET /api/me` says to the admin API key, which is no user. */
+const ApiKeyIdentity = Type.Object({
+  authenticatedBy: Type.Literal('api-key'),
+  role: Type.Literal('api-key'),
+  grants: Type.Array(Type.String(), { description: 'what the admin API key may do' }),
+});
 
 const TokenInfo = Type.Object({
   id: Type.String(),
@@ -21,7 +28,7 @@ const TokenInfo = Type.Object({
   createdAt: Timestamp,
   expiresAt: NullableTimestamp,
   lastUsedAt: NullableTimestamp,
-  lastUsedIp: Type.Union([Type.String(), Type.Null()]),
+  lastUsedIp: Nullable(Type.String()),
 });
 
 const CreatedToken = Type.Object({
@@ -35,8 +42,8 @@ const CreatedToken = Type.Object({
 
 const Me = Type.Object({
   ...User.properties,
-  authenticatedBy: Type.Union([Type.Literal('jwt'), Type.Literal('pat'), Type.Literal('oauth')]),
-  scope: Type.Union([Scope, Type.Null()], { description: 'scope of the token used, null for a web session' }),
+  authenticatedBy: StringEnum(['jwt', 'pat', 'oauth']),
+  scope: Nullable(Scope, { description: 'scope of the token used, null for a web session' }),
 });
 
 function presentToken(t: PersonalTokenRow) {
@@ -116,15 +123,22 @@ export function registerAccountRoutes(app: HttpApp, ctx: RunnerContext): void {
   app.get(
     '/api/me',
     {
-      config: access(USER_READ),
+      config: access(IDENTITY),
       schema: {
         tags: ['account'],
-        summary: 'The signed-in user',
+        summary: 'The signed-in user (or, for the admin API key, what the key grants)',
         operationId: 'getMe',
-        response: { 200: Me, ...errors(...PROTECTED) },
+        response: { 200: Type.Union([Me, ApiKeyIdentity]), ...errors(...PROTECTED) },
       },
+      // The handler builds exactly one of the two documented shapes; plain JSON.stringify spares
+      // fast-json-stringify's per-response ajv check of each anyOf branch (see schemas.ts).
+      serializerCompiler: () => (data: unknown) => JSON.stringify(data),
     },
     async (req) => {
+      const principal = principalOf(req);
+      if (principal.type === 'api-key') {
+        return { authenticatedBy: 'api-key' as const, role: 'api-key' as const, grants: ['executors', 'runs'] };
+      }
       const p = userOf(req);
       return { ...presentUser(p.user), authenticatedBy: p.via, scope: p.via === 'jwt' ? null : p.scope };
     },
@@ -211,7 +225,7 @@ export function registerAccountRoutes(app: HttpApp, ctx: RunnerContext): void {
           {
             name: Type.String({ minLength: 1, maxLength: 100, pattern: '\\S' }),
             scope: Scope,
-            expiresAt: Type.Optional(Type.Union([Timestamp, Type.Null()])),
+            expiresAt: Type.Optional(Nullable(Timestamp)),
           },
           { additionalProperties: false },
         ),
@@ -268,7 +282,7 @@ export function registerAccountRoutes(app: HttpApp, ctx: RunnerContext): void {
 
   // --- user administration ------------------------------------------------------------------
 
-  const Role = Type.Union([Type.Literal('admin'), Type.Literal('member')]);
+  const Role = StringEnum(['admin', 'member']);
 
   app.get(
     '/api/users',

@@ -7,7 +7,7 @@ import { access } from '../auth/authenticate.js';
 import type { RunnerContext } from '../context.js';
 import type { ExecutorRow } from '../executors/repository.js';
 import { presentRun, Run } from './run-routes.js';
-import { errors, IdParams, items, Name, NoContent, PROTECTED, Timestamp } from './schemas.js';
+import { errors, IdParams, items, Name, NoContent, Nullable, PROTECTED, StringEnum, Timestamp } from './schemas.js';
 
 /** A claimed run stays with its executor this long after the claim or its last heartbeat. */
 export const LEASE_MS = 2 * 60_000;
@@ -20,11 +20,11 @@ const Executor = Type.Object({
   name: Type.String(),
   labels: Type.Array(Type.String()),
   capacity: Type.Integer(),
-  status: Type.Union([Type.Literal('online'), Type.Literal('draining'), Type.Literal('offline')]),
+  status: StringEnum(['online', 'draining', 'offline']),
   runningRuns: Type.Integer(),
   createdAt: Timestamp,
   lastHeartbeatAt: Timestamp,
-  lastIp: Type.Union([Type.String(), Type.Null()]),
+  lastIp: Nullable(Type.String()),
 });
 
 const LeaseBody = {
@@ -207,9 +207,9 @@ export function registerExecutorRoutes(app: HttpApp, ctx: RunnerContext): void {
         body: Type.Object(
           {
             ...LeaseBody,
-            status: Type.Union([Type.Literal('succeeded'), Type.Literal('failed')]),
-            exitCode: Type.Optional(Type.Union([Type.Integer(), Type.Null()])),
-            error: Type.Optional(Type.Union([Type.String({ maxLength: 10_000 }), Type.Null()])),
+            status: StringEnum(['succeeded', 'failed']),
+            exitCode: Type.Optional(Nullable(Type.Integer())),
+            error: Type.Optional(Nullable(Type.String({ maxLength: 10_000 }))),
             outputs: Type.Optional(
               Type.Array(
                 Type.Object(

@@ -7,7 +7,7 @@ import { access, principalOf, userOf } from '../auth/authenticate.js';
 import type { RunnerContext } from '../context.js';
 import { requireProjectAccess } from '../projects/access.js';
 import type { MemberRow, ProjectRow } from '../projects/repository.js';
-import { errors, Id, IdParams, items, Name, NoContent, PROTECTED, Timestamp } from './schemas.js';
+import { errors, Id, IdParams, items, Name, NoContent, PROTECTED, StringEnum, Timestamp } from './schemas.js';
 
 export const Project = Type.Object({
   id: Type.String(),
@@ -17,7 +17,7 @@ export const Project = Type.Object({
   updatedAt: Timestamp,
 });
 
-const MemberRole = Type.Union([Type.Literal('owner'), Type.Literal('editor'), Type.Literal('viewer')]);
+const MemberRole = StringEnum(['owner', 'editor', 'viewer']);
 
 const Member = Type.Object({
   userId: Type.String(),

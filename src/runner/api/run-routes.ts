@@ -9,17 +9,12 @@ import type { RunnerContext } from '../context.js';
 import type { RunStatus } from '../db/schema.js';
 import { requireProjectAccess } from '../projects/access.js';
 import type { RunLogRow, RunOutputRow, RunRow } from '../runs/repository.js';
-import { errors, Id, IdParams, items, NullableTimestamp, page, PROTECTED, Timestamp } from './schemas.js';
+import { errors, Id, IdParams, items, Nullable, NullableTimestamp, page, PROTECTED, StringEnum, Timestamp } from './schemas.js';
 
-export const RunStatusSchema = Type.Union([
-  Type.Literal('queued'),
-  Type.Literal('running'),
-  Type.Literal('succeeded'),
-  Type.Literal('failed'),
-  Type.Literal('cancelled'),
-]);
+export const RunStatusSchema = StringEnum(['queued', 'running', 'succeeded', 'failed', 'cancelled']);
 
-const ParameterValue = Type.Union([Type.String({ maxLength: 10_000 }), Type.Number(), Type.Boolean(), Type.Null()]);
+// A type array, not anyOf (see schemas.ts); maxLength applies to strings only.
+const ParameterValue = Type.Unsafe<string | number | boolean | null>({ type: ['string', 'number', 'boolean', 'null'], maxLength: 10_000 });
 const Parameters = Type.Record(Type.String({ minLength: 1, maxLength: 200 }), ParameterValue, { maxProperties: 200 });
 
 export const Run = Type.Object({
@@ -30,9 +25,9 @@ export const Run = Type.Object({
   status: RunStatusSchema,
   parameters: Type.Record(Type.String(), ParameterValue),
   attempt: Type.Integer({ description: 'how many times an executor has taken the run' }),
-  executorId: Type.Union([Type.String(), Type.Null()]),
-  exitCode: Type.Union([Type.Integer(), Type.Null()]),
-  error: Type.Union([Type.String(), Type.Null()]),
+  executorId: Nullable(Type.String()),
+  exitCode: Nullable(Type.Integer()),
+  error: Nullable(Type.String()),
   createdAt: Timestamp,
   startedAt: NullableTimestamp,
   finishedAt: NullableTimestamp,
@@ -43,8 +38,8 @@ export const LogChunk = Type.Object({ seq: Type.Integer(), attempt: Type.Integer
 const Output = Type.Object({
   name: Type.String(),
   size: Type.Integer(),
-  sha256: Type.Union([Type.String(), Type.Null()]),
-  contentType: Type.Union([Type.String(), Type.Null()]),
+  sha256: Nullable(Type.String()),
+  contentType: Nullable(Type.String()),
   createdAt: Timestamp,
 });
 

@@ -22,6 +22,8 @@ export const PUBLIC: Access = { public: true, jwt: false, token: false, apiKey: 
 export const SESSION_ONLY: Access = { jwt: 'user', token: false, apiKey: false };
 /** Account-wide and project reads (`GET /api/me`, `GET /api/projects`, project resources). */
 export const USER_READ: Access = { jwt: 'user', token: 'read', apiKey: false };
+/** "Who am I": every valid credential may ask what it is (`GET /api/me`). */
+export const IDENTITY: Access = { jwt: 'user', token: 'read', apiKey: true };
 /** Creating, changing, deleting project resources. */
 export const USER_WRITE: Access = { jwt: 'user', token: 'write', apiKey: false };
 /** Run reads: users by project membership, and the admin key. */

@@ -48,6 +48,36 @@ export class JwtSessions {
    * Returns null for any invalid token.
    */
   async verify(token: string): Promise<SessionClaims | null> {
+    const nowSeconds = Math.floor(this.now().getTime() / 1000);
+    const cached = this.verified.get(token);
+    if (cached) {
+      // Same rule as jose with clockTolerance 0: expired once exp <= now.
+      if (cached.exp > nowSeconds) return cached.claims;
+      this.verified.delete(token);
+      return null;
+    }
+    const claims = await this.verifyWithJose(token);
+    if (claims) this.remember(token, claims.claims, claims.exp);
+    return claims?.claims ?? null;
+  }
+
+  /**
+   * Signature checks of tokens already seen. Whether a string carries a valid HS256 signature
+   * under our key never changes, so caching it keeps no stale data; expiry is still checked
+   * against the clock and the session epoch against the database on every request. jose's
+   * WebCrypto HMAC costs ~100 µs a call, more than the rest of a request (bench/runner-auth.ts).
+   */
+  private readonly verified = new Map<string, { claims: SessionClaims; exp: number }>();
+
+  private remember(token: string, claims: SessionClaims, exp: number): void {
+    if (this.verified.size >= 10_000) {
+      // Drop the oldest entry; Map iterates in insertion order.
+      this.verified.delete(this.verified.keys().next().value as string);
+    }
+    this.verified.set(token, { claims, exp });
+  }
+
+  private async verifyWithJose(token: string): Promise<{ claims: SessionClaims; exp: number } | null> {
     try {
       const { payload } = await jwtVerify(token, await this.key, {
         algorithms: ['HS256'],
@@ -60,7 +90,7 @@ export class JwtSessions {
       if (typeof payload.sub !== 'string' || typeof payload.sv !== 'number') return null;
       // Tokens are issued with exactly this lifetime; a longer one was not made by us.
       if ((payload.exp ?? 0) - (payload.iat ?? 0) > JWT_LIFETIME_SECONDS) return null;
-      return { sub: payload.sub, sv: payload.sv };
+      return { claims: { sub: payload.sub, sv: payload.sv }, exp: payload.exp as number };
     } catch (e) {
       if (e instanceof joseErrors.JOSEError || e instanceof TypeError) return null;
       throw e;

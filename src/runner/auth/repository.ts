@@ -1,4 +1,5 @@
 import type { Kysely, Selectable } from 'kysely';
+import { preparedRead, type ReadNow } from '../../infra/database/index.js';
 import type { OAuthAccessTokensTable, PersonalTokensTable, RunnerDB } from '../db/schema.js';
 import type { UserRow } from '../users/repository.js';
 
@@ -8,7 +9,25 @@ export type TokenScope = 'read' | 'write';
 
 /** Personal access tokens. Looked up by the SHA-256 of the secret through a unique index. */
 export class PersonalTokensRepository {
-  constructor(private readonly db: Kysely<RunnerDB>) {}
+  /** Looked up on every PAT request: compiled once (see preparedRead). */
+  private readonly withUser;
+
+  constructor(
+    private readonly db: Kysely<RunnerDB>,
+    readNow: ReadNow = () => null,
+  ) {
+    const query = db
+      .selectFrom('personal_tokens as t')
+      .innerJoin('users as u', 'u.id', 't.user_id')
+      .select([
+        't.id', 't.user_id', 't.name as t_name', 't.scope', 't.token_hash', 't.token_hint', 't.created_at as t_created_at',
+        't.expires_at', 't.revoked_at', 't.last_used_at', 't.last_used_ip',
+        'u.email', 'u.name as u_name', 'u.password_hash', 'u.role', 'u.session_epoch', 'u.created_at as u_created_at', 'u.updated_at',
+      ])
+      .where('t.token_hash', '=', '')
+      .compile();
+    this.withUser = preparedRead({ db, readNow }, query);
+  }
 
   async insert(row: Omit<PersonalTokenRow, 'revoked_at' | 'last_used_at' | 'last_used_ip'>): Promise<PersonalTokenRow> {
     const full: PersonalTokenRow = { ...row, revoked_at: null, last_used_at: null, last_used_ip: null };
@@ -20,18 +39,10 @@ export class PersonalTokensRepository {
     return this.db.selectFrom('personal_tokens').selectAll().where('token_hash', '=', hash).executeTakeFirst();
   }
 
-  /** The token and its user in one indexed query: the hot path of every PAT request. */
+
+  /** The token and its user in one indexed query. */
   async findWithUser(hash: string): Promise<{ token: PersonalTokenRow; user: UserRow } | undefined> {
-    const row = await this.db
-      .selectFrom('personal_tokens as t')
-      .innerJoin('users as u', 'u.id', 't.user_id')
-      .select([
-        't.id', 't.user_id', 't.name as t_name', 't.scope', 't.token_hash', 't.token_hint', 't.created_at as t_created_at',
-        't.expires_at', 't.revoked_at', 't.last_used_at', 't.last_used_ip',
-        'u.email', 'u.name as u_name', 'u.password_hash', 'u.role', 'u.session_epoch', 'u.created_at as u_created_at', 'u.updated_at',
-      ])
-      .where('t.token_hash', '=', hash)
-      .executeTakeFirst();
+    const row = (await this.withUser([hash]))[0];
     if (!row) return undefined;
     return {
       token: {
@@ -85,7 +96,15 @@ export class PersonalTokensRepository {
  * API already accepts them so that issue only has to insert rows.
  */
 export class OAuthTokensRepository {
-  constructor(private readonly db: Kysely<RunnerDB>) {}
+  /** Looked up on every OAuth request: compiled once (see preparedRead). */
+  private readonly byHash: (values: readonly unknown[]) => Promise<OAuthAccessTokenRow[]>;
+
+  constructor(
+    private readonly db: Kysely<RunnerDB>,
+    readNow: ReadNow = () => null,
+  ) {
+    this.byHash = preparedRead({ db, readNow }, db.selectFrom('oauth_access_tokens').selectAll().where('token_hash', '=', '').compile());
+  }
 
   async insert(row: Omit<OAuthAccessTokenRow, 'revoked_at'>): Promise<OAuthAccessTokenRow> {
     const full: OAuthAccessTokenRow = { ...row, revoked_at: null };
@@ -93,8 +112,10 @@ export class OAuthTokensRepository {
     return full;
   }
 
-  findByHash(hash: string): Promise<OAuthAccessTokenRow | undefined> {
-    return this.db.selectFrom('oauth_access_tokens').selectAll().where('token_hash', '=', hash).executeTakeFirst();
+
+  /** Every OAuth-authenticated request looks its token up: compiled once. */
+  async findByHash(hash: string): Promise<OAuthAccessTokenRow | undefined> {
+    return (await this.byHash([hash]))[0];
   }
 
   async revoke(id: string, now: string): Promise<boolean> {

@@ -1,3 +1,4 @@
+import { preparedRead, type ReadNow } from '../../infra/database/index.js';
 import type { Kysely, Selectable } from 'kysely';
 import type { RunnerDB, UsersTable } from '../db/schema.js';
 
@@ -18,7 +19,16 @@ export function normalizeEmail(email: string): string {
 }
 
 export class UsersRepository {
-  constructor(private readonly db: Kysely<RunnerDB>) {}
+  /** Compiled once: looked up on every authenticated request (see withParameters). */
+  private readonly byId: (values: readonly unknown[]) => Promise<UserRow[]>;
+
+  /** `readNow` (from the opened database) lets the hot-path look-ups skip Kysely's queue on SQLite. */
+  constructor(
+    private readonly db: Kysely<RunnerDB>,
+    readNow: ReadNow = () => null,
+  ) {
+    this.byId = preparedRead({ db, readNow }, db.selectFrom('users').selectAll().where('id', '=', '').compile());
+  }
 
   async count(): Promise<number> {
     const row = await this.db.selectFrom('users').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
@@ -62,8 +72,10 @@ export class UsersRepository {
     });
   }
 
-  findById(id: string): Promise<UserRow | undefined> {
-    return this.db.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst();
+
+  /** Every web-session request loads its user: compiled once (see withParameters). */
+  async findById(id: string): Promise<UserRow | undefined> {
+    return (await this.byId([id]))[0];
   }
 
   findByEmail(email: string): Promise<UserRow | undefined> {
