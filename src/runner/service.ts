@@ -8,6 +8,7 @@ import { registerExecutorRoutes } from './api/executor-routes.js';
 import { registerWorkflowRoutes } from './api/workflow-routes.js';
 import { registerMetaRoutes } from './api/meta-routes.js';
 import { Authenticator } from './auth/authenticate.js';
+import { CredentialEpoch } from './auth/credential-cache.js';
 import { JwtSessions, loadJwtSecret } from './auth/jwt.js';
 import { LoginLimiter } from './auth/login-limiter.js';
 import { OAuthTokensRepository, PersonalTokensRepository } from './auth/repository.js';
@@ -46,11 +47,13 @@ export async function createRunnerService(config: Config, options: RunnerService
       contentSecurityPolicy: { 'img-src': ["'self'", 'data:'], 'style-src': ["'self'", "'unsafe-inline'"] },
     });
     const { db } = database;
-    const users = new UsersRepository(db, database.readNow);
-    const pats = new PersonalTokensRepository(db, database.readNow);
-    const oauthTokens = new OAuthTokensRepository(db, database.readNow);
+    const credentialEpoch = CredentialEpoch.forDatabase(config.runner.databaseUrl);
+    const hot = { readNow: database.readNow, credentialsChanged: () => credentialEpoch.bump() };
+    const users = new UsersRepository(db, hot);
+    const pats = new PersonalTokensRepository(db, hot);
+    const oauthTokens = new OAuthTokensRepository(db, hot);
     const jwt = new JwtSessions(loadJwtSecret(config.runner.jwtSecret, config.dataDir), config.runner.url, now);
-    const auth = new Authenticator({ users, pats, oauthTokens, jwt, apiKey: config.runner.apiKey, now });
+    const auth = new Authenticator({ users, pats, oauthTokens, jwt, apiKey: config.runner.apiKey, now, credentialEpoch });
     const ctx: RunnerContext = {
       config,
       database,
@@ -90,6 +93,7 @@ export async function createRunnerService(config: Config, options: RunnerService
         closed = true;
         await app.close();
         await database.close();
+        credentialEpoch.close();
       },
     };
   } catch (e) {

@@ -252,6 +252,42 @@ for (const target of dialects()) {
       assert.equal((await lastUsed()).lastUsedIp, '10.8.8.8');
     });
 
+    test('profile, role, password and user deletion on one instance show on the other at once', async () => {
+      // Instance b remembers credentials between requests (SQLite); every one of these changes
+      // must reach it before its next request is answered.
+      const created = await a.service.app.inject({
+        method: 'POST', url: '/api/users', headers: bearer(session), payload: { email: 'member@example.com', password: PASSWORD, role: 'member' },
+      });
+      assert.equal(created.statusCode, 201, created.body);
+      const memberId = created.json().id as string;
+      const login = await b.service.app.inject({ method: 'POST', url: '/api/auth/login', payload: { email: 'member@example.com', password: PASSWORD } });
+      const memberJwt = login.json().token as string;
+      const pat = await b.service.app.inject({ method: 'POST', url: '/api/tokens', headers: bearer(memberJwt), payload: { name: 'm', scope: 'read' } });
+      const memberPat = pat.json().token as string;
+      const onB = (h: Record<string, string>, url = '/api/me') => b.service.app.inject({ method: 'GET', url, headers: h });
+
+      assert.equal((await onB(bearer(memberJwt))).json().name, 'member');
+      assert.equal((await onB(apiKey(memberPat))).json().role, 'member');
+      assert.equal((await onB(bearer(memberJwt), '/api/users')).statusCode, 403);
+
+      const renamed = await a.service.app.inject({ method: 'PATCH', url: `/api/users/${memberId}`, headers: bearer(session), payload: { name: 'Renamed', role: 'admin' } });
+      assert.equal(renamed.statusCode, 200, renamed.body);
+      assert.equal((await onB(bearer(memberJwt))).json().name, 'Renamed');
+      assert.equal((await onB(apiKey(memberPat))).json().role, 'admin');
+      assert.equal((await onB(bearer(memberJwt), '/api/users')).statusCode, 200);
+
+      const changed = await a.service.app.inject({
+        method: 'PUT', url: '/api/me/password', headers: bearer(memberJwt), payload: { currentPassword: PASSWORD, newPassword: 'another long password' },
+      });
+      assert.equal(changed.statusCode, 200, changed.body);
+      assert.equal((await onB(bearer(memberJwt))).statusCode, 401, 'the old session ends on the other instance');
+      assert.equal((await onB(apiKey(memberPat))).statusCode, 200, 'tokens outlive a password change');
+
+      const removed = await a.service.app.inject({ method: 'DELETE', url: `/api/users/${memberId}`, headers: bearer(session) });
+      assert.equal(removed.statusCode, 204, removed.body);
+      assert.equal((await onB(apiKey(memberPat))).statusCode, 401, 'a deleted user\'s token fails at once');
+    });
+
     test('a token with a bad checksum or unknown value is 401, never 500', async () => {
       const t = await create({ name: 'x', scope: 'read' });
       const flipped = t.token.slice(0, 20) + (t.token[20] === 'a' ? 'b' : 'a') + t.token.slice(21);

@@ -5,7 +5,8 @@ import type { UserRow } from '../users/repository.js';
 import type { UsersRepository } from '../users/repository.js';
 import { type Access, CHALLENGE, type PrincipalKind, allows } from './access.js';
 import type { JwtSessions } from './jwt.js';
-import type { OAuthTokensRepository, PersonalTokensRepository, TokenScope } from './repository.js';
+import { type CredentialEpoch, CredentialCache } from './credential-cache.js';
+import type { OAuthAccessTokenRow, OAuthTokensRepository, PersonalTokenRow, PersonalTokensRepository, TokenScope } from './repository.js';
 
 export const PAT_PREFIX = 'rnr_pat_';
 export const OAUTH_ACCESS_PREFIX = 'rnr_oat_';
@@ -61,6 +62,8 @@ export interface AuthDeps {
   jwt: JwtSessions;
   apiKey: string | null;
   now: () => Date;
+  /** Shared "credentials changed" signal; without it nothing is cached. */
+  credentialEpoch?: CredentialEpoch;
 }
 
 function unauthorized(detail: string): UnauthorizedError {
@@ -68,7 +71,17 @@ function unauthorized(detail: string): UnauthorizedError {
 }
 
 export class Authenticator {
+  // Look-ups of the last credential epoch (see credential-cache.ts): a revocation, password or
+  // role change anywhere bumps the epoch and empties these before the next request is served.
+  private readonly sessionUsers = new CredentialCache<UserRow>();
+  private readonly personalTokens = new CredentialCache<{ token: PersonalTokenRow; user: UserRow }>();
+  private readonly oauthTokens = new CredentialCache<{ token: OAuthAccessTokenRow; user: UserRow }>();
+
   constructor(private readonly deps: AuthDeps) {}
+
+  private epoch(): number | null {
+    return this.deps.credentialEpoch?.current() ?? null;
+  }
 
   /** Resolves the Authorization header to a principal; throws 401 for missing or invalid credentials. */
   async authenticate(header: string | undefined, ip: string): Promise<Principal> {
@@ -90,7 +103,12 @@ export class Authenticator {
   private async session(token: string): Promise<Principal> {
     const claims = await this.deps.jwt.verify(token);
     if (!claims) throw unauthorized('the session token is invalid or expired; log in again');
-    const user = await this.deps.users.findById(claims.sub);
+    const epoch = this.epoch();
+    let user = this.sessionUsers.get(claims.sub, epoch);
+    if (!user) {
+      user = await this.deps.users.findById(claims.sub);
+      if (user) this.sessionUsers.set(claims.sub, user, epoch);
+    }
     if (!user || user.session_epoch !== claims.sv) throw unauthorized('the session has ended; log in again');
     return { type: 'user', via: 'jwt', user };
   }
@@ -106,7 +124,13 @@ export class Authenticator {
   private async personalToken(token: string, ip: string): Promise<Principal> {
     // The checksum rejects typos and random strings without a database round trip.
     if (!hasValidChecksum(token, PAT_PREFIX)) throw unauthorized('the personal access token is malformed');
-    const found = await this.deps.pats.findWithUser(sha256(token));
+    const hash = sha256(token);
+    const epoch = this.epoch();
+    let found = this.personalTokens.get(hash, epoch);
+    if (!found) {
+      found = await this.deps.pats.findWithUser(hash);
+      if (found) this.personalTokens.set(hash, found, epoch);
+    }
     const now = this.deps.now();
     const nowIso = now.toISOString();
     if (!found || found.token.revoked_at !== null) throw unauthorized('the personal access token is not valid or was revoked');
@@ -115,17 +139,29 @@ export class Authenticator {
     const notBefore = new Date(now.getTime() - LAST_USED_WINDOW_MS).toISOString();
     if (row.last_used_at === null || row.last_used_at < notBefore) {
       await this.deps.pats.touch(row.id, nowIso, ip, notBefore);
+      // The cached row is ours: keep it in step so the next request does not write again.
+      row.last_used_at = nowIso;
+      row.last_used_ip = ip;
     }
     return { type: 'user', via: 'pat', user, scope: row.scope, tokenId: row.id };
   }
 
   private async oauthToken(token: string): Promise<Principal> {
     if (!hasValidChecksum(token, OAUTH_ACCESS_PREFIX)) throw unauthorized('the OAuth access token is malformed');
-    const row = await this.deps.oauthTokens.findByHash(sha256(token));
-    if (!row || row.revoked_at !== null) throw unauthorized('the OAuth access token is not valid or was revoked');
+    const hash = sha256(token);
+    const epoch = this.epoch();
+    let found = this.oauthTokens.get(hash, epoch);
+    if (!found) {
+      const t = await this.deps.oauthTokens.findByHash(hash);
+      const u = t ? await this.deps.users.findById(t.user_id) : undefined;
+      if (t && u) {
+        found = { token: t, user: u };
+        this.oauthTokens.set(hash, found, epoch);
+      }
+    }
+    if (!found || found.token.revoked_at !== null) throw unauthorized('the OAuth access token is not valid or was revoked');
+    const { token: row, user } = found;
     if (row.expires_at <= this.deps.now().toISOString()) throw unauthorized('the OAuth access token has expired');
-    const user = await this.deps.users.findById(row.user_id);
-    if (!user) throw unauthorized('the OAuth access token is not valid');
     return { type: 'user', via: 'oauth', user, scope: row.scope, tokenId: row.id };
   }
 

@@ -1,7 +1,7 @@
 import type { Kysely, Selectable } from 'kysely';
-import { preparedRead, type ReadNow } from '../../infra/database/index.js';
+import { preparedRead } from '../../infra/database/index.js';
 import type { OAuthAccessTokensTable, PersonalTokensTable, RunnerDB } from '../db/schema.js';
-import type { UserRow } from '../users/repository.js';
+import type { HotPathOptions, UserRow } from '../users/repository.js';
 
 export type PersonalTokenRow = Selectable<PersonalTokensTable>;
 export type OAuthAccessTokenRow = Selectable<OAuthAccessTokensTable>;
@@ -12,10 +12,13 @@ export class PersonalTokensRepository {
   /** Looked up on every PAT request: compiled once (see preparedRead). */
   private readonly withUser;
 
+  private readonly changed: () => void;
+
   constructor(
     private readonly db: Kysely<RunnerDB>,
-    readNow: ReadNow = () => null,
+    hot: HotPathOptions = {},
   ) {
+    this.changed = hot.credentialsChanged ?? (() => {});
     const query = db
       .selectFrom('personal_tokens as t')
       .innerJoin('users as u', 'u.id', 't.user_id')
@@ -26,7 +29,7 @@ export class PersonalTokensRepository {
       ])
       .where('t.token_hash', '=', '')
       .compile();
-    this.withUser = preparedRead({ db, readNow }, query);
+    this.withUser = preparedRead({ db, readNow: hot.readNow ?? (() => null) }, query);
   }
 
   async insert(row: Omit<PersonalTokenRow, 'revoked_at' | 'last_used_at' | 'last_used_ip'>): Promise<PersonalTokenRow> {
@@ -77,6 +80,7 @@ export class PersonalTokensRepository {
       .where('user_id', '=', userId)
       .where('revoked_at', 'is', null)
       .executeTakeFirst();
+    this.changed();
     return Number(r.numUpdatedRows) > 0;
   }
 
@@ -99,11 +103,17 @@ export class OAuthTokensRepository {
   /** Looked up on every OAuth request: compiled once (see preparedRead). */
   private readonly byHash: (values: readonly unknown[]) => Promise<OAuthAccessTokenRow[]>;
 
+  private readonly changed: () => void;
+
   constructor(
     private readonly db: Kysely<RunnerDB>,
-    readNow: ReadNow = () => null,
+    hot: HotPathOptions = {},
   ) {
-    this.byHash = preparedRead({ db, readNow }, db.selectFrom('oauth_access_tokens').selectAll().where('token_hash', '=', '').compile());
+    this.changed = hot.credentialsChanged ?? (() => {});
+    this.byHash = preparedRead(
+      { db, readNow: hot.readNow ?? (() => null) },
+      db.selectFrom('oauth_access_tokens').selectAll().where('token_hash', '=', '').compile(),
+    );
   }
 
   async insert(row: Omit<OAuthAccessTokenRow, 'revoked_at'>): Promise<OAuthAccessTokenRow> {
@@ -125,6 +135,7 @@ export class OAuthTokensRepository {
       .where('id', '=', id)
       .where('revoked_at', 'is', null)
       .executeTakeFirst();
+    this.changed();
     return Number(r.numUpdatedRows) > 0;
   }
 }

@@ -1,4 +1,14 @@
 import { preparedRead, type ReadNow } from '../../infra/database/index.js';
+
+/**
+ * What the authentication hot path gives a repository: `readNow` lets look-ups skip Kysely's
+ * queue on an idle SQLite connection; `credentialsChanged` is called after every committed write
+ * that changes a credential or its user (see auth/credential-cache.ts).
+ */
+export interface HotPathOptions {
+  readNow?: ReadNow;
+  credentialsChanged?: () => void;
+}
 import type { Kysely, Selectable } from 'kysely';
 import type { RunnerDB, UsersTable } from '../db/schema.js';
 
@@ -22,12 +32,14 @@ export class UsersRepository {
   /** Compiled once: looked up on every authenticated request (see withParameters). */
   private readonly byId: (values: readonly unknown[]) => Promise<UserRow[]>;
 
-  /** `readNow` (from the opened database) lets the hot-path look-ups skip Kysely's queue on SQLite. */
+  private readonly changed: () => void;
+
   constructor(
     private readonly db: Kysely<RunnerDB>,
-    readNow: ReadNow = () => null,
+    hot: HotPathOptions = {},
   ) {
-    this.byId = preparedRead({ db, readNow }, db.selectFrom('users').selectAll().where('id', '=', '').compile());
+    this.byId = preparedRead({ db, readNow: hot.readNow ?? (() => null) }, db.selectFrom('users').selectAll().where('id', '=', '').compile());
+    this.changed = hot.credentialsChanged ?? (() => {});
   }
 
   async count(): Promise<number> {
@@ -96,6 +108,7 @@ export class UsersRepository {
     if (changes.email !== undefined) values.email = normalizeEmail(changes.email);
     if (changes.role !== undefined) values.role = changes.role;
     await this.db.updateTable('users').set(values).where('id', '=', id).execute();
+    this.changed();
     return this.findById(id);
   }
 
@@ -106,11 +119,13 @@ export class UsersRepository {
       .set((eb) => ({ password_hash: passwordHash, updated_at: now, session_epoch: eb('session_epoch', '+', 1) }))
       .where('id', '=', id)
       .execute();
+    this.changed();
     return this.findById(id);
   }
 
   async delete(id: string): Promise<boolean> {
     const r = await this.db.deleteFrom('users').where('id', '=', id).executeTakeFirst();
+    this.changed();
     return Number(r.numDeletedRows) > 0;
   }
 }
