@@ -2,6 +2,7 @@
 declare module 'autocannon' {
   interface Histogram {
     average: number;
+    total: number;
     p50: number;
     p99: number;
   }
@@ -16,6 +17,7 @@ declare module 'autocannon' {
     url: string;
     connections?: number;
     duration?: number;
+    overallRate?: number;
     requests?: Record<string, unknown>[];
     setupClient?: (client: never) => void;
   }

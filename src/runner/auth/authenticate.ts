@@ -74,7 +74,12 @@ export class Authenticator {
   // Look-ups of the last credential epoch (see credential-cache.ts): a revocation, password or
   // role change anywhere bumps the epoch and empties these before the next request is served.
   private readonly sessionUsers = new CredentialCache<UserRow>();
-  private readonly personalTokens = new CredentialCache<{ token: PersonalTokenRow; user: UserRow }>();
+  private readonly personalTokens = new CredentialCache<{
+    row: PersonalTokenRow;
+    principal: Principal;
+    expiresMs: number;
+    lastUsedMs: number;
+  }>();
   private readonly oauthTokens = new CredentialCache<{ token: OAuthAccessTokenRow; user: UserRow }>();
 
   constructor(private readonly deps: AuthDeps) {}
@@ -126,24 +131,30 @@ export class Authenticator {
     if (!hasValidChecksum(token, PAT_PREFIX)) throw unauthorized('the personal access token is malformed');
     const hash = sha256(token);
     const epoch = this.epoch();
-    let found = this.personalTokens.get(hash, epoch);
-    if (!found) {
-      found = await this.deps.pats.findWithUser(hash);
-      if (found) this.personalTokens.set(hash, found, epoch);
+    let entry = this.personalTokens.get(hash, epoch);
+    if (!entry) {
+      const found = await this.deps.pats.findWithUser(hash);
+      if (!found) throw unauthorized('the personal access token is not valid or was revoked');
+      const { token: row, user } = found;
+      entry = {
+        row,
+        principal: { type: 'user', via: 'pat', user, scope: row.scope, tokenId: row.id },
+        // Times as numbers once, not as strings compared on every request.
+        expiresMs: row.expires_at === null ? Number.POSITIVE_INFINITY : Date.parse(row.expires_at),
+        lastUsedMs: row.last_used_at === null ? Number.NEGATIVE_INFINITY : Date.parse(row.last_used_at),
+      };
+      this.personalTokens.set(hash, entry, epoch);
     }
-    const now = this.deps.now();
-    const nowIso = now.toISOString();
-    if (!found || found.token.revoked_at !== null) throw unauthorized('the personal access token is not valid or was revoked');
-    const { token: row, user } = found;
-    if (row.expires_at !== null && row.expires_at <= nowIso) throw unauthorized('the personal access token has expired');
-    const notBefore = new Date(now.getTime() - LAST_USED_WINDOW_MS).toISOString();
-    if (row.last_used_at === null || row.last_used_at < notBefore) {
-      await this.deps.pats.touch(row.id, nowIso, ip, notBefore);
-      // The cached row is ours: keep it in step so the next request does not write again.
-      row.last_used_at = nowIso;
-      row.last_used_ip = ip;
+    if (entry.row.revoked_at !== null) throw unauthorized('the personal access token is not valid or was revoked');
+    const nowMs = this.deps.now().getTime();
+    if (entry.expiresMs <= nowMs) throw unauthorized('the personal access token has expired');
+    if (entry.lastUsedMs < nowMs - LAST_USED_WINDOW_MS) {
+      const notBefore = new Date(nowMs - LAST_USED_WINDOW_MS).toISOString();
+      await this.deps.pats.touch(entry.row.id, new Date(nowMs).toISOString(), ip, notBefore);
+      // The cached entry is ours: keep it in step so the next request does not write again.
+      entry.lastUsedMs = nowMs;
     }
-    return { type: 'user', via: 'pat', user, scope: row.scope, tokenId: row.id };
+    return entry.principal;
   }
 
   private async oauthToken(token: string): Promise<Principal> {
