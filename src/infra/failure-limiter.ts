@@ -56,6 +56,11 @@ export class FailureLimiter {
     return 0;
   }
 
+  /** Forgets `key` (a successful login clears the account's failures). */
+  reset(key: string): void {
+    this.entries.delete(key);
+  }
+
   private prune(now: number): void {
     for (const [key, e] of this.entries) {
       if (e.bannedUntil < now && e.failures.every((t) => now - t >= this.options.windowMs)) this.entries.delete(key);
