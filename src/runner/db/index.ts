@@ -1,19 +1,12 @@
-import { type Database, migrate, openDatabase } from '../../infra/database/index.js';
+import { type Database, openMigratedDatabase } from '../../infra/database/index.js';
 import { runnerMigrations } from './migrations.js';
 import type { RunnerDB } from './schema.js';
 
 export type RunnerDatabase = Database<RunnerDB>;
 
 /** Opens the runner database and brings its schema up to date (migrations run at start). */
-export async function openRunnerDatabase(url: string): Promise<RunnerDatabase> {
-  const database = openDatabase<RunnerDB>(url);
-  try {
-    await migrate(database.db, 'runner', runnerMigrations);
-  } catch (e) {
-    await database.close();
-    throw e;
-  }
-  return database;
+export function openRunnerDatabase(url: string): Promise<RunnerDatabase> {
+  return openMigratedDatabase<RunnerDB>(url, 'runner', runnerMigrations);
 }
 
 /** True for a unique-constraint violation on either dialect. */
