@@ -4,7 +4,7 @@ import { openPublishingDatabase } from '../src/publishing/db.js';
 import { productsRepository } from '../src/publishing/products/repository.js';
 import { productService } from '../src/publishing/products/service.js';
 import { benchPostgres } from './postgres.js';
-import { CONNECTIONS, freePort, load, pierCli, row, startPier, tempDir } from './lib.js';
+import { CONNECTIONS, freePort, load, pierCli, pinToCpu, row, startPier, tempDir } from './lib.js';
 
 const CHANGELOG = [
   '# Changelog',
@@ -25,6 +25,8 @@ async function benchOne(label: string, databaseUrl: string | undefined): Promise
   await database.close();
   const base = `http://127.0.0.1:${port}`;
   const server = await startPier(env, 'web', `${base}/healthz`);
+  pinToCpu(server.pid!, 1);
+  pinToCpu(process.pid, 0);
   try {
     const floor = await load({ url: `${base}/healthz` });
     const patch = (perClient?: (i: number) => { path: string; headers: Record<string, string> }) =>
@@ -47,6 +49,7 @@ async function benchOne(label: string, databaseUrl: string | undefined): Promise
     ];
   } finally {
     server.kill();
+    await new Promise((r) => server.once('exit', r));
   }
 }
 

@@ -56,6 +56,11 @@ export function openDatabase<DB>(url: string): Database<DB> {
     // An idle client losing its connection (server restart, DROP … WITH FORCE) emits 'error' on
     // the pool; unhandled, that would crash the process. The pool replaces the client itself.
     pool.on('error', (err) => process.emitWarning(`PostgreSQL idle client error: ${err.message}`));
+    // A checked-out client whose connection dies between statements emits 'error' on itself,
+    // where the pool does not listen; the query in flight (if any) fails on its own.
+    pool.on('connect', (client) => {
+      client.on('error', (err) => process.emitWarning(`PostgreSQL connection error: ${err.message}`));
+    });
     const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
     return { db, dialect: 'postgres', readNow: neverNow, close: () => db.destroy() };
   }
