@@ -3,6 +3,7 @@
 // same pipeline as GET /api/me (async handler, JSON.stringify serializer, same hooks, helmet,
 // logging), so the only difference to the measured routes is authentication.
 import { loadConfig } from '../src/infra/config.js';
+import { IDENTITY } from '../src/runner/auth/access.js';
 import { createRunnerService } from '../src/runner/service.js';
 
 const config = loadConfig(process.env);
@@ -17,6 +18,13 @@ service.app.put('/bench/reference/:name', async (req) => {
 service.app.get(
   '/bench/reference/:name',
   { serializerCompiler: () => (data: unknown) => JSON.stringify(data) },
+  async (req) => ({ ...documents.get((req.params as { name: string }).name) }),
+);
+// The same handler behind the /api/me access rule: against the route above this isolates
+// authentication from everything else /api/me does.
+service.app.get(
+  '/bench/reference-authed/:name',
+  { config: { access: IDENTITY }, serializerCompiler: () => (data: unknown) => JSON.stringify(data) },
   async (req) => ({ ...documents.get((req.params as { name: string }).name) }),
 );
 const address = await service.app.listen({ host: '127.0.0.1', port: 0 });

@@ -78,6 +78,11 @@ export async function benchRunnerAuth(): Promise<string> {
       // A/A control: the reference against itself shows the noise floor of the method.
       { name: 'control: reference vs itself', auth: '' },
     ].map((c) => ({ ...c, path: '/api/me', refPath: '', bytes: 0 }));
+    // The same handler as the reference behind the access rule of /api/me: authentication alone.
+    const authOnly = [
+      { name: 'same handler + personal access token', auth: `ApiKey ${pat}` },
+      { name: 'same handler + JWT', auth: `Bearer ${jwt}` },
+    ].map((c) => ({ ...c, path: '/bench/reference-authed/0', refPath: '/bench/reference/0', bytes: 0 }));
     for (const c of cases) {
       if (!c.auth) {
         c.path = cases[0]!.refPath;
@@ -100,6 +105,8 @@ export async function benchRunnerAuth(): Promise<string> {
       const cpu = cpuSeconds(child.pid!) - before;
       return { rps: full.rps, cpuUs: (cpu / Math.max(1, full.total)) * 1e6, p99: full.p99, errors: full.errors };
     };
+    for (const c of authOnly) c.bytes = cases[0]!.bytes;
+    cases.push(...authOnly);
     // Warm-up (JIT, caches), then paired rounds.
     for (const c of cases) await measure(c.path, c.auth);
     const pairs = new Map<string, { ref: Run; authed: Run }[]>();

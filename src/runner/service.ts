@@ -73,7 +73,18 @@ export async function createRunnerService(config: Config, options: RunnerService
 
     await registerOpenApi(app, config.runner.url);
     app.decorateRequest('principal', null);
-    app.addHook('onRequest', async (req) => auth.enforce(req));
+    // Callback style: most requests authenticate without waiting, and then no promise is made.
+    app.addHook('onRequest', (req, _reply, done) => {
+      let waiting: void | Promise<void>;
+      try {
+        waiting = auth.enforce(req);
+      } catch (e) {
+        done(e as Error);
+        return;
+      }
+      if (waiting) waiting.then(() => done(), done);
+      else done();
+    });
     await app.register(
       async (api) => {
         const a = api as unknown as HttpApp;

@@ -48,17 +48,24 @@ export class JwtSessions {
    * Returns null for any invalid token.
    */
   async verify(token: string): Promise<SessionClaims | null> {
-    const nowSeconds = Math.floor(this.now().getTime() / 1000);
-    const cached = this.verified.get(token);
-    if (cached) {
-      // Same rule as jose with clockTolerance 0: expired once exp <= now.
-      if (cached.exp > nowSeconds) return cached.claims;
-      this.verified.delete(token);
-      return null;
-    }
+    const known = this.verifyKnown(token);
+    if (known !== undefined) return known;
     const claims = await this.verifyWithJose(token);
     if (claims) this.remember(token, claims.claims, claims.exp);
     return claims?.claims ?? null;
+  }
+
+  /**
+   * The answer for a token whose signature was checked before, without waiting: its claims, null
+   * once it has expired, or undefined for a token not seen yet (then call `verify`).
+   */
+  verifyKnown(token: string): SessionClaims | null | undefined {
+    const cached = this.verified.get(token);
+    if (!cached) return undefined;
+    // Same rule as jose with clockTolerance 0: expired once exp <= now.
+    if (cached.exp > Math.floor(this.now().getTime() / 1000)) return cached.claims;
+    this.verified.delete(token);
+    return null;
   }
 
   /**
