@@ -94,12 +94,7 @@ export class ProjectsRepository {
    */
   async setRole(projectId: string, userId: string, role: MemberRole, now: string): Promise<boolean> {
     return this.db.transaction().execute(async (trx) => {
-      const current = await trx
-        .selectFrom('project_members')
-        .select('role')
-        .where('project_id', '=', projectId)
-        .where('user_id', '=', userId)
-        .executeTakeFirst();
+      const current = await memberRole(trx, projectId, userId);
       if (current) {
         if (current.role === 'owner' && role !== 'owner' && (await this.ownerCount(trx, projectId)) <= 1) return false;
         await trx
@@ -118,12 +113,7 @@ export class ProjectsRepository {
   /** 'removed', 'absent', or 'last_owner' when the member is the project's only owner. */
   async removeMember(projectId: string, userId: string): Promise<'removed' | 'absent' | 'last_owner'> {
     return this.db.transaction().execute(async (trx) => {
-      const current = await trx
-        .selectFrom('project_members')
-        .select('role')
-        .where('project_id', '=', projectId)
-        .where('user_id', '=', userId)
-        .executeTakeFirst();
+      const current = await memberRole(trx, projectId, userId);
       if (!current) return 'absent';
       if (current.role === 'owner' && (await this.ownerCount(trx, projectId)) <= 1) return 'last_owner';
       await trx.deleteFrom('project_members').where('project_id', '=', projectId).where('user_id', '=', userId).execute();
@@ -140,4 +130,14 @@ export class ProjectsRepository {
       .executeTakeFirstOrThrow();
     return Number(r.n);
   }
+}
+
+/** A member's row (its role) inside a transaction, for the owner checks above. */
+function memberRole(trx: Kysely<RunnerDB>, projectId: string, userId: string) {
+  return trx
+    .selectFrom('project_members')
+    .select('role')
+    .where('project_id', '=', projectId)
+    .where('user_id', '=', userId)
+    .executeTakeFirst();
 }
