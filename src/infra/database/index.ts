@@ -33,19 +33,17 @@ pg.types.setTypeParser(20, (v) => Number.parseInt(v, 10));
 function withStatementCache(sqlite: SQLite.Database): SQLite.Database {
   const cache = new Map<string, SQLite.Statement>();
   const prepare = sqlite.prepare.bind(sqlite);
+  const cachedPrepare = (source: string) => {
+    let stmt = cache.get(source);
+    if (!stmt) {
+      stmt = prepare(source);
+      if (cache.size >= 500) cache.delete(cache.keys().next().value as string);
+      cache.set(source, stmt);
+    }
+    return stmt;
+  };
   return new Proxy(sqlite, {
-    get(target, prop, receiver) {
-      if (prop !== 'prepare') return Reflect.get(target, prop, receiver);
-      return (source: string) => {
-        let stmt = cache.get(source);
-        if (!stmt) {
-          stmt = prepare(source);
-          if (cache.size >= 500) cache.delete(cache.keys().next().value as string);
-          cache.set(source, stmt);
-        }
-        return stmt;
-      };
-    },
+    get: (target, prop, receiver) => (prop === 'prepare' ? cachedPrepare : Reflect.get(target, prop, receiver)),
   });
 }
 
