@@ -205,7 +205,7 @@ export function localStorage(root: string): Storage {
     },
 
     async sweepTemporary(key, olderThanMs) {
-      return sweep(resolve(key), Date.now() - olderThanMs);
+      return sweep(key === '' ? root : resolve(key), Date.now() - olderThanMs);
     },
   };
 }

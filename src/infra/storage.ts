@@ -54,7 +54,7 @@ export interface Storage {
   /** Renames a file or folder, replacing an existing file at `to`. */
   rename(from: string, to: string): Promise<void>;
   setTimes(key: string, atimeMs: number, mtimeMs: number): Promise<void>;
-  /** Deletes temporary files under `key` not written to for `olderThanMs` (left by a killed process). */
+  /** Deletes temporary files under `key` ('' = everything) not written to for `olderThanMs` (left by a killed process). */
   sweepTemporary(key: string, olderThanMs: number): Promise<number>;
 }
 
