@@ -23,6 +23,18 @@ export function fingerprintOf(publicBlob: Buffer): string {
   return `SHA256:${createHash('sha256').update(publicBlob).digest('base64').replace(/=+$/, '')}`;
 }
 
+/**
+ * ssh2's key generator drops a leading zero byte of an ed25519 public key (about 1 key in 256),
+ * and its own parser then refuses the key: generate again until the key reads back.
+ */
+function generateValid(generate: () => { private: string }): string {
+  for (let i = 0; i < 20; i++) {
+    const text = generate().private;
+    if (!(utils.parseKey(text) instanceof Error)) return text;
+  }
+  throw new Error('could not generate a valid SSH host key');
+}
+
 function parse(text: string, file: string): HostKey {
   const parsed = utils.parseKey(text);
   if (parsed instanceof Error) throw new Error(`cannot read SSH host key ${file}: ${parsed.message}`);
@@ -44,7 +56,7 @@ export function loadOrCreateHostKeys(dir: string): HostKey[] {
     const target = path.join(dir, file);
     if (!fs.existsSync(target)) {
       const temp = path.join(dir, `.${file}.${randomBytes(6).toString('hex')}`);
-      fs.writeFileSync(temp, generate().private, { mode: 0o600 });
+      fs.writeFileSync(temp, generateValid(generate), { mode: 0o600 });
       try {
         fs.linkSync(temp, target);
       } catch (e) {

@@ -9,6 +9,8 @@ import { openPublishingDatabase } from '../../../src/publishing/db.js';
 import { type RunningDownloads, startDownloads } from '../../../src/publishing/downloads/index.js';
 import { productFilesReader, type ProductFilesReader } from '../../../src/publishing/files/reader.js';
 import { filesRepository } from '../../../src/publishing/files/repository.js';
+import { type FilesService, filesService } from '../../../src/publishing/files/service.js';
+import { localStorage } from '../../../src/infra/storage-local.js';
 import { productsRepository } from '../../../src/publishing/products/repository.js';
 import { type IssuedCredentials, productService, type ProductService } from '../../../src/publishing/products/service.js';
 import { type RunningSftp, startSftp } from '../../../src/publishing/sftp/index.js';
@@ -22,6 +24,8 @@ export interface Stack {
   downloads: RunningDownloads;
   products: ProductService;
   files: ProductFilesReader;
+  /** The same files service the server uses (limits, summaries). */
+  fileStore: FilesService;
   register(id: string): Promise<IssuedCredentials>;
   close(): Promise<void>;
 }
@@ -52,6 +56,11 @@ export async function startStack(
     downloads,
     products,
     files: productFilesReader(filesRepository(database.db)),
+    fileStore: filesService({
+      storage: localStorage(config.publishing.storageDir),
+      repo: filesRepository(database.db),
+      limits: config.publishing.limits,
+    }),
     register: (id) => products.register(id, { name: id }),
     async close() {
       await sftp.close();
@@ -117,6 +126,8 @@ export function ssh2Sftp(port: number, username: string, password: string): Prom
       client.sftp((err, sftp) => (err ? reject(err) : resolve({ sftp, end: () => client.end() }))),
     );
     client.on('error', reject);
+    // A banned address is disconnected before the handshake: no 'error', only 'close'.
+    client.on('close', () => reject(new Error('connection closed by the server')));
     client.connect({ host: '127.0.0.1', port, username, password, tryKeyboard: false, readyTimeout: 20_000 });
   });
 }
