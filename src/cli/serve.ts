@@ -6,12 +6,12 @@ interface Part {
   start(): Promise<{ url: string; close(): Promise<void> }>;
 }
 
-const PARTS = ['web', 'runner'] as const;
+const PARTS = ['web', 'downloads', 'sftp', 'runner'] as const;
 
 export function registerServeCommand(program: Command): void {
   program
     .command('serve')
-    .description('start the publishing web + REST API and the runner (each part can run alone)')
+    .description('start the publishing web + REST API, the download host, the SFTP server and the runner (each part can run alone)')
     .option('--only <parts>', `comma-separated parts to start: ${PARTS.join(',')}`, PARTS.join(','))
     .action(async (opts: { only: string }) => {
       const config = loadConfig();
@@ -30,6 +30,28 @@ export function registerServeCommand(program: Command): void {
             const svc = await createPublishingService(config);
             const addr = await svc.app.listen({ host: config.host, port: config.publishing.httpPort });
             return { url: addr, close: svc.close };
+          },
+        });
+      }
+      if (wanted.includes('downloads')) {
+        parts.push({
+          name: 'downloads',
+          async start() {
+            const { startDownloads } = await import('../publishing/downloads/index.js');
+            const d = await startDownloads(config);
+            return { url: `${d.url} (public URL ${config.publishing.downloadUrl})`, close: d.close };
+          },
+        });
+      }
+      if (wanted.includes('sftp')) {
+        parts.push({
+          name: 'sftp',
+          async start() {
+            const { startSftp } = await import('../publishing/sftp/index.js');
+            const s = await startSftp(config);
+            // Vendors compare this with their client's first-connect prompt (trust on first use).
+            for (const k of s.hostKeys) console.error(`pier: sftp host key ${k.type} ${k.fingerprint}`);
+            return { url: `sftp://${s.host}:${s.port}`, close: s.close };
           },
         });
       }

@@ -1,21 +1,45 @@
 import fs from 'node:fs';
 import type { Command } from 'commander';
-import { loadConfig } from '../infra/config.js';
+import { type FileLimits, loadConfig, parseSize } from '../infra/config.js';
+import { localStorage } from '../infra/storage-local.js';
 import { UsageError } from '../infra/errors.js';
 import { openPublishingDatabase } from '../publishing/db.js';
+import { filesRepository } from '../publishing/files/repository.js';
+import { type FilesService, filesService } from '../publishing/files/service.js';
 import { FIELD_NAMES } from '../publishing/products/fields.js';
 import { productsRepository } from '../publishing/products/repository.js';
 import { type ProductService, productService } from '../publishing/products/service.js';
 
 /** Opens the same database as the server (from the environment), runs one action, closes. */
-async function withProducts<T>(action: (products: ProductService) => Promise<T>): Promise<T> {
+async function withProducts<T>(action: (products: ProductService, files: FilesService) => Promise<T>): Promise<T> {
   const config = loadConfig();
   const database = await openPublishingDatabase(config.publishing.databaseUrl);
   try {
-    return await action(productService({ repo: productsRepository(database.db, database.dialect), publishing: config.publishing }));
+    const files = filesService({
+      storage: localStorage(config.publishing.storageDir),
+      repo: filesRepository(database.db),
+      limits: config.publishing.limits,
+    });
+    return await action(productService({ repo: productsRepository(database.db, database.dialect), publishing: config.publishing }), files);
   } finally {
     await database.close();
   }
+}
+
+/** The SSH host key fingerprints vendors compare with their client's first-connect prompt. */
+async function hostKeyFingerprints(): Promise<{ type: string; fingerprint: string }[]> {
+  const { hostKeyDir, loadOrCreateHostKeys } = await import('../publishing/sftp/host-keys.js');
+  return loadOrCreateHostKeys(hostKeyDir(loadConfig().publishing.storageDir)).map(({ type, fingerprint }) => ({ type, fingerprint }));
+}
+
+const mb = (n: number) => (n >= 1024 ** 3 ? `${(n / 1024 ** 3).toFixed(1)} GiB` : `${(n / 1024 ** 2).toFixed(1)} MiB`);
+
+function limitOption(name: string, raw: string | undefined, parse: (s: string) => number | null): number | null | undefined {
+  if (raw === undefined) return undefined;
+  if (raw === 'default') return null;
+  const n = parse(raw);
+  if (n === null) throw new UsageError(`${name}: expected a positive value (sizes like 500M, 5G) or "default", got "${raw}"`);
+  return n;
 }
 
 function print(json: boolean, value: unknown, human: () => string): void {
@@ -77,13 +101,17 @@ export function registerStaffCommands(program: Command): void {
     .option('--history', 'list every revision (time, changed fields, token id, client address)')
     .option('--json', 'print JSON')
     .action(async (id: string, opts: { history?: boolean; json?: boolean }) => {
-      const { product, history } = await withProducts(async (p) => ({
+      const { product, history, files } = await withProducts(async (p, f) => ({
         product: await p.show(id),
         history: await p.history(id, opts.history ? 1000 : 5),
+        files: await f.summary(id),
       }));
+      const hostKeys = await hostKeyFingerprints();
       const fieldsSet = FIELD_NAMES.filter((f) => product.fields[f] !== undefined);
       const revisions = history.map(({ changes: _c, ...r }) => r);
-      print(!!opts.json, { ...product, fieldsSet, revisions }, () =>
+      const { custom, ...limits } = files.limits;
+      const uploads = { files: files.files, bytes: files.bytes, lastUploadAt: files.lastUploadAt, labels: files.labels, limits, customLimits: custom };
+      print(!!opts.json, { ...product, fieldsSet, revisions, uploads, sftpHostKeys: hostKeys }, () =>
         [
           `${product.productId}: ${product.name}`,
           `  state:      ${product.state}`,
@@ -93,7 +121,41 @@ export function registerStaffCommands(program: Command): void {
           `  fields set: ${fieldsSet.join(', ')}`,
           `  ${opts.history ? 'history' : 'last edits'}:${revisions.length ? '' : ' none'}`,
           ...revisions.map((r) => `    ${r.at}  token ${r.tokenId}  from ${r.clientAddress}  ${r.changedFields.join(', ')}`),
+          `  uploads:    ${files.files} files, ${mb(files.bytes)} of ${mb(limits.quotaBytes)}; ${limits.quotaFiles} files max, ${mb(limits.maxFileBytes)} per file${Object.keys(custom).length ? ' (set by staff)' : ''}`,
+          `  last upload: ${files.lastUploadAt ?? 'never'}`,
+          `  labels:${files.labels.length ? '' : ' none'}`,
+          ...files.labels.map(
+            (l) => `    ${l.label.padEnd(16)} ${String(l.files).padStart(6)} files  ${mb(l.bytes).padStart(10)}  ${l.hasArchive ? `archive ${mb(l.archiveBytes)}` : 'no archive'}  last upload ${l.lastUploadAt ?? '-'}`,
+          ),
+          ...hostKeys.map((k) => `  SFTP host key: ${k.type} ${k.fingerprint}`),
         ].join('\n'),
+      );
+    });
+
+  staff
+    .command('set-limits <product-id>')
+    .description('set the upload limits of one product (sizes like 500M, 5G; "default" restores the configured default)')
+    .option('--quota-bytes <size>', 'total bytes the product may store')
+    .option('--quota-files <n>', 'total files the product may store')
+    .option('--max-file-size <size>', 'largest single file')
+    .option('--json', 'print JSON')
+    .action(async (id: string, opts: { quotaBytes?: string; quotaFiles?: string; maxFileSize?: string; json?: boolean }) => {
+      const change: { [K in keyof FileLimits]?: number | null } = {};
+      const quotaBytes = limitOption('--quota-bytes', opts.quotaBytes, parseSize);
+      const quotaFiles = limitOption('--quota-files', opts.quotaFiles, (s) => (/^\d{1,9}$/.test(s) && Number(s) > 0 ? Number(s) : null));
+      const maxFileBytes = limitOption('--max-file-size', opts.maxFileSize, parseSize);
+      if (quotaBytes !== undefined) change.quotaBytes = quotaBytes;
+      if (quotaFiles !== undefined) change.quotaFiles = quotaFiles;
+      if (maxFileBytes !== undefined) change.maxFileBytes = maxFileBytes;
+      if (Object.keys(change).length === 0) throw new UsageError('give at least one of --quota-bytes, --quota-files, --max-file-size');
+      const limits = await withProducts(async (p, f) => {
+        await p.show(id);
+        await f.setLimits(id, change);
+        const { custom: _c, ...l } = await f.limitsFor(id);
+        return l;
+      });
+      print(!!opts.json, limits, () =>
+        `Limits of "${id}": ${mb(limits.quotaBytes)} in ${limits.quotaFiles} files at most, ${mb(limits.maxFileBytes)} per file`,
       );
     });
 

@@ -2,6 +2,8 @@ import type { Config } from '../infra/config.js';
 import { FailureLimiter, type FailureLimiterOptions } from '../infra/failure-limiter.js';
 import { createHttpApp, type HttpApp } from '../infra/http.js';
 import { openPublishingDatabase } from './db.js';
+import { type ProductFilesReader, productFilesReader } from './files/reader.js';
+import { filesRepository } from './files/repository.js';
 import { PATCH_BODY_LIMIT } from './products/fields.js';
 import { productsRepository } from './products/repository.js';
 import { registerProductRoutes } from './products/routes.js';
@@ -10,6 +12,8 @@ import { type ProductService, productService } from './products/service.js';
 export interface PublishingService {
   app: HttpApp;
   products: ProductService;
+  /** What was uploaded over SFTP: labels, assets, workflows and a change stamp for caches. */
+  files: ProductFilesReader;
   close(): Promise<void>;
 }
 
@@ -25,9 +29,11 @@ export async function createPublishingService(config: Config, options: Publishin
   const app = createHttpApp({ logLevel: config.logLevel, bodyLimit: PATCH_BODY_LIMIT });
   const limiter = new FailureLimiter({ maxFailures: 10, windowMs: 60_000, banMs: 60_000, ...options.failureLimits });
   registerProductRoutes(app, { products, limiter });
+  const files = productFilesReader(filesRepository(database.db));
   return {
     app,
     products,
+    files,
     async close() {
       await app.close();
       await database.close();

@@ -1,0 +1,196 @@
+/**
+ * The download host (`PIER_DOWNLOAD_URL`): serves uploaded files from storage, while the
+ * product is hidden too (spec "States": uploading does not change the state; the platform
+ * installs from here). A static file server on node:http directly: every request is a path
+ * parse, one stat/open and a read, and nginx is the yardstick (bench/downloads.ts), so it
+ * skips the web app's plugin pipeline.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Storage, StoredReader } from '../../infra/storage.js';
+import { contentTypeOf, etagOf, notModified, rangeOf } from './http-file.js';
+import { folderIndex } from './index-page.js';
+import { type DownloadTarget, parseDownloadPath } from './paths.js';
+
+export interface DownloadLog {
+  info(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+}
+
+export interface DownloadServer {
+  server: http.Server;
+  listen(port: number, host: string): Promise<{ host: string; port: number; url: string }>;
+  close(): Promise<void>;
+}
+
+/** Files up to this size are read in one go and sent with one write (most of an update site). */
+const SMALL_FILE = 128 * 1024;
+
+/** Uploaded bytes are never run as a page here (SVG, HTML uploaded as assets…). */
+const COMMON_HEADERS = {
+  'x-content-type-options': 'nosniff',
+  'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; sandbox",
+};
+
+function problem(res: http.ServerResponse, status: number, code: string, detail: string, head: boolean): void {
+  const body = JSON.stringify({ type: 'about:blank', title: http.STATUS_CODES[status], status, code, detail });
+  res.writeHead(status, {
+    ...COMMON_HEADERS,
+    'content-type': 'application/problem+json; charset=utf-8',
+    'content-length': Buffer.byteLength(body),
+    'cache-control': 'no-store',
+  });
+  res.end(head ? undefined : body);
+}
+
+export function createDownloadServer(options: { storage: Storage; log: DownloadLog }): DownloadServer {
+  const { storage, log } = options;
+
+  async function serveFolder(res: http.ServerResponse, t: DownloadTarget, pathname: string, head: boolean) {
+    // Only update-site folders have an index (a label folder and below: `<product>/update-site/<label>…`).
+    if (t.area !== 'update-site') return problem(res, 404, 'not_found', 'No such file', head);
+    if (!t.slash) {
+      res.writeHead(301, { location: `${pathname}/`, 'content-length': 0 });
+      return res.end();
+    }
+    const entries = await storage.list(t.key);
+    if (!entries) return problem(res, 404, 'not_found', 'No such file', head);
+    const body = folderIndex(decodeURIComponent(pathname), entries);
+    res.writeHead(200, {
+      ...COMMON_HEADERS,
+      'content-type': 'text/html; charset=utf-8',
+      'content-length': Buffer.byteLength(body),
+      'cache-control': 'no-cache',
+    });
+    res.end(head ? undefined : body);
+  }
+
+  async function serveFile(req: http.IncomingMessage, res: http.ServerResponse, t: DownloadTarget, reader: StoredReader, head: boolean) {
+    const { size, mtimeMs } = reader;
+    const etag = etagOf(size, mtimeMs);
+    const lastModified = new Date(mtimeMs).toUTCString();
+    const headers: http.OutgoingHttpHeaders = {
+      ...COMMON_HEADERS,
+      'content-type': contentTypeOf(t.key),
+      etag,
+      'last-modified': lastModified,
+      'accept-ranges': 'bytes',
+      // Files may be replaced by the next upload at any time: always revalidate (cheap 304s).
+      'cache-control': 'public, no-cache',
+    };
+    if (t.area === 'assets') headers['access-control-allow-origin'] = '*';
+    if (notModified({ ifNoneMatch: req.headers['if-none-match'], ifModifiedSince: req.headers['if-modified-since'] }, etag, mtimeMs)) {
+      await reader.close();
+      res.writeHead(304, headers);
+      return res.end();
+    }
+    const range = rangeOf(req.headers.range, req.headers['if-range'] as string | undefined, size, etag, lastModified);
+    if (range.kind === 'unsatisfiable') {
+      await reader.close();
+      res.writeHead(416, { ...headers, 'content-range': `bytes */${size}`, 'content-length': 0 });
+      return res.end();
+    }
+    const [start, end] = range.kind === 'partial' ? [range.start, range.end] : [0, size - 1];
+    const length = end - start + 1;
+    if (range.kind === 'partial') headers['content-range'] = `bytes ${start}-${end}/${size}`;
+    headers['content-length'] = size === 0 ? 0 : length;
+    const status = range.kind === 'partial' ? 206 : 200;
+    if (head || size === 0) {
+      await reader.close();
+      res.writeHead(status, headers);
+      return res.end();
+    }
+    if (length <= SMALL_FILE) {
+      const buf = Buffer.allocUnsafe(length);
+      let got = 0;
+      try {
+        while (got < length) {
+          const n = await reader.read(buf, got, length - got, start + got);
+          if (n === 0) break;
+          got += n;
+        }
+      } finally {
+        await reader.close();
+      }
+      res.writeHead(status, headers);
+      return res.end(got === length ? buf : buf.subarray(0, got));
+    }
+    res.writeHead(status, headers);
+    const stream = reader.stream(start, end);
+    stream.on('error', () => res.destroy());
+    res.on('close', () => stream.destroy());
+    stream.pipe(res);
+  }
+
+  async function handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<unknown> {
+    const head = req.method === 'HEAD';
+    if (req.method === 'OPTIONS') {
+      // CORS preflight: assets are open to every origin (product pages elsewhere embed them).
+      res.writeHead(204, {
+        'access-control-allow-origin': '*',
+        'access-control-allow-methods': 'GET, HEAD',
+        'access-control-allow-headers': 'range, if-none-match, if-modified-since',
+        'access-control-max-age': '86400',
+      });
+      res.end();
+      return;
+    }
+    if (req.method !== 'GET' && !head) {
+      res.setHeader('allow', 'GET, HEAD, OPTIONS');
+      return problem(res, 405, 'method_not_allowed', 'The download host only answers GET and HEAD', false);
+    }
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    const pathname = q >= 0 ? url.slice(0, q) : url;
+    const parsed = parseDownloadPath(pathname);
+    if (!parsed.ok) return problem(res, parsed.status, parsed.status === 400 ? 'invalid_path' : 'not_found', parsed.reason, head);
+    const t = parsed.target;
+    const reader = await storage.openRead(t.key);
+    if (reader) {
+      if (t.slash) {
+        await reader.close();
+        return problem(res, 404, 'not_found', 'No such folder', head);
+      }
+      return serveFile(req, res, t, reader, head);
+    }
+    const st = await storage.stat(t.key);
+    if (st?.type === 'dir') return serveFolder(res, t, pathname, head);
+    return problem(res, 404, 'not_found', 'No such file', head);
+  }
+
+  const server = http.createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
+    const started = process.hrtime.bigint();
+    res.on('finish', () =>
+      log.info(
+        { method: req.method, path: req.url?.split('?')[0], status: res.statusCode, ms: Number(process.hrtime.bigint() - started) / 1e6 },
+        'request',
+      ),
+    );
+    handle(req, res).catch((e: unknown) => {
+      log.error({ url: req.url, err: e }, 'download failed');
+      if (!res.headersSent) problem(res, 500, 'internal', 'Internal error', req.method === 'HEAD');
+      else res.destroy();
+    });
+  });
+
+  return {
+    server,
+    listen(port, host) {
+      return new Promise((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(port, host, () => {
+          server.off('error', reject);
+          const a = server.address() as AddressInfo;
+          const h = a.family === 'IPv6' ? `[${a.address}]` : a.address;
+          resolve({ host: a.address, port: a.port, url: `http://${h}:${a.port}` });
+        });
+      });
+    },
+    close() {
+      return new Promise((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+    },
+  };
+}

@@ -1,0 +1,389 @@
+/**
+ * One authenticated SFTP session (SFTP v3, draft-ietf-secsh-filexfer-02) over a product's
+ * tree. Every request resolves its path(s) through `resolveTreePath` first, so confinement is
+ * decided in one place; files change only through the files service (atomic uploads, quotas,
+ * the record of finished uploads).
+ */
+import type { Attributes, SFTPWrapper } from 'ssh2';
+import ssh2 from 'ssh2';
+
+const { utils } = ssh2;
+import { type StoredEntry, type StoredReader, storageErrorCode } from '../../infra/storage.js';
+import { QuotaExceededError, type FilesService, type Upload } from '../files/service.js';
+import { AREAS, creationProblem, resolveTreePath, type TreePath, TreePathError } from '../files/tree.js';
+import { attrsOf, entryOf, longname } from './attrs.js';
+
+const { STATUS_CODE, OPEN_MODE } = utils.sftp;
+
+export interface SessionLog {
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+}
+
+export interface SessionContext {
+  productId: string;
+  files: FilesService;
+  log: SessionLog;
+}
+
+/** Open handles per session: enough for lftp/rclone parallel transfers, bounded against abuse. */
+const MAX_HANDLES = 256;
+/** Largest READ answered (OpenSSH's own server caps at 256 KiB too). */
+const MAX_READ = 256 * 1024;
+const READDIR_BATCH = 128;
+
+type Handle =
+  | { kind: 'read'; path: string; reader: StoredReader }
+  | {
+      kind: 'write';
+      path: string;
+      upload: Upload;
+      /** With APPEND, where the next write lands (requests are placed in arrival order, like O_APPEND). */
+      appendAt: number | null;
+      /** The limit message once a write was refused; the upload is then aborted. */
+      failed: string | null;
+      times: { atimeMs: number; mtimeMs: number } | null;
+      inFlight: Set<Promise<unknown>>;
+    }
+  | { kind: 'dir'; path: TreePath; entries: ReturnType<typeof entryOf>[] | null };
+
+/** A refusal with its SFTP status; anything else thrown is an internal error. */
+class Refusal extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+const deny = (msg: string) => new Refusal(STATUS_CODE.PERMISSION_DENIED, msg);
+const missing = (msg = 'No such file') => new Refusal(STATUS_CODE.NO_SUCH_FILE, msg);
+const failure = (msg: string) => new Refusal(STATUS_CODE.FAILURE, msg);
+
+export function serveSftp(sftp: SFTPWrapper, ctx: SessionContext): void {
+  const { productId, files, log } = ctx;
+  const storage = files.storage;
+  const handles = new Map<number, Handle>();
+  let nextHandle = 1;
+  const key = (p: string) => files.key(productId, p);
+
+  function resolve(raw: string, forWrite = false): TreePath {
+    try {
+      return resolveTreePath(raw);
+    } catch (e) {
+      if (e instanceof TreePathError) {
+        // Outside the three folders nothing exists to read, and nothing may be created.
+        if (e.reason === 'outside') throw forWrite ? deny(e.message) : missing(e.message);
+        throw failure(e.message);
+      }
+      throw e;
+    }
+  }
+
+  async function describe(p: TreePath): Promise<StoredEntry & { readOnly?: boolean }> {
+    if (p.kind === 'root') return { name: '/', type: 'dir', size: 0, mtimeMs: Date.now(), readOnly: true };
+    const st = await storage.stat(key(p.path));
+    if (st) return st;
+    if (p.kind === 'area') return { name: p.area, type: 'dir', size: 0, mtimeMs: Date.now() };
+    throw missing();
+  }
+
+  function requireCreatable(p: TreePath, kind: 'file' | 'dir'): asserts p is Extract<TreePath, { kind: 'inside' }> {
+    const problem = creationProblem(p, kind);
+    if (problem) throw deny(problem);
+  }
+
+  async function requireParentDir(p: Extract<TreePath, { kind: 'inside' }>): Promise<void> {
+    const parent = p.path.slice(0, p.path.lastIndexOf('/'));
+    const st = await storage.stat(key(parent));
+    if (st?.type !== 'dir') throw missing('The parent folder does not exist');
+  }
+
+  function newHandle(h: Handle): Buffer {
+    if (handles.size >= MAX_HANDLES) throw failure(`Too many open handles (limit ${MAX_HANDLES})`);
+    const id = nextHandle++;
+    handles.set(id, h);
+    const buf = Buffer.allocUnsafe(4);
+    buf.writeUInt32BE(id >>> 0, 0);
+    return buf;
+  }
+
+  function handleOf(buf: Buffer): [number, Handle] {
+    const id = buf.length === 4 ? buf.readUInt32BE(0) : -1;
+    const h = handles.get(id);
+    if (!h) throw failure('Invalid handle');
+    return [id, h];
+  }
+
+  /** Runs one request; refusals and storage errors become the matching status, never a crash. */
+  function run(reqid: number, op: string, work: () => Promise<void>): void {
+    work().catch((e: unknown) => {
+      if (e instanceof Refusal) return sftp.status(reqid, e.status, e.message);
+      if (e instanceof QuotaExceededError) return sftp.status(reqid, STATUS_CODE.FAILURE, e.message);
+      const code = storageErrorCode(e);
+      if (code === 'ENOENT') return sftp.status(reqid, STATUS_CODE.NO_SUCH_FILE, 'No such file');
+      if (code === 'EEXIST') return sftp.status(reqid, STATUS_CODE.FAILURE, 'Already exists');
+      if (code === 'ENOTEMPTY') return sftp.status(reqid, STATUS_CODE.FAILURE, 'Folder not empty');
+      if (code === 'ENOTDIR') return sftp.status(reqid, STATUS_CODE.FAILURE, 'Not a folder');
+      if (code === 'EISDIR') return sftp.status(reqid, STATUS_CODE.FAILURE, 'Is a folder');
+      log.error({ productId, op, err: e }, 'sftp request failed');
+      sftp.status(reqid, STATUS_CODE.FAILURE, 'Internal error');
+    });
+  }
+
+  const ok = (reqid: number) => sftp.status(reqid, STATUS_CODE.OK);
+
+  sftp.on('OPEN', (reqid: number, filename: string, flags: number) =>
+    run(reqid, 'open', async () => {
+      const writing = (flags & (OPEN_MODE.WRITE | OPEN_MODE.APPEND | OPEN_MODE.CREAT | OPEN_MODE.TRUNC)) !== 0;
+      const p = resolve(filename, writing);
+      if (p.kind !== 'inside') throw failure('Is a folder');
+      if (!writing) {
+        const reader = await storage.openRead(key(p.path));
+        if (!reader) {
+          const st = await storage.stat(key(p.path));
+          throw st ? failure('Is a folder') : missing();
+        }
+        sftp.handle(reqid, newHandle({ kind: 'read', path: p.path, reader }));
+        return;
+      }
+      requireCreatable(p, 'file');
+      await requireParentDir(p);
+      const existing = await storage.stat(key(p.path));
+      if (existing?.type === 'dir') throw failure('Is a folder');
+      if (existing && flags & OPEN_MODE.EXCL) throw failure('Already exists');
+      if (!existing && !(flags & OPEN_MODE.CREAT)) throw missing();
+      // Without TRUNC the client may rewrite parts or append (OpenSSH `reput`): start from a copy.
+      const keepExisting = !!existing && !(flags & OPEN_MODE.TRUNC);
+      const upload = await files.beginUpload(productId, p.path, { keepExisting });
+      sftp.handle(
+        reqid,
+        newHandle({
+          kind: 'write',
+          path: p.path,
+          upload,
+          appendAt: flags & OPEN_MODE.APPEND ? upload.size : null,
+          failed: null,
+          times: null,
+          inFlight: new Set(),
+        }),
+      );
+    }),
+  );
+
+  sftp.on('READ', (reqid: number, handle: Buffer, offset: number, length: number) =>
+    run(reqid, 'read', async () => {
+      const [, h] = handleOf(handle);
+      if (h.kind === 'dir') throw failure('Is a folder');
+      const buf = Buffer.allocUnsafe(Math.min(length, MAX_READ));
+      const n = h.kind === 'read' ? await h.reader.read(buf, 0, buf.length, offset) : await h.upload.read(buf, 0, buf.length, offset);
+      if (n === 0) sftp.status(reqid, STATUS_CODE.EOF);
+      else sftp.data(reqid, n === buf.length ? buf : buf.subarray(0, n));
+    }),
+  );
+
+  sftp.on('WRITE', (reqid: number, handle: Buffer, offset: number, data: Buffer) =>
+    run(reqid, 'write', async () => {
+      const [, h] = handleOf(handle);
+      if (h.kind !== 'write') throw failure('Handle not open for writing');
+      if (h.failed) throw failure(h.failed);
+      // Pipelined writes land at their own offsets (OpenSSH keeps up to 64 in flight); with
+      // APPEND the offset is ignored and the place is taken now, before any await.
+      let position = offset;
+      if (h.appendAt !== null) {
+        position = h.appendAt;
+        h.appendAt += data.length;
+      }
+      const write = h.upload.write(data, 0, data.length, position);
+      h.inFlight.add(write);
+      try {
+        await write;
+      } catch (e) {
+        if (e instanceof QuotaExceededError && !h.failed) {
+          h.failed = e.message;
+          log.warn({ productId, path: h.path }, `upload refused: ${e.message}`);
+          await h.upload.abort();
+        }
+        throw h.failed ? failure(h.failed) : e;
+      } finally {
+        h.inFlight.delete(write);
+      }
+      ok(reqid);
+    }),
+  );
+
+  sftp.on('CLOSE', (reqid: number, handle: Buffer) =>
+    run(reqid, 'close', async () => {
+      const [id, h] = handleOf(handle);
+      handles.delete(id);
+      if (h.kind === 'read') await h.reader.close();
+      if (h.kind === 'write') {
+        await Promise.allSettled([...h.inFlight]);
+        if (h.failed) {
+          await h.upload.abort();
+          throw failure(h.failed);
+        }
+        // The upload becomes visible only now, in one rename (spec: uploads overwrite).
+        const entry = await h.upload.commit(h.times ?? undefined);
+        log.info({ productId, path: h.path, size: entry.size }, 'sftp upload finished');
+      }
+      ok(reqid);
+    }),
+  );
+
+  sftp.on('FSTAT', (reqid: number, handle: Buffer) =>
+    run(reqid, 'fstat', async () => {
+      const [, h] = handleOf(handle);
+      if (h.kind === 'read') sftp.attrs(reqid, attrsOf({ type: 'file', size: h.reader.size, mtimeMs: h.reader.mtimeMs }));
+      else if (h.kind === 'write') {
+        sftp.attrs(reqid, attrsOf({ type: 'file', size: h.upload.size, mtimeMs: h.times?.mtimeMs ?? Date.now() }));
+      } else sftp.attrs(reqid, attrsOf(await describe(h.path)));
+    }),
+  );
+
+  /** Times are kept (rsync-like `put -p`, WinSCP, rclone set them); permissions and owners ignored. */
+  function timesOf(attrs: Attributes): { atimeMs: number; mtimeMs: number } | null {
+    if (typeof attrs?.mtime !== 'number') return null;
+    return { atimeMs: (typeof attrs.atime === 'number' ? attrs.atime : attrs.mtime) * 1000, mtimeMs: attrs.mtime * 1000 };
+  }
+
+  sftp.on('FSETSTAT', (reqid: number, handle: Buffer, attrs: Attributes) =>
+    run(reqid, 'fsetstat', async () => {
+      const [, h] = handleOf(handle);
+      const times = timesOf(attrs);
+      if (times && h.kind === 'write') h.times = times;
+      else if (times && h.kind === 'read') await files.setTimes(productId, h.path, times.atimeMs, times.mtimeMs);
+      ok(reqid);
+    }),
+  );
+
+  sftp.on('SETSTAT', (reqid: number, path: string, attrs: Attributes) =>
+    run(reqid, 'setstat', async () => {
+      const p = resolve(path);
+      await describe(p);
+      const times = timesOf(attrs);
+      if (times && p.kind === 'inside') await files.setTimes(productId, p.path, times.atimeMs, times.mtimeMs);
+      ok(reqid);
+    }),
+  );
+
+  const stat = (reqid: number, path: string) =>
+    run(reqid, 'stat', async () => {
+      sftp.attrs(reqid, attrsOf(await describe(resolve(path))));
+    });
+  sftp.on('STAT', stat);
+  sftp.on('LSTAT', stat);
+
+  sftp.on('OPENDIR', (reqid: number, path: string) =>
+    run(reqid, 'opendir', async () => {
+      const p = resolve(path);
+      if ((await describe(p)).type !== 'dir') throw failure('Not a folder');
+      sftp.handle(reqid, newHandle({ kind: 'dir', path: p, entries: null }));
+    }),
+  );
+
+  sftp.on('READDIR', (reqid: number, handle: Buffer) =>
+    run(reqid, 'readdir', async () => {
+      const [, h] = handleOf(handle);
+      if (h.kind !== 'dir') throw failure('Not a folder');
+      if (h.entries === null) {
+        const now = Date.now();
+        const listed =
+          h.path.kind === 'root'
+            ? AREAS.map((a) => ({ name: a, type: 'dir' as const, size: 0, mtimeMs: now }))
+            : ((await storage.list(key(h.path.path))) ?? []);
+        const self = await describe(h.path);
+        h.entries = [
+          { filename: '.', longname: longname('.', self), attrs: attrsOf(self) },
+          { filename: '..', longname: longname('..', { type: 'dir', size: 0, mtimeMs: now }), attrs: attrsOf({ type: 'dir', size: 0, mtimeMs: now }) },
+          ...listed.map(entryOf),
+        ];
+      }
+      // A listing ends with an EOF status, or OpenSSH and others wait forever (ssh2 #560).
+      if (h.entries.length === 0) return void sftp.status(reqid, STATUS_CODE.EOF);
+      sftp.name(reqid, h.entries.splice(0, READDIR_BATCH));
+    }),
+  );
+
+  sftp.on('REALPATH', (reqid: number, path: string) =>
+    run(reqid, 'realpath', async () => {
+      const p = resolve(path);
+      const name = p.kind === 'root' ? '/' : `/${p.path}`;
+      sftp.name(reqid, [{ filename: name, longname: name, attrs: {} as Attributes }]);
+    }),
+  );
+
+  sftp.on('MKDIR', (reqid: number, path: string) =>
+    run(reqid, 'mkdir', async () => {
+      const p = resolve(path, true);
+      if (p.kind !== 'inside') throw failure('Already exists');
+      requireCreatable(p, 'dir');
+      await requireParentDir(p);
+      await files.makeDir(productId, p.path);
+      ok(reqid);
+    }),
+  );
+
+  sftp.on('RMDIR', (reqid: number, path: string) =>
+    run(reqid, 'rmdir', async () => {
+      const p = resolve(path, true);
+      if (p.kind !== 'inside') throw deny('The root and its three folders are fixed');
+      const st = await storage.stat(key(p.path));
+      if (!st) throw missing();
+      if (st.type !== 'dir') throw failure('Not a folder');
+      await files.removeDir(productId, p.path);
+      ok(reqid);
+    }),
+  );
+
+  sftp.on('REMOVE', (reqid: number, path: string) =>
+    run(reqid, 'remove', async () => {
+      const p = resolve(path, true);
+      if (p.kind !== 'inside') throw deny('The root and its three folders are fixed');
+      if (!(await files.remove(productId, p.path))) throw missing();
+      log.info({ productId, path: p.path }, 'sftp file removed');
+      ok(reqid);
+    }),
+  );
+
+  sftp.on('RENAME', (reqid: number, oldPath: string, newPath: string) =>
+    run(reqid, 'rename', async () => {
+      const from = resolve(oldPath, true);
+      const to = resolve(newPath, true);
+      if (from.kind !== 'inside') throw deny('The root and its three folders are fixed');
+      const source = await storage.stat(key(from.path));
+      if (!source) throw missing();
+      requireCreatable(to, source.type);
+      await requireParentDir(to);
+      if (to.path === from.path) return ok(reqid);
+      if (source.type === 'dir' && (to.path.startsWith(`${from.path}/`) || false)) throw failure('Cannot move a folder into itself');
+      const target = await storage.stat(key(to.path));
+      // Files replace files (uploads overwrite, spec "SFTP upload"); folders are never replaced.
+      if (target && (target.type === 'dir' || source.type === 'dir')) throw failure('Already exists');
+      await files.rename(productId, from.path, to.path);
+      log.info({ productId, from: from.path, to: to.path }, 'sftp rename');
+      ok(reqid);
+    }),
+  );
+
+  sftp.on('SYMLINK', (reqid: number) => sftp.status(reqid, STATUS_CODE.PERMISSION_DENIED, 'Symbolic links are not allowed'));
+  sftp.on('READLINK', (reqid: number, path: string) =>
+    run(reqid, 'readlink', async () => {
+      await describe(resolve(path));
+      throw failure('Not a symbolic link');
+    }),
+  );
+
+  // The client is done sending (EOF): close our side too, or OpenSSH waits for it forever.
+  sftp.on('end', () => sftp.end());
+  // The client went away (or the connection broke): unfinished uploads leave nothing behind.
+  sftp.on('close', () => {
+    for (const h of handles.values()) {
+      if (h.kind === 'write') void h.upload.abort().catch(() => {});
+      if (h.kind === 'read') void h.reader.close().catch(() => {});
+    }
+    handles.clear();
+  });
+}

@@ -1,0 +1,206 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import fc from 'fast-check';
+import { localStorage } from '../../../src/infra/storage-local.js';
+import { createDownloadServer, type DownloadServer } from '../../../src/publishing/downloads/server.js';
+import { parseDownloadPath } from '../../../src/publishing/downloads/paths.js';
+import { tempDir } from '../../helpers/db.js';
+
+const silent = { info() {}, error() {} };
+
+/** A request with the path sent exactly as written (fetch would normalise `..` and `%2e`). */
+function raw(base: string, rawPath: string, headers: Record<string, string> = {}, method = 'GET'): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer }> {
+  const u = new URL(base);
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: u.hostname, port: u.port, path: rawPath, method, headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+describe('download host', () => {
+  let root: string;
+  let server: DownloadServer;
+  let base: string;
+  const jar = Buffer.from(Array.from({ length: 300_000 }, (_, i) => i % 251));
+
+  before(async () => {
+    root = tempDir('pier-dl-');
+    const w = (rel: string, data: string | Buffer) => {
+      fs.mkdirSync(path.dirname(path.join(root, rel)), { recursive: true });
+      fs.writeFileSync(path.join(root, rel), data);
+    };
+    w('csv-nodes/update-site/5.4/content.jar', 'content');
+    w('csv-nodes/update-site/5.4/artifacts.xml', '<artifacts/>');
+    w('csv-nodes/update-site/5.4/content.xml.xz', 'xz');
+    w('csv-nodes/update-site/5.4/plugins/big_1.0.0.jar', jar);
+    w('csv-nodes/update-site/5.4/plugins/a <b>&.jar', 'odd name');
+    w('csv-nodes/update-site/5.4.zip', 'zip');
+    w('csv-nodes/update-site/5.4/.pier-tmp-0123456789abcdef', 'half an upload');
+    w('csv-nodes/assets/logo.svg', '<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>');
+    w('csv-nodes/assets/img/shot one.png', 'png');
+    w('csv-nodes/assets/page.html', '<script>alert(1)</script>');
+    w('csv-nodes/workflows/Demo.knwf', 'knwf');
+    w('other-ext/assets/secret.txt', 'secret of another product');
+    fs.symlinkSync('/etc/passwd', path.join(root, 'csv-nodes/assets/passwd'));
+    server = createDownloadServer({ storage: localStorage(root), log: silent });
+    base = (await server.listen(0, '127.0.0.1')).url;
+  });
+  after(async () => {
+    await server.close();
+    fs.rmSync(root, { recursive: true, force: true });
+  });
+
+  test('every kind of file at its public URL, with the right content type', async () => {
+    const cases: [string, string, string][] = [
+      ['/csv-nodes/5.4/content.jar', 'application/java-archive', 'content'],
+      ['/csv-nodes/5.4/artifacts.xml', 'application/xml', '<artifacts/>'],
+      ['/csv-nodes/5.4/content.xml.xz', 'application/x-xz', 'xz'],
+      ['/csv-nodes/5.4.zip', 'application/zip', 'zip'],
+      ['/assets/csv-nodes/logo.svg', 'image/svg+xml', '<svg'],
+      ['/assets/csv-nodes/img/shot%20one.png', 'image/png', 'png'],
+      ['/workflows/csv-nodes/Demo.knwf', 'application/vnd.knime.workflow+zip', 'knwf'],
+      ['/assets/csv-nodes/page.html', 'application/octet-stream', '<script>'],
+    ];
+    for (const [p, type, start] of cases) {
+      const r = await raw(base, p);
+      assert.equal(r.status, 200, p);
+      assert.equal(r.headers['content-type'], type, p);
+      assert.ok(r.body.toString().startsWith(start), p);
+      assert.equal(r.headers['x-content-type-options'], 'nosniff');
+      assert.match(String(r.headers['content-security-policy']), /sandbox/);
+    }
+    const big = await raw(base, '/csv-nodes/5.4/plugins/big_1.0.0.jar');
+    assert.ok(big.body.equals(jar));
+    assert.equal(big.headers['content-length'], String(jar.length));
+    const head = await raw(base, '/csv-nodes/5.4/plugins/big_1.0.0.jar', {}, 'HEAD');
+    assert.equal(head.status, 200);
+    assert.equal(head.headers['content-length'], String(jar.length));
+    assert.equal(head.body.length, 0);
+  });
+
+  test('CORS is open for assets (preflight too), not for the update site', async () => {
+    assert.equal((await raw(base, '/assets/csv-nodes/logo.svg', { origin: 'https://elsewhere.example' })).headers['access-control-allow-origin'], '*');
+    assert.equal((await raw(base, '/csv-nodes/5.4/content.jar')).headers['access-control-allow-origin'], undefined);
+    const pre = await raw(base, '/assets/csv-nodes/logo.svg', { origin: 'https://x.example', 'access-control-request-method': 'GET' }, 'OPTIONS');
+    assert.equal(pre.status, 204);
+    assert.equal(pre.headers['access-control-allow-origin'], '*');
+    const post = await raw(base, '/assets/csv-nodes/logo.svg', {}, 'POST');
+    assert.equal(post.status, 405);
+    assert.equal(post.headers.allow, 'GET, HEAD, OPTIONS');
+  });
+
+  test('ETag and Last-Modified answer 304; a replaced file gets a new ETag', async () => {
+    const first = await raw(base, '/csv-nodes/5.4/artifacts.xml');
+    const etag = String(first.headers.etag);
+    const lastModified = String(first.headers['last-modified']);
+    assert.match(etag, /^"[0-9a-f]+-[0-9a-f]+"$/);
+    assert.equal((await raw(base, '/csv-nodes/5.4/artifacts.xml', { 'if-none-match': etag })).status, 304);
+    assert.equal((await raw(base, '/csv-nodes/5.4/artifacts.xml', { 'if-none-match': `W/${etag}, "other"` })).status, 304);
+    assert.equal((await raw(base, '/csv-nodes/5.4/artifacts.xml', { 'if-modified-since': lastModified })).status, 304);
+    assert.equal((await raw(base, '/csv-nodes/5.4/artifacts.xml', { 'if-none-match': '"nope"', 'if-modified-since': lastModified })).status, 200);
+    assert.equal((await raw(base, '/csv-nodes/5.4/artifacts.xml', { 'if-modified-since': 'Thu, 01 Jan 1970 00:00:00 GMT' })).status, 200);
+    const p = path.join(root, 'csv-nodes/update-site/5.4/artifacts.xml');
+    fs.writeFileSync(p, '<artifacts size="2"/>');
+    const after = await raw(base, '/csv-nodes/5.4/artifacts.xml', { 'if-none-match': etag });
+    assert.equal(after.status, 200);
+    assert.notEqual(after.headers.etag, etag);
+  });
+
+  test('byte ranges: single ranges, suffixes, unsatisfiable, several ranges and If-Range', async () => {
+    const url = '/csv-nodes/5.4/plugins/big_1.0.0.jar';
+    let r = await raw(base, url, { range: 'bytes=10-19' });
+    assert.equal(r.status, 206);
+    assert.equal(r.headers['content-range'], `bytes 10-19/${jar.length}`);
+    assert.ok(r.body.equals(jar.subarray(10, 20)));
+    r = await raw(base, url, { range: 'bytes=-5' });
+    assert.ok(r.body.equals(jar.subarray(jar.length - 5)));
+    r = await raw(base, url, { range: 'bytes=200000-' });
+    assert.equal(r.status, 206);
+    assert.ok(r.body.equals(jar.subarray(200000)));
+    r = await raw(base, url, { range: 'bytes=299990-400000' });
+    assert.ok(r.body.equals(jar.subarray(299990)));
+    r = await raw(base, url, { range: `bytes=${jar.length}-` });
+    assert.equal(r.status, 416);
+    assert.equal(r.headers['content-range'], `bytes */${jar.length}`);
+    r = await raw(base, url, { range: 'bytes=0-1,5-6' });
+    assert.equal(r.status, 200);
+    assert.equal(r.body.length, jar.length);
+    r = await raw(base, url, { range: 'bytes=0-1', 'if-range': '"stale"' });
+    assert.equal(r.status, 200);
+    const etag = String((await raw(base, url, {}, 'HEAD')).headers.etag);
+    r = await raw(base, url, { range: 'bytes=0-1', 'if-range': etag });
+    assert.equal(r.status, 206);
+  });
+
+  test('a label folder has a plain HTML index (names escaped); temporary files never show', async () => {
+    const redirect = await raw(base, '/csv-nodes/5.4');
+    assert.equal(redirect.status, 301);
+    assert.equal(redirect.headers.location, '/csv-nodes/5.4/');
+    const index = await raw(base, '/csv-nodes/5.4/');
+    assert.equal(index.status, 200);
+    assert.match(String(index.headers['content-type']), /^text\/html/);
+    const html = index.body.toString();
+    for (const name of ['content.jar', 'artifacts.xml', 'plugins/']) assert.ok(html.includes(`>${name}</a>`), name);
+    assert.ok(!html.includes('pier-tmp'));
+    const plugins = await raw(base, '/csv-nodes/5.4/plugins/');
+    assert.equal(plugins.status, 200);
+    assert.ok(plugins.body.toString().includes('href="a%20%3Cb%3E%26.jar">a &lt;b&gt;&amp;.jar</a>'));
+    assert.ok(!plugins.body.toString().includes('<b>'));
+    assert.equal((await raw(base, '/csv-nodes/5.4/plugins/a%20%3Cb%3E%26.jar')).body.toString(), 'odd name');
+    assert.equal((await raw(base, '/csv-nodes/5.4/.pier-tmp-0123456789abcdef')).status, 404);
+    assert.equal((await raw(base, '/assets/csv-nodes/img/')).status, 404, 'assets have no index');
+    assert.equal((await raw(base, '/csv-nodes/5.4/content.jar/')).status, 404);
+  });
+
+  test('no path traversal, plain or encoded; symlinks are not followed', async () => {
+    const attempts = [
+      '/csv-nodes/5.4/../../other-ext/assets/secret.txt',
+      '/csv-nodes/5.4/%2e%2e/%2e%2e/other-ext/assets/secret.txt',
+      '/assets/csv-nodes/%2e%2e%2f%2e%2e%2fother-ext%2fassets%2fsecret.txt',
+      '/assets/csv-nodes/..%2f..%2f..%2fother-ext/assets/secret.txt',
+      '/assets/csv-nodes/..%5c..%5cother-ext%5cassets%5csecret.txt',
+      '/assets/csv-nodes/%252e%252e/secret.txt',
+      '/assets/csv-nodes/logo.svg%00.png',
+      '/assets/other-ext/../csv-nodes/../../etc/passwd',
+      '/assets/csv-nodes/passwd',
+      '/%2e%2e/%2e%2e/etc/passwd',
+      '//etc/passwd',
+      '/csv-nodes/',
+      '/csv-nodes',
+      '/assets/csv-nodes/',
+      '/assets/Bad_ID/x',
+      '/assets/csv-nodes/%ff%fe',
+      `/assets/csv-nodes/${'a'.repeat(300)}`,
+    ];
+    for (const p of attempts) {
+      const r = await raw(base, p);
+      assert.ok([400, 404].includes(r.status), `${p}: ${r.status}`);
+      assert.ok(!r.body.toString().includes('secret of another'), p);
+      assert.ok(!r.body.toString().includes('root:'), p);
+      assert.match(String(r.headers['content-type']), /problem\+json/);
+    }
+  });
+
+  test('property: a parsed download path always names a key inside one product folder', () => {
+    const seg = fc.oneof(fc.constantFrom('..', '.', '%2e%2e', '%2f', '%5c', 'assets', 'workflows', 'csv-nodes', '5.4', '', '%00', '.pier-tmp-1'), fc.string({ maxLength: 8 }));
+    fc.assert(
+      fc.property(fc.array(seg, { minLength: 1, maxLength: 8 }), (segs) => {
+        const parsed = parseDownloadPath(`/${segs.join('/')}`);
+        if (!parsed.ok) return;
+        const parts = parsed.target.key.split('/');
+        assert.equal(parts[0], parsed.target.productId);
+        assert.ok(['update-site', 'assets', 'workflows'].includes(parts[1] as string));
+        for (const p of parts) assert.ok(p !== '' && p !== '.' && p !== '..' && !p.includes('\\') && !p.includes('\0') && !p.startsWith('.pier-'), parsed.target.key);
+      }),
+      { numRuns: 3000 },
+    );
+  });
+});
