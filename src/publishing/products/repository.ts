@@ -24,6 +24,33 @@ export function productsRepository(db: Kysely<PublishingDB>, dialect: DialectNam
       return db.selectFrom('products').selectAll().orderBy('id').execute();
     },
 
+    /**
+     * What a rendered page depends on in this table, in one cheap read (no fields JSON):
+     * the product's state and last change, and the platform release setting.
+     */
+    async pageStamp(id: string): Promise<{ state: ProductRow['state']; updated_at: string; release: string | null } | undefined> {
+      const row = await db
+        .selectFrom('products')
+        .select(['state', 'updated_at'])
+        .select((eb) =>
+          eb.selectFrom('settings').select('value').where('key', '=', 'platform_release').as('release'),
+        )
+        .where('id', '=', id)
+        .executeTakeFirst();
+      return row ? { state: row.state, updated_at: row.updated_at, release: row.release ?? null } : undefined;
+    },
+
+    /** Id and last change of every live product: the catalog's change detector. */
+    async liveStamps(): Promise<{ id: string; updated_at: string }[]> {
+      return db.selectFrom('products').select(['id', 'updated_at']).where('state', '=', 'live').orderBy('id').execute();
+    },
+
+    /** The live products among `ids` (fields included). */
+    async findLive(ids: readonly string[]): Promise<ProductRow[]> {
+      if (ids.length === 0) return [];
+      return db.selectFrom('products').selectAll().where('state', '=', 'live').where('id', 'in', ids).execute();
+    },
+
     async setEditToken(id: string, hash: string, tokenId: string, now: string): Promise<boolean> {
       const r = await db
         .updateTable('products')
@@ -63,13 +90,16 @@ export function productsRepository(db: Kysely<PublishingDB>, dialect: DialectNam
         if (!row) return null;
         const next = change(row);
         if (!next) return null;
+        // updated_at strictly grows with every edit of the row (locked here), even two edits
+        // within one millisecond: pages are cached by it (issue 7), so it must never repeat.
+        const updatedAt = laterThan(next.now, row.updated_at);
         await trx
           .updateTable('products')
-          .set({ name: next.name, fields: next.fields, updated_at: next.now })
+          .set({ name: next.name, fields: next.fields, updated_at: updatedAt })
           .where('id', '=', id)
           .execute();
         await trx.insertInto('product_revisions').values(next.revision).execute();
-        return { ...row, name: next.name, fields: next.fields, updated_at: next.now };
+        return { ...row, name: next.name, fields: next.fields, updated_at: updatedAt };
       });
     },
 
@@ -100,3 +130,9 @@ export function productsRepository(db: Kysely<PublishingDB>, dialect: DialectNam
 }
 
 export type ProductsRepository = ReturnType<typeof productsRepository>;
+
+/** `now`, or one millisecond after `previous` when the clock has not moved past it. */
+function laterThan(now: string, previous: string): string {
+  const p = Date.parse(previous);
+  return Number.isNaN(p) || Date.parse(now) > p ? now : new Date(p + 1).toISOString();
+}
