@@ -15,7 +15,7 @@ function isAbsoluteIri(s: string | undefined): boolean {
   }
 }
 
-export type AtomFeed = ReturnType<typeof parseAtomFeed>;
+export type AtomFeed = ReturnType<typeof parseAtomFeed<string>>;
 
 /** Parses `xml` and asserts the Atom rules; returns the parsed feed for further checks. */
 export function assertValidAtom(xml: string, selfUrl: string): AtomFeed {
