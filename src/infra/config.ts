@@ -26,6 +26,12 @@ export interface Config {
     sftpHost: string;
     /** `postgres://…` or a SQLite file path. */
     databaseUrl: string;
+    /** Directory of uploaded files (update sites, assets, workflows); several instances may share it. */
+    storageDir: string;
+    /** Defaults for every product; staff may override them per product (`pier staff set-quota`). */
+    limits: FileLimits;
+    /** Concurrent SFTP sessions one product may hold on one instance. */
+    sftpMaxSessions: number;
   };
   runner: {
     port: number;
@@ -38,7 +44,44 @@ export interface Config {
   };
 }
 
+export interface FileLimits {
+  /** Bytes a product may store in total. */
+  quotaBytes: number;
+  /** Files a product may store in total. */
+  quotaFiles: number;
+  /** Largest single file. */
+  maxFileBytes: number;
+}
+
 type Env = Record<string, string | undefined>;
+
+/** A positive whole number with an optional binary unit: 500, 64k, 200M, 5G (k/M/G/T = 1024^n). */
+export function parseSize(raw: string): number | null {
+  const m = /^(\d+)\s*([kKmMgGtT])?i?[bB]?$/.exec(raw.trim());
+  if (!m) return null;
+  const unit = { k: 1, m: 2, g: 3, t: 4 }[(m[2] ?? '').toLowerCase() as 'k'] ?? 0;
+  const n = Number(m[1]) * 1024 ** unit;
+  return Number.isSafeInteger(n) && n > 0 ? n : null;
+}
+
+function size(env: Env, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = parseSize(raw);
+  if (n === null) throw new ConfigError(name, `expected a positive size like 500M or 5G, got "${raw}"`);
+  return n;
+}
+
+function count(env: Env, name: string, fallback: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > max) {
+    throw new ConfigError(name, `expected a whole number from 1 to ${max}, got "${raw}"`);
+  }
+  return Number(raw);
+}
+
+export const DEFAULT_LIMITS: FileLimits = { quotaBytes: 5 * 1024 ** 3, quotaFiles: 100_000, maxFileBytes: 2 * 1024 ** 3 };
 
 function port(env: Env, name: string, fallback: number): number {
   const raw = env[name];
@@ -113,6 +156,13 @@ export function loadConfig(env: Env = process.env): Config {
       sftpPort: port(env, 'PIER_SFTP_PORT', 2222),
       sftpHost: env.PIER_SFTP_HOST || 'localhost',
       databaseUrl: databaseUrl(env, 'PIER_DATABASE_URL', dataDir, 'pier.sqlite'),
+      storageDir: path.resolve(env.PIER_STORAGE_DIR || path.join(dataDir, 'storage')),
+      limits: {
+        quotaBytes: size(env, 'PIER_QUOTA_BYTES', DEFAULT_LIMITS.quotaBytes),
+        quotaFiles: count(env, 'PIER_QUOTA_FILES', DEFAULT_LIMITS.quotaFiles, 2 ** 31 - 1),
+        maxFileBytes: size(env, 'PIER_MAX_FILE_BYTES', DEFAULT_LIMITS.maxFileBytes),
+      },
+      sftpMaxSessions: count(env, 'PIER_SFTP_MAX_SESSIONS', 8, 1000),
     },
     runner: {
       port: runnerPort,

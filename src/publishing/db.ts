@@ -33,10 +33,33 @@ export interface SettingsTable {
   value: string;
 }
 
+/** One finished upload (the bytes live in storage; this row makes quotas, labels and stamps cheap). */
+export interface ProductFilesTable {
+  product_id: string;
+  /** Path in the product's tree, e.g. `update-site/5.4/content.jar`. */
+  path: string;
+  size: number;
+  modified_at: string;
+  uploaded_at: string;
+}
+
+/** Per-product file state: the change counter behind `changeStamp` and staff-set limits. */
+export interface ProductStorageTable {
+  product_id: string;
+  change_seq: number;
+  last_upload_at: string | null;
+  /** null = the configured default. */
+  quota_bytes: number | null;
+  quota_files: number | null;
+  max_file_bytes: number | null;
+}
+
 export interface PublishingDB {
   products: ProductsTable;
   product_revisions: ProductRevisionsTable;
   settings: SettingsTable;
+  product_files: ProductFilesTable;
+  product_storage: ProductStorageTable;
 }
 
 const migrations: Record<string, Migration> = {
@@ -74,6 +97,28 @@ const migrations: Record<string, Migration> = {
         .createTable('settings')
         .addColumn('key', 'varchar(64)', (c) => c.primaryKey())
         .addColumn('value', 'text', (c) => c.notNull())
+        .execute();
+    },
+  },
+  '0002_files': {
+    async up(db: Kysely<unknown>) {
+      await db.schema
+        .createTable('product_files')
+        .addColumn('product_id', 'varchar(64)', (c) => c.notNull().references('products.id').onDelete('cascade'))
+        .addColumn('path', 'text', (c) => c.notNull())
+        .addColumn('size', 'bigint', (c) => c.notNull())
+        .addColumn('modified_at', 'varchar(32)', (c) => c.notNull())
+        .addColumn('uploaded_at', 'varchar(32)', (c) => c.notNull())
+        .addPrimaryKeyConstraint('product_files_pk', ['product_id', 'path'])
+        .execute();
+      await db.schema
+        .createTable('product_storage')
+        .addColumn('product_id', 'varchar(64)', (c) => c.primaryKey().references('products.id').onDelete('cascade'))
+        .addColumn('change_seq', 'bigint', (c) => c.notNull().defaultTo(0))
+        .addColumn('last_upload_at', 'varchar(32)')
+        .addColumn('quota_bytes', 'bigint')
+        .addColumn('quota_files', 'bigint')
+        .addColumn('max_file_bytes', 'bigint')
         .execute();
     },
   },

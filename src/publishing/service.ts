@@ -2,6 +2,8 @@ import type { Config } from '../infra/config.js';
 import { FailureLimiter, type FailureLimiterOptions } from '../infra/failure-limiter.js';
 import { createHttpApp, type HttpApp } from '../infra/http.js';
 import { openPublishingDatabase } from './db.js';
+import { type ProductFilesReader, productFilesReader } from './files/reader.js';
+import { filesRepository } from './files/repository.js';
 import { PATCH_BODY_LIMIT } from './products/fields.js';
 import { productsRepository } from './products/repository.js';
 import { registerProductRoutes } from './products/routes.js';
@@ -12,6 +14,9 @@ import { type PagesService, pagesService } from './web/service.js';
 export interface PublishingService {
   app: HttpApp;
   products: ProductService;
+  /** What was uploaded over SFTP: labels, assets, workflows and a change stamp for caches. */
+  files: ProductFilesReader;
+  /** Public pages, feeds and badges, cached per product. */
   pages: PagesService;
   close(): Promise<void>;
 }
@@ -26,8 +31,10 @@ export async function createPublishingService(config: Config, options: Publishin
   const database = await openPublishingDatabase(config.publishing.databaseUrl);
   const repo = productsRepository(database.db, database.dialect);
   const products = productService({ repo, publishing: config.publishing });
+  const files = productFilesReader(filesRepository(database.db));
   const pages = pagesService({
     repo,
+    files,
     site: { name: 'Pier', baseUrl: config.publishing.baseUrl, downloadUrl: config.publishing.downloadUrl },
   });
   const app = createHttpApp({ logLevel: config.logLevel, bodyLimit: PATCH_BODY_LIMIT });
@@ -37,6 +44,7 @@ export async function createPublishingService(config: Config, options: Publishin
   return {
     app,
     products,
+    files,
     pages,
     async close() {
       await app.close();

@@ -17,6 +17,15 @@ test('defaults give a working embedded setup', () => {
   assert.equal(c.runner.apiKey, null);
 });
 
+test('storage and limits: defaults under the data dir, sizes with binary units', () => {
+  const c = loadConfig({ PIER_DATA_DIR: '/srv/pier' });
+  assert.equal(c.publishing.storageDir, '/srv/pier/storage');
+  assert.deepEqual(c.publishing.limits, { quotaBytes: 5 * 1024 ** 3, quotaFiles: 100_000, maxFileBytes: 2 * 1024 ** 3 });
+  const d = loadConfig({ PIER_STORAGE_DIR: '/mnt/shared', PIER_QUOTA_BYTES: '500M', PIER_MAX_FILE_BYTES: '64k', PIER_QUOTA_FILES: '10' });
+  assert.equal(d.publishing.storageDir, '/mnt/shared');
+  assert.deepEqual(d.publishing.limits, { quotaBytes: 500 * 1024 ** 2, quotaFiles: 10, maxFileBytes: 64 * 1024 });
+});
+
 test('public URLs lose trailing slashes; postgres URLs pass through', () => {
   const c = loadConfig({ PIER_BASE_URL: 'https://pier.example/', PIER_DATABASE_URL: 'postgres://u:p@db:5432/pier' });
   assert.equal(c.publishing.baseUrl, 'https://pier.example');
@@ -35,6 +44,11 @@ test('a bad value names the variable', () => {
     [{ API_KEY: 'short' }, 'API_KEY'],
     [{ JWT_SECRET: 'short' }, 'JWT_SECRET'],
     [{ PIER_LOG_LEVEL: 'loud' }, 'PIER_LOG_LEVEL'],
+    [{ PIER_QUOTA_BYTES: 'lots' }, 'PIER_QUOTA_BYTES'],
+    [{ PIER_QUOTA_BYTES: '0' }, 'PIER_QUOTA_BYTES'],
+    [{ PIER_MAX_FILE_BYTES: '-5M' }, 'PIER_MAX_FILE_BYTES'],
+    [{ PIER_QUOTA_FILES: '1.5' }, 'PIER_QUOTA_FILES'],
+    [{ PIER_SFTP_MAX_SESSIONS: '0' }, 'PIER_SFTP_MAX_SESSIONS'],
   ];
   for (const [env, variable] of cases) {
     assert.throws(

@@ -2,15 +2,16 @@
 // their output by the inputs it read.
 import { createHash } from 'node:crypto';
 import { renderProductContent } from '../content/product-content.js';
+import type { FileEntry, LabelSummary } from '../files/reader.js';
 import type { ProductFields } from '../products/fields.js';
 import { normalizeHex, readableOn, textColorOn } from './colors.js';
 import type { CatalogCard, Colors, InstallLabel, ProductPageModel, SiteInfo, WorkflowFile } from './model.js';
 import { PAGE_IDS } from './product-page.js';
 
-/** What the files part reports about a product; null while that part is not available. */
+/** What was uploaded for a product (files/reader.ts). */
 export interface ProductFilesView {
-  labels: { label: string; hasArchive: boolean; archiveBytes?: number; lastUploadAt: string | null; files: number }[];
-  workflows: { path: string; size: number }[];
+  labels: LabelSummary[];
+  workflows: FileEntry[];
 }
 
 export interface ProductInput {
@@ -79,16 +80,16 @@ export function installLabels(
   labels: ProductFilesView['labels'],
   release: string | null,
 ): InstallLabel[] {
-  const sorted = labels.filter((l) => l.files > 0 || l.hasArchive).sort((a, b) => compareLabelsDesc(a.label, b.label));
-  const servable = sorted.filter((l) => l.files > 0);
-  const recommended = servable.find((l) => l.label === release)?.label ?? servable[0]?.label ?? null;
+  // A label is an update site once its folder has files; an archive alone serves nothing.
+  const sorted = labels.filter((l) => l.files > 0).sort((a, b) => compareLabelsDesc(a.label, b.label));
+  const recommended = sorted.find((l) => l.label === release)?.label ?? sorted[0]?.label ?? null;
   const base = `${site.downloadUrl}/${productId}`;
   const rows = sorted.map((l) => ({
     label: l.label,
     url: `${base}/${l.label}`,
     recommended: l.label === recommended,
     archiveUrl: l.hasArchive ? `${base}/${l.label}.zip` : null,
-    archiveBytes: l.archiveBytes ?? 0,
+    archiveBytes: l.archiveBytes,
     lastUploadAt: l.lastUploadAt,
   }));
   return [...rows.filter((r) => r.recommended), ...rows.filter((r) => !r.recommended)];

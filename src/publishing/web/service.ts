@@ -9,6 +9,7 @@ import { createHash } from 'node:crypto';
 import { versionBadge } from '../content/badge.js';
 import { type FeedProduct, productFeed, siteFeed } from '../content/feeds.js';
 import { sanitizeSvg, sniffRasterImage } from '../content/svg.js';
+import type { ProductFilesReader } from '../files/reader.js';
 import type { ProductFields } from '../products/fields.js';
 import type { ProductRow, ProductsRepository } from '../products/repository.js';
 import { CatalogPage } from './catalog-page.js';
@@ -18,18 +19,11 @@ import { ProductPage } from './product-page.js';
 import { catalogCard, iconVersion, type ProductFilesView, type ProductInput, productPageModel } from './presenter.js';
 import { renderDocument } from './render.js';
 
-/** The part of the files reader the pages use (src/publishing/files). */
-export interface PageFilesSource {
-  listLabels(productId: string): Promise<ProductFilesView['labels']>;
-  listFiles(productId: string, area: 'workflows'): Promise<ProductFilesView['workflows']>;
-  changeStamp(productId: string): Promise<string | null>;
-}
-
 export interface PagesServiceDeps {
   repo: ProductsRepository;
   site: SiteInfo;
-  /** Uploaded files; absent while the files part is not wired in. */
-  files?: PageFilesSource;
+  /** Uploaded files (labels, workflows) and their change stamp. */
+  files: ProductFilesReader;
   /** Products kept rendered at once (least recently used are dropped). */
   cacheSize?: number;
 }
@@ -87,11 +81,8 @@ export function pagesService({ repo, site, files, cacheSize = 500 }: PagesServic
   async function build(id: string, key: string, release: string | null): Promise<Rendered | null> {
     const row = await repo.find(id);
     if (!row) return null;
-    let filesView: ProductFilesView | null = null;
-    if (files) {
-      const [labels, workflows] = await Promise.all([files.listLabels(id), files.listFiles(id, 'workflows')]);
-      filesView = { labels, workflows };
-    }
+    const [labels, workflows] = await Promise.all([files.listLabels(id), files.listFiles(id, 'workflows')]);
+    const filesView: ProductFilesView = { labels, workflows };
     const input: ProductInput = { id: row.id, state: row.state, fields: parseFields(row) };
     return { key, state: row.state, updatedAt: row.updated_at, input, model: productPageModel(site, input, release, filesView) };
   }
@@ -100,7 +91,7 @@ export function pagesService({ repo, site, files, cacheSize = 500 }: PagesServic
   async function product(id: string): Promise<Rendered | null> {
     const stamp = await repo.pageStamp(id);
     if (!stamp) return null;
-    const filesStamp = files ? await files.changeStamp(id) : null;
+    const filesStamp = await files.changeStamp(id);
     const key = JSON.stringify([stamp.state, stamp.updated_at, stamp.release, filesStamp]);
     const hit = cache.get(id);
     if (hit?.key === key) return hit;

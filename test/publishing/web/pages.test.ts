@@ -1,12 +1,16 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { DEFAULT_LIMITS } from '../../../src/infra/config.js';
+import { localStorage } from '../../../src/infra/storage-local.js';
 import { openPublishingDatabase } from '../../../src/publishing/db.js';
+import { filesRepository } from '../../../src/publishing/files/repository.js';
+import { filesService } from '../../../src/publishing/files/service.js';
 import { productsRepository } from '../../../src/publishing/products/repository.js';
 import { CATALOG_PAGE_SIZE } from '../../../src/publishing/web/service.js';
-import { dialects } from '../../helpers/db.js';
+import { dialects, tempDir } from '../../helpers/db.js';
 import { patchProduct } from '../../helpers/publishing.js';
 import { assertValidAtom } from './atom.js';
-import { BASE_URL, FULL_FIELDS, type Site, startSite } from './helpers.js';
+import { BASE_URL, DOWNLOAD_URL, FULL_FIELDS, type Site, startSite } from './helpers.js';
 
 async function get(url: string, headers: Record<string, string> = {}) {
   const res = await fetch(url, { headers });
@@ -85,6 +89,53 @@ for (const dialect of dialects()) {
       assert.match(text, /<pre><code>https:\/\/downloads\.example\/text-tools\/5\.4\n<\/code><\/pre>/);
       assert.match(text, /Inline: <code>5\.4<\/code>/);
       assert.match(text, /Release 5\.4 or newer\./);
+    });
+
+    it('install section: uploaded labels with URLs, recommended label, archives, example workflows; uploads show at once', async () => {
+      // Files arrive as the SFTP server records them: another connection, as another process would.
+      const other = await openPublishingDatabase(db.url);
+      const files = filesService({ storage: localStorage(tempDir('pier-files-')), repo: filesRepository(other.db), limits: DEFAULT_LIMITS });
+      await files.ensureTree('text-tools');
+      const put = async (p: string, content: string) => {
+        const dir = p.split('/').slice(0, -1).join('/');
+        if (dir.split('/').length > 1) await files.makeDir('text-tools', dir).catch(() => {});
+        const upload = await files.beginUpload('text-tools', p);
+        const buf = Buffer.from(content);
+        await upload.write(buf, 0, buf.length, 0);
+        await upload.commit();
+      };
+      try {
+        const empty = await get(`${site.url}/product/text-tools`);
+        assert.match(empty.text, /No update site has been uploaded yet\./);
+        await put('update-site/5.3/content.xml', '<x/>');
+        await put('update-site/5.4/content.xml', '<x/>');
+        await put('update-site/5.4.zip', 'zip-bytes');
+        await put('update-site/5.10/content.xml', '<x/>');
+        await put('update-site/only-archive.zip', 'zip');
+        await put('workflows/demo/Text Example.knwf', 'wf');
+        const { text } = await get(`${site.url}/product/text-tools`);
+        const labels = [...text.matchAll(/<span class="label-name">([^<]+)<\/span>/g)].map((m) => m[1]);
+        // The platform release (5.4, set above) first and recommended, then highest first.
+        assert.deepEqual(labels, ['5.4', '5.10', '5.3']);
+        assert.match(text, /<li class="label-row recommended"><div class="label-head"><span class="label-name">5\.4<\/span><span class="pill">Recommended<\/span>/);
+        assert.equal((text.match(/Recommended</g) ?? []).length, 1);
+        assert.ok(text.includes(`<code id="url-5.4">${DOWNLOAD_URL}/text-tools/5.4</code>`));
+        assert.ok(text.includes(`data-copy="${DOWNLOAD_URL}/text-tools/5.10"`));
+        assert.ok(text.includes(`<a href="${DOWNLOAD_URL}/text-tools/5.4.zip">download the archive</a> (9 B, zip)`));
+        assert.equal((text.match(/download the archive/g) ?? []).length, 1, 'only labels with an archive link one');
+        assert.ok(text.includes(`<a href="${DOWNLOAD_URL}/workflows/text-tools/demo/Text%20Example.knwf">demo/Text Example.knwf</a>`));
+        assert.match(text, /<script src="\/static\/pier-[0-9a-f]+\.js" defer><\/script>/);
+
+        // Without a matching platform release, the highest label is recommended.
+        const otherRepo = productsRepository(other.db, other.dialect);
+        await otherRepo.putSetting('platform_release', '6.0');
+        assert.match((await get(`${site.url}/product/text-tools`)).text, /<span class="label-name">5\.10<\/span><span class="pill">Recommended/);
+        await otherRepo.putSetting('platform_release', '5.4');
+        await files.remove('text-tools', 'update-site/5.3/content.xml');
+        assert.doesNotMatch((await get(`${site.url}/product/text-tools`)).text, /label-name">5\.3</);
+      } finally {
+        await other.close();
+      }
     });
 
     it('shows every change on the next request: PATCH, state, with ETag revalidation', async () => {

@@ -1,0 +1,211 @@
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import path from 'node:path';
+import {
+  checkKey,
+  type PendingWrite,
+  RESERVED_NAME_PREFIX,
+  type Storage,
+  type StoredEntry,
+  type StoredReader,
+} from './storage.js';
+
+const TEMP_PREFIX = `${RESERVED_NAME_PREFIX}tmp-`;
+
+function entry(name: string, st: fs.Stats): StoredEntry {
+  return { name, type: st.isDirectory() ? 'dir' : 'file', size: st.isDirectory() ? 0 : st.size, mtimeMs: Math.floor(st.mtimeMs) };
+}
+
+/**
+ * Storage in a local directory (PIER_STORAGE_DIR). Keys map to paths below the root only after
+ * `checkKey`, so no key can name anything outside it; symbolic links are neither created nor
+ * followed for the file itself (O_NOFOLLOW), and anything that is not a regular file or folder
+ * is treated as absent.
+ */
+export function localStorage(root: string): Storage {
+  fs.mkdirSync(root, { recursive: true });
+  const resolve = (key: string) => path.join(root, ...checkKey(key));
+
+  async function lstat(p: string): Promise<fs.Stats | null> {
+    try {
+      const st = await fsp.lstat(p);
+      return st.isFile() || st.isDirectory() ? st : null;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT' || (e as NodeJS.ErrnoException).code === 'ENOTDIR') return null;
+      throw e;
+    }
+  }
+
+  async function sweep(dir: string, cutoff: number): Promise<number> {
+    let removed = 0;
+    let names: fs.Dirent[];
+    try {
+      names = await fsp.readdir(dir, { withFileTypes: true });
+    } catch {
+      return 0;
+    }
+    for (const d of names) {
+      const p = path.join(dir, d.name);
+      if (d.isDirectory()) removed += await sweep(p, cutoff);
+      else if (d.name.startsWith(TEMP_PREFIX)) {
+        const st = await fsp.lstat(p).catch(() => null);
+        if (st && st.mtimeMs < cutoff) {
+          await fsp.rm(p, { force: true });
+          removed++;
+        }
+      }
+    }
+    return removed;
+  }
+
+  return {
+    async stat(key) {
+      const st = await lstat(resolve(key));
+      return st ? entry(path.posix.basename(key), st) : null;
+    },
+
+    async list(key) {
+      const dir = resolve(key);
+      let dirents: fs.Dirent[];
+      try {
+        dirents = await fsp.readdir(dir, { withFileTypes: true });
+      } catch (e) {
+        const code = (e as NodeJS.ErrnoException).code;
+        if (code === 'ENOENT' || code === 'ENOTDIR') return null;
+        throw e;
+      }
+      const out: StoredEntry[] = [];
+      for (const d of dirents) {
+        if (d.name.startsWith(RESERVED_NAME_PREFIX) || !(d.isFile() || d.isDirectory())) continue;
+        const st = await lstat(path.join(dir, d.name));
+        if (st) out.push(entry(d.name, st));
+      }
+      return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    },
+
+    async openRead(key) {
+      let handle: fsp.FileHandle;
+      try {
+        handle = await fsp.open(resolve(key), fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
+      } catch (e) {
+        const code = (e as NodeJS.ErrnoException).code;
+        if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'ELOOP') return null;
+        throw e;
+      }
+      const st = await handle.stat();
+      if (!st.isFile()) {
+        await handle.close();
+        return null;
+      }
+      let closed = false;
+      const reader: StoredReader = {
+        size: st.size,
+        mtimeMs: Math.floor(st.mtimeMs),
+        async read(buffer, offset, length, position) {
+          return (await handle.read(buffer, offset, length, position)).bytesRead;
+        },
+        stream(start, end) {
+          closed = true;
+          return fs.createReadStream('', { fd: handle, start, end, autoClose: true, highWaterMark: 256 * 1024 });
+        },
+        async close() {
+          if (closed) return;
+          closed = true;
+          await handle.close();
+        },
+      };
+      return reader;
+    },
+
+    async beginWrite(key, options = {}) {
+      const target = resolve(key);
+      const temp = path.join(path.dirname(target), `${TEMP_PREFIX}${randomBytes(8).toString('hex')}`);
+      let size = 0;
+      if (options.keepExisting) {
+        try {
+          await fsp.copyFile(target, temp, fs.constants.COPYFILE_EXCL | fs.constants.COPYFILE_FICLONE);
+          size = (await fsp.stat(temp)).size;
+        } catch (e) {
+          if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+        }
+      }
+      const handle = await fsp.open(temp, size > 0 ? 'r+' : 'wx', 0o644);
+      let state: 'open' | 'committed' | 'aborted' = 'open';
+      const pending: PendingWrite = {
+        key,
+        get size() {
+          return size;
+        },
+        async write(buffer, offset, length, position) {
+          // Positional writes: SFTP clients pipeline WRITE requests that may complete in any order.
+          let done = 0;
+          while (done < length) {
+            const { bytesWritten } = await handle.write(buffer, offset + done, length - done, position + done);
+            done += bytesWritten;
+          }
+          if (position + length > size) size = position + length;
+        },
+        async read(buffer, offset, length, position) {
+          return (await handle.read(buffer, offset, length, position)).bytesRead;
+        },
+        async commit(times) {
+          if (state !== 'open') throw new Error(`write of ${key} already ${state}`);
+          state = 'committed';
+          try {
+            if (times) await handle.utimes(times.atimeMs / 1000, times.mtimeMs / 1000);
+            await handle.close();
+            await fsp.rename(temp, target);
+          } catch (e) {
+            await fsp.rm(temp, { force: true });
+            throw e;
+          }
+          const st = await fsp.lstat(target);
+          return entry(path.posix.basename(key), st);
+        },
+        async abort() {
+          if (state !== 'open') return;
+          state = 'aborted';
+          await handle.close().catch(() => {});
+          await fsp.rm(temp, { force: true });
+        },
+      };
+      return pending;
+    },
+
+    async remove(key) {
+      const p = resolve(key);
+      const st = await lstat(p);
+      if (!st) return false;
+      if (st.isDirectory()) throw Object.assign(new Error(`${key} is a folder`), { code: 'EISDIR' });
+      await fsp.unlink(p);
+      return true;
+    },
+
+    async makeDir(key, options = {}) {
+      await fsp.mkdir(resolve(key), { recursive: !!options.recursive });
+    },
+
+    async removeDir(key) {
+      const p = resolve(key);
+      const names = await fsp.readdir(p);
+      if (names.some((n) => !n.startsWith(TEMP_PREFIX))) throw Object.assign(new Error(`${key} is not empty`), { code: 'ENOTEMPTY' });
+      for (const n of names) await fsp.rm(path.join(p, n), { force: true });
+      await fsp.rmdir(p);
+    },
+
+    async rename(from, to) {
+      const source = resolve(from);
+      if (!(await lstat(source))) throw Object.assign(new Error(`${from} does not exist`), { code: 'ENOENT' });
+      await fsp.rename(source, resolve(to));
+    },
+
+    async setTimes(key, atimeMs, mtimeMs) {
+      await fsp.lutimes(resolve(key), atimeMs / 1000, mtimeMs / 1000);
+    },
+
+    async sweepTemporary(key, olderThanMs) {
+      return sweep(resolve(key), Date.now() - olderThanMs);
+    },
+  };
+}

@@ -1,0 +1,96 @@
+/**
+ * The one small interface in front of stored files (DESIGN.md "Files"): the SFTP server, the
+ * download host and the crawler go through it, so a different backend (object storage) can
+ * replace the local directory later. Keys are relative POSIX paths (`<product>/assets/a.png`).
+ */
+import type { Readable } from 'node:stream';
+
+export interface StoredEntry {
+  name: string;
+  type: 'file' | 'dir';
+  size: number;
+  mtimeMs: number;
+}
+
+/** An open stored file for reading; `close` must be called. */
+export interface StoredReader {
+  readonly size: number;
+  readonly mtimeMs: number;
+  /** Reads up to `length` bytes at `position` into `buffer`; returns the bytes read (0 at the end). */
+  read(buffer: Buffer, offset: number, length: number, position: number): Promise<number>;
+  /** A stream of bytes `start`..`end` inclusive; closes the reader when it ends. */
+  stream(start: number, end: number): Readable;
+  close(): Promise<void>;
+}
+
+/**
+ * A file being written under a temporary name in its final folder; readers keep seeing the
+ * previous version (or nothing) until `commit` renames it into place.
+ */
+export interface PendingWrite {
+  readonly key: string;
+  /** Highest byte written + 1 (or the copied size when the previous contents were kept). */
+  readonly size: number;
+  write(buffer: Buffer, offset: number, length: number, position: number): Promise<void>;
+  read(buffer: Buffer, offset: number, length: number, position: number): Promise<number>;
+  /** Renames the temporary file over the key; returns the stored entry. */
+  commit(times?: { atimeMs: number; mtimeMs: number }): Promise<StoredEntry>;
+  /** Deletes the temporary file. Safe to call twice or after commit. */
+  abort(): Promise<void>;
+}
+
+export interface Storage {
+  stat(key: string): Promise<StoredEntry | null>;
+  /** Entries of a folder, temporary files hidden, sorted by name; null when it is not a folder. */
+  list(key: string): Promise<StoredEntry[] | null>;
+  openRead(key: string): Promise<StoredReader | null>;
+  /** `keepExisting` copies the current contents first (resumed uploads, SFTP open without TRUNC). */
+  beginWrite(key: string, options?: { keepExisting?: boolean }): Promise<PendingWrite>;
+  /** Removes a file; false when there was none. */
+  remove(key: string): Promise<boolean>;
+  makeDir(key: string, options?: { recursive?: boolean }): Promise<void>;
+  /** Removes an empty folder (ignoring leftover temporary files). */
+  removeDir(key: string): Promise<void>;
+  /** Renames a file or folder, replacing an existing file at `to`. */
+  rename(from: string, to: string): Promise<void>;
+  setTimes(key: string, atimeMs: number, mtimeMs: number): Promise<void>;
+  /** Deletes temporary files under `key` not written to for `olderThanMs` (left by a killed process). */
+  sweepTemporary(key: string, olderThanMs: number): Promise<number>;
+}
+
+/** Names starting with this are the storage's own (temporary files); users may never create them. */
+export const RESERVED_NAME_PREFIX = '.pier-';
+
+export class StorageKeyError extends Error {
+  constructor(key: string, reason: string) {
+    super(`invalid storage key ${JSON.stringify(key)}: ${reason}`);
+    this.name = 'StorageKeyError';
+  }
+}
+
+/** A storage error that callers map to "no such file", "not empty", "exists"… */
+export type StorageErrorCode = 'ENOENT' | 'EEXIST' | 'ENOTEMPTY' | 'ENOTDIR' | 'EISDIR';
+
+export function storageErrorCode(e: unknown): StorageErrorCode | null {
+  const code = (e as NodeJS.ErrnoException | undefined)?.code;
+  return code === 'ENOENT' || code === 'EEXIST' || code === 'ENOTEMPTY' || code === 'ENOTDIR' || code === 'EISDIR'
+    ? code
+    : null;
+}
+
+/**
+ * Checks one key: relative, `/`-separated, no empty, `.` or `..` segment, no backslash, NUL or
+ * control character, no reserved name. Every backend calls this before touching anything.
+ */
+export function checkKey(key: string): string[] {
+  if (key.length === 0) throw new StorageKeyError(key, 'empty');
+  const segments = key.split('/');
+  for (const s of segments) {
+    if (s === '' || s === '.' || s === '..') throw new StorageKeyError(key, 'empty, "." or ".." segment');
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what we refuse
+    if (/[\\\u0000-\u001f\u007f]/.test(s)) throw new StorageKeyError(key, 'backslash or control character');
+    if (s.startsWith(RESERVED_NAME_PREFIX)) throw new StorageKeyError(key, `names starting with ${RESERVED_NAME_PREFIX} are reserved`);
+    if (Buffer.byteLength(s) > 255) throw new StorageKeyError(key, 'segment longer than 255 bytes');
+  }
+  return segments;
+}

@@ -1,0 +1,81 @@
+import type { FilesRepository } from './repository.js';
+import { isLabel } from './tree.js';
+
+export interface LabelSummary {
+  label: string;
+  /** Files and bytes of the folder `update-site/<label>/` (the archive is counted apart). */
+  files: number;
+  bytes: number;
+  hasArchive: boolean;
+  lastUploadAt: string | null;
+  /** Size of `update-site/<label>.zip`, 0 without one. */
+  archiveBytes: number;
+}
+
+export interface FileEntry {
+  path: string;
+  size: number;
+  modifiedAt: string;
+}
+
+export interface ProductFilesReader {
+  /** Update-site labels of the product (folder `update-site/<label>/` and/or archive `update-site/<label>.zip`), sorted by label. */
+  listLabels(productId: string): Promise<LabelSummary[]>;
+  /** Files under `assets/` or `workflows/`, paths relative to that folder, sorted. */
+  listFiles(productId: string, area: 'assets' | 'workflows'): Promise<FileEntry[]>;
+  /** Changes whenever any file of the product is added, replaced or removed (also by another process/instance); null if none yet. */
+  changeStamp(productId: string): Promise<string | null>;
+}
+
+/** Code-unit order, the same on every database and locale. */
+const byString = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+/**
+ * Reads what was uploaded from the record of finished uploads (one query per call, shared by
+ * every instance through the database), never by walking the storage folder.
+ */
+export function productFilesReader(repo: FilesRepository): ProductFilesReader {
+  return {
+    async listLabels(productId) {
+      const labels = new Map<string, LabelSummary>();
+      for (const row of await repo.listUnder(productId, 'update-site/')) {
+        const rest = row.path.slice('update-site/'.length);
+        const slash = rest.indexOf('/');
+        let label: string;
+        let archive = false;
+        if (slash > 0) label = rest.slice(0, slash);
+        else if (rest.endsWith('.zip')) {
+          label = rest.slice(0, -'.zip'.length);
+          archive = true;
+        } else continue;
+        if (!isLabel(label)) continue;
+        let s = labels.get(label);
+        if (!s) {
+          s = { label, files: 0, bytes: 0, hasArchive: false, lastUploadAt: null, archiveBytes: 0 };
+          labels.set(label, s);
+        }
+        if (archive) {
+          s.hasArchive = true;
+          s.archiveBytes = row.size;
+        } else {
+          s.files++;
+          s.bytes += row.size;
+        }
+        if (s.lastUploadAt === null || row.uploaded_at > s.lastUploadAt) s.lastUploadAt = row.uploaded_at;
+      }
+      return [...labels.values()].sort((a, b) => byString(a.label, b.label));
+    },
+
+    async listFiles(productId, area) {
+      const prefix = `${area}/`;
+      return (await repo.listUnder(productId, prefix))
+        .map((r) => ({ path: r.path.slice(prefix.length), size: r.size, modifiedAt: r.modified_at }))
+        .sort((a, b) => byString(a.path, b.path));
+    },
+
+    async changeStamp(productId) {
+      const state = await repo.state(productId);
+      return state && state.change_seq > 0 ? String(state.change_seq) : null;
+    },
+  };
+}

@@ -1,0 +1,159 @@
+import type { FileLimits } from '../../infra/config.js';
+import type { PendingWrite, Storage, StoredEntry } from '../../infra/storage.js';
+import { type LabelSummary, productFilesReader } from './reader.js';
+import type { FilesRepository } from './repository.js';
+import { AREAS } from './tree.js';
+
+/** A write refused by a limit; the SFTP server reports `message` to the client as is. */
+export class QuotaExceededError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'QuotaExceededError';
+  }
+}
+
+export interface FilesServiceDeps {
+  storage: Storage;
+  repo: FilesRepository;
+  /** Configured defaults; staff overrides per product live in the database. */
+  limits: FileLimits;
+  now?: () => Date;
+}
+
+/** An upload in progress, checked against the product's limits on every write. */
+export interface Upload {
+  readonly size: number;
+  write(buffer: Buffer, offset: number, length: number, position: number): Promise<void>;
+  read(buffer: Buffer, offset: number, length: number, position: number): Promise<number>;
+  commit(times?: { atimeMs: number; mtimeMs: number }): Promise<StoredEntry>;
+  abort(): Promise<void>;
+}
+
+export interface FilesSummary {
+  files: number;
+  bytes: number;
+  lastUploadAt: string | null;
+  limits: FileLimits & { custom: Partial<FileLimits> };
+  labels: LabelSummary[];
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+/**
+ * Changes to a product's files: storage holds the bytes, the repository records finished
+ * uploads (quotas, labels, change stamp). Paths are inside the product's tree (`assets/a.png`).
+ */
+export function filesService({ storage, repo, limits: defaults, now = () => new Date() }: FilesServiceDeps) {
+  const key = (productId: string, path: string) => `${productId}/${path}`;
+  const reader = productFilesReader(repo);
+
+  async function limitsFor(productId: string) {
+    const state = await repo.state(productId);
+    const custom: Partial<FileLimits> = {};
+    if (state?.quota_bytes != null) custom.quotaBytes = Number(state.quota_bytes);
+    if (state?.quota_files != null) custom.quotaFiles = Number(state.quota_files);
+    if (state?.max_file_bytes != null) custom.maxFileBytes = Number(state.max_file_bytes);
+    return { ...defaults, ...custom, custom };
+  }
+
+  return {
+    storage,
+    key,
+    limitsFor,
+
+    /** Creates the three folders every product has (idempotent). */
+    async ensureTree(productId: string): Promise<void> {
+      for (const area of AREAS) await storage.makeDir(key(productId, area), { recursive: true });
+    },
+
+    /**
+     * Starts an upload to `path`. Refuses a new file past the file-count quota at once; each
+     * write past the size limit or the storage quota throws QuotaExceededError (the caller
+     * aborts, which removes the partial temporary file).
+     */
+    async beginUpload(productId: string, path: string, options: { keepExisting?: boolean } = {}): Promise<Upload> {
+      const [limits, usage, existing] = await Promise.all([limitsFor(productId), repo.usage(productId), repo.find(productId, path)]);
+      if (!existing && usage.files + 1 > limits.quotaFiles) {
+        throw new QuotaExceededError(`file-count quota exceeded: this product may store ${limits.quotaFiles} files`);
+      }
+      const available = limits.quotaBytes - (usage.bytes - (existing ? Number(existing.size) : 0));
+      const pending: PendingWrite = await storage.beginWrite(key(productId, path), options);
+      return {
+        get size() {
+          return pending.size;
+        },
+        async write(buffer, offset, length, position) {
+          const end = position + length;
+          if (end > limits.maxFileBytes) {
+            throw new QuotaExceededError(`file too large: the limit is ${limits.maxFileBytes} bytes per file`);
+          }
+          if (end > available) {
+            throw new QuotaExceededError(`storage quota exceeded: this product may store ${limits.quotaBytes} bytes`);
+          }
+          await pending.write(buffer, offset, length, position);
+        },
+        read: (buffer, offset, length, position) => pending.read(buffer, offset, length, position),
+        async commit(times) {
+          const entry = await pending.commit(times);
+          await repo.recordUpload({
+            product_id: productId,
+            path,
+            size: entry.size,
+            modified_at: iso(entry.mtimeMs),
+            uploaded_at: now().toISOString(),
+          });
+          return entry;
+        },
+        abort: () => pending.abort(),
+      };
+    },
+
+    async remove(productId: string, path: string): Promise<boolean> {
+      const removed = await storage.remove(key(productId, path));
+      await repo.removeFile(productId, path);
+      return removed;
+    },
+
+    async removeDir(productId: string, path: string): Promise<void> {
+      await storage.removeDir(key(productId, path));
+    },
+
+    async makeDir(productId: string, path: string): Promise<void> {
+      await storage.makeDir(key(productId, path));
+    },
+
+    /** Renames a file or folder (replacing a file at `to`, as uploads overwrite). */
+    async rename(productId: string, from: string, to: string): Promise<void> {
+      await storage.rename(key(productId, from), key(productId, to));
+      await repo.move(productId, from, to, now().toISOString());
+    },
+
+    async setTimes(productId: string, path: string, atimeMs: number, mtimeMs: number): Promise<void> {
+      await storage.setTimes(key(productId, path), atimeMs, mtimeMs);
+      await repo.setModifiedAt(productId, path, iso(mtimeMs));
+    },
+
+    async summary(productId: string): Promise<FilesSummary> {
+      const [usage, state, labels, limits] = await Promise.all([
+        repo.usage(productId),
+        repo.state(productId),
+        reader.listLabels(productId),
+        limitsFor(productId),
+      ]);
+      return { ...usage, lastUploadAt: state?.last_upload_at ?? null, limits, labels };
+    },
+
+    /** Staff override of one product's limits; null restores the configured default. */
+    async setLimits(productId: string, limits: { [K in keyof FileLimits]?: number | null }): Promise<void> {
+      const current = await limitsFor(productId);
+      const pick = (k: keyof FileLimits) => (limits[k] === undefined ? (current.custom[k] ?? null) : limits[k]);
+      await repo.setLimits(productId, {
+        quota_bytes: pick('quotaBytes'),
+        quota_files: pick('quotaFiles'),
+        max_file_bytes: pick('maxFileBytes'),
+      });
+    },
+  };
+}
+
+export type FilesService = ReturnType<typeof filesService>;

@@ -1,0 +1,214 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { DEFAULT_LIMITS } from '../../../src/infra/config.js';
+import { localStorage } from '../../../src/infra/storage-local.js';
+import { openPublishingDatabase } from '../../../src/publishing/db.js';
+import { filesRepository } from '../../../src/publishing/files/repository.js';
+import { type FilesService, filesService, QuotaExceededError } from '../../../src/publishing/files/service.js';
+import { productsRepository } from '../../../src/publishing/products/repository.js';
+import { dialects, tempDir } from '../../helpers/db.js';
+import { startPublishing } from '../../helpers/publishing.js';
+
+type Db = Awaited<ReturnType<typeof openPublishingDatabase>>;
+
+async function addProduct(db: Db, id: string): Promise<void> {
+  const at = new Date().toISOString();
+  await productsRepository(db.db, db.dialect).insert({
+    id,
+    name: id,
+    state: 'hidden',
+    fields: '{}',
+    edit_token_hash: `hash-${id}`,
+    edit_token_id: 'tok',
+    sftp_username: id,
+    sftp_password_hash: 'x',
+    created_at: at,
+    updated_at: at,
+  });
+}
+
+async function put(files: FilesService, productId: string, p: string, content: string | Buffer): Promise<void> {
+  const upload = await files.beginUpload(productId, p);
+  const buf = Buffer.from(content);
+  await upload.write(buf, 0, buf.length, 0);
+  await upload.commit();
+}
+
+/** Every name in the storage folder, temporary files included (what `ls -a` would show). */
+function allNames(dir: string): string[] {
+  return fs.readdirSync(dir, { recursive: true, encoding: 'utf8' }).sort();
+}
+
+for (const target of dialects()) {
+  describe(`files record and reader on ${target.name}`, () => {
+    let created: { url: string; drop(): Promise<void> };
+    let db: Db;
+    let other: Db;
+    let root: string;
+    let files: FilesService;
+
+    before(async () => {
+      created = await target.create();
+      db = await openPublishingDatabase(created.url);
+      // A second connection stands in for another instance sharing the database.
+      other = await openPublishingDatabase(created.url);
+      root = tempDir('pier-storage-');
+      files = filesService({ storage: localStorage(root), repo: filesRepository(db.db), limits: DEFAULT_LIMITS });
+      await addProduct(db, 'csv-nodes');
+      await addProduct(db, 'quota-ext');
+      await files.ensureTree('csv-nodes');
+    });
+    after(async () => {
+      await other.close();
+      await db.close();
+      await created.drop();
+      fs.rmSync(root, { recursive: true, force: true });
+    });
+
+    test('labels, files and the change stamp follow uploads, replacements, renames and removals', async () => {
+      const reader = (await import('../../../src/publishing/files/reader.js')).productFilesReader(filesRepository(other.db));
+      assert.equal(await reader.changeStamp('csv-nodes'), null);
+      assert.deepEqual(await reader.listLabels('csv-nodes'), []);
+
+      await files.makeDir('csv-nodes', 'update-site/5.4');
+      await files.makeDir('csv-nodes', 'update-site/5.4/plugins');
+      await put(files, 'csv-nodes', 'update-site/5.4/content.jar', 'content');
+      await put(files, 'csv-nodes', 'update-site/5.4/plugins/a_1.0.jar', 'a-jar!');
+      await put(files, 'csv-nodes', 'update-site/5.4.zip', 'zipzip');
+      await put(files, 'csv-nodes', 'update-site/5.5.zip', 'z');
+      await files.makeDir('csv-nodes', 'assets/img');
+      await put(files, 'csv-nodes', 'assets/img/logo.png', 'png');
+      await put(files, 'csv-nodes', 'assets/a.svg', '<svg/>');
+      await put(files, 'csv-nodes', 'workflows/Demo.knwf', 'knwf');
+      const s1 = await reader.changeStamp('csv-nodes');
+      assert.ok(s1);
+
+      const labels = await reader.listLabels('csv-nodes');
+      assert.deepEqual(
+        labels.map(({ lastUploadAt, ...l }) => {
+          assert.ok(lastUploadAt);
+          return l;
+        }),
+        [
+          { label: '5.4', files: 2, bytes: 13, hasArchive: true, archiveBytes: 6 },
+          { label: '5.5', files: 0, bytes: 0, hasArchive: true, archiveBytes: 1 },
+        ],
+      );
+      assert.deepEqual(
+        (await reader.listFiles('csv-nodes', 'assets')).map((f) => [f.path, f.size]),
+        [
+          ['a.svg', 6],
+          ['img/logo.png', 3],
+        ],
+      );
+      assert.deepEqual((await reader.listFiles('csv-nodes', 'workflows')).map((f) => f.path), ['Demo.knwf']);
+      assert.deepEqual(await reader.listFiles('quota-ext', 'assets'), []);
+
+      // Replacing a file changes the stamp, not the counts.
+      await put(files, 'csv-nodes', 'update-site/5.4/content.jar', 'CONTENT');
+      const s2 = await reader.changeStamp('csv-nodes');
+      assert.notEqual(s2, s1);
+      assert.equal((await reader.listLabels('csv-nodes'))[0]?.files, 2);
+
+      // Renaming a label folder moves its files; a case-different prefix is left alone.
+      await files.makeDir('csv-nodes', 'update-site/5.4-RC');
+      await put(files, 'csv-nodes', 'update-site/5.4-RC/x.jar', 'x');
+      await files.rename('csv-nodes', 'update-site/5.4', 'update-site/5.6');
+      assert.deepEqual(
+        (await reader.listLabels('csv-nodes')).map((l) => [l.label, l.files, l.hasArchive]),
+        [
+          ['5.4', 0, true],
+          ['5.4-RC', 1, false],
+          ['5.5', 0, true],
+          ['5.6', 2, false],
+        ],
+      );
+      assert.equal(fs.readFileSync(path.join(root, 'csv-nodes/update-site/5.6/content.jar'), 'utf8'), 'CONTENT');
+      const s3 = await reader.changeStamp('csv-nodes');
+      assert.notEqual(s3, s2);
+
+      assert.equal(await files.remove('csv-nodes', 'update-site/5.5.zip'), true);
+      assert.notEqual(await reader.changeStamp('csv-nodes'), s3);
+      assert.deepEqual(
+        (await reader.listLabels('csv-nodes')).map((l) => l.label),
+        ['5.4', '5.4-RC', '5.6'],
+      );
+      const summary = await files.summary('csv-nodes');
+      assert.equal(summary.files, 7);
+      assert.equal(summary.bytes, 7 + 6 + 6 + 1 + 3 + 6 + 4);
+      assert.ok(summary.lastUploadAt);
+    });
+
+    test('an upload is invisible until commit; abort keeps the previous file and leaves no temporary file', async () => {
+      await put(files, 'csv-nodes', 'assets/keep.txt', 'version 1');
+      const upload = await files.beginUpload('csv-nodes', 'assets/keep.txt');
+      const b = Buffer.from('version 2, longer');
+      // Pipelined writes arrive out of order; positional writes put them in place.
+      await upload.write(b, 8, b.length - 8, 8);
+      await upload.write(b, 0, 8, 0);
+      assert.equal(fs.readFileSync(path.join(root, 'csv-nodes/assets/keep.txt'), 'utf8'), 'version 1');
+      await upload.abort();
+      assert.equal(fs.readFileSync(path.join(root, 'csv-nodes/assets/keep.txt'), 'utf8'), 'version 1');
+      assert.ok(!allNames(root).some((n) => n.includes('.pier-')), allNames(root).join(','));
+
+      const again = await files.beginUpload('csv-nodes', 'assets/keep.txt');
+      await again.write(b, 8, b.length - 8, 8);
+      await again.write(b, 0, 8, 0);
+      await again.commit({ atimeMs: 1_600_000_000_000, mtimeMs: 1_600_000_000_000 });
+      assert.equal(fs.readFileSync(path.join(root, 'csv-nodes/assets/keep.txt'), 'utf8'), 'version 2, longer');
+      const listed = (await files.storage.list('csv-nodes/assets'))?.find((e) => e.name === 'keep.txt');
+      assert.equal(listed?.mtimeMs, 1_600_000_000_000);
+    });
+
+    test('limits: file size, storage quota and file count refuse the write and keep the tree unchanged', async () => {
+      await files.ensureTree('quota-ext');
+      await files.setLimits('quota-ext', { quotaBytes: 100, quotaFiles: 3, maxFileBytes: 60 });
+      assert.deepEqual((await files.limitsFor('quota-ext')).custom, { quotaBytes: 100, quotaFiles: 3, maxFileBytes: 60 });
+      await put(files, 'quota-ext', 'assets/a', Buffer.alloc(50));
+      const before = allNames(root);
+
+      const big = await files.beginUpload('quota-ext', 'assets/big');
+      await assert.rejects(big.write(Buffer.alloc(61), 0, 61, 0), (e: Error) => e instanceof QuotaExceededError && /too large/.test(e.message));
+      await big.abort();
+      const over = await files.beginUpload('quota-ext', 'assets/b');
+      await over.write(Buffer.alloc(40), 0, 40, 0);
+      await assert.rejects(over.write(Buffer.alloc(20), 0, 20, 40), (e: Error) => e instanceof QuotaExceededError && /storage quota/.test(e.message));
+      await over.abort();
+      // Replacing a file counts its old size as free.
+      await put(files, 'quota-ext', 'assets/a', Buffer.alloc(60));
+      await put(files, 'quota-ext', 'assets/b', Buffer.alloc(10));
+      await put(files, 'quota-ext', 'assets/c', Buffer.alloc(10));
+      await assert.rejects(files.beginUpload('quota-ext', 'assets/d'), /file-count quota/);
+      assert.deepEqual(allNames(root).filter((n) => n.startsWith('quota-ext')), [...before.filter((n) => n.startsWith('quota-ext')), 'quota-ext/assets/b', 'quota-ext/assets/c'].sort());
+      assert.deepEqual(await files.summary('quota-ext').then((s) => [s.files, s.bytes]), [3, 80]);
+
+      await files.setLimits('quota-ext', { quotaFiles: null });
+      assert.deepEqual((await files.limitsFor('quota-ext')).custom, { quotaBytes: 100, maxFileBytes: 60 });
+    });
+  });
+
+  describe(`createPublishingService exposes files on ${target.name}`, () => {
+    test('service.files reads what the files service recorded, on the same database', async () => {
+      const created = await target.create();
+      const server = await startPublishing(created.url);
+      const db = await openPublishingDatabase(created.url);
+      const root = tempDir('pier-storage-');
+      try {
+        await addProduct(db, 'via-service');
+        const files = filesService({ storage: localStorage(root), repo: filesRepository(db.db), limits: DEFAULT_LIMITS });
+        await files.ensureTree('via-service');
+        assert.equal(await server.service.files.changeStamp('via-service'), null);
+        await put(files, 'via-service', 'update-site/1.0.0.zip', 'zip');
+        assert.deepEqual((await server.service.files.listLabels('via-service')).map((l) => l.label), ['1.0.0']);
+        assert.ok(await server.service.files.changeStamp('via-service'));
+      } finally {
+        await db.close();
+        await server.close();
+        await created.drop();
+        fs.rmSync(root, { recursive: true, force: true });
+      }
+    });
+  });
+}
