@@ -29,7 +29,7 @@ export interface PublishingOptions {
 /** The publishing web + REST API part: opens and migrates its database, builds the app. */
 export async function createPublishingService(config: Config, options: PublishingOptions = {}): Promise<PublishingService> {
   const database = await openPublishingDatabase(config.publishing.databaseUrl);
-  const repo = productsRepository(database.db, database.dialect);
+  const repo = productsRepository(database.db, database.dialect, { readNow: database.readNow });
   const products = productService({ repo, publishing: config.publishing });
   const files = productFilesReader(filesRepository(database.db));
   const pages = pagesService({

@@ -1,12 +1,22 @@
 import type { Kysely } from 'kysely';
-import type { DialectName } from '../../infra/database/index.js';
+import { type DialectName, preparedRead, type ReadNow } from '../../infra/database/index.js';
 import type { ProductRevisionsTable, ProductsTable, PublishingDB } from '../db.js';
 
 /** All SQL about products, their revisions and the settings table. */
 export type ProductRow = ProductsTable;
 export type RevisionRow = ProductRevisionsTable;
 
-export function productsRepository(db: Kysely<PublishingDB>, dialect: DialectName) {
+export function productsRepository(db: Kysely<PublishingDB>, dialect: DialectName, hot: { readNow?: ReadNow } = {}) {
+  // Read on every page view: compiled once, synchronous on an idle SQLite connection.
+  const stampQuery = preparedRead(
+    { db, readNow: hot.readNow ?? (() => null) },
+    db
+      .selectFrom('products')
+      .select(['state', 'updated_at'])
+      .select((eb) => eb.selectFrom('settings').select('value').where('key', '=', 'platform_release').as('release'))
+      .where('id', '=', '')
+      .compile(),
+  );
   return {
     async insert(row: ProductRow): Promise<void> {
       await db.insertInto('products').values(row).execute();
@@ -29,14 +39,8 @@ export function productsRepository(db: Kysely<PublishingDB>, dialect: DialectNam
      * the product's state and last change, and the platform release setting.
      */
     async pageStamp(id: string): Promise<{ state: ProductRow['state']; updated_at: string; release: string | null } | undefined> {
-      const row = await db
-        .selectFrom('products')
-        .select(['state', 'updated_at'])
-        .select((eb) =>
-          eb.selectFrom('settings').select('value').where('key', '=', 'platform_release').as('release'),
-        )
-        .where('id', '=', id)
-        .executeTakeFirst();
+      // Parameters in the compiled order: the subquery's key, then the product id.
+      const row = (await stampQuery(['platform_release', id]))[0];
       return row ? { state: row.state, updated_at: row.updated_at, release: row.release ?? null } : undefined;
     },
 

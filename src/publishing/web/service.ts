@@ -29,7 +29,7 @@ export interface PagesServiceDeps {
 }
 
 export interface Served {
-  body: string | Buffer;
+  body: Buffer;
   type: string;
   etag: string;
 }
@@ -55,8 +55,10 @@ function etagOf(body: string | Buffer): string {
   return `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`;
 }
 
+/** Bodies are kept encoded: a cached page is written to the socket without re-encoding. */
 function served(body: string | Buffer, type: string): Served {
-  return { body, type, etag: etagOf(body) };
+  const bytes = typeof body === 'string' ? Buffer.from(body) : body;
+  return { body: bytes, type, etag: etagOf(bytes) };
 }
 
 /** Lower-cased, accents removed: "Café" matches "cafe". */
