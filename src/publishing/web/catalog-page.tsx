@@ -58,15 +58,15 @@ export function CatalogPage(props: { site: SiteInfo; m: CatalogPageModel }) {
         {m.pages > 1 ? (
           <nav class="pagination" aria-label="Pages">
             {m.page > 1 ? (
-              <a href={pageHref(m.query, m.page - 1)} rel="prev">
+              <a class="page-step" href={pageHref(m.query, m.page - 1)} rel="prev">
                 ← Previous
               </a>
             ) : null}
-            <span aria-current="page">
+            <span class="page-current" aria-current="page">
               Page {m.page} of {m.pages}
             </span>
             {m.page < m.pages ? (
-              <a href={pageHref(m.query, m.page + 1)} rel="next">
+              <a class="page-step" href={pageHref(m.query, m.page + 1)} rel="next">
                 Next →
               </a>
             ) : null}

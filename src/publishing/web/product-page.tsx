@@ -130,7 +130,9 @@ function Install(props: { m: ProductPageModel }) {
                   {l.recommended ? <span class="pill">Recommended</span> : null}
                 </div>
                 <div class="url-line">
-                  <code id={`url-${l.label}`}>{l.url}</code>
+                  <code class="url" id={`url-${l.label}`}>
+                    {l.url}
+                  </code>
                   <button type="button" class="button secondary copy" data-copy={l.url} aria-describedby={`url-${l.label}`} hidden>
                     Copy URL
                   </button>

@@ -13,7 +13,7 @@ import type { ProductFilesReader } from '../files/reader.js';
 import type { ProductFields } from '../products/fields.js';
 import type { ProductRow, ProductsRepository } from '../products/repository.js';
 import { CatalogPage } from './catalog-page.js';
-import type { CatalogPageModel, ProductPageModel, SiteInfo } from './model.js';
+import type { CatalogCard, CatalogPageModel, ProductPageModel, SiteInfo } from './model.js';
 import { NotFoundPage } from './not-found-page.js';
 import { ProductPage } from './product-page.js';
 import { catalogCard, iconVersion, type ProductFilesView, type ProductInput, productPageModel } from './presenter.js';
@@ -123,17 +123,31 @@ export function pagesService({ repo, site, files, cacheSize = 500 }: PagesServic
     };
   }
 
-  /** Live products with their change stamps; search and feeds work from these. */
-  const catalogIndex = new Map<string, { updatedAt: string; input: ProductInput; text: string }>();
+  /**
+   * Live products as catalog cards with their search text, kept per product until its row
+   * changes (only the card, never the page fields, so memory stays small).
+   */
+  interface IndexEntry {
+    updatedAt: string;
+    card: CatalogCard;
+    /** Folded name, and name + description: what search matches. */
+    name: string;
+    text: string;
+  }
+  const catalogIndex = new Map<string, IndexEntry>();
 
-  async function liveProducts(): Promise<{ id: string; updatedAt: string; input: ProductInput; text: string }[]> {
+  async function liveProducts(): Promise<(IndexEntry & { id: string })[]> {
     const stamps = await repo.liveStamps();
     const stale = stamps.filter((s) => catalogIndex.get(s.id)?.updatedAt !== s.updated_at).map((s) => s.id);
     for (const row of await repo.findLive(stale)) {
-      const input: ProductInput = { id: row.id, state: row.state, fields: parseFields(row) };
+      const fields = parseFields(row);
       // The crawler will add node names here, so search finds products by their nodes too.
-      const text = fold(`${input.fields.name}\n${input.fields.description ?? ''}`);
-      catalogIndex.set(row.id, { updatedAt: row.updated_at, input, text });
+      catalogIndex.set(row.id, {
+        updatedAt: row.updated_at,
+        card: catalogCard({ id: row.id, state: row.state, fields }),
+        name: fold(fields.name),
+        text: fold(`${fields.name}\n${fields.description ?? ''}`),
+      });
     }
     const live = new Set(stamps.map((s) => s.id));
     for (const id of catalogIndex.keys()) if (!live.has(id)) catalogIndex.delete(id);
@@ -190,20 +204,19 @@ export function pagesService({ repo, site, files, cacheSize = 500 }: PagesServic
     async catalog(query: string, page: number): Promise<{ served: Served; model: CatalogPageModel }> {
       const words = fold(query).split(/\s+/).filter(Boolean);
       const all = (await liveProducts()).filter((p) => words.every((w) => p.text.includes(w)));
-      const nameOf = (p: { input: ProductInput }) => p.input.fields.name;
       all.sort((a, b) => {
         // Name hits first when searching, then by name.
         if (words.length) {
-          const an = words.every((w) => fold(nameOf(a)).includes(w));
-          const bn = words.every((w) => fold(nameOf(b)).includes(w));
+          const an = words.every((w) => a.name.includes(w));
+          const bn = words.every((w) => b.name.includes(w));
           if (an !== bn) return an ? -1 : 1;
         }
-        return nameOf(a).localeCompare(nameOf(b), 'en', { sensitivity: 'base' }) || (a.id < b.id ? -1 : 1);
+        return a.card.name.localeCompare(b.card.name, 'en', { sensitivity: 'base' }) || (a.id < b.id ? -1 : 1);
       });
       const pages = Math.max(1, Math.ceil(all.length / CATALOG_PAGE_SIZE));
       const current = Math.min(Math.max(1, page), pages);
       const slice = all.slice((current - 1) * CATALOG_PAGE_SIZE, current * CATALOG_PAGE_SIZE);
-      const model: CatalogPageModel = { query, cards: slice.map((p) => catalogCard(p.input)), total: all.length, page: current, pages };
+      const model: CatalogPageModel = { query, cards: slice.map((p) => p.card), total: all.length, page: current, pages };
       return { served: served(renderDocument(CatalogPage({ site, m: model })), HTML), model };
     },
 

@@ -119,7 +119,7 @@ for (const dialect of dialects()) {
         assert.deepEqual(labels, ['5.4', '5.10', '5.3']);
         assert.match(text, /<li class="label-row recommended"><div class="label-head"><span class="label-name">5\.4<\/span><span class="pill">Recommended<\/span>/);
         assert.equal((text.match(/Recommended</g) ?? []).length, 1);
-        assert.ok(text.includes(`<code id="url-5.4">${DOWNLOAD_URL}/text-tools/5.4</code>`));
+        assert.ok(text.includes(`<code class="url" id="url-5.4">${DOWNLOAD_URL}/text-tools/5.4</code>`));
         assert.ok(text.includes(`data-copy="${DOWNLOAD_URL}/text-tools/5.10"`));
         assert.ok(text.includes(`<a href="${DOWNLOAD_URL}/text-tools/5.4.zip">download the archive</a> (9 B, zip)`));
         assert.equal((text.match(/download the archive/g) ?? []).length, 1, 'only labels with an archive link one');
@@ -249,7 +249,7 @@ for (const dialect of dialects()) {
       const p1 = await get(`${site.url}/?q=bulk`);
       assert.equal((p1.text.match(/class="card"/g) ?? []).length, CATALOG_PAGE_SIZE);
       assert.match(p1.text, /Page 1 of 2/);
-      assert.match(p1.text, /<a href="\/\?q=bulk&amp;page=2" rel="next">/);
+      assert.match(p1.text, /<a class="page-step" href="\/\?q=bulk&amp;page=2" rel="next">/);
       const p2 = await get(`${site.url}/?q=bulk&page=2`);
       assert.equal((p2.text.match(/class="card"/g) ?? []).length, 1);
       assert.match(p2.text, /Bulk 24/);
