@@ -4,6 +4,7 @@
 // produces goes through a strict sanitize-html allowlist (issue 7, NOTES "Changelog and
 // Markdown"): no scripts, event handlers, script/data URLs, iframes, forms or style attributes.
 // Heading ids come from github-slugger so anchors match what vendors see on GitHub.
+import { randomBytes } from 'node:crypto';
 import GithubSlugger, { slug } from 'github-slugger';
 import MarkdownIt from 'markdown-it';
 import sanitizeHtml from 'sanitize-html';
@@ -31,14 +32,29 @@ interface RenderEnv {
   headingOffset?: number;
 }
 
+/**
+ * Generated heading ids travel to the sanitizer under this per-process attribute name, which
+ * vendor HTML cannot guess: only they become `id`s, so a raw <h2 id="install"> can neither clash
+ * with the page's own anchors nor shadow an element the page's script looks up.
+ */
+const OWN_ID = `data-pier-${randomBytes(6).toString('hex')}`;
+
+function ownHeadingId(tagName: string, attribs: sanitizeHtml.Attributes): sanitizeHtml.Tag {
+  const { id: _vendorId, [OWN_ID]: own, ...rest } = attribs;
+  return { tagName, attribs: own ? { ...rest, id: own } : rest };
+}
+
 /** The next unique anchor id for a heading's text. */
 export function headingId(slugger: GithubSlugger, text: string): string {
   // A heading of only punctuation/emoji slugs to "", which would be no anchor at all.
   return slugger.slug(slug(text) === '' ? 'section' : text);
 }
 
-/** Core rule: give every heading a github-slugger id and record it for the page's sidebar. */
-function headingIds(md: MarkdownIt): void {
+/**
+ * Core rule: give every heading a github-slugger id (in attribute `attr`) and record it for
+ * the page's sidebar.
+ */
+const headingIds = (attr: string) => (md: MarkdownIt): void => {
   md.core.ruler.push('pier_heading_ids', (state) => {
     const env = state.env as RenderEnv;
     const slugger = env.slugger ?? new GithubSlugger();
@@ -48,7 +64,7 @@ function headingIds(md: MarkdownIt): void {
       if (open?.type !== 'heading_open') continue;
       const text = inlineText(tokens[i + 1]?.children ?? null);
       const id = headingId(slugger, text);
-      open.attrSet('id', id);
+      open.attrSet(attr, id);
       const level = Math.min(6, Number(open.tag.slice(1)) + (env.headingOffset ?? 0));
       const close = tokens[i + 2];
       open.tag = `h${level}`;
@@ -56,11 +72,11 @@ function headingIds(md: MarkdownIt): void {
       env.headings?.push({ level, text, id });
     }
   });
-}
+};
 
 export function createMarkdown(): MarkdownIt {
   const md = new MarkdownIt({ html: false, linkify: true, typographer: false });
-  md.use(headingIds);
+  md.use(headingIds('id'));
   return md;
 }
 
@@ -107,12 +123,18 @@ const SANITIZE: sanitizeHtml.IOptions = {
       return { tagName, attribs: isExternal(rest.href) || rest.href?.startsWith('mailto:') ? { ...rest, rel: 'nofollow ugc noopener' } : rest };
     },
     img: (tagName, attribs) => ({ tagName, attribs: { ...attribs, loading: 'lazy' } }),
+    h1: ownHeadingId,
+    h2: ownHeadingId,
+    h3: ownHeadingId,
+    h4: ownHeadingId,
+    h5: ownHeadingId,
+    h6: ownHeadingId,
   },
 };
 
 const shared = createMarkdown();
 /** The page renderer: raw HTML on, then the allowlist above decides what survives. */
-const renderer = new MarkdownIt({ html: true, linkify: true, typographer: false }).use(headingIds);
+const renderer = new MarkdownIt({ html: true, linkify: true, typographer: false }).use(headingIds(OWN_ID));
 
 let lastParsed: { text: string; tokens: Token[] } | null = null;
 

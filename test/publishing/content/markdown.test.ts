@@ -50,6 +50,15 @@ describe('renderMarkdown', () => {
     assert.match(html, /<div>cover<\/div>/);
   });
 
+  it('keeps only the heading ids it generated, never ids from raw HTML', () => {
+    const { html } = renderMarkdown('## Real\n\n<h2 id="install">Fake</h2>\n\n<h3 id="real">Clash</h3>');
+    assert.match(html, /<h2 id="real">Real<\/h2>/);
+    assert.match(html, /<h2>Fake<\/h2>/);
+    assert.doesNotMatch(html, /id="install"/);
+    assert.match(html, /<h3>Clash<\/h3>/);
+    assert.doesNotMatch(renderMarkdown('<h2 data-pier-x="a">x</h2>').html, /data-pier|id=/);
+  });
+
   it('shifts heading levels by the offset, capped at h6', () => {
     const { html, headings } = renderMarkdown('# A\n##### B\n###### C', { headingOffset: 1 });
     assert.match(html, /<h2 id="a">A<\/h2>\n<h6 id="b">B<\/h6>\n<h6 id="c">C<\/h6>/);
