@@ -1,8 +1,10 @@
 // `npm run bench [name…]`: runs each benchmark with its reference in the same run and prints ratios.
+import { benchPages } from './pages.js';
 import { benchPublishingPatch } from './publishing-patch.js';
 
 const benches: Record<string, () => Promise<string>> = {
   'publishing-patch': benchPublishingPatch,
+  pages: benchPages,
 };
 
 const runner = await import('./runner-auth.js').catch(() => null);

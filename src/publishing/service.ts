@@ -8,12 +8,16 @@ import { PATCH_BODY_LIMIT } from './products/fields.js';
 import { productsRepository } from './products/repository.js';
 import { registerProductRoutes } from './products/routes.js';
 import { type ProductService, productService } from './products/service.js';
+import { registerPageRoutes } from './web/routes.js';
+import { type PagesService, pagesService } from './web/service.js';
 
 export interface PublishingService {
   app: HttpApp;
   products: ProductService;
   /** What was uploaded over SFTP: labels, assets, workflows and a change stamp for caches. */
   files: ProductFilesReader;
+  /** Public pages, feeds and badges, cached per product. */
+  pages: PagesService;
   close(): Promise<void>;
 }
 
@@ -25,15 +29,23 @@ export interface PublishingOptions {
 /** The publishing web + REST API part: opens and migrates its database, builds the app. */
 export async function createPublishingService(config: Config, options: PublishingOptions = {}): Promise<PublishingService> {
   const database = await openPublishingDatabase(config.publishing.databaseUrl);
-  const products = productService({ repo: productsRepository(database.db, database.dialect), publishing: config.publishing });
+  const repo = productsRepository(database.db, database.dialect, { readNow: database.readNow });
+  const products = productService({ repo, publishing: config.publishing });
+  const files = productFilesReader(filesRepository(database.db));
+  const pages = pagesService({
+    repo,
+    files,
+    site: { name: 'Pier', baseUrl: config.publishing.baseUrl, downloadUrl: config.publishing.downloadUrl },
+  });
   const app = createHttpApp({ logLevel: config.logLevel, bodyLimit: PATCH_BODY_LIMIT });
   const limiter = new FailureLimiter({ maxFailures: 10, windowMs: 60_000, banMs: 60_000, ...options.failureLimits });
   registerProductRoutes(app, { products, limiter });
-  const files = productFilesReader(filesRepository(database.db));
+  registerPageRoutes(app, pages);
   return {
     app,
     products,
     files,
+    pages,
     async close() {
       await app.close();
       await database.close();

@@ -1,7 +1,10 @@
-// Markdown for vendor-supplied fields (text, faq, changelog, instructions).
-// Vendor HTML is never rendered: markdown-it runs with html:false and the output still goes
-// through a strict sanitize-html allowlist as a second line of defence (NOTES "Changelog and
-// Markdown"). Heading ids come from github-slugger so anchors match what vendors see on GitHub.
+// Markdown for vendor-supplied fields (text, faq, changelog, instructions, license).
+// Parsing for validation runs with html:false (structure only). Rendering for pages runs with
+// html:true, as vendors copy READMEs with <details>, <kbd> or sized images, and everything it
+// produces goes through a strict sanitize-html allowlist (issue 7, NOTES "Changelog and
+// Markdown"): no scripts, event handlers, script/data URLs, iframes, forms or style attributes.
+// Heading ids come from github-slugger so anchors match what vendors see on GitHub.
+import { randomBytes } from 'node:crypto';
 import GithubSlugger, { slug } from 'github-slugger';
 import MarkdownIt from 'markdown-it';
 import sanitizeHtml from 'sanitize-html';
@@ -19,11 +22,26 @@ export interface RenderOptions {
    * between them; pre-seed it with ids the page itself uses. A fresh one per call otherwise.
    */
   slugger?: GithubSlugger;
+  /** Levels to add to every heading (capped at h6), so vendor "# Title" fits under the page's own h1/h2. */
+  headingOffset?: number;
 }
 
 interface RenderEnv {
   slugger?: GithubSlugger;
   headings?: Heading[];
+  headingOffset?: number;
+}
+
+/**
+ * Generated heading ids travel to the sanitizer under this per-process attribute name, which
+ * vendor HTML cannot guess: only they become `id`s, so a raw <h2 id="install"> can neither clash
+ * with the page's own anchors nor shadow an element the page's script looks up.
+ */
+const OWN_ID = `data-pier-${randomBytes(6).toString('hex')}`;
+
+function ownHeadingId(tagName: string, attribs: sanitizeHtml.Attributes): sanitizeHtml.Tag {
+  const { id: _vendorId, [OWN_ID]: own, ...rest } = attribs;
+  return { tagName, attribs: own ? { ...rest, id: own } : rest };
 }
 
 /** The next unique anchor id for a heading's text. */
@@ -32,8 +50,11 @@ export function headingId(slugger: GithubSlugger, text: string): string {
   return slugger.slug(slug(text) === '' ? 'section' : text);
 }
 
-/** Core rule: give every heading a github-slugger id and record it for the page's sidebar. */
-function headingIds(md: MarkdownIt): void {
+/**
+ * Core rule: give every heading a github-slugger id (in attribute `attr`) and record it for
+ * the page's sidebar.
+ */
+const headingIds = (attr: string) => (md: MarkdownIt): void => {
   md.core.ruler.push('pier_heading_ids', (state) => {
     const env = state.env as RenderEnv;
     const slugger = env.slugger ?? new GithubSlugger();
@@ -43,27 +64,43 @@ function headingIds(md: MarkdownIt): void {
       if (open?.type !== 'heading_open') continue;
       const text = inlineText(tokens[i + 1]?.children ?? null);
       const id = headingId(slugger, text);
-      open.attrSet('id', id);
-      env.headings?.push({ level: Number(open.tag.slice(1)), text, id });
+      open.attrSet(attr, id);
+      const level = Math.min(6, Number(open.tag.slice(1)) + (env.headingOffset ?? 0));
+      const close = tokens[i + 2];
+      open.tag = `h${level}`;
+      if (close?.type === 'heading_close') close.tag = open.tag;
+      env.headings?.push({ level, text, id });
     }
   });
-}
+};
 
 export function createMarkdown(): MarkdownIt {
   const md = new MarkdownIt({ html: false, linkify: true, typographer: false });
-  md.use(headingIds);
+  md.use(headingIds('id'));
   return md;
+}
+
+/** True for an absolute http(s) link: it leaves the site, so it gets rel="nofollow ugc noopener". */
+function isExternal(href: string | undefined): boolean {
+  return /^https?:/i.test(href ?? '');
 }
 
 const SANITIZE: sanitizeHtml.IOptions = {
   allowedTags: [
     'p', 'br', 'hr', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'blockquote', 'ul', 'ol', 'li',
     'pre', 'code', 'em', 'strong', 's', 'del', 'a', 'img',
-    'table', 'thead', 'tbody', 'tr', 'th', 'td',
+    'table', 'thead', 'tbody', 'tr', 'th', 'td', 'caption',
+    // Harmless inline and block HTML that vendors paste from READMEs.
+    'details', 'summary', 'kbd', 'sup', 'sub', 'b', 'i', 'u', 'small', 'mark', 'ins', 'abbr',
+    'dl', 'dt', 'dd', 'div', 'span', 'figure', 'figcaption',
   ],
+  // Everything else (script, style, iframe, object, form, input, svg, math…) goes with its content.
+  nonTextTags: ['script', 'style', 'textarea', 'option', 'noscript', 'title', 'iframe', 'object', 'template', 'xmp', 'noembed', 'noframes', 'svg', 'math'],
   allowedAttributes: {
     a: ['href', 'title', 'rel'],
-    img: ['src', 'alt', 'title'],
+    img: ['src', 'alt', 'title', 'width', 'height', 'loading'],
+    abbr: ['title'],
+    details: ['open'],
     h1: ['id'], h2: ['id'], h3: ['id'], h4: ['id'], h5: ['id'], h6: ['id'],
     ol: ['start'],
     code: ['class'],
@@ -79,11 +116,25 @@ const SANITIZE: sanitizeHtml.IOptions = {
   allowedSchemes: ['http', 'https', 'mailto'],
   allowedSchemesByTag: { img: ['http', 'https'] },
   allowProtocolRelative: false,
-  // Vendor links are untrusted: no ranking credit, no window.opener.
-  transformTags: { a: sanitizeHtml.simpleTransform('a', { rel: 'nofollow noopener' }) },
+  transformTags: {
+    // Vendor links are user content (rel "ugc"): no ranking credit, no window.opener.
+    a: (tagName, attribs) => {
+      const { rel: _rel, ...rest } = attribs;
+      return { tagName, attribs: isExternal(rest.href) || rest.href?.startsWith('mailto:') ? { ...rest, rel: 'nofollow ugc noopener' } : rest };
+    },
+    img: (tagName, attribs) => ({ tagName, attribs: { ...attribs, loading: 'lazy' } }),
+    h1: ownHeadingId,
+    h2: ownHeadingId,
+    h3: ownHeadingId,
+    h4: ownHeadingId,
+    h5: ownHeadingId,
+    h6: ownHeadingId,
+  },
 };
 
 const shared = createMarkdown();
+/** The page renderer: raw HTML on, then the allowlist above decides what survives. */
+const renderer = new MarkdownIt({ html: true, linkify: true, typographer: false }).use(headingIds(OWN_ID));
 
 let lastParsed: { text: string; tokens: Token[] } | null = null;
 
@@ -107,8 +158,8 @@ export function renderMarkdown(
   src: string,
   options: RenderOptions = {},
 ): { html: string; headings: Heading[] } {
-  const env: RenderEnv = { slugger: options.slugger ?? new GithubSlugger(), headings: [] };
-  const raw = shared.render(stripHtmlComments(src), env);
+  const env: RenderEnv = { slugger: options.slugger ?? new GithubSlugger(), headings: [], headingOffset: options.headingOffset ?? 0 };
+  const raw = renderer.render(stripHtmlComments(src), env);
   return { html: sanitizeHtml(raw, SANITIZE), headings: env.headings ?? [] };
 }
 

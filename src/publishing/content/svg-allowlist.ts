@@ -52,4 +52,8 @@ export const ATTRIBUTES = new Set([
 ]);
 
 /** CSS functions a style declaration may use; anything else could fetch or inject. */
-export const STYLE_FUNCTIONS = new Set(['url', 'rgb', 'rgba', 'hsl', 'hsla', 'calc', 'var']);
+export const STYLE_FUNCTIONS = new Set([
+  'url', 'rgb', 'rgba', 'hsl', 'hsla', 'calc', 'var',
+  // transform="…" and transform: (lower-cased, as they are compared)
+  'matrix', 'translate', 'translatex', 'translatey', 'scale', 'scalex', 'scaley', 'rotate', 'skewx', 'skewy',
+]);

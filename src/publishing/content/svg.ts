@@ -112,13 +112,45 @@ function renderAttributes(node: XmlNode): string {
 
 /** The value to keep, or null to drop the attribute. */
 function cleanValue(name: string, value: string): string | null {
-  // Browsers ignore control characters and spaces inside URLs ("java\tscript:").
-  const compact = [...value].filter((c) => c > ' ' && c !== '\u007f').join('').toLowerCase();
-  if (/(?:javascript|vbscript|data):/.test(compact)) return null;
-  if (!urlsAreLocal(compact)) return null;
+  if (!isSafeReference(value)) return null;
   if (name === 'href') return /^#[^\s]+$/.test(value.trim()) ? value.trim() : null;
   if (name === 'style') return cleanStyle(value);
+  if (PRESENTATION.has(name)) return cleanPresentation(value);
   return value;
+}
+
+/** No script or data URL and no url(…) leaving the document, however the value is spelled. */
+function isSafeReference(value: string): boolean {
+  // Browsers ignore control characters and spaces inside URLs ("java\tscript:").
+  const compact = [...value].filter((c) => c > ' ' && c !== '\u007f').join('').toLowerCase();
+  return !/(?:javascript|vbscript|data):/.test(compact) && urlsAreLocal(compact);
+}
+
+/**
+ * A presentation attribute is parsed by the browser as a CSS value (SVG 2 §6.6), so CSS
+ * escapes apply: `u\rl(…)` and `\75 rl(…)` are url(…), and functions such as image-set()
+ * fetch too. The value is judged after CSS unescaping, and kept only when it needs neither
+ * escapes nor comments (no real icon does) and calls only allowlisted functions.
+ */
+function cleanPresentation(value: string): string | null {
+  if (value.includes('\\') || value.includes('/*')) return null;
+  const css = cssUnescape(value);
+  if (!isSafeReference(css)) return null;
+  return cssFunctions(css).every((f) => STYLE_FUNCTIONS.has(f)) ? value : null;
+}
+
+/** CSS Syntax 3 §4.3.7 "consume an escaped code point", applied to a whole value. */
+export function cssUnescape(value: string): string {
+  return value.replace(/\\(?:([0-9a-fA-F]{1,6})[ \t\n\r\f]?|([\s\S])|$)/g, (_m, hex: string | undefined, ch: string | undefined) => {
+    if (hex !== undefined) {
+      const code = Number.parseInt(hex, 16);
+      const valid = code > 0 && code <= 0x10ffff && !(code >= 0xd800 && code <= 0xdfff);
+      return valid ? String.fromCodePoint(code) : '\uFFFD';
+    }
+    // An escaped newline is dropped inside strings; elsewhere "\" + anything is that character.
+    if (ch === '\n') return '';
+    return ch ?? '\uFFFD';
+  });
 }
 
 /** Every url(…) must point into the document ("#id"). */
@@ -129,7 +161,7 @@ function urlsAreLocal(compact: string): boolean {
 
 /** Keeps presentation declarations with plain values; CSS escapes and at-rules drop it all. */
 function cleanStyle(style: string): string | null {
-  if (/[\\@{}<>]/.test(style)) return null;
+  if (/[\\@{}<>]|\/\*/.test(style)) return null;
   const kept: string[] = [];
   for (const declaration of style.split(';')) {
     const colon = declaration.indexOf(':');

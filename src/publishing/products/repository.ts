@@ -1,12 +1,22 @@
 import type { Kysely } from 'kysely';
-import type { DialectName } from '../../infra/database/index.js';
+import { type DialectName, preparedRead, type ReadNow } from '../../infra/database/index.js';
 import type { ProductRevisionsTable, ProductsTable, PublishingDB } from '../db.js';
 
 /** All SQL about products, their revisions and the settings table. */
 export type ProductRow = ProductsTable;
 export type RevisionRow = ProductRevisionsTable;
 
-export function productsRepository(db: Kysely<PublishingDB>, dialect: DialectName) {
+export function productsRepository(db: Kysely<PublishingDB>, dialect: DialectName, hot: { readNow?: ReadNow } = {}) {
+  // Read on every page view: compiled once, synchronous on an idle SQLite connection.
+  const stampQuery = preparedRead(
+    { db, readNow: hot.readNow ?? (() => null) },
+    db
+      .selectFrom('products')
+      .select(['state', 'updated_at'])
+      .select((eb) => eb.selectFrom('settings').select('value').where('key', '=', 'platform_release').as('release'))
+      .where('id', '=', '')
+      .compile(),
+  );
   return {
     async insert(row: ProductRow): Promise<void> {
       await db.insertInto('products').values(row).execute();
@@ -22,6 +32,27 @@ export function productsRepository(db: Kysely<PublishingDB>, dialect: DialectNam
 
     async list(): Promise<ProductRow[]> {
       return db.selectFrom('products').selectAll().orderBy('id').execute();
+    },
+
+    /**
+     * What a rendered page depends on in this table, in one cheap read (no fields JSON):
+     * the product's state and last change, and the platform release setting.
+     */
+    async pageStamp(id: string): Promise<{ state: ProductRow['state']; updated_at: string; release: string | null } | undefined> {
+      // Parameters in the compiled order: the subquery's key, then the product id.
+      const row = (await stampQuery(['platform_release', id]))[0];
+      return row ? { state: row.state, updated_at: row.updated_at, release: row.release ?? null } : undefined;
+    },
+
+    /** Id and last change of every live product: the catalog's change detector. */
+    async liveStamps(): Promise<{ id: string; updated_at: string }[]> {
+      return db.selectFrom('products').select(['id', 'updated_at']).where('state', '=', 'live').orderBy('id').execute();
+    },
+
+    /** The live products among `ids` (fields included). */
+    async findLive(ids: readonly string[]): Promise<ProductRow[]> {
+      if (ids.length === 0) return [];
+      return db.selectFrom('products').selectAll().where('state', '=', 'live').where('id', 'in', ids).execute();
     },
 
     async setEditToken(id: string, hash: string, tokenId: string, now: string): Promise<boolean> {
@@ -63,13 +94,16 @@ export function productsRepository(db: Kysely<PublishingDB>, dialect: DialectNam
         if (!row) return null;
         const next = change(row);
         if (!next) return null;
+        // updated_at strictly grows with every edit of the row (locked here), even two edits
+        // within one millisecond: pages are cached by it (issue 7), so it must never repeat.
+        const updatedAt = laterThan(next.now, row.updated_at);
         await trx
           .updateTable('products')
-          .set({ name: next.name, fields: next.fields, updated_at: next.now })
+          .set({ name: next.name, fields: next.fields, updated_at: updatedAt })
           .where('id', '=', id)
           .execute();
         await trx.insertInto('product_revisions').values(next.revision).execute();
-        return { ...row, name: next.name, fields: next.fields, updated_at: next.now };
+        return { ...row, name: next.name, fields: next.fields, updated_at: updatedAt };
       });
     },
 
@@ -100,3 +134,9 @@ export function productsRepository(db: Kysely<PublishingDB>, dialect: DialectNam
 }
 
 export type ProductsRepository = ReturnType<typeof productsRepository>;
+
+/** `now`, or one millisecond after `previous` when the clock has not moved past it. */
+function laterThan(now: string, previous: string): string {
+  const p = Date.parse(previous);
+  return Number.isNaN(p) || Date.parse(now) > p ? now : new Date(p + 1).toISOString();
+}

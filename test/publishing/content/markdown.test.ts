@@ -29,26 +29,45 @@ describe('renderMarkdown', () => {
     assert.equal(renderMarkdown('## Usage', { slugger }).headings[0]?.id, 'usage-1');
   });
 
-  it('never passes vendor HTML or unsafe URLs through', () => {
+  it('passes vendor HTML only through the allowlist, never scripts or unsafe URLs', () => {
     const { html } = renderMarkdown([
       '<script>alert(1)</script>',
       '<img src=x onerror=alert(1)>',
-      '[js](javascript:alert(1)) [vb](vbscript:x) [ok](https://example.com "T") [mail](mailto:a@b.example)',
+      '[js](javascript:alert(1)) [vb](vbscript:x) [ok](https://example.com "T") [mail](mailto:a@b.example) [top](#top)',
       '![data](data:image/png;base64,AAAA) ![pic](https://example.com/a.png)',
-      '<iframe src="https://evil.example"></iframe><style>body{}</style>',
+      '<iframe src="https://evil.example"></iframe><style>body{}</style><form action="https://evil.example"><input name=a></form>',
+      '<details open><summary>More</summary><kbd>Ctrl</kbd> <a href="https://x.example" target="_blank" onclick="x()" style="position:fixed">x</a></details>',
+      '<div style="position:fixed;inset:0">cover</div><svg onload=alert(1)><circle/></svg>',
     ].join('\n\n'));
-    // Unsafe input survives only as escaped text, never as a tag or an attribute.
-    assert.doesNotMatch(html, /<script|<iframe|<style|<img[^>]*onerror|href="(?:javascript|vbscript)|src="data:/i);
-    assert.match(html, /<img alt="data" \/>/);
-    assert.match(html, /&lt;script&gt;/);
-    assert.match(html, /<a href="https:\/\/example\.com" title="T" rel="nofollow noopener">ok<\/a>/);
-    assert.match(html, /<a href="mailto:a@b\.example" rel="nofollow noopener">mail<\/a>/);
-    assert.match(html, /<img src="https:\/\/example\.com\/a\.png" alt="pic" \/>/);
+    assert.doesNotMatch(html, /<script|<iframe|<style|<form|<input|<svg|onerror|onclick|onload|target=|style=|href="(?:javascript|vbscript)|src="data:/i);
+    assert.doesNotMatch(html, /alert\(1\)<|body\{\}/);
+    assert.match(html, /<img alt="data" loading="lazy" \/>/);
+    assert.match(html, /<a href="https:\/\/example\.com" title="T" rel="nofollow ugc noopener">ok<\/a>/);
+    assert.match(html, /<a href="mailto:a@b\.example" rel="nofollow ugc noopener">mail<\/a>/);
+    assert.match(html, /<a href="#top">top<\/a>/);
+    assert.match(html, /<img src="https:\/\/example\.com\/a\.png" alt="pic" loading="lazy" \/>/);
+    assert.match(html, /<details open><summary>More<\/summary><kbd>Ctrl<\/kbd> <a href="https:\/\/x\.example" rel="nofollow ugc noopener">x<\/a><\/details>/);
+    assert.match(html, /<div>cover<\/div>/);
+  });
+
+  it('keeps only the heading ids it generated, never ids from raw HTML', () => {
+    const { html } = renderMarkdown('## Real\n\n<h2 id="install">Fake</h2>\n\n<h3 id="real">Clash</h3>');
+    assert.match(html, /<h2 id="real">Real<\/h2>/);
+    assert.match(html, /<h2>Fake<\/h2>/);
+    assert.doesNotMatch(html, /id="install"/);
+    assert.match(html, /<h3>Clash<\/h3>/);
+    assert.doesNotMatch(renderMarkdown('<h2 data-pier-x="a">x</h2>').html, /data-pier|id=/);
+  });
+
+  it('shifts heading levels by the offset, capped at h6', () => {
+    const { html, headings } = renderMarkdown('# A\n##### B\n###### C', { headingOffset: 1 });
+    assert.match(html, /<h2 id="a">A<\/h2>\n<h6 id="b">B<\/h6>\n<h6 id="c">C<\/h6>/);
+    assert.deepEqual(headings.map((h) => h.level), [2, 6, 6]);
   });
 
   it('linkifies bare URLs, keeps code classes and table alignment, hides comments', () => {
     const { html } = renderMarkdown('See www.example.com <!-- secret -->\n\n```js\nx\n```\n\n| a |\n|--:|\n| 1 |');
-    assert.match(html, /<a href="http:\/\/www\.example\.com" rel="nofollow noopener">www\.example\.com<\/a>/);
+    assert.match(html, /<a href="http:\/\/www\.example\.com" rel="nofollow ugc noopener">www\.example\.com<\/a>/);
     assert.match(html, /<code class="language-js">/);
     assert.match(html, /<th style="text-align:right">a<\/th>/);
     assert.doesNotMatch(html, /secret/);

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { sanitizeSvg, sniffRasterImage } from '../../../src/publishing/content/svg.js';
+import { PRESENTATION } from '../../../src/publishing/content/svg-allowlist.js';
+import { cssUnescape, sanitizeSvg, sniffRasterImage } from '../../../src/publishing/content/svg.js';
 
 const NS = 'xmlns="http://www.w3.org/2000/svg"';
 
@@ -152,5 +153,57 @@ describe('sniffRasterImage', () => {
     for (const b of [bytes(), bytes(0x89, 0x50, 0x4e, 0x47), ascii('GIF88a'), ascii('RIFF\x10\x00\x00\x00WAVE'), ascii('<svg/>'), bytes(0xff, 0xd8)]) {
       assert.equal(sniffRasterImage(b), null);
     }
+  });
+});
+
+describe('sanitizeSvg: presentation attributes are judged as CSS values', () => {
+  // Each made Chromium fetch from an outside host when the SVG was inline (issue 7): CSS
+  // escapes, hex escapes, comments and fetching functions other than url().
+  const hostile = [
+    'u\\rl(https://evil.example/a)',
+    '\\75 rl(https://evil.example/a)',
+    '\\000075rl(https://evil.example/a)',
+    'U\\52L(https://evil.example/a)',
+    "image-set('https://evil.example/a.png' 1x)",
+    "-webkit-image-set('https://evil.example/a.png' 1x)",
+    'url(#ok) , image(https://evil.example/a.png)',
+    "cross-fade(url(#a), 'https://evil.example/b.png')",
+    'src(https://evil.example/a)',
+    'u/**/rl(https://evil.example/a)',
+    'url(\\68ttps://evil.example/a)',
+    "url('\\2f\\2f evil.example/a')",
+    'url(javascript:alert(1))',
+    'url(&#100;ata:image/png;base64,AAAA)',
+    'element(#x)',
+    'paint(x)',
+  ];
+
+  for (const attr of [...PRESENTATION].sort()) {
+    it(`${attr}: drops every hostile value and keeps a plain one`, () => {
+      for (const value of hostile) {
+        const markup = `<svg><rect width="1" ${attr}="${value.replace(/"/g, '&quot;')}"/></svg>`;
+        assert.equal(clean(markup), `<svg ${NS}><rect width="1"/></svg>`, `${attr}="${value}"`);
+      }
+      assert.equal(clean(`<svg><rect width="1" ${attr}="inherit"/></svg>`), `<svg ${NS}><rect width="1" ${attr}="inherit"/></svg>`);
+    });
+  }
+
+  it('keeps local references and colour functions in presentation attributes', () => {
+    assert.equal(
+      clean('<svg><rect width="1" fill="url(#g)" stroke="rgb(1, 2, 3)" mask="url(\'#m\')" filter="url(#f)"/></svg>'),
+      `<svg ${NS}><rect width="1" fill="url(#g)" stroke="rgb(1, 2, 3)" mask="url('#m')" filter="url(#f)"/></svg>`,
+    );
+  });
+
+  it('unescapes CSS as the CSS Syntax spec does', () => {
+    assert.equal(cssUnescape('\\75 rl'), 'url');
+    assert.equal(cssUnescape('u\\rl'), 'url');
+    assert.equal(cssUnescape('\\000075rl'), 'url');
+    assert.equal(cssUnescape('a\\0 b'), 'a\uFFFDb');
+    assert.equal(cssUnescape('a\\'), 'a\uFFFD');
+  });
+
+  it('drops style attributes that hide declarations in comments', () => {
+    assert.equal(clean('<svg><rect width="1" style="fill:red/*;*/;stroke:blue"/></svg>'), `<svg ${NS}><rect width="1"/></svg>`);
   });
 });

@@ -1,0 +1,78 @@
+import { Icon, Layout } from './layout.js';
+import type { CatalogPageModel, SiteInfo } from './model.js';
+
+function pageHref(query: string, page: number): string {
+  const params = new URLSearchParams();
+  if (query) params.set('q', query);
+  if (page > 1) params.set('page', String(page));
+  const s = params.toString();
+  return s ? `/?${s}` : '/';
+}
+
+export function CatalogPage(props: { site: SiteInfo; m: CatalogPageModel }) {
+  const { site, m } = props;
+  const searching = m.query !== '';
+  const heading = searching
+    ? `${m.total} ${m.total === 1 ? 'extension matches' : 'extensions match'} “${m.query}”`
+    : 'Extensions';
+  return (
+    <Layout
+      site={site}
+      query={m.query}
+      head={{
+        title: searching ? `Search: ${m.query} · ${site.name}` : `${site.name}: extensions`,
+        description: `Extensions for the analytics platform, installable from their update sites.`,
+        canonical: `${site.baseUrl}${pageHref(m.query, m.page)}`,
+        // Search result pages are not worth indexing; the catalog itself is.
+        noindex: searching,
+      }}
+    >
+      <div class="wrap">
+        <div class="catalog-head">
+          <h1>{heading}</h1>
+          {searching ? (
+            <p>
+              <a href="/">Show all extensions</a>
+            </p>
+          ) : (
+            <p>Browse extensions and install them from their update sites.</p>
+          )}
+        </div>
+        {m.cards.length ? (
+          <ul class="cards">
+            {m.cards.map((c) => (
+              <li key={c.id}>
+                <a class="card" href={`/product/${c.id}`} style={{ '--c1': c.colors.color1, '--c2': c.colors.color2, '--fg': c.colors.text, ...(c.colors.scrim ? { '--scrim': c.colors.scrim } : {}) }}>
+                  <Icon url={c.iconUrl} name={c.name} size={56} />
+                  <h2>{c.name}</h2>
+                  {c.description ? <p>{c.description}</p> : null}
+                </a>
+              </li>
+            ))}
+          </ul>
+        ) : (
+          <p class="empty">
+            {searching ? 'No extension matches your search. Try fewer or other words.' : 'No extensions are live yet.'}
+          </p>
+        )}
+        {m.pages > 1 ? (
+          <nav class="pagination" aria-label="Pages">
+            {m.page > 1 ? (
+              <a class="page-step" href={pageHref(m.query, m.page - 1)} rel="prev">
+                ← Previous
+              </a>
+            ) : null}
+            <span class="page-current" aria-current="page">
+              Page {m.page} of {m.pages}
+            </span>
+            {m.page < m.pages ? (
+              <a class="page-step" href={pageHref(m.query, m.page + 1)} rel="next">
+                Next →
+              </a>
+            ) : null}
+          </nav>
+        ) : null}
+      </div>
+    </Layout>
+  );
+}

@@ -1,0 +1,148 @@
+// Product rows → what the pages show. Pure functions: no I/O, so the page service can cache
+// their output by the inputs it read.
+import { createHash } from 'node:crypto';
+import { renderProductContent } from '../content/product-content.js';
+import type { FileEntry, LabelSummary } from '../files/reader.js';
+import type { ProductFields } from '../products/fields.js';
+import { normalizeHex, readableOn, textColorOn } from './colors.js';
+import type { CatalogCard, Colors, InstallLabel, ProductPageModel, SiteInfo, WorkflowFile } from './model.js';
+import { PAGE_IDS } from './product-page.js';
+
+/** What was uploaded for a product (files/reader.ts). */
+export interface ProductFilesView {
+  labels: LabelSummary[];
+  workflows: FileEntry[];
+}
+
+export interface ProductInput {
+  id: string;
+  state: 'hidden' | 'live';
+  fields: ProductFields;
+}
+
+/** A stable default gradient from the product id, for products that set no colours. */
+function defaultColors(id: string): [string, string] {
+  const hue = createHash('sha256').update(id).digest()[0]! * (360 / 256);
+  return [hslHex(hue, 0.55, 0.36), hslHex((hue + 40) % 360, 0.6, 0.5)];
+}
+
+function hslHex(h: number, s: number, l: number): string {
+  const a = s * Math.min(l, 1 - l);
+  const f = (n: number) => {
+    const k = (n + h / 30) % 12;
+    const c = l - a * Math.max(-1, Math.min(k - 3, 9 - k, 1));
+    return Math.round(c * 255).toString(16).padStart(2, '0');
+  };
+  return `#${f(0)}${f(8)}${f(4)}`;
+}
+
+export function productColors(id: string, style: ProductFields['style']): Colors {
+  const [d1, d2] = defaultColors(id);
+  const color1 = normalizeHex(style?.color1, d1);
+  // One colour set: a flat header in that colour rather than a clash with the default.
+  const color2 = normalizeHex(style?.color2, style?.color1 ? color1 : d2);
+  return { color1, color2, ...readableOn([color1, color2]) };
+}
+
+/** Short version tag of the icon so its URL changes when the icon does; null without one. */
+export function iconVersion(fields: ProductFields): string | null {
+  const icon = fields.icon ?? fields.iconBase64;
+  return icon ? createHash('sha256').update(icon).digest('hex').slice(0, 12) : null;
+}
+
+function iconUrl(p: ProductInput): string | null {
+  const v = iconVersion(p.fields);
+  return v ? `/product/${p.id}/icon?v=${v}` : null;
+}
+
+export function catalogCard(p: ProductInput): CatalogCard {
+  return {
+    id: p.id,
+    name: p.fields.name,
+    description: p.fields.description ?? '',
+    iconUrl: iconUrl(p),
+    colors: productColors(p.id, p.fields.style),
+  };
+}
+
+/** Numeric-aware descending order ("5.10" above "5.9"). */
+function compareLabelsDesc(a: string, b: string): number {
+  return b.localeCompare(a, 'en', { numeric: true });
+}
+
+/**
+ * The labels to offer, best first: the one equal to the current platform release is
+ * recommended, else the highest (issue 7).
+ */
+export function installLabels(
+  site: SiteInfo,
+  productId: string,
+  labels: ProductFilesView['labels'],
+  release: string | null,
+): InstallLabel[] {
+  // A label is an update site once its folder has files; an archive alone serves nothing.
+  const sorted = labels.filter((l) => l.files > 0).sort((a, b) => compareLabelsDesc(a.label, b.label));
+  const recommended = sorted.find((l) => l.label === release)?.label ?? sorted[0]?.label ?? null;
+  const base = `${site.downloadUrl}/${productId}`;
+  const rows = sorted.map((l) => ({
+    label: l.label,
+    url: `${base}/${l.label}`,
+    recommended: l.label === recommended,
+    archiveUrl: l.hasArchive ? `${base}/${l.label}.zip` : null,
+    archiveBytes: l.archiveBytes,
+    lastUploadAt: l.lastUploadAt,
+  }));
+  return [...rows.filter((r) => r.recommended), ...rows.filter((r) => !r.recommended)];
+}
+
+export function productPageModel(
+  site: SiteInfo,
+  p: ProductInput,
+  release: string | null,
+  files: ProductFilesView | null,
+): ProductPageModel {
+  const f = p.fields;
+  const colors = productColors(p.id, f.style);
+  const content = renderProductContent(f, release, PAGE_IDS);
+  const badgeColor = normalizeHex(f.style?.badgeColor, colors.color1);
+  const workflows: WorkflowFile[] | null = files
+    ? files.workflows.map((w) => ({
+        path: w.path,
+        url: `${site.downloadUrl}/workflows/${p.id}/${w.path.split('/').map(encodeURIComponent).join('/')}`,
+        size: w.size,
+      }))
+    : null;
+  return {
+    id: p.id,
+    name: f.name,
+    description: f.description ?? '',
+    hidden: p.state !== 'live',
+    pageUrl: `${site.baseUrl}/product/${p.id}`,
+    iconUrl: iconUrl(p),
+    colors,
+    backgroundImageUrl: f.style?.backgroundImageUrl ? cssUrl(f.style.backgroundImageUrl) : null,
+    badge: content.latest
+      ? { version: content.latest.version, date: content.latest.date, color: badgeColor, text: textColorOn([badgeColor]) }
+      : null,
+    content,
+    labels: files ? installLabels(site, p.id, files.labels, release) : null,
+    workflows,
+    contact: f.contact ?? null,
+    feedUrl: `/product/${p.id}/releases.atom`,
+  };
+}
+
+/**
+ * A stored background URL (validated absolute http(s) on PATCH) made safe inside CSS
+ * `url("…")`: the URL serializer percent-encodes quotes and spaces; the rest is escaped here.
+ */
+export function cssUrl(raw: string): string | null {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return null;
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return null;
+  return url.href.replace(/["'()\\\s<>]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`);
+}

@@ -1,0 +1,306 @@
+import type { JSX } from 'preact';
+import type { RenderedRelease } from '../content/product-content.js';
+import { Icon, Layout } from './layout.js';
+import type { ProductPageModel, SiteInfo } from './model.js';
+
+/** Ids the page itself uses; vendor headings get other ids (content/product-content.ts). */
+export const PAGE_IDS = ['main', 'install', 'overview', 'changelog', 'faq', 'workflows', 'license', 'contact', 'copy-status', 'site-search'];
+
+/** Vendor HTML that went through the sanitizer allowlist (content/markdown.ts). */
+function Sanitized(props: { html: string; class?: string }) {
+  return <div class={props.class ?? 'prose'} dangerouslySetInnerHTML={{ __html: props.html }} />;
+}
+
+interface TocEntry {
+  id: string;
+  text: string;
+  children?: TocEntry[];
+}
+
+function tocEntries(m: ProductPageModel): TocEntry[] {
+  const entries: TocEntry[] = [{ id: 'install', text: 'Install' }];
+  const textHeadings = m.content.headings.filter((h) => h.level <= 3);
+  if (m.content.textHtml !== '') {
+    if (textHeadings.length === 0 || textHeadings[0]?.level !== 2) entries.push({ id: 'overview', text: 'Overview' });
+    for (const h of textHeadings) {
+      const last = entries[entries.length - 1];
+      if (h.level === 3 && last && last.id !== 'install') {
+        last.children = [...(last.children ?? []), { id: h.id, text: h.text }];
+      } else entries.push({ id: h.id, text: h.text });
+    }
+  }
+  if (m.content.changelog?.releases.length || m.content.changelogHtml) entries.push({ id: 'changelog', text: 'Changelog' });
+  if (m.content.faq.length) entries.push({ id: 'faq', text: 'FAQ' });
+  if (m.workflows?.length) entries.push({ id: 'workflows', text: 'Example workflows' });
+  if (m.content.licenseHtml) entries.push({ id: 'license', text: 'License' });
+  if (m.contact) entries.push({ id: 'contact', text: 'Contact' });
+  return entries;
+}
+
+function Toc(props: { entries: TocEntry[] }) {
+  const list = (items: TocEntry[]): JSX.Element => (
+    <ul>
+      {items.map((e) => (
+        <li key={e.id}>
+          <a href={`#${e.id}`}>{e.text}</a>
+          {e.children?.length ? list(e.children) : null}
+        </li>
+      ))}
+    </ul>
+  );
+  return (
+    <nav class="toc" aria-labelledby="toc-title">
+      <h2 id="toc-title">On this page</h2>
+      {list(props.entries)}
+    </nav>
+  );
+}
+
+function Hero(props: { m: ProductPageModel }) {
+  const { m } = props;
+  const style: Record<string, string> = { '--c1': m.colors.color1, '--c2': m.colors.color2, '--fg': m.colors.text };
+  if (m.colors.scrim) style['--scrim'] = m.colors.scrim;
+  if (m.backgroundImageUrl) {
+    // Any picture may sit behind the text: light text on a dark veil stays readable.
+    style['background-image'] = `url("${m.backgroundImageUrl}")`;
+    style['--fg'] = '#ffffff';
+    style['--scrim'] = 'rgb(0 0 0 / 55%)';
+  }
+  return (
+    <header class="hero" style={style}>
+      <div class="hero-inner">
+        <Icon url={m.iconUrl} name={m.name} size={96} />
+        <div>
+          <h1>{m.name}</h1>
+          {m.description ? <p class="tagline">{m.description}</p> : null}
+          {m.badge ? (
+            <p class="hero-meta">
+              <span class="sr-only">Latest version</span>
+              <span class="version-badge" style={{ background: m.badge.color, color: m.badge.text }}>
+                {m.badge.version}
+              </span>
+              <span>
+                released <time dateTime={m.badge.date}>{formatDate(m.badge.date)}</time>
+              </span>
+            </p>
+          ) : null}
+        </div>
+      </div>
+    </header>
+  );
+}
+
+function formatBytes(n: number): string {
+  if (n < 1024) return `${n} B`;
+  const units = ['KB', 'MB', 'GB'];
+  let v = n / 1024;
+  let u = 0;
+  while (v >= 1024 && u < units.length - 1) {
+    v /= 1024;
+    u++;
+  }
+  return `${v >= 10 ? v.toFixed(0) : v.toFixed(1)} ${units[u]}`;
+}
+
+const MONTHS = ['January', 'February', 'March', 'April', 'May', 'June', 'July', 'August', 'September', 'October', 'November', 'December'];
+
+/** "1 May 2024" from "2024-05-01", independent of the server's locale. */
+export function formatDate(iso: string): string {
+  const [y, mo, d] = iso.slice(0, 10).split('-').map(Number);
+  return `${d} ${MONTHS[(mo ?? 1) - 1]} ${y}`;
+}
+
+function Install(props: { m: ProductPageModel }) {
+  const { m } = props;
+  const labels = m.labels ?? [];
+  return (
+    <section class="card-section install" aria-labelledby="install">
+      <h2 id="install">Install</h2>
+      {labels.length ? (
+        <>
+          <p class="hint">
+            In the platform, choose <strong>Help › Install New Software…</strong>, add the update site URL below and
+            select the extension.
+          </p>
+          <ul class="labels">
+            {labels.map((l) => (
+              <li key={l.label} class={l.recommended ? 'label-row recommended' : 'label-row'}>
+                <div class="label-head">
+                  <span class="label-name">{l.label}</span>
+                  {l.recommended ? <span class="pill">Recommended</span> : null}
+                </div>
+                <div class="url-line">
+                  <code class="url" id={`url-${l.label}`}>
+                    {l.url}
+                  </code>
+                  <button type="button" class="button secondary copy" data-copy={l.url} aria-describedby={`url-${l.label}`} hidden>
+                    Copy URL
+                  </button>
+                </div>
+                {l.archiveUrl ? (
+                  <p class="label-foot">
+                    Offline installation: <a href={l.archiveUrl}>download the archive</a> ({formatBytes(l.archiveBytes)}, zip)
+                  </p>
+                ) : null}
+              </li>
+            ))}
+          </ul>
+          <p id="copy-status" class="sr-only" aria-live="polite" />
+        </>
+      ) : (
+        <p class="hint">No update site has been uploaded yet.</p>
+      )}
+      {m.content.instructionsHtml ? (
+        <>
+          <h3>After installing</h3>
+          <Sanitized html={m.content.instructionsHtml} />
+        </>
+      ) : null}
+    </section>
+  );
+}
+
+const BADGE_CLASS: Record<string, string> = {
+  Added: 'badge-added',
+  Changed: 'badge-changed',
+  Deprecated: 'badge-deprecated',
+  Removed: 'badge-removed',
+  Fixed: 'badge-fixed',
+  Security: 'badge-security',
+  Info: 'badge-info',
+};
+
+function Release(props: { r: RenderedRelease }) {
+  const { r } = props;
+  return (
+    <article class="release" aria-labelledby={r.id}>
+      <h3 id={r.id}>
+        <span>{r.version}</span>
+        {r.date ? (
+          <time class="release-date" dateTime={r.date}>
+            {formatDate(r.date)}
+          </time>
+        ) : null}
+        {r.yanked ? <span class="badge badge-yanked">Yanked</span> : null}
+        {r.breaking ? <span class="badge badge-breaking">Breaking</span> : null}
+      </h3>
+      {r.summaryHtml ? <Sanitized html={r.summaryHtml} /> : null}
+      {r.sections.map((s, i) => (
+        <div key={`${s.type}-${i}`} class="prose">
+          <h4 class="change-type">{s.known ? <span class={`badge ${BADGE_CLASS[s.type]}`}>{s.type}</span> : s.type}</h4>
+          <ul>
+            {s.itemsHtml.map((html, j) => (
+              <li key={j} dangerouslySetInnerHTML={{ __html: html }} />
+            ))}
+          </ul>
+        </div>
+      ))}
+    </article>
+  );
+}
+
+function Changelog(props: { m: ProductPageModel }) {
+  const c = props.m.content;
+  if (!c.changelog?.releases.length && !c.changelogHtml) return null;
+  return (
+    <section class="card-section" aria-labelledby="changelog">
+      <h2 id="changelog">Changelog</h2>
+      {c.changelog ? (
+        <>
+          {c.changelog.introHtml ? <Sanitized html={c.changelog.introHtml} /> : null}
+          {c.changelog.releases.map((r) => (
+            <Release key={r.id} r={r} />
+          ))}
+        </>
+      ) : (
+        <Sanitized html={c.changelogHtml} />
+      )}
+    </section>
+  );
+}
+
+function Faq(props: { m: ProductPageModel }) {
+  const faq = props.m.content.faq;
+  if (!faq.length) return null;
+  return (
+    <section class="card-section" aria-labelledby="faq">
+      <h2 id="faq">Frequently asked questions</h2>
+      {faq.map((e) => (
+        <div key={e.id} class="faq-item">
+          <h3 id={e.id}>
+            <a href={`#${e.id}`}>{e.question}</a>
+          </h3>
+          <Sanitized html={e.answerHtml} />
+        </div>
+      ))}
+    </section>
+  );
+}
+
+export function ProductPage(props: { site: SiteInfo; m: ProductPageModel }) {
+  const { site, m } = props;
+  const c = m.content;
+  return (
+    <Layout
+      site={site}
+      script={(m.labels?.length ?? 0) > 0}
+      head={{
+        title: `${m.name} · ${site.name}`,
+        description: m.description || `${m.name} on ${site.name}`,
+        canonical: m.pageUrl,
+        noindex: m.hidden,
+        ...(m.iconUrl ? { ogImage: `${site.baseUrl}${m.iconUrl}` } : {}),
+        feed: { title: `${m.name}: releases`, href: m.feedUrl },
+      }}
+    >
+      {m.hidden ? (
+        <div class="notice" role="status">
+          <p>
+            <strong>Not live yet.</strong> This page is reachable by its address but is not listed in the catalog,
+            search or feeds until staff make it live.
+          </p>
+        </div>
+      ) : null}
+      <Hero m={m} />
+      <div class="page">
+        <Toc entries={tocEntries(m)} />
+        <div class="content">
+          <Install m={m} />
+          {c.textHtml ? (
+            <section class="card-section" aria-label="Overview" id="overview">
+              <Sanitized html={c.textHtml} />
+            </section>
+          ) : null}
+          <Changelog m={m} />
+          <Faq m={m} />
+          {m.workflows?.length ? (
+            <section class="card-section" aria-labelledby="workflows">
+              <h2 id="workflows">Example workflows</h2>
+              <ul class="files">
+                {m.workflows.map((w) => (
+                  <li key={w.path}>
+                    <a href={w.url}>{w.path}</a> <small>{formatBytes(w.size)}</small>
+                  </li>
+                ))}
+              </ul>
+            </section>
+          ) : null}
+          {c.licenseHtml ? (
+            <section class="card-section" aria-labelledby="license">
+              <h2 id="license">License</h2>
+              <Sanitized html={c.licenseHtml} />
+            </section>
+          ) : null}
+          {m.contact ? (
+            <section class="card-section" aria-labelledby="contact">
+              <h2 id="contact">Contact</h2>
+              <p>
+                {m.contact.name} · <a href={`mailto:${m.contact.email}`}>{m.contact.email}</a>
+              </p>
+            </section>
+          ) : null}
+        </div>
+      </div>
+    </Layout>
+  );
+}

@@ -1,0 +1,95 @@
+// Public pages, feeds, badge, icon and discovery files (issue 7). Thin: validate, call the
+// pages service, present with caching headers and a strict Content-Security-Policy.
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
+import type { HttpApp } from '../../infra/http.js';
+import { STATIC_ASSETS } from './assets.js';
+import type { PagesService, Served } from './service.js';
+
+/**
+ * Pages run no inline script and load nothing from elsewhere except images vendors link in
+ * their Markdown; inline style attributes carry the product colours (values we validated).
+ */
+export const PAGE_CSP = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "style-src-attr 'unsafe-inline'",
+  'img-src * data:',
+  "form-action 'self'",
+  "base-uri 'none'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+/** Icons and badges are images: nothing in them may run or load (also when opened directly). */
+export const IMAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; sandbox";
+
+const ProductParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 200 }) });
+const CatalogQuery = Type.Object(
+  {
+    q: Type.Optional(Type.String({ maxLength: 200 })),
+    page: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,4}$' })),
+    // The icon URL's version tag: any value, it only busts caches.
+  },
+  { additionalProperties: true },
+);
+const IconQuery = Type.Object({ v: Type.Optional(Type.String({ maxLength: 64 })) }, { additionalProperties: true });
+
+/** 304 when the client already has this version; otherwise the body with its ETag. */
+function send(req: FastifyRequest, reply: FastifyReply, s: Served, cacheControl: string, csp = PAGE_CSP) {
+  reply.header('etag', s.etag).header('cache-control', cacheControl).header('content-security-policy', csp).type(s.type);
+  const match = req.headers['if-none-match'];
+  if (match?.split(',').some((t) => t.trim().replace(/^W\//, '') === s.etag)) return reply.code(304).send();
+  return reply.send(s.body);
+}
+
+// Always revalidated: a change shows on the next request, while unchanged pages cost a 304.
+const REVALIDATE = 'no-cache';
+
+export function registerPageRoutes(app: HttpApp, pages: PagesService): void {
+  const notFound = (reply: FastifyReply, what: string) => {
+    const s = pages.notFound(what);
+    return reply.code(404).header('content-security-policy', PAGE_CSP).header('cache-control', REVALIDATE).type(s.type).send(s.body);
+  };
+
+  app.get('/', { schema: { querystring: CatalogQuery } }, async (req, reply) => {
+    const { served } = await pages.catalog((req.query.q ?? '').trim(), Number(req.query.page ?? 1));
+    return send(req, reply, served, REVALIDATE);
+  });
+
+  app.get('/product/:id', { schema: { params: ProductParams } }, async (req, reply) => {
+    const s = await pages.productPage(req.params.id);
+    if (!s) return notFound(reply, `There is no extension "${req.params.id}".`);
+    return send(req, reply, s, REVALIDATE);
+  });
+
+  app.get('/product/:id/icon', { schema: { params: ProductParams, querystring: IconQuery } }, async (req, reply) => {
+    const icon = await pages.icon(req.params.id);
+    if (!icon) return notFound(reply, `"${req.params.id}" has no icon.`);
+    // Pages link the icon as ?v=<hash of the icon>; that exact version never changes.
+    const immutable = req.query.v === icon.version;
+    return send(req, reply, icon.served, immutable ? 'public, max-age=31536000, immutable' : REVALIDATE, IMAGE_CSP);
+  });
+
+  app.get('/product/:id/badge.svg', { schema: { params: ProductParams } }, async (req, reply) => {
+    const s = await pages.badge(req.params.id);
+    if (!s) return notFound(reply, `There is no extension "${req.params.id}".`);
+    return send(req, reply, s, REVALIDATE, IMAGE_CSP);
+  });
+
+  app.get('/product/:id/releases.atom', { schema: { params: ProductParams } }, async (req, reply) => {
+    const s = await pages.productFeed(req.params.id);
+    if (!s) return notFound(reply, `There is no live extension "${req.params.id}".`);
+    return send(req, reply, s, REVALIDATE);
+  });
+
+  app.get('/releases.atom', async (req, reply) => send(req, reply, await pages.siteFeed(), REVALIDATE));
+  app.get('/sitemap.xml', async (req, reply) => send(req, reply, await pages.sitemap(), REVALIDATE));
+  app.get('/robots.txt', async (req, reply) => send(req, reply, pages.robots(), REVALIDATE));
+
+  for (const asset of STATIC_ASSETS) {
+    app.get(asset.path, async (_req, reply) =>
+      reply.header('cache-control', 'public, max-age=31536000, immutable').type(asset.type).send(asset.body),
+    );
+  }
+}

@@ -1,0 +1,264 @@
+// Everything the public pages serve, rendered once per product and cached until something it
+// was built from changes (issue 7 "Quality"). The cache key comes from cheap reads made on
+// every request (state and updated_at of the row, the platform release setting, the files'
+// change stamp), never from a timer, so a PATCH, an upload, a staff command in another
+// process or a second instance shows on the very next request (DESIGN "Changes made by
+// another process"). Keys are read before the content, so a change racing a render can only
+// make the cached copy look older than it is (re-rendered next time), never newer.
+import { createHash } from 'node:crypto';
+import { versionBadge } from '../content/badge.js';
+import { type FeedProduct, productFeed, siteFeed } from '../content/feeds.js';
+import { sanitizeSvg, sniffRasterImage } from '../content/svg.js';
+import type { ProductFilesReader } from '../files/reader.js';
+import type { ProductFields } from '../products/fields.js';
+import type { ProductRow, ProductsRepository } from '../products/repository.js';
+import { CatalogPage } from './catalog-page.js';
+import type { CatalogCard, CatalogPageModel, ProductPageModel, SiteInfo } from './model.js';
+import { NotFoundPage } from './not-found-page.js';
+import { ProductPage } from './product-page.js';
+import { catalogCard, iconVersion, type ProductFilesView, type ProductInput, productPageModel } from './presenter.js';
+import { renderDocument } from './render.js';
+
+export interface PagesServiceDeps {
+  repo: ProductsRepository;
+  site: SiteInfo;
+  /** Uploaded files (labels, workflows) and their change stamp. */
+  files: ProductFilesReader;
+  /** Products kept rendered at once (least recently used are dropped). */
+  cacheSize?: number;
+}
+
+export interface Served {
+  body: Buffer;
+  type: string;
+  etag: string;
+}
+
+interface Rendered {
+  key: string;
+  state: ProductRow['state'];
+  updatedAt: string;
+  input: ProductInput;
+  model: ProductPageModel;
+  // Built on first use:
+  page?: Served;
+  feed?: Served;
+  badge?: Served;
+  icon?: Served | null;
+}
+
+export const CATALOG_PAGE_SIZE = 24;
+
+const HTML = 'text/html; charset=utf-8';
+
+function etagOf(body: string | Buffer): string {
+  return `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`;
+}
+
+/** Bodies are kept encoded: a cached page is written to the socket without re-encoding. */
+function served(body: string | Buffer, type: string): Served {
+  const bytes = typeof body === 'string' ? Buffer.from(body) : body;
+  return { body: bytes, type, etag: etagOf(bytes) };
+}
+
+/** Lower-cased, accents removed: "Café" matches "cafe". */
+function fold(s: string): string {
+  return s.normalize('NFKD').replace(/\p{M}/gu, '').toLowerCase();
+}
+
+function parseFields(row: ProductRow): ProductFields {
+  return { ...(JSON.parse(row.fields) as ProductFields), name: row.name };
+}
+
+export function pagesService({ repo, site, files, cacheSize = 500 }: PagesServiceDeps) {
+  const cache = new Map<string, Rendered>();
+  const building = new Map<string, Promise<Rendered>>();
+
+  function remember(id: string, entry: Rendered): void {
+    cache.delete(id);
+    cache.set(id, entry);
+    if (cache.size > cacheSize) cache.delete(cache.keys().next().value as string);
+  }
+
+  async function build(id: string, key: string, release: string | null): Promise<Rendered | null> {
+    const row = await repo.find(id);
+    if (!row) return null;
+    const [labels, workflows] = await Promise.all([files.listLabels(id), files.listFiles(id, 'workflows')]);
+    const filesView: ProductFilesView = { labels, workflows };
+    const input: ProductInput = { id: row.id, state: row.state, fields: parseFields(row) };
+    return { key, state: row.state, updatedAt: row.updated_at, input, model: productPageModel(site, input, release, filesView) };
+  }
+
+  /** The product's rendering for its current data, or null for an unknown product. */
+  async function product(id: string): Promise<Rendered | null> {
+    const stamp = await repo.pageStamp(id);
+    if (!stamp) return null;
+    const filesStamp = await files.changeStamp(id);
+    const key = JSON.stringify([stamp.state, stamp.updated_at, stamp.release, filesStamp]);
+    const hit = cache.get(id);
+    if (hit?.key === key) return hit;
+    // Concurrent requests for the same new version share one render.
+    const flight = `${id}\u0000${key}`;
+    let pending = building.get(flight);
+    if (!pending) {
+      pending = build(id, key, stamp.release).then((r) => {
+        if (r) remember(id, r);
+        return r as Rendered;
+      });
+      building.set(flight, pending);
+      pending.finally(() => building.delete(flight)).catch(() => {});
+    }
+    return (await pending) ?? null;
+  }
+
+  function feedProduct(r: Rendered): FeedProduct {
+    return {
+      id: r.input.id,
+      name: r.model.name,
+      description: r.model.description,
+      pageUrl: r.model.pageUrl,
+      author: r.model.contact?.name ?? r.model.name,
+      updatedAt: r.updatedAt,
+      releases: r.model.content.changelog?.releases ?? [],
+    };
+  }
+
+  /**
+   * Live products as catalog cards with their search text, kept per product until its row
+   * changes (only the card, never the page fields, so memory stays small).
+   */
+  interface IndexEntry {
+    updatedAt: string;
+    card: CatalogCard;
+    /** Folded name, and name + description: what search matches. */
+    name: string;
+    text: string;
+  }
+  const catalogIndex = new Map<string, IndexEntry>();
+
+  async function liveProducts(): Promise<(IndexEntry & { id: string })[]> {
+    const stamps = await repo.liveStamps();
+    const stale = stamps.filter((s) => catalogIndex.get(s.id)?.updatedAt !== s.updated_at).map((s) => s.id);
+    for (const row of await repo.findLive(stale)) {
+      const fields = parseFields(row);
+      // The crawler will add node names here, so search finds products by their nodes too.
+      catalogIndex.set(row.id, {
+        updatedAt: row.updated_at,
+        card: catalogCard({ id: row.id, state: row.state, fields }),
+        name: fold(fields.name),
+        text: fold(`${fields.name}\n${fields.description ?? ''}`),
+      });
+    }
+    const live = new Set(stamps.map((s) => s.id));
+    for (const id of catalogIndex.keys()) if (!live.has(id)) catalogIndex.delete(id);
+    return stamps.flatMap((s) => {
+      const e = catalogIndex.get(s.id);
+      return e ? [{ id: s.id, ...e }] : [];
+    });
+  }
+
+  return {
+    site,
+
+    /** The product page (also while hidden, with a notice and noindex), or null. */
+    async productPage(id: string): Promise<Served | null> {
+      const r = await product(id);
+      if (!r) return null;
+      r.page ??= served(renderDocument(ProductPage({ site, m: r.model })), HTML);
+      return r.page;
+    },
+
+    /** The icon as uploaded (SVG sanitized again on the way out) and its version tag, or null. */
+    async icon(id: string): Promise<{ served: Served; version: string } | null> {
+      const r = await product(id);
+      if (!r) return null;
+      if (r.icon === undefined) r.icon = iconOf(r.input.fields);
+      const version = iconVersion(r.input.fields);
+      return r.icon && version ? { served: r.icon, version } : null;
+    },
+
+    /** Atom feed of a live product's releases; hidden products have none. */
+    async productFeed(id: string): Promise<Served | null> {
+      const r = await product(id);
+      if (r?.state !== 'live') return null;
+      r.feed ??= served(productFeed(feedProduct(r), `${r.model.pageUrl}/releases.atom`), 'application/atom+xml; charset=utf-8');
+      return r.feed;
+    },
+
+    async badge(id: string): Promise<Served | null> {
+      const r = await product(id);
+      if (!r) return null;
+      r.badge ??= served(versionBadge(r.model.name, r.model.badge?.version ?? null, r.model.badge?.color ?? r.model.colors.color1), 'image/svg+xml; charset=utf-8');
+      return r.badge;
+    },
+
+    /** Every live product's releases, newest first. */
+    async siteFeed(): Promise<Served> {
+      const ids = (await liveProducts()).map((p) => p.id);
+      const rendered = (await Promise.all(ids.map((id) => product(id)))).filter((r): r is Rendered => r?.state === 'live');
+      const xml = siteFeed(rendered.map(feedProduct), { name: site.name, baseUrl: site.baseUrl, selfUrl: `${site.baseUrl}/releases.atom` });
+      return served(xml, 'application/atom+xml; charset=utf-8');
+    },
+
+    /** Catalog of live products, optionally searched (every word must match name or description). */
+    async catalog(query: string, page: number): Promise<{ served: Served; model: CatalogPageModel }> {
+      const words = fold(query).split(/\s+/).filter(Boolean);
+      const all = (await liveProducts()).filter((p) => words.every((w) => p.text.includes(w)));
+      all.sort((a, b) => {
+        // Name hits first when searching, then by name.
+        if (words.length) {
+          const an = words.every((w) => a.name.includes(w));
+          const bn = words.every((w) => b.name.includes(w));
+          if (an !== bn) return an ? -1 : 1;
+        }
+        return a.card.name.localeCompare(b.card.name, 'en', { sensitivity: 'base' }) || (a.id < b.id ? -1 : 1);
+      });
+      const pages = Math.max(1, Math.ceil(all.length / CATALOG_PAGE_SIZE));
+      const current = Math.min(Math.max(1, page), pages);
+      const slice = all.slice((current - 1) * CATALOG_PAGE_SIZE, current * CATALOG_PAGE_SIZE);
+      const model: CatalogPageModel = { query, cards: slice.map((p) => p.card), total: all.length, page: current, pages };
+      return { served: served(renderDocument(CatalogPage({ site, m: model })), HTML), model };
+    },
+
+    async sitemap(): Promise<Served> {
+      const live = await liveProducts();
+      const urls = [`  <url><loc>${xmlEscape(`${site.baseUrl}/`)}</loc></url>`];
+      for (const p of live) {
+        urls.push(`  <url><loc>${xmlEscape(`${site.baseUrl}/product/${p.id}`)}</loc><lastmod>${p.updatedAt}</lastmod></url>`);
+      }
+      const xml = `<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n${urls.join('\n')}\n</urlset>\n`;
+      return served(xml, 'application/xml; charset=utf-8');
+    },
+
+    robots(): Served {
+      const body = `User-agent: *\nDisallow: /api/\nSitemap: ${site.baseUrl}/sitemap.xml\n`;
+      return served(body, 'text/plain; charset=utf-8');
+    },
+
+    notFound(what: string): Served {
+      return served(renderDocument(NotFoundPage({ site, what })), HTML);
+    },
+  };
+}
+
+export type PagesService = ReturnType<typeof pagesService>;
+
+function xmlEscape(s: string): string {
+  return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+}
+
+const RASTER_TYPES = { png: 'image/png', jpeg: 'image/jpeg', gif: 'image/gif', webp: 'image/webp' } as const;
+
+function iconOf(fields: ProductFields): Served | null {
+  if (fields.icon) {
+    // Sanitized on PATCH; again here so icons stored before a sanitizer fix are served clean.
+    const clean = sanitizeSvg(fields.icon);
+    return 'svg' in clean ? served(clean.svg, 'image/svg+xml; charset=utf-8') : null;
+  }
+  if (fields.iconBase64) {
+    const bytes = Buffer.from(fields.iconBase64, 'base64');
+    const kind = sniffRasterImage(bytes);
+    return kind ? served(bytes, RASTER_TYPES[kind]) : null;
+  }
+  return null;
+}
