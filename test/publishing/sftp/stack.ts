@@ -91,6 +91,9 @@ export function run(cmd: string, args: string[], options: { env?: NodeJS.Process
     });
     child.on('error', reject);
     child.on('close', (code) => resolve({ code, stdout, stderr }));
+    // A command that never reads its stdin (the p2 director) may exit before the write lands:
+    // EPIPE then says nothing about the command, whose exit code and output are checked.
+    child.stdin.on('error', () => {});
     child.stdin.end(options.input ?? '');
   });
 }
