@@ -7,7 +7,7 @@ import { access } from '../auth/authenticate.js';
 import type { RunnerContext } from '../context.js';
 import type { ExecutorRow } from '../executors/repository.js';
 import { presentRun, Run } from './run-routes.js';
-import { errors, IdParams, items, Name, NoContent, Nullable, PROTECTED, StringEnum, Timestamp } from './schemas.js';
+import { errors, IdParams, INT32_MAX, INT32_MIN, MAX_COUNTER, MAX_SIZE, items, Name, NoContent, Nullable, PROTECTED, StringEnum, Timestamp } from './schemas.js';
 
 /** A claimed run stays with its executor this long after the claim or its last heartbeat. */
 export const LEASE_MS = 2 * 60_000;
@@ -29,7 +29,7 @@ const Executor = Type.Object({
 
 const LeaseBody = {
   leaseToken: Type.String({ minLength: 1, maxLength: 200, description: 'the lease token from the claim' }),
-  attempt: Type.Integer({ minimum: 1, description: 'the attempt from the claim' }),
+  attempt: Type.Integer({ minimum: 1, maximum: MAX_COUNTER, description: 'the attempt from the claim' }),
 };
 
 const Claim = Type.Object({
@@ -176,7 +176,7 @@ export function registerExecutorRoutes(app: HttpApp, ctx: RunnerContext): void {
           {
             ...LeaseBody,
             chunks: Type.Array(
-              Type.Object({ seq: Type.Integer({ minimum: 1 }), text: Type.String({ maxLength: 65_536 }) }, { additionalProperties: false }),
+              Type.Object({ seq: Type.Integer({ minimum: 1, maximum: MAX_COUNTER }), text: Type.String({ maxLength: 65_536 }) }, { additionalProperties: false }),
               { minItems: 1, maxItems: 500 },
             ),
           },
@@ -208,14 +208,14 @@ export function registerExecutorRoutes(app: HttpApp, ctx: RunnerContext): void {
           {
             ...LeaseBody,
             status: StringEnum(['succeeded', 'failed']),
-            exitCode: Type.Optional(Nullable(Type.Integer())),
+            exitCode: Type.Optional(Nullable(Type.Integer({ minimum: INT32_MIN, maximum: INT32_MAX }))),
             error: Type.Optional(Nullable(Type.String({ maxLength: 10_000 }))),
             outputs: Type.Optional(
               Type.Array(
                 Type.Object(
                   {
                     name: Type.String({ minLength: 1, maxLength: 500 }),
-                    size: Type.Integer({ minimum: 0 }),
+                    size: Type.Integer({ minimum: 0, maximum: MAX_SIZE }),
                     sha256: Type.Optional(Type.String({ pattern: '^[0-9a-f]{64}$' })),
                     contentType: Type.Optional(Type.String({ maxLength: 200 })),
                   },

@@ -9,7 +9,7 @@ import type { RunnerContext } from '../context.js';
 import type { RunStatus } from '../db/schema.js';
 import { requireProjectAccess } from '../projects/access.js';
 import type { RunLogRow, RunOutputRow, RunRow } from '../runs/repository.js';
-import { errors, Id, IdParams, items, Nullable, NullableTimestamp, page, PROTECTED, StringEnum, Timestamp } from './schemas.js';
+import { CounterString, errors, Id, IdParams, MAX_COUNTER, items, Nullable, NullableTimestamp, page, PROTECTED, StringEnum, Timestamp } from './schemas.js';
 
 export const RunStatusSchema = StringEnum(['queued', 'running', 'succeeded', 'failed', 'cancelled']);
 
@@ -84,7 +84,7 @@ function decodeCursor(cursor: string): { createdAt: string; id: string } {
 }
 
 const TERMINAL = new Set<RunStatus>(['succeeded', 'failed', 'cancelled']);
-const Seq = Type.String({ pattern: '^(0|[1-9][0-9]{0,9})$', description: 'a log sequence number' });
+const Seq = CounterString('a log sequence number (0-999999999)');
 
 /** Poll interval of the live log stream; the database is the source of truth across instances. */
 export const LOG_STREAM_POLL_MS = 500;
@@ -116,7 +116,7 @@ export function registerRunRoutes(app: HttpApp, ctx: RunnerContext): void {
         operationId: 'startRun',
         params: IdParams,
         body: Type.Object(
-          { version: Type.Optional(Type.Integer({ minimum: 1 })), parameters: Type.Optional(Parameters) },
+          { version: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_COUNTER })), parameters: Type.Optional(Parameters) },
           { additionalProperties: false },
         ),
         response: { 201: Run, ...errors(...PROTECTED, 404) },
