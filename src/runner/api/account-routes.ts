@@ -6,9 +6,8 @@ import { ADMIN_ONLY, CHALLENGE, IDENTITY, PUBLIC, SESSION_ONLY } from '../auth/a
 import { access, PAT_PREFIX, principalOf, userOf } from '../auth/authenticate.js';
 import type { PersonalTokenRow } from '../auth/repository.js';
 import type { RunnerContext } from '../context.js';
-import { isUniqueViolation } from '../db/index.js';
 import { normalizeEmail } from '../users/repository.js';
-import { createUser, presentUser } from '../users/service.js';
+import { createUser, deleteUser, presentUser, updateUser } from '../users/service.js';
 import { Email, errors, IdParams, items, Name, NoContent, Nullable, NullableTimestamp, Password, PROTECTED, Session, StringEnum, Timestamp, User } from './schemas.js';
 
 const Scope = StringEnum(['read', 'write']);
@@ -167,17 +166,7 @@ export function registerAccountRoutes(app: HttpApp, ctx: RunnerContext): void {
         response: { 200: User, ...errors(...PROTECTED, 409) },
       },
     },
-    async (req) => {
-      const p = userOf(req);
-      try {
-        const updated = await users.update(p.user.id, req.body, ctx.now().toISOString());
-        if (!updated) throw new NotFoundError('the user no longer exists');
-        return presentUser(updated);
-      } catch (e) {
-        if (isUniqueViolation(e)) throw new ConflictError('another user has this email', 'email_taken');
-        throw e;
-      }
-    },
+    async (req) => presentUser(await updateUser(users, userOf(req).user.id, req.body, ctx.now())),
   );
 
   app.put(
@@ -348,16 +337,7 @@ export function registerAccountRoutes(app: HttpApp, ctx: RunnerContext): void {
         response: { 200: User, ...errors(...PROTECTED, 404, 409) },
       },
     },
-    async (req) => {
-      const user = await users.findById(req.params.id);
-      if (!user) throw new NotFoundError('no such user');
-      if (user.role === 'admin' && req.body.role === 'member' && (await users.countAdmins()) <= 1) {
-        throw new ConflictError('cannot demote the last administrator', 'last_admin');
-      }
-      const updated = await users.update(user.id, req.body, ctx.now().toISOString());
-      if (!updated) throw new NotFoundError('no such user');
-      return presentUser(updated);
-    },
+    async (req) => presentUser(await updateUser(users, req.params.id, req.body, ctx.now())),
   );
 
   app.delete(
@@ -367,21 +347,14 @@ export function registerAccountRoutes(app: HttpApp, ctx: RunnerContext): void {
       schema: {
         tags: ['users'],
         summary: 'Delete a user',
-        description: 'Also deletes their tokens and project memberships. An administrator cannot delete themself.',
+        description: 'Also deletes their tokens and project memberships. An administrator cannot delete themself, the last administrator or the only owner of a project (409).',
         operationId: 'deleteUser',
         params: IdParams,
         response: { 204: NoContent, ...errors(...PROTECTED, 404, 409) },
       },
     },
     async (req, reply) => {
-      const me = userOf(req);
-      if (me.user.id === req.params.id) throw new ConflictError('you cannot delete your own account', 'self_delete');
-      const user = await users.findById(req.params.id);
-      if (!user) throw new NotFoundError('no such user');
-      if (user.role === 'admin' && (await users.countAdmins()) <= 1) {
-        throw new ConflictError('cannot delete the last administrator', 'last_admin');
-      }
-      await users.delete(user.id);
+      await deleteUser(users, userOf(req).user.id, req.params.id);
       return reply.code(204).send(null);
     },
   );

@@ -11,6 +11,7 @@ export interface HotPathOptions {
 }
 import type { Kysely, Selectable } from 'kysely';
 import type { RunnerDB, UsersTable } from '../db/schema.js';
+import { projectsSolelyOwnedBy } from '../projects/repository.js';
 
 export type UserRow = Selectable<UsersTable>;
 export type Role = UsersTable['role'];
@@ -98,16 +99,26 @@ export class UsersRepository {
     return this.db.selectFrom('users').selectAll().orderBy('created_at').orderBy('id').execute();
   }
 
+  /**
+   * Changes a user; 'last_admin' when it would demote the last administrator. The admin rows are
+   * locked before they are counted, so two administrators demoting each other at once cannot
+   * both succeed (write skew under READ COMMITTED).
+   */
   async update(
     id: string,
     changes: { name?: string; email?: string; role?: Role },
     now: string,
-  ): Promise<UserRow | undefined> {
+  ): Promise<UserRow | undefined | 'last_admin'> {
     const values: Partial<UserRow> = { updated_at: now };
     if (changes.name !== undefined) values.name = changes.name;
     if (changes.email !== undefined) values.email = normalizeEmail(changes.email);
     if (changes.role !== undefined) values.role = changes.role;
-    await this.db.updateTable('users').set(values).where('id', '=', id).execute();
+    const result = await this.db.transaction().execute(async (trx) => {
+      if (changes.role === 'member' && (await lastAdmin(trx, id))) return 'last_admin' as const;
+      await trx.updateTable('users').set(values).where('id', '=', id).execute();
+      return 'ok' as const;
+    });
+    if (result === 'last_admin') return result;
     this.changed();
     return this.findById(id);
   }
@@ -123,9 +134,31 @@ export class UsersRepository {
     return this.findById(id);
   }
 
-  async delete(id: string): Promise<boolean> {
-    const r = await this.db.deleteFrom('users').where('id', '=', id).executeTakeFirst();
-    this.changed();
-    return Number(r.numDeletedRows) > 0;
+  /**
+   * Deletes a user with their tokens and memberships, unless that leaves a project without an
+   * owner (the ids of those projects) or the runner without an administrator. Checks and delete
+   * share one transaction holding the locks (see projectsSolelyOwnedBy, lastAdmin).
+   */
+  async delete(id: string): Promise<'deleted' | 'absent' | 'last_admin' | { soleOwnerOf: string[] }> {
+    const result = await this.db.transaction().execute(async (trx) => {
+      const soleOwnerOf = await projectsSolelyOwnedBy(trx, id);
+      if (soleOwnerOf.length) return { soleOwnerOf };
+      if (await lastAdmin(trx, id)) return 'last_admin' as const;
+      const r = await trx.deleteFrom('users').where('id', '=', id).executeTakeFirst();
+      return Number(r.numDeletedRows) > 0 ? ('deleted' as const) : ('absent' as const);
+    });
+    if (result === 'deleted') this.changed();
+    return result;
   }
+}
+
+/** Whether `id` is the only administrator; locks the admin rows first (see UsersRepository.update). */
+async function lastAdmin(trx: Kysely<RunnerDB>, id: string): Promise<boolean> {
+  const admins = await trx
+    .updateTable('users')
+    .set((eb) => ({ role: eb.ref('role') }))
+    .where('role', '=', 'admin')
+    .returning('id')
+    .execute();
+  return admins.length <= 1 && admins.some((a) => a.id === id);
 }
