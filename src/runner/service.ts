@@ -47,8 +47,8 @@ export async function createRunnerService(config: Config, options: RunnerService
       contentSecurityPolicy: { 'img-src': ["'self'", 'data:'], 'style-src': ["'self'", "'unsafe-inline'"] },
     });
     const { db } = database;
-    const credentialEpoch = CredentialEpoch.forDatabase(config.runner.databaseUrl);
-    const hot = { readNow: database.readNow, credentialsChanged: () => credentialEpoch.bump() };
+    const credentialEpoch = new CredentialEpoch(database);
+    const hot = { readNow: database.readNow };
     const users = new UsersRepository(db, hot);
     const pats = new PersonalTokensRepository(db, hot);
     const oauthTokens = new OAuthTokensRepository(db, hot);
@@ -104,7 +104,6 @@ export async function createRunnerService(config: Config, options: RunnerService
         closed = true;
         await app.close();
         await database.close();
-        credentialEpoch.close();
       },
     };
   } catch (e) {

@@ -2,16 +2,16 @@ import { preparedRead, type ReadNow } from '../../infra/database/index.js';
 
 /**
  * What the authentication hot path gives a repository: `readNow` lets look-ups skip Kysely's
- * queue on an idle SQLite connection; `credentialsChanged` is called after every committed write
- * that changes a credential or its user (see auth/credential-cache.ts).
+ * queue on an idle SQLite connection. Every write that changes a credential or its user raises
+ * the credentials counter in its own transaction (auth/credential-cache.ts).
  */
 export interface HotPathOptions {
   readNow?: ReadNow;
-  credentialsChanged?: () => void;
 }
 import type { Kysely, Selectable } from 'kysely';
 import type { RunnerDB, UsersTable } from '../db/schema.js';
 import { projectsSolelyOwnedBy } from '../projects/repository.js';
+import { bumpCredentialEpoch } from '../auth/credential-cache.js';
 
 export type UserRow = Selectable<UsersTable>;
 export type Role = UsersTable['role'];
@@ -33,14 +33,11 @@ export class UsersRepository {
   /** Compiled once: looked up on every authenticated request (see withParameters). */
   private readonly byId: (values: readonly unknown[]) => Promise<UserRow[]>;
 
-  private readonly changed: () => void;
-
   constructor(
     private readonly db: Kysely<RunnerDB>,
     hot: HotPathOptions = {},
   ) {
     this.byId = preparedRead({ db, readNow: hot.readNow ?? (() => null) }, db.selectFrom('users').selectAll().where('id', '=', '').compile());
-    this.changed = hot.credentialsChanged ?? (() => {});
   }
 
   async count(): Promise<number> {
@@ -116,21 +113,23 @@ export class UsersRepository {
     const result = await this.db.transaction().execute(async (trx) => {
       if (changes.role === 'member' && (await lastAdmin(trx, id))) return 'last_admin' as const;
       await trx.updateTable('users').set(values).where('id', '=', id).execute();
+      await bumpCredentialEpoch(trx);
       return 'ok' as const;
     });
     if (result === 'last_admin') return result;
-    this.changed();
     return this.findById(id);
   }
 
   /** Stores a new password hash and ends every existing web session (JWT) of the user. */
   async setPassword(id: string, passwordHash: string, now: string): Promise<UserRow | undefined> {
-    await this.db
-      .updateTable('users')
-      .set((eb) => ({ password_hash: passwordHash, updated_at: now, session_epoch: eb('session_epoch', '+', 1) }))
-      .where('id', '=', id)
-      .execute();
-    this.changed();
+    await this.db.transaction().execute(async (trx) => {
+      await trx
+        .updateTable('users')
+        .set((eb) => ({ password_hash: passwordHash, updated_at: now, session_epoch: eb('session_epoch', '+', 1) }))
+        .where('id', '=', id)
+        .execute();
+      await bumpCredentialEpoch(trx);
+    });
     return this.findById(id);
   }
 
@@ -145,9 +144,10 @@ export class UsersRepository {
       if (soleOwnerOf.length) return { soleOwnerOf };
       if (await lastAdmin(trx, id)) return 'last_admin' as const;
       const r = await trx.deleteFrom('users').where('id', '=', id).executeTakeFirst();
-      return Number(r.numDeletedRows) > 0 ? ('deleted' as const) : ('absent' as const);
+      if (Number(r.numDeletedRows) === 0) return 'absent' as const;
+      await bumpCredentialEpoch(trx);
+      return 'deleted' as const;
     });
-    if (result === 'deleted') this.changed();
     return result;
   }
 }
