@@ -22,7 +22,7 @@ export interface PublishingOptions {
 export async function createPublishingService(config: Config, options: PublishingOptions = {}): Promise<PublishingService> {
   const database = await openPublishingDatabase(config.publishing.databaseUrl);
   const products = productService({ repo: productsRepository(database.db, database.dialect), publishing: config.publishing });
-  const app = createHttpApp({ logLevel: config.logLevel, bodyLimit: PATCH_BODY_LIMIT });
+  const app = createHttpApp({ logLevel: config.logLevel, bodyLimit: PATCH_BODY_LIMIT, trustProxy: config.trustProxy });
   const limiter = new FailureLimiter({ maxFailures: 10, windowMs: 60_000, banMs: 60_000, ...options.failureLimits });
   registerProductRoutes(app, { products, limiter });
   return {

@@ -19,7 +19,8 @@ import { ProjectsRepository } from './projects/repository.js';
 import { RunsRepository } from './runs/repository.js';
 import { UsersRepository } from './users/repository.js';
 import { WorkflowsRepository } from './workflows/repository.js';
-import { WorkflowStorage } from './workflows/storage.js';
+import { LocalWorkflowStorage } from './workflows/storage.js';
+import { SettingsRepository } from './settings/repository.js';
 
 export interface RunnerService {
   app: HttpApp;
@@ -42,6 +43,7 @@ export async function createRunnerService(config: Config, options: RunnerService
   try {
     const app = createHttpApp({
       logLevel: config.logLevel,
+      trustProxy: config.trustProxy,
       // Swagger UI sets its own CSP with hashes for its static files (staticCSP); its page
       // loads images as data: URIs and inline styles.
       contentSecurityPolicy: { 'img-src': ["'self'", 'data:'], 'style-src': ["'self'", "'unsafe-inline'"] },
@@ -52,7 +54,8 @@ export async function createRunnerService(config: Config, options: RunnerService
     const users = new UsersRepository(db, hot);
     const pats = new PersonalTokensRepository(db, hot);
     const oauthTokens = new OAuthTokensRepository(db, hot);
-    const jwt = new JwtSessions(loadJwtSecret(config.runner.jwtSecret, config.dataDir), config.runner.url, now);
+    const secret = await loadJwtSecret(config.runner.jwtSecret, new SettingsRepository(db), config.dataDir);
+    const jwt = new JwtSessions(secret, config.runner.url, now);
     const auth = new Authenticator({ users, pats, oauthTokens, jwt, apiKey: config.runner.apiKey, now, credentialEpoch });
     const ctx: RunnerContext = {
       config,
@@ -66,7 +69,7 @@ export async function createRunnerService(config: Config, options: RunnerService
       oauthTokens,
       projects: new ProjectsRepository(db),
       workflows: new WorkflowsRepository(db),
-      storage: new WorkflowStorage(config.dataDir),
+      storage: new LocalWorkflowStorage(config.runner.storageDir),
       runs: new RunsRepository(db, database.dialect),
       executors: new ExecutorsRepository(db),
     };

@@ -15,7 +15,7 @@ import {
   USER_READ,
   USER_WRITE,
 } from '../../src/runner/auth/access.js';
-import { JwtSessions, loadJwtSecret } from '../../src/runner/auth/jwt.js';
+import { JwtSessions } from '../../src/runner/auth/jwt.js';
 import { OAuthTokensRepository, PersonalTokensRepository } from '../../src/runner/auth/repository.js';
 import { openRunnerDatabase, type RunnerDatabase } from '../../src/runner/db/index.js';
 import { ExecutorsRepository } from '../../src/runner/executors/repository.js';
@@ -24,8 +24,8 @@ import { RunsRepository, type RunRow } from '../../src/runner/runs/repository.js
 import { UsersRepository } from '../../src/runner/users/repository.js';
 import { createUser } from '../../src/runner/users/service.js';
 import { WorkflowsRepository } from '../../src/runner/workflows/repository.js';
-import { WorkflowStorage } from '../../src/runner/workflows/storage.js';
-import { API_KEY, makeZip, multipart, startRunner, type TestRunner } from './helpers.js';
+import { LocalWorkflowStorage } from '../../src/runner/workflows/storage.js';
+import { API_KEY, makeZip, multipart, startRunner, storedJwtSecret, type TestRunner } from './helpers.js';
 
 const PASSWORD = 'correct horse battery';
 
@@ -174,7 +174,7 @@ describe('permission table: every route × every principal', () => {
     r = await startRunner();
     database = await openRunnerDatabase(r.config.runner.databaseUrl);
     users = new UsersRepository(database.db);
-    jwt = new JwtSessions(loadJwtSecret(null, r.config.dataDir), r.config.runner.url, r.clock.now);
+    jwt = new JwtSessions(await storedJwtSecret(r), r.config.runner.url, r.clock.now);
     const now = r.clock.now();
     adminId = (await createUser(users, { email: 'admin@example.com', password: PASSWORD, role: 'admin' }, now)).id;
     memberId = (await createUser(users, { email: 'member@example.com', password: PASSWORD, role: 'member' }, now)).id;
@@ -221,7 +221,7 @@ describe('permission table: every route × every principal', () => {
     const projects = new ProjectsRepository(db);
     const workflows = new WorkflowsRepository(db);
     const runs = new RunsRepository(db, database.dialect);
-    const storage = new WorkflowStorage(r.config.dataDir);
+    const storage = new LocalWorkflowStorage(r.config.runner.storageDir);
     const projectId = randomUUID();
     await projects.create({ id: projectId, name: 'p', description: '', ownerId: memberId, now });
     const editorId = (await users.insert({ id: randomUUID(), email: `e${randomUUID()}@example.com`, name: 'e', passwordHash: 'x', role: 'member', now })).id;

@@ -298,7 +298,7 @@ export async function registerWorkflowRoutes(app: HttpApp, ctx: RunnerContext): 
     async (req, reply) => {
       const wf = await loadWorkflow(req, req.params.id, 'read');
       const v = await workflows.version(wf.id, Number(req.params.version));
-      if (!v || !storage.exists(v.storage_key)) throw new NotFoundError('no such workflow version');
+      if (!v || !(await storage.exists(v.storage_key))) throw new NotFoundError('no such workflow version');
       const safeName = v.file_name.replace(/[^A-Za-z0-9._-]/g, '_');
       return reply
         .header('content-type', 'application/zip')
