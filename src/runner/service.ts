@@ -11,6 +11,7 @@ import { Authenticator } from './auth/authenticate.js';
 import { CredentialEpoch } from './auth/credential-cache.js';
 import { JwtSessions, loadJwtSecret } from './auth/jwt.js';
 import { LoginLimiter } from './auth/login-limiter.js';
+import { CredentialGuard, type CredentialGuardLimits } from './auth/guard.js';
 import { OAuthTokensRepository, PersonalTokensRepository } from './auth/repository.js';
 import type { RunnerContext } from './context.js';
 import { openRunnerDatabase } from './db/index.js';
@@ -30,6 +31,8 @@ export interface RunnerService {
 export interface RunnerServiceOptions {
   /** Injectable clock (tests): JWT issue/verify, token expiry, timestamps, rate limits. */
   now?: () => Date;
+  /** Rejected-credential limits per address (tests lower them). */
+  guardLimits?: CredentialGuardLimits;
 }
 
 
@@ -56,7 +59,8 @@ export async function createRunnerService(config: Config, options: RunnerService
     const oauthTokens = new OAuthTokensRepository(db, hot);
     const secret = await loadJwtSecret(config.runner.jwtSecret, new SettingsRepository(db), config.dataDir);
     const jwt = new JwtSessions(secret, config.runner.url, now);
-    const auth = new Authenticator({ users, pats, oauthTokens, jwt, apiKey: config.runner.apiKey, now, credentialEpoch });
+    const guard = new CredentialGuard(now, options.guardLimits);
+    const auth = new Authenticator({ users, pats, oauthTokens, jwt, apiKey: config.runner.apiKey, now, credentialEpoch, guard });
     const ctx: RunnerContext = {
       config,
       database,
