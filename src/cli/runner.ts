@@ -3,7 +3,8 @@ import { loadConfig } from '../infra/config.js';
 import { UsageError } from '../infra/errors.js';
 import { openRunnerDatabase } from '../runner/db/index.js';
 import { UsersRepository } from '../runner/users/repository.js';
-import { createUser, presentUser } from '../runner/users/service.js';
+import { presentUser } from '../runner/api/presenters.js';
+import { createUser } from '../runner/users/service.js';
 
 /** The first line of stdin (the password), without its line ending. */
 async function readFirstLine(stream: NodeJS.ReadableStream = process.stdin): Promise<string> {

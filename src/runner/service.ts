@@ -21,6 +21,11 @@ import { RunsRepository } from './runs/repository.js';
 import { UsersRepository } from './users/repository.js';
 import { WorkflowsRepository } from './workflows/repository.js';
 import { LocalWorkflowStorage } from './workflows/storage.js';
+import { AccountService } from './auth/service.js';
+import { ExecutorsService } from './executors/service.js';
+import { ProjectsService } from './projects/service.js';
+import { RunsService } from './runs/service.js';
+import { WorkflowsService } from './workflows/service.js';
 import { SettingsRepository } from './settings/repository.js';
 
 export interface RunnerService {
@@ -61,21 +66,18 @@ export async function createRunnerService(config: Config, options: RunnerService
     const jwt = new JwtSessions(secret, config.runner.url, now);
     const guard = new CredentialGuard(now, options.guardLimits);
     const auth = new Authenticator({ users, pats, oauthTokens, jwt, apiKey: config.runner.apiKey, now, credentialEpoch, guard });
+    const storage = new LocalWorkflowStorage(config.runner.storageDir);
+    const scope = { projects: new ProjectsRepository(db), workflows: new WorkflowsRepository(db), runs: new RunsRepository(db, database.dialect) };
     const ctx: RunnerContext = {
       config,
-      database,
       now,
-      jwt,
       auth,
-      loginLimiter: new LoginLimiter(now),
+      account: new AccountService({ users, pats, jwt, loginLimiter: new LoginLimiter(now), now }),
       users,
-      pats,
-      oauthTokens,
-      projects: new ProjectsRepository(db),
-      workflows: new WorkflowsRepository(db),
-      storage: new LocalWorkflowStorage(config.runner.storageDir),
-      runs: new RunsRepository(db, database.dialect),
-      executors: new ExecutorsRepository(db),
+      projects: new ProjectsService({ ...scope, users, storage, now }),
+      workflows: new WorkflowsService({ ...scope, storage, now }),
+      runs: new RunsService({ ...scope, now }),
+      executors: new ExecutorsService({ executors: new ExecutorsRepository(db), runs: scope.runs, now }),
     };
 
     await registerOpenApi(app, config.runner.url);

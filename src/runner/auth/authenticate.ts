@@ -199,6 +199,11 @@ export class Authenticator {
     return { type: 'user', via: 'oauth', user, scope: row.scope, tokenId: row.id };
   }
 
+  /** See `reauthenticate` below. */
+  reauthenticate(req: FastifyRequest): Promise<Principal> {
+    return reauthenticate(this, req);
+  }
+
   /**
    * The onRequest hook: authentication (401) then the route's declared access (403). Returns a
    * promise only when authentication has to wait (see `authenticate`).
@@ -228,6 +233,18 @@ export class Authenticator {
     }
     admit(req, declared, principal);
   }
+}
+
+/**
+ * The request's credential checked again, as on arrival (401/403 once it no longer holds), for
+ * long-lived responses such as the live log stream; returns the principal as it is now.
+ */
+export async function reauthenticate(auth: Authenticator, req: FastifyRequest): Promise<Principal> {
+  const declared = accessOf(req.routeOptions.config);
+  if (!declared) throw new Error('route without declared access');
+  const principal = await auth.authenticate(req.headers.authorization, req.ip);
+  if (!allows(declared, principalKind(principal))) throw new ForbiddenError(denial(declared, principal));
+  return principal;
 }
 
 function admit(req: FastifyRequest, declared: Access, principal: Principal): void {

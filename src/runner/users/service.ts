@@ -3,10 +3,6 @@ import { hashPassword, randomUUID } from '../../infra/secrets.js';
 import { isUniqueViolation } from '../db/index.js';
 import type { Role, UserRow, UsersRepository } from './repository.js';
 
-export function presentUser(u: UserRow) {
-  return { id: u.id, email: u.email, name: u.name, role: u.role, createdAt: u.created_at, updatedAt: u.updated_at };
-}
-
 export function defaultName(email: string): string {
   return email.split('@')[0] || email;
 }
@@ -77,4 +73,14 @@ export async function deleteUser(users: UsersRepository, actorId: string, id: st
       'last_owner',
     );
   }
+}
+
+export async function getUser(users: UsersRepository, id: string): Promise<UserRow> {
+  const user = await users.findById(id);
+  if (!user) throw new NotFoundError('no such user');
+  return user;
+}
+
+export function listUsers(users: UsersRepository): Promise<UserRow[]> {
+  return users.list();
 }
