@@ -377,6 +377,9 @@ describe('permission table: every route × every principal', () => {
           url: resolvePath(c.path, f),
           headers: { ...(auth ? { authorization: auth } : {}), ...req.headers },
           ...(req.payload !== undefined ? { payload: req.payload as string } : {}),
+          // Rejected credentials are scored per address (auth/guard.ts); the table sends one
+          // invalid credential per route, from an address of its own.
+          remoteAddress: `10.200.${Math.floor(CASES.indexOf(c) / 250)}.${CASES.indexOf(c) % 250}`,
         });
         const want = expected(c.access, p, c.ok);
         if (res.statusCode !== want) results.push(`${p}: got ${res.statusCode}, want ${want} (${res.body.slice(0, 200)})`);
