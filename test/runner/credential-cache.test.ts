@@ -28,6 +28,8 @@ test('the epoch lives in the database: a change committed by any connection rais
   await a.close();
   await b.close();
   fs.rmSync(dir, { recursive: true, force: true });
+  const pg = new CredentialEpoch({ dialect: 'postgres', db: null as never, readNow: () => null });
+  assert.equal(pg.current(), null, 'no caching on PostgreSQL: every request reads the database');
 });
 
 describe('a running instance sees every credential change committed to the database', () => {

@@ -63,7 +63,9 @@ export function errors(...statuses: number[]): Record<number, ReturnType<typeof 
   return out;
 }
 
-export const PROTECTED = [400, 401, 403] as const;
+/** Every protected route: bad input, missing/invalid credentials, not granted, and 429 once an
+ * address has presented too many rejected credentials (auth/guard.ts). */
+export const PROTECTED = [400, 401, 403, 429] as const;
 
 export const NoContent = Type.Null({ description: 'No content' });
 
