@@ -1,9 +1,11 @@
 import type { Command } from 'commander';
 import { loadConfig } from '../infra/config.js';
 import { UsageError } from '../infra/errors.js';
+import { readNewPassword } from './prompt.js';
 import { openRunnerDatabase } from '../runner/db/index.js';
 import { UsersRepository } from '../runner/users/repository.js';
-import { createUser, presentUser } from '../runner/users/service.js';
+import { presentUser } from '../runner/api/presenters.js';
+import { createUser } from '../runner/users/service.js';
 
 /** The first line of stdin (the password), without its line ending. */
 async function readFirstLine(stream: NodeJS.ReadableStream = process.stdin): Promise<string> {
@@ -23,7 +25,7 @@ export function registerRunnerCommands(program: Command): void {
   const user = runner.command('user').description('runner user accounts');
   user
     .command('add')
-    .description('create a runner user; the password is read from the first line of stdin')
+    .description('create a runner user; the password is asked twice without echo on a terminal, or read from the first line of piped stdin')
     .requiredOption('--email <email>', 'email address (the login)')
     .option('--name <name>', 'display name (default: the part of the email before @)')
     .option('--admin', 'make the user an administrator', false)
@@ -31,10 +33,10 @@ export function registerRunnerCommands(program: Command): void {
     .action(async (opts: { email: string; name?: string; admin: boolean; json: boolean }) => {
       if (!EMAIL.test(opts.email) || opts.email.length > 254) throw new UsageError(`--email: "${opts.email}" is not an email address`);
       if (opts.name !== undefined && (!opts.name.trim() || opts.name.length > 200)) throw new UsageError('--name must be 1-200 characters');
-      if (process.stdin.isTTY) process.stderr.write('password: ');
-      const password = await readFirstLine();
+      // On a terminal: asked twice, never echoed. Piped: the first line of stdin (scripts).
+      const password = process.stdin.isTTY ? await readNewPassword() : await readFirstLine();
       if (password.length < 10 || password.length > 1024) {
-        throw new UsageError('the password (first line of stdin) must be 10-1024 characters');
+        throw new UsageError('the password must be 10-1024 characters');
       }
       const config = loadConfig();
       const database = await openRunnerDatabase(config.runner.databaseUrl);

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import path from 'node:path';
 
 /** Raised when an environment variable has a value we cannot use; names the variable. */
@@ -13,8 +14,15 @@ export class ConfigError extends Error {
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 
+/**
+ * Which proxies' `X-Forwarded-For` to believe (PIER_TRUST_PROXY): none (the default: the
+ * socket's address is the client), the last N hops, or proxies at these addresses / CIDR blocks.
+ */
+export type TrustProxy = false | number | string[];
+
 export interface Config {
   host: string;
+  trustProxy: TrustProxy;
   dataDir: string;
   logLevel: LogLevel;
   publishing: {
@@ -39,8 +47,10 @@ export interface Config {
     databaseUrl: string;
     /** Admin key for executors; null disables the scheme. */
     apiKey: string | null;
-    /** HS256 secret for the web UI's JWT; null = generate once and keep in the data dir. */
+    /** HS256 secret for the web UI's JWT; null = generate once and keep in the runner database. */
     jwtSecret: string | null;
+    /** Workflow archives; every instance of one runner must share it (RUNNER_STORAGE_DIR). */
+    storageDir: string;
   };
 }
 
@@ -124,6 +134,27 @@ function databaseUrl(env: Env, name: string, dataDir: string, file: string): str
   return path.resolve(raw);
 }
 
+function trustProxy(env: Env, name: string): TrustProxy {
+  const raw = (env[name] ?? '').trim();
+  if (raw === '' || raw === 'off' || raw === 'false' || raw === '0') return false;
+  if (/^\d+$/.test(raw)) {
+    const hops = Number(raw);
+    if (hops > 32) throw new ConfigError(name, `a hop count of ${hops} is not plausible (1-32)`);
+    return hops;
+  }
+  const entries = raw.split(',').map((x) => x.trim()).filter(Boolean);
+  for (const entry of entries) {
+    const [address = '', prefix, extra] = entry.split('/');
+    const family = isIP(address);
+    const max = family === 6 ? 128 : 32;
+    const badPrefix = prefix !== undefined && (!/^\d+$/.test(prefix) || Number(prefix) > max);
+    if (family === 0 || badPrefix || extra !== undefined) {
+      throw new ConfigError(name, `"${entry}" is not an IP address or CIDR block; use off, a hop count, or a comma-separated list such as 10.0.0.0/8,127.0.0.1`);
+    }
+  }
+  return entries;
+}
+
 const LOG_LEVELS: LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 export function loadConfig(env: Env = process.env): Config {
@@ -137,15 +168,18 @@ export function loadConfig(env: Env = process.env): Config {
   const downloadPort = port(env, 'PIER_DOWNLOAD_PORT', 8081);
   const runnerPort = port(env, 'RUNNER_PORT', 8090);
   const apiKey = env.API_KEY || null;
-  if (apiKey !== null && apiKey.length < 16) {
-    throw new ConfigError('API_KEY', 'must be at least 16 characters (or unset to disable the admin key)');
+  // 32 characters: a key worth guessing at must not be short enough to guess (failures are
+  // also scored per address, runner/auth/guard.ts).
+  if (apiKey !== null && apiKey.length < 32) {
+    throw new ConfigError('API_KEY', 'must be at least 32 characters (or unset to disable the admin key)');
   }
   const jwtSecret = env.JWT_SECRET || null;
   if (jwtSecret !== null && Buffer.byteLength(jwtSecret) < 32) {
-    throw new ConfigError('JWT_SECRET', 'must be at least 32 bytes (or unset to generate one in the data dir)');
+    throw new ConfigError('JWT_SECRET', 'must be at least 32 bytes (or unset to generate one in the runner database)');
   }
   return {
     host,
+    trustProxy: trustProxy(env, 'PIER_TRUST_PROXY'),
     dataDir,
     logLevel,
     publishing: {
@@ -170,6 +204,7 @@ export function loadConfig(env: Env = process.env): Config {
       databaseUrl: databaseUrl(env, 'RUNNER_DATABASE_URL', dataDir, 'runner.sqlite'),
       apiKey,
       jwtSecret,
+      storageDir: path.resolve(env.RUNNER_STORAGE_DIR || path.join(dataDir, 'runner')),
     },
   };
 }

@@ -11,7 +11,7 @@ import Fastify, {
   type RawServerDefault,
 } from 'fastify';
 import { AppError, type FieldProblem } from './errors.js';
-import type { LogLevel } from './config.js';
+import type { LogLevel, TrustProxy } from './config.js';
 
 export type HttpApp = FastifyInstance<
   RawServerDefault,
@@ -27,7 +27,11 @@ export interface HttpAppOptions {
   bodyLimit?: number;
   /** Content-Security-Policy directives to add to helmet's defaults (docs pages need more). */
   contentSecurityPolicy?: Record<string, string[]> | false;
-  trustProxy?: boolean;
+  /**
+   * PIER_TRUST_PROXY: whose X-Forwarded-For decides `req.ip` (rate limits, logs). Off by default:
+   * believing the header from anyone would let every client choose its own address.
+   */
+  trustProxy?: TrustProxy;
 }
 
 export interface Problem {
@@ -151,6 +155,16 @@ export function parseJsonBody(text: string): unknown {
 }
 
 /**
+ * Fastify 5 ignores a bare hop count (it cannot check the nearest peer), so a count becomes
+ * proxy-addr's trust function: the nearest `hops` addresses (the socket's first) are proxies,
+ * as Express's `trust proxy = N`. The operator vouches that every connection passes them.
+ */
+function trustProxyOption(trust: TrustProxy): FastifyServerOptions['trustProxy'] {
+  if (typeof trust === 'number') return trust === 0 ? false : (_address: string, hop: number) => hop < trust;
+  return trust;
+}
+
+/**
  * The one HTTP app factory: strict schema validation (no coercion, unknown fields rejected
  * rather than silently dropped), problem+json errors, security headers, one log line per request.
  */
@@ -163,7 +177,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
     // Requests are logged once, below, without headers or bodies (they carry secrets).
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: options.bodyLimit ?? 1024 * 1024,
-    trustProxy: options.trustProxy ?? false,
+    trustProxy: trustProxyOption(options.trustProxy ?? false),
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: true, allErrors: true, allowUnionTypes: true } },
     return503OnClosing: true,
   };

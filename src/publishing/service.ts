@@ -37,7 +37,7 @@ export async function createPublishingService(config: Config, options: Publishin
     files,
     site: { name: 'Pier', baseUrl: config.publishing.baseUrl, downloadUrl: config.publishing.downloadUrl },
   });
-  const app = createHttpApp({ logLevel: config.logLevel, bodyLimit: PATCH_BODY_LIMIT });
+  const app = createHttpApp({ logLevel: config.logLevel, bodyLimit: PATCH_BODY_LIMIT, trustProxy: config.trustProxy });
   const limiter = new FailureLimiter({ maxFailures: 10, windowMs: 60_000, banMs: 60_000, ...options.failureLimits });
   registerProductRoutes(app, { products, limiter });
   registerPageRoutes(app, pages);

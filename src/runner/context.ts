@@ -1,30 +1,22 @@
 import type { Config } from '../infra/config.js';
 import type { Authenticator } from './auth/authenticate.js';
-import type { JwtSessions } from './auth/jwt.js';
-import type { LoginLimiter } from './auth/login-limiter.js';
-import type { OAuthTokensRepository, PersonalTokensRepository } from './auth/repository.js';
-import type { RunnerDatabase } from './db/index.js';
-import type { ExecutorsRepository } from './executors/repository.js';
-import type { ProjectsRepository } from './projects/repository.js';
-import type { RunsRepository } from './runs/repository.js';
+import type { AccountService } from './auth/service.js';
+import type { ExecutorsService } from './executors/service.js';
+import type { ProjectsService } from './projects/service.js';
+import type { RunsService } from './runs/service.js';
 import type { UsersRepository } from './users/repository.js';
-import type { WorkflowStorage } from './workflows/storage.js';
-import type { WorkflowsRepository } from './workflows/repository.js';
+import type { WorkflowsService } from './workflows/service.js';
 
-/** Everything a route module needs; built once per service instance. */
+/** What the route modules get: the authenticator and one service per resource; built once. */
 export interface RunnerContext {
   config: Config;
-  database: RunnerDatabase;
   now: () => Date;
-  jwt: JwtSessions;
   auth: Authenticator;
-  loginLimiter: LoginLimiter;
+  account: AccountService;
+  /** For the user-administration functions of users/service.ts. */
   users: UsersRepository;
-  pats: PersonalTokensRepository;
-  oauthTokens: OAuthTokensRepository;
-  projects: ProjectsRepository;
-  workflows: WorkflowsRepository;
-  storage: WorkflowStorage;
-  runs: RunsRepository;
-  executors: ExecutorsRepository;
+  projects: ProjectsService;
+  workflows: WorkflowsService;
+  runs: RunsService;
+  executors: ExecutorsService;
 }

@@ -11,6 +11,7 @@ import { Authenticator } from './auth/authenticate.js';
 import { CredentialEpoch } from './auth/credential-cache.js';
 import { JwtSessions, loadJwtSecret } from './auth/jwt.js';
 import { LoginLimiter } from './auth/login-limiter.js';
+import { CredentialGuard, type CredentialGuardLimits } from './auth/guard.js';
 import { OAuthTokensRepository, PersonalTokensRepository } from './auth/repository.js';
 import type { RunnerContext } from './context.js';
 import { openRunnerDatabase } from './db/index.js';
@@ -19,7 +20,13 @@ import { ProjectsRepository } from './projects/repository.js';
 import { RunsRepository } from './runs/repository.js';
 import { UsersRepository } from './users/repository.js';
 import { WorkflowsRepository } from './workflows/repository.js';
-import { WorkflowStorage } from './workflows/storage.js';
+import { LocalWorkflowStorage } from './workflows/storage.js';
+import { AccountService } from './auth/service.js';
+import { ExecutorsService } from './executors/service.js';
+import { ProjectsService } from './projects/service.js';
+import { RunsService } from './runs/service.js';
+import { WorkflowsService } from './workflows/service.js';
+import { SettingsRepository } from './settings/repository.js';
 
 export interface RunnerService {
   app: HttpApp;
@@ -29,6 +36,8 @@ export interface RunnerService {
 export interface RunnerServiceOptions {
   /** Injectable clock (tests): JWT issue/verify, token expiry, timestamps, rate limits. */
   now?: () => Date;
+  /** Rejected-credential limits per address (tests lower them). */
+  guardLimits?: CredentialGuardLimits;
 }
 
 
@@ -42,33 +51,33 @@ export async function createRunnerService(config: Config, options: RunnerService
   try {
     const app = createHttpApp({
       logLevel: config.logLevel,
+      trustProxy: config.trustProxy,
       // Swagger UI sets its own CSP with hashes for its static files (staticCSP); its page
       // loads images as data: URIs and inline styles.
       contentSecurityPolicy: { 'img-src': ["'self'", 'data:'], 'style-src': ["'self'", "'unsafe-inline'"] },
     });
     const { db } = database;
-    const credentialEpoch = CredentialEpoch.forDatabase(config.runner.databaseUrl);
-    const hot = { readNow: database.readNow, credentialsChanged: () => credentialEpoch.bump() };
+    const credentialEpoch = new CredentialEpoch(database);
+    const hot = { readNow: database.readNow };
     const users = new UsersRepository(db, hot);
     const pats = new PersonalTokensRepository(db, hot);
     const oauthTokens = new OAuthTokensRepository(db, hot);
-    const jwt = new JwtSessions(loadJwtSecret(config.runner.jwtSecret, config.dataDir), config.runner.url, now);
-    const auth = new Authenticator({ users, pats, oauthTokens, jwt, apiKey: config.runner.apiKey, now, credentialEpoch });
+    const secret = await loadJwtSecret(config.runner.jwtSecret, new SettingsRepository(db), config.dataDir);
+    const jwt = new JwtSessions(secret, config.runner.url, now);
+    const guard = new CredentialGuard(now, options.guardLimits);
+    const auth = new Authenticator({ users, pats, oauthTokens, jwt, apiKey: config.runner.apiKey, now, credentialEpoch, guard });
+    const storage = new LocalWorkflowStorage(config.runner.storageDir);
+    const scope = { projects: new ProjectsRepository(db), workflows: new WorkflowsRepository(db), runs: new RunsRepository(db, database.dialect) };
     const ctx: RunnerContext = {
       config,
-      database,
       now,
-      jwt,
       auth,
-      loginLimiter: new LoginLimiter(now),
+      account: new AccountService({ users, pats, jwt, loginLimiter: new LoginLimiter(now), now }),
       users,
-      pats,
-      oauthTokens,
-      projects: new ProjectsRepository(db),
-      workflows: new WorkflowsRepository(db),
-      storage: new WorkflowStorage(config.dataDir),
-      runs: new RunsRepository(db, database.dialect),
-      executors: new ExecutorsRepository(db),
+      projects: new ProjectsService({ ...scope, users, storage, now }),
+      workflows: new WorkflowsService({ ...scope, storage, now }),
+      runs: new RunsService({ ...scope, now }),
+      executors: new ExecutorsService({ executors: new ExecutorsRepository(db), runs: scope.runs, now }),
     };
 
     await registerOpenApi(app, config.runner.url);
@@ -104,7 +113,6 @@ export async function createRunnerService(config: Config, options: RunnerService
         closed = true;
         await app.close();
         await database.close();
-        credentialEpoch.close();
       },
     };
   } catch (e) {

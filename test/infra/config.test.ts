@@ -15,6 +15,15 @@ test('defaults give a working embedded setup', () => {
   assert.equal(c.publishing.databaseUrl, path.resolve('data/pier.sqlite'));
   assert.equal(c.runner.databaseUrl, path.resolve('data/runner.sqlite'));
   assert.equal(c.runner.apiKey, null);
+  assert.equal(c.trustProxy, false);
+  assert.equal(c.runner.storageDir, path.resolve('data/runner'));
+});
+
+test('PIER_TRUST_PROXY: off, a hop count or a list of addresses and CIDR blocks', () => {
+  assert.equal(loadConfig({ PIER_TRUST_PROXY: 'off' }).trustProxy, false);
+  assert.equal(loadConfig({ PIER_TRUST_PROXY: '2' }).trustProxy, 2);
+  assert.deepEqual(loadConfig({ PIER_TRUST_PROXY: '10.0.0.0/8, 127.0.0.1,::1,fd00::/8' }).trustProxy, ['10.0.0.0/8', '127.0.0.1', '::1', 'fd00::/8']);
+  assert.equal(loadConfig({ RUNNER_STORAGE_DIR: '/srv/shared/runner' }).runner.storageDir, '/srv/shared/runner');
 });
 
 test('storage and limits: defaults under the data dir, sizes with binary units', () => {
@@ -42,6 +51,11 @@ test('a bad value names the variable', () => {
     [{ RUNNER_URL: 'https://r.example/?x=1' }, 'RUNNER_URL'],
     [{ PIER_DATABASE_URL: 'mysql://x' }, 'PIER_DATABASE_URL'],
     [{ API_KEY: 'short' }, 'API_KEY'],
+    [{ API_KEY: 'x'.repeat(31) }, 'API_KEY'],
+    [{ PIER_TRUST_PROXY: 'true' }, 'PIER_TRUST_PROXY'],
+    [{ PIER_TRUST_PROXY: '10.0.0.0/33' }, 'PIER_TRUST_PROXY'],
+    [{ PIER_TRUST_PROXY: '999' }, 'PIER_TRUST_PROXY'],
+    [{ PIER_TRUST_PROXY: 'proxy.example' }, 'PIER_TRUST_PROXY'],
     [{ JWT_SECRET: 'short' }, 'JWT_SECRET'],
     [{ PIER_LOG_LEVEL: 'loud' }, 'PIER_LOG_LEVEL'],
     [{ PIER_QUOTA_BYTES: 'lots' }, 'PIER_QUOTA_BYTES'],

@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { generateKeyPairSync } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { base64url, SignJWT } from 'jose';
-import { JWT_LIFETIME_SECONDS, loadJwtSecret } from '../../src/runner/auth/jwt.js';
+import { JWT_LIFETIME_SECONDS } from '../../src/runner/auth/jwt.js';
 import { dialects } from '../helpers/db.js';
-import { apiKey, bearer, startRunner, TestClock, type TestRunner } from './helpers.js';
+import { API_KEY, apiKey, bearer, startRunner, storedJwtSecret, TestClock, type TestRunner } from './helpers.js';
 
 const PASSWORD = 'a long enough password';
 
@@ -23,7 +23,7 @@ describe('JWT sessions', () => {
   before(async () => {
     r = await startRunner();
     userId = (await setup(r)).user.id;
-    secret = loadJwtSecret(null, r.config.dataDir);
+    secret = await storedJwtSecret(r);
   });
   after(() => r.close());
 
@@ -116,11 +116,33 @@ describe('JWT sessions', () => {
     assert.equal(relog.statusCode, 200);
   });
 
-  test('the generated secret is kept in the data dir with mode 0600', async () => {
+  test('the generated secret is kept in the database, not in the data dir', async () => {
     const fs = await import('node:fs');
-    const st = fs.statSync(`${r.config.dataDir}/runner-jwt.secret`);
-    assert.equal(st.mode & 0o777, 0o600);
-    assert.deepEqual(loadJwtSecret(null, r.config.dataDir), secret);
+    assert.ok(!fs.existsSync(`${r.config.dataDir}/runner-jwt.secret`));
+    assert.ok(secret.length >= 43);
+    // Another instance on the same database with a data dir of its own accepts the session.
+    const other = await startRunner({ databaseUrl: r.config.runner.databaseUrl, clock: r.clock });
+    try {
+      const login = await r.service.app.inject({ method: 'POST', url: '/api/auth/login', payload: { email: 'admin@example.com', password: 'another long password' } });
+      const res = await other.service.app.inject({ method: 'GET', url: '/api/me', headers: bearer(login.json().token) });
+      assert.equal(res.statusCode, 200, res.body);
+    } finally {
+      await other.close();
+    }
+  });
+
+  test('a secret an older version kept in the data dir is adopted', async () => {
+    const fs = await import('node:fs');
+    const dataDir = fs.mkdtempSync(`${r.config.dataDir}-legacy`);
+    const legacy = 'x'.repeat(64);
+    fs.writeFileSync(`${dataDir}/runner-jwt.secret`, `${legacy}\n`);
+    const old = await startRunner({ dataDir });
+    try {
+      assert.deepEqual(await storedJwtSecret(old), new TextEncoder().encode(legacy));
+    } finally {
+      await old.close();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 });
 
@@ -305,7 +327,7 @@ describe('admin API key', () => {
   test('is disabled when API_KEY is unset', async () => {
     const r = await startRunner({ apiKey: null });
     try {
-      const res = await r.service.app.inject({ method: 'GET', url: '/api/executors', headers: apiKey('test-admin-key-0123456789abcdef') });
+      const res = await r.service.app.inject({ method: 'GET', url: '/api/executors', headers: apiKey(API_KEY) });
       assert.equal(res.statusCode, 401);
     } finally {
       await r.close();
@@ -315,12 +337,12 @@ describe('admin API key', () => {
   test('a wrong key is 401, the right one admits executor routes and not user routes', async () => {
     const r = await startRunner();
     try {
-      const wrong = await r.service.app.inject({ method: 'GET', url: '/api/executors', headers: apiKey('test-admin-key-0123456789abcdeX') });
+      const wrong = await r.service.app.inject({ method: 'GET', url: '/api/executors', headers: apiKey(`${API_KEY.slice(0, -1)}X`) });
       assert.equal(wrong.statusCode, 401);
-      const ok = await r.service.app.inject({ method: 'GET', url: '/api/executors', headers: apiKey('test-admin-key-0123456789abcdef') });
+      const ok = await r.service.app.inject({ method: 'GET', url: '/api/executors', headers: apiKey(API_KEY) });
       assert.equal(ok.statusCode, 200);
       assert.deepEqual(ok.json(), { items: [] });
-      const users = await r.service.app.inject({ method: 'GET', url: '/api/users', headers: apiKey('test-admin-key-0123456789abcdef') });
+      const users = await r.service.app.inject({ method: 'GET', url: '/api/users', headers: apiKey(API_KEY) });
       assert.equal(users.statusCode, 403);
     } finally {
       await r.close();

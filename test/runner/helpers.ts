@@ -6,8 +6,23 @@ import { crc32 } from 'node:zlib';
 import { type Config, loadConfig } from '../../src/infra/config.js';
 import type { RunnerService } from '../../src/runner/service.js';
 import { createRunnerService } from '../../src/runner/service.js';
+import { openRunnerDatabase } from '../../src/runner/db/index.js';
+import { JWT_SECRET_KEY } from '../../src/runner/auth/jwt.js';
+import { SettingsRepository } from '../../src/runner/settings/repository.js';
 
-export const API_KEY = 'test-admin-key-0123456789abcdef';
+/** The JWT secret the runner generated and keeps in its database. */
+export async function storedJwtSecret(r: { config: Config }): Promise<Uint8Array> {
+  const database = await openRunnerDatabase(r.config.runner.databaseUrl);
+  try {
+    const value = await new SettingsRepository(database.db).get(JWT_SECRET_KEY);
+    if (!value) throw new Error('no stored JWT secret');
+    return new TextEncoder().encode(value);
+  } finally {
+    await database.close();
+  }
+}
+
+export const API_KEY = 'test-admin-key-0123456789abcdef-0123';
 
 /** A clock tests can move. */
 export class TestClock {

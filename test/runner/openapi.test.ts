@@ -54,7 +54,7 @@ describe('OpenAPI document', () => {
         const statuses = Object.keys(op.responses);
         assert.ok(statuses.some((s) => s.startsWith('2')), `${where}: a success response`);
         if ((op.security as unknown[]).length > 0) {
-          for (const s of ['401', '403']) {
+          for (const s of ['401', '403', '429']) {
             assert.ok(op.responses[s]?.content?.['application/problem+json'], `${where}: ${s} problem+json`);
           }
         }

@@ -15,7 +15,7 @@ import {
   USER_READ,
   USER_WRITE,
 } from '../../src/runner/auth/access.js';
-import { JwtSessions, loadJwtSecret } from '../../src/runner/auth/jwt.js';
+import { JwtSessions } from '../../src/runner/auth/jwt.js';
 import { OAuthTokensRepository, PersonalTokensRepository } from '../../src/runner/auth/repository.js';
 import { openRunnerDatabase, type RunnerDatabase } from '../../src/runner/db/index.js';
 import { ExecutorsRepository } from '../../src/runner/executors/repository.js';
@@ -24,8 +24,8 @@ import { RunsRepository, type RunRow } from '../../src/runner/runs/repository.js
 import { UsersRepository } from '../../src/runner/users/repository.js';
 import { createUser } from '../../src/runner/users/service.js';
 import { WorkflowsRepository } from '../../src/runner/workflows/repository.js';
-import { WorkflowStorage } from '../../src/runner/workflows/storage.js';
-import { API_KEY, makeZip, multipart, startRunner, type TestRunner } from './helpers.js';
+import { LocalWorkflowStorage } from '../../src/runner/workflows/storage.js';
+import { API_KEY, makeZip, multipart, startRunner, storedJwtSecret, type TestRunner } from './helpers.js';
 
 const PASSWORD = 'correct horse battery';
 
@@ -141,6 +141,40 @@ const CASES: Case[] = [
   { method: 'DELETE', path: '/api/executors/{id}', access: EXECUTORS, ok: 204 },
 ];
 
+/**
+ * What each project-scoped route needs inside the project, written out independently of
+ * src/runner/projects: viewers read, editors write, owners manage.
+ */
+const PROJECT_NEEDS: Record<string, 'read' | 'write' | 'manage'> = {
+  'GET /api/projects/{id}': 'read',
+  'PATCH /api/projects/{id}': 'write',
+  'DELETE /api/projects/{id}': 'manage',
+  'GET /api/projects/{id}/members': 'read',
+  'PUT /api/projects/{id}/members/{userId}': 'manage',
+  'DELETE /api/projects/{id}/members/{userId}': 'manage',
+  'GET /api/projects/{id}/workflows': 'read',
+  'POST /api/projects/{id}/workflows': 'write',
+  'GET /api/workflows/{id}': 'read',
+  'DELETE /api/workflows/{id}': 'write',
+  'GET /api/workflows/{id}/versions': 'read',
+  'POST /api/workflows/{id}/versions': 'write',
+  'GET /api/workflows/{id}/versions/{version}/download': 'read',
+  'POST /api/workflows/{id}/runs': 'write',
+  'GET /api/runs/{id}': 'read',
+  'POST /api/runs/{id}/cancel': 'write',
+  'GET /api/runs/{id}/logs': 'read',
+  'GET /api/runs/{id}/logs/stream': 'read',
+  'GET /api/runs/{id}/outputs': 'read',
+};
+
+type ProjectRoleName = 'owner' | 'editor' | 'viewer' | 'non-member';
+
+function expectedForRole(need: 'read' | 'write' | 'manage', role: ProjectRoleName, ok: number): number {
+  if (role === 'non-member') return 404; // project ids do not leak
+  const allowed = { owner: ['read', 'write', 'manage'], editor: ['read', 'write'], viewer: ['read'] }[role];
+  return allowed.includes(need) ? ok : 403;
+}
+
 /** Fills path parameters with the fixture's resource of the right kind. */
 function resolvePath(path: string, f: Fixture): string {
   const idFor = (): string => {
@@ -174,7 +208,7 @@ describe('permission table: every route × every principal', () => {
     r = await startRunner();
     database = await openRunnerDatabase(r.config.runner.databaseUrl);
     users = new UsersRepository(database.db);
-    jwt = new JwtSessions(loadJwtSecret(null, r.config.dataDir), r.config.runner.url, r.clock.now);
+    jwt = new JwtSessions(await storedJwtSecret(r), r.config.runner.url, r.clock.now);
     const now = r.clock.now();
     adminId = (await createUser(users, { email: 'admin@example.com', password: PASSWORD, role: 'admin' }, now)).id;
     memberId = (await createUser(users, { email: 'member@example.com', password: PASSWORD, role: 'member' }, now)).id;
@@ -221,7 +255,7 @@ describe('permission table: every route × every principal', () => {
     const projects = new ProjectsRepository(db);
     const workflows = new WorkflowsRepository(db);
     const runs = new RunsRepository(db, database.dialect);
-    const storage = new WorkflowStorage(r.config.dataDir);
+    const storage = new LocalWorkflowStorage(r.config.runner.storageDir);
     const projectId = randomUUID();
     await projects.create({ id: projectId, name: 'p', description: '', ownerId: memberId, now });
     const editorId = (await users.insert({ id: randomUUID(), email: `e${randomUUID()}@example.com`, name: 'e', passwordHash: 'x', role: 'member', now })).id;
@@ -283,6 +317,54 @@ describe('permission table: every route × every principal', () => {
     assert.deepEqual(doc.paths['/api/auth/login']?.post?.security, []);
   });
 
+  test('every route with a project in its path is in the project-role table', () => {
+    const scoped = CASES.filter((c) => /^\/api\/(projects|workflows|runs)\/\{id\}/.test(c.path) && c.access !== EXECUTORS)
+      .map((c) => `${c.method} ${c.path}`);
+    assert.deepEqual([...scoped].sort(), Object.keys(PROJECT_NEEDS).sort());
+  });
+
+  for (const [key, need] of Object.entries(PROJECT_NEEDS)) {
+    test(`project roles: ${key} needs ${need}`, async () => {
+      const found = CASES.find((x) => `${x.method} ${x.path}` === key);
+      assert.ok(found, key);
+      const c: Case = found;
+      const results: string[] = [];
+      for (const role of ['owner', 'editor', 'viewer', 'non-member'] as const) {
+        const f = await fixture('jwtMember');
+        const now = r.clock.now().toISOString();
+        const caller = await users.insert({ id: randomUUID(), email: `${role}-${randomUUID()}@example.com`, name: role, passwordHash: 'x', role: 'member', now });
+        if (role !== 'non-member') await new ProjectsRepository(database.db).setRole(f.projectId, caller.id, role, now);
+        const req: Request = c.request?.(f) ?? {};
+        const session = (await jwt.issue(caller.id, 0)).token;
+        const res = await r.service.app.inject({
+          method: c.method,
+          url: resolvePath(c.path, f),
+          headers: { authorization: `Bearer ${session}`, ...req.headers },
+          ...(req.payload !== undefined ? { payload: req.payload as string } : {}),
+        });
+        const want = expectedForRole(need, role, c.ok);
+        if (res.statusCode !== want) results.push(`${role}: got ${res.statusCode}, want ${want} (${res.body.slice(0, 200)})`);
+        if (res.statusCode === 403) assert.equal(res.json().code, 'project_role');
+      }
+      assert.deepEqual(results, []);
+    });
+  }
+
+  test('project roles: lists show a non-member nothing of the project', async () => {
+    const f = await fixture('jwtMember');
+    const now = r.clock.now().toISOString();
+    const outsider = await users.insert({ id: randomUUID(), email: `out-${randomUUID()}@example.com`, name: 'o', passwordHash: 'x', role: 'member', now });
+    const auth = { authorization: `Bearer ${(await jwt.issue(outsider.id, 0)).token}` };
+    const projectsRes = await r.service.app.inject({ method: 'GET', url: '/api/projects', headers: auth });
+    assert.ok(!projectsRes.body.includes(f.projectId));
+    const runsRes = await r.service.app.inject({ method: 'GET', url: `/api/runs?project=${f.projectId}`, headers: auth });
+    assert.deepEqual(runsRes.json().items, []);
+    const viewer = await users.insert({ id: randomUUID(), email: `v-${randomUUID()}@example.com`, name: 'v', passwordHash: 'x', role: 'member', now });
+    await new ProjectsRepository(database.db).setRole(f.projectId, viewer.id, 'viewer', now);
+    const viewerRuns = await r.service.app.inject({ method: 'GET', url: `/api/runs?project=${f.projectId}`, headers: { authorization: `Bearer ${(await jwt.issue(viewer.id, 0)).token}` } });
+    assert.equal(viewerRuns.json().items.length, 3, 'control: a viewer sees the runs');
+  });
+
   for (const c of CASES) {
     test(`${c.method} ${c.path}`, async () => {
       const results: string[] = [];
@@ -295,6 +377,9 @@ describe('permission table: every route × every principal', () => {
           url: resolvePath(c.path, f),
           headers: { ...(auth ? { authorization: auth } : {}), ...req.headers },
           ...(req.payload !== undefined ? { payload: req.payload as string } : {}),
+          // Rejected credentials are scored per address (auth/guard.ts); the table sends one
+          // invalid credential per route, from an address of its own.
+          remoteAddress: `10.200.${Math.floor(CASES.indexOf(c) / 250)}.${CASES.indexOf(c) % 250}`,
         });
         const want = expected(c.access, p, c.ok);
         if (res.statusCode !== want) results.push(`${p}: got ${res.statusCode}, want ${want} (${res.body.slice(0, 200)})`);

@@ -114,6 +114,43 @@ for (const target of dialects()) {
       assert.equal((await projects.list(other.id))[0]?.name, 'Zeta');
     });
 
+    test('projects: two owners demoting each other at once leave one owner (no write skew)', async () => {
+      for (let i = 0; i < 30; i++) {
+        const a = await newUser(`skew-a${i}@example.com`);
+        const b = await newUser(`skew-b${i}@example.com`);
+        const p = await projects.create({ id: randomUUID(), name: `skew${i}`, description: '', ownerId: a.id, now: T0 });
+        await projects.setRole(p.id, b.id, 'owner', T0);
+        const [ra, rb] = await Promise.all([projects.setRole(p.id, a.id, 'editor', T0), projects.removeMember(p.id, b.id)]);
+        const owners = (await projects.members(p.id)).filter((m) => m.role === 'owner');
+        assert.equal(owners.length, 1, `round ${i}: ${ra} ${rb}`);
+      }
+    });
+
+    test('users: deleting the only owner of a project or the last admin is refused, even when racing', async () => {
+      const solo = await newUser('solo@example.com');
+      const co = await newUser('co@example.com');
+      const p = await projects.create({ id: randomUUID(), name: 'solo', description: '', ownerId: solo.id, now: T0 });
+      assert.deepEqual(await users.delete(solo.id), { soleOwnerOf: [p.id] });
+      assert.equal(await projects.roleOf(p.id, solo.id), 'owner', 'nothing was deleted');
+      await projects.setRole(p.id, co.id, 'owner', T0);
+      // The co-owner is demoted while the first owner is deleted: one of the two must lose.
+      const [demoted, deleted] = await Promise.all([projects.setRole(p.id, co.id, 'viewer', T0), users.delete(solo.id)]);
+      const owners = (await projects.members(p.id)).filter((m) => m.role === 'owner');
+      assert.equal(owners.length, 1, `${demoted} ${JSON.stringify(deleted)}`);
+      assert.equal(await users.delete(randomUUID()), 'absent');
+      for (let i = 0; i < 10; i++) {
+        const x = await newUser(`admin-x${i}@example.com`, 'admin');
+        const y = await newUser(`admin-y${i}@example.com`, 'admin');
+        const others = (await users.list()).filter((u) => u.role === 'admin' && u.id !== x.id && u.id !== y.id);
+        for (const o of others) await users.update(o.id, { role: 'member' }, T0);
+        const [rx, ry] = await Promise.all([users.update(x.id, { role: 'member' }, T0), users.delete(y.id)]);
+        assert.equal((await users.countAdmins()), 1, `round ${i}: ${JSON.stringify(rx)} ${JSON.stringify(ry)}`);
+        await users.update(x.id, { role: 'admin' }, T0);
+        if (ry === 'deleted') continue;
+        await users.update(y.id, { role: 'member' }, T0);
+      }
+    });
+
     let projectId: string;
     let workflowId: string;
     const run = (extra: Partial<RunRow> = {}): RunRow => ({

@@ -1,70 +1,15 @@
 import { Type } from 'typebox';
-import { ConflictError, NotFoundError, UnauthorizedError, ValidationError } from '../../infra/errors.js';
 import type { HttpApp } from '../../infra/http.js';
-import { generateToken, hashPassword, randomUUID, sha256, verifyPassword } from '../../infra/secrets.js';
-import { ADMIN_ONLY, CHALLENGE, IDENTITY, PUBLIC, SESSION_ONLY } from '../auth/access.js';
-import { access, PAT_PREFIX, principalOf, userOf } from '../auth/authenticate.js';
-import type { PersonalTokenRow } from '../auth/repository.js';
+import { ADMIN_ONLY, IDENTITY, PUBLIC, SESSION_ONLY } from '../auth/access.js';
+import { access, principalOf, userOf } from '../auth/authenticate.js';
 import type { RunnerContext } from '../context.js';
-import { isUniqueViolation } from '../db/index.js';
-import { normalizeEmail } from '../users/repository.js';
-import { createUser, presentUser } from '../users/service.js';
-import { Email, errors, IdParams, items, Name, NoContent, Nullable, NullableTimestamp, Password, PROTECTED, Session, StringEnum, Timestamp, User } from './schemas.js';
+import { createUser, deleteUser, getUser, listUsers, updateUser } from '../users/service.js';
+import { ApiKeyIdentity, CreatedToken, Me, presentCreatedToken, presentToken, presentUser, TokenInfo, TokenScopeSchema } from './presenters.js';
+import { Email, errors, IdParams, items, Name, NoContent, Nullable, Password, PROTECTED, Session, StringEnum, Timestamp, User } from './schemas.js';
 
-const Scope = StringEnum(['read', 'write']);
-
-/** What `GET /api/me` says to the admin API key, which is no user. */
-const ApiKeyIdentity = Type.Object({
-  authenticatedBy: Type.Literal('api-key'),
-  role: Type.Literal('api-key'),
-  grants: Type.Array(Type.String(), { description: 'what the admin API key may do' }),
-});
-
-const TokenInfo = Type.Object({
-  id: Type.String(),
-  name: Type.String(),
-  scope: Scope,
-  tokenHint: Type.String({ description: 'last characters of the token, for recognising it' }),
-  createdAt: Timestamp,
-  expiresAt: NullableTimestamp,
-  lastUsedAt: NullableTimestamp,
-  lastUsedIp: Nullable(Type.String()),
-});
-
-const CreatedToken = Type.Object({
-  id: Type.String(),
-  token: Type.String({ description: 'the secret, shown only in this response' }),
-  name: Type.String(),
-  scope: Scope,
-  createdAt: Timestamp,
-  expiresAt: NullableTimestamp,
-});
-
-const Me = Type.Object({
-  ...User.properties,
-  authenticatedBy: StringEnum(['jwt', 'pat', 'oauth']),
-  scope: Nullable(Scope, { description: 'scope of the token used, null for a web session' }),
-});
-
-function presentToken(t: PersonalTokenRow) {
-  return {
-    id: t.id,
-    name: t.name,
-    scope: t.scope,
-    tokenHint: t.token_hint,
-    createdAt: t.created_at,
-    expiresAt: t.expires_at,
-    lastUsedAt: t.last_used_at,
-    lastUsedIp: t.last_used_ip,
-  };
-}
-
-// A real scrypt hash to verify against when the email is unknown, so response time does not
-// reveal which accounts exist.
-let dummyHash: Promise<string> | null = null;
-
+/** Login, setup, the signed-in user's profile, password and tokens, and user administration. */
 export function registerAccountRoutes(app: HttpApp, ctx: RunnerContext): void {
-  const { users, pats, jwt, loginLimiter } = ctx;
+  const { users, account } = ctx;
 
   app.post(
     '/api/auth/login',
@@ -79,19 +24,7 @@ export function registerAccountRoutes(app: HttpApp, ctx: RunnerContext): void {
         response: { 200: Session, ...errors(400, 401, 429) },
       },
     },
-    async (req) => {
-      const email = normalizeEmail(req.body.email);
-      loginLimiter.check(req.ip, email);
-      const user = await users.findByEmail(email);
-      dummyHash ??= hashPassword(randomUUID());
-      const ok = await verifyPassword(req.body.password, user?.password_hash ?? (await dummyHash));
-      if (!user || !ok) {
-        loginLimiter.fail(req.ip, email);
-        throw new UnauthorizedError('wrong email or password', CHALLENGE);
-      }
-      loginLimiter.succeed(email);
-      return jwt.issue(user.id, user.session_epoch);
-    },
+    async (req) => account.login(req.body.email, req.body.password, req.ip),
   );
 
   app.post(
@@ -111,11 +44,7 @@ export function registerAccountRoutes(app: HttpApp, ctx: RunnerContext): void {
       },
     },
     async (req, reply) => {
-      // Checked before hashing the password so the open endpoint costs nothing once set up;
-      // the insert itself re-checks atomically (two racing setups: one wins, one gets 409).
-      if ((await users.count()) > 0) throw new ConflictError('setup is already done: a user exists', 'setup_done');
-      const user = await createUser(users, { ...req.body, role: 'admin' }, ctx.now(), true);
-      const session = await jwt.issue(user.id, user.session_epoch);
+      const { user, session } = await account.setup(req.body);
       return reply.code(201).send({ user: presentUser(user), session });
     },
   );
@@ -167,17 +96,7 @@ export function registerAccountRoutes(app: HttpApp, ctx: RunnerContext): void {
         response: { 200: User, ...errors(...PROTECTED, 409) },
       },
     },
-    async (req) => {
-      const p = userOf(req);
-      try {
-        const updated = await users.update(p.user.id, req.body, ctx.now().toISOString());
-        if (!updated) throw new NotFoundError('the user no longer exists');
-        return presentUser(updated);
-      } catch (e) {
-        if (isUniqueViolation(e)) throw new ConflictError('another user has this email', 'email_taken');
-        throw e;
-      }
-    },
+    async (req) => presentUser(await updateUser(users, userOf(req).user.id, req.body, ctx.now())),
   );
 
   app.put(
@@ -193,17 +112,7 @@ export function registerAccountRoutes(app: HttpApp, ctx: RunnerContext): void {
         response: { 200: Session, ...errors(...PROTECTED, 429) },
       },
     },
-    async (req) => {
-      const p = userOf(req);
-      loginLimiter.check(req.ip, p.user.email);
-      if (!(await verifyPassword(req.body.currentPassword, p.user.password_hash))) {
-        loginLimiter.fail(req.ip, p.user.email);
-        throw new ValidationError('the current password is wrong', [{ field: 'currentPassword', message: 'is wrong' }], 'wrong_password');
-      }
-      const updated = await users.setPassword(p.user.id, await hashPassword(req.body.newPassword), ctx.now().toISOString());
-      if (!updated) throw new NotFoundError('the user no longer exists');
-      return jwt.issue(updated.id, updated.session_epoch);
-    },
+    async (req) => account.changePassword(userOf(req).user, req.body.currentPassword, req.body.newPassword, req.ip),
   );
 
   // --- personal access tokens -------------------------------------------------------------
@@ -220,7 +129,7 @@ export function registerAccountRoutes(app: HttpApp, ctx: RunnerContext): void {
         response: { 200: items(TokenInfo), ...errors(...PROTECTED) },
       },
     },
-    async (req) => ({ items: (await pats.listForUser(userOf(req).user.id)).map(presentToken) }),
+    async (req) => ({ items: (await account.listTokens(userOf(req).user.id)).map(presentToken) }),
   );
 
   app.post(
@@ -235,7 +144,7 @@ export function registerAccountRoutes(app: HttpApp, ctx: RunnerContext): void {
         body: Type.Object(
           {
             name: Type.String({ minLength: 1, maxLength: 100, pattern: '\\S' }),
-            scope: Scope,
+            scope: TokenScopeSchema,
             expiresAt: Type.Optional(Nullable(Timestamp)),
           },
           { additionalProperties: false },
@@ -244,28 +153,8 @@ export function registerAccountRoutes(app: HttpApp, ctx: RunnerContext): void {
       },
     },
     async (req, reply) => {
-      const p = userOf(req);
-      const now = ctx.now();
-      let expiresAt: string | null = null;
-      if (req.body.expiresAt != null) {
-        const t = Date.parse(req.body.expiresAt);
-        if (!Number.isFinite(t) || t <= now.getTime()) {
-          throw new ValidationError('expiresAt must be in the future', [{ field: 'expiresAt', message: 'must be in the future' }]);
-        }
-        expiresAt = new Date(t).toISOString();
-      }
-      const token = generateToken(PAT_PREFIX);
-      const row = await pats.insert({
-        id: randomUUID(),
-        user_id: p.user.id,
-        name: req.body.name.trim(),
-        scope: req.body.scope,
-        token_hash: sha256(token),
-        token_hint: token.slice(-4),
-        created_at: now.toISOString(),
-        expires_at: expiresAt,
-      });
-      return reply.code(201).send({ id: row.id, token, name: row.name, scope: row.scope, createdAt: row.created_at, expiresAt: row.expires_at });
+      const { row, token } = await account.createToken(userOf(req).user.id, req.body);
+      return reply.code(201).send(presentCreatedToken(row, token));
     },
   );
 
@@ -283,10 +172,7 @@ export function registerAccountRoutes(app: HttpApp, ctx: RunnerContext): void {
       },
     },
     async (req, reply) => {
-      const p = userOf(req);
-      if (!(await pats.revoke(p.user.id, req.params.id, ctx.now().toISOString()))) {
-        throw new NotFoundError('no such token');
-      }
+      await account.revokeToken(userOf(req).user.id, req.params.id);
       return reply.code(204).send(null);
     },
   );
@@ -301,7 +187,7 @@ export function registerAccountRoutes(app: HttpApp, ctx: RunnerContext): void {
       config: access(ADMIN_ONLY),
       schema: { tags: ['users'], summary: 'List users', operationId: 'listUsers', response: { 200: items(User), ...errors(...PROTECTED) } },
     },
-    async () => ({ items: (await users.list()).map(presentUser) }),
+    async () => ({ items: (await listUsers(users)).map(presentUser) }),
   );
 
   app.post(
@@ -328,11 +214,7 @@ export function registerAccountRoutes(app: HttpApp, ctx: RunnerContext): void {
       config: access(ADMIN_ONLY),
       schema: { tags: ['users'], summary: 'Get a user', operationId: 'getUser', params: IdParams, response: { 200: User, ...errors(...PROTECTED, 404) } },
     },
-    async (req) => {
-      const user = await users.findById(req.params.id);
-      if (!user) throw new NotFoundError('no such user');
-      return presentUser(user);
-    },
+    async (req) => presentUser(await getUser(users, req.params.id)),
   );
 
   app.patch(
@@ -348,16 +230,7 @@ export function registerAccountRoutes(app: HttpApp, ctx: RunnerContext): void {
         response: { 200: User, ...errors(...PROTECTED, 404, 409) },
       },
     },
-    async (req) => {
-      const user = await users.findById(req.params.id);
-      if (!user) throw new NotFoundError('no such user');
-      if (user.role === 'admin' && req.body.role === 'member' && (await users.countAdmins()) <= 1) {
-        throw new ConflictError('cannot demote the last administrator', 'last_admin');
-      }
-      const updated = await users.update(user.id, req.body, ctx.now().toISOString());
-      if (!updated) throw new NotFoundError('no such user');
-      return presentUser(updated);
-    },
+    async (req) => presentUser(await updateUser(users, req.params.id, req.body, ctx.now())),
   );
 
   app.delete(
@@ -367,21 +240,14 @@ export function registerAccountRoutes(app: HttpApp, ctx: RunnerContext): void {
       schema: {
         tags: ['users'],
         summary: 'Delete a user',
-        description: 'Also deletes their tokens and project memberships. An administrator cannot delete themself.',
+        description: 'Also deletes their tokens and project memberships. An administrator cannot delete themself, the last administrator or the only owner of a project (409).',
         operationId: 'deleteUser',
         params: IdParams,
         response: { 204: NoContent, ...errors(...PROTECTED, 404, 409) },
       },
     },
     async (req, reply) => {
-      const me = userOf(req);
-      if (me.user.id === req.params.id) throw new ConflictError('you cannot delete your own account', 'self_delete');
-      const user = await users.findById(req.params.id);
-      if (!user) throw new NotFoundError('no such user');
-      if (user.role === 'admin' && (await users.countAdmins()) <= 1) {
-        throw new ConflictError('cannot delete the last administrator', 'last_admin');
-      }
-      await users.delete(user.id);
+      await deleteUser(users, userOf(req).user.id, req.params.id);
       return reply.code(204).send(null);
     },
   );

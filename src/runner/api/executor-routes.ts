@@ -1,35 +1,14 @@
 import { Type } from 'typebox';
-import { ConflictError, NotFoundError } from '../../infra/errors.js';
 import type { HttpApp } from '../../infra/http.js';
-import { generateToken, randomUUID, sha256 } from '../../infra/secrets.js';
 import { EXECUTORS } from '../auth/access.js';
 import { access } from '../auth/authenticate.js';
 import type { RunnerContext } from '../context.js';
-import type { ExecutorRow } from '../executors/repository.js';
-import { presentRun, Run } from './run-routes.js';
-import { errors, IdParams, items, Name, NoContent, Nullable, PROTECTED, StringEnum, Timestamp } from './schemas.js';
-
-/** A claimed run stays with its executor this long after the claim or its last heartbeat. */
-export const LEASE_MS = 2 * 60_000;
-/** An executor without a heartbeat for this long is shown offline. */
-export const OFFLINE_AFTER_MS = 90_000;
-const LEASE_PREFIX = 'rnr_lease_';
-
-const Executor = Type.Object({
-  id: Type.String(),
-  name: Type.String(),
-  labels: Type.Array(Type.String()),
-  capacity: Type.Integer(),
-  status: StringEnum(['online', 'draining', 'offline']),
-  runningRuns: Type.Integer(),
-  createdAt: Timestamp,
-  lastHeartbeatAt: Timestamp,
-  lastIp: Nullable(Type.String()),
-});
+import { Executor, presentExecutor, presentRun, Run } from './presenters.js';
+import { errors, IdParams, INT32_MAX, INT32_MIN, items, MAX_COUNTER, MAX_SIZE, Name, NoContent, Nullable, PROTECTED, StringEnum, Timestamp } from './schemas.js';
 
 const LeaseBody = {
   leaseToken: Type.String({ minLength: 1, maxLength: 200, description: 'the lease token from the claim' }),
-  attempt: Type.Integer({ minimum: 1, description: 'the attempt from the claim' }),
+  attempt: Type.Integer({ minimum: 1, maximum: MAX_COUNTER, description: 'the attempt from the claim' }),
 };
 
 const Claim = Type.Object({
@@ -39,33 +18,9 @@ const Claim = Type.Object({
   download: Type.String({ description: 'path of the workflow archive to run (GET with the same credentials)' }),
 });
 
+/** The executor protocol and executor management: each handler calls one ExecutorsService method. */
 export function registerExecutorRoutes(app: HttpApp, ctx: RunnerContext): void {
-  const { executors, runs } = ctx;
-
-  async function present(e: ExecutorRow) {
-    const stale = ctx.now().getTime() - Date.parse(e.last_heartbeat_at) > OFFLINE_AFTER_MS;
-    return {
-      id: e.id,
-      name: e.name,
-      labels: JSON.parse(e.labels) as string[],
-      capacity: e.capacity,
-      status: stale ? ('offline' as const) : e.draining ? ('draining' as const) : ('online' as const),
-      runningRuns: await runs.runningCount(e.id),
-      createdAt: e.created_at,
-      lastHeartbeatAt: e.last_heartbeat_at,
-      lastIp: e.last_ip,
-    };
-  }
-
-  async function load(id: string): Promise<ExecutorRow> {
-    const e = await executors.findById(id);
-    if (!e) throw new NotFoundError('no such executor');
-    return e;
-  }
-
-  function leaseOf(body: { leaseToken: string; attempt: number }) {
-    return { hash: sha256(body.leaseToken), attempt: body.attempt };
-  }
+  const { executors } = ctx;
 
   app.post(
     '/api/executors/register',
@@ -86,20 +41,7 @@ export function registerExecutorRoutes(app: HttpApp, ctx: RunnerContext): void {
         response: { 201: Executor, ...errors(...PROTECTED) },
       },
     },
-    async (req, reply) => {
-      const now = ctx.now().toISOString();
-      const row = await executors.insert({
-        id: randomUUID(),
-        name: req.body.name.trim(),
-        labels: JSON.stringify(req.body.labels ?? []),
-        capacity: req.body.capacity ?? 1,
-        draining: 0,
-        created_at: now,
-        last_heartbeat_at: now,
-        last_ip: req.ip,
-      });
-      return reply.code(201).send(await present(row));
-    },
+    async (req, reply) => reply.code(201).send(presentExecutor(await executors.register(req.body, req.ip))),
   );
 
   app.post(
@@ -115,14 +57,7 @@ export function registerExecutorRoutes(app: HttpApp, ctx: RunnerContext): void {
         response: { 200: Executor, ...errors(...PROTECTED, 404) },
       },
     },
-    async (req) => {
-      await load(req.params.id);
-      const now = ctx.now();
-      const row = await executors.heartbeat(req.params.id, now.toISOString(), req.ip);
-      if (!row) throw new NotFoundError('no such executor');
-      await runs.extendLeases(row.id, new Date(now.getTime() + LEASE_MS).toISOString());
-      return present(row);
-    },
+    async (req) => presentExecutor(await executors.heartbeat(req.params.id, req.ip)),
   );
 
   app.post(
@@ -141,21 +76,13 @@ export function registerExecutorRoutes(app: HttpApp, ctx: RunnerContext): void {
       },
     },
     async (req, reply) => {
-      const executor = await load(req.params.id);
-      const now = ctx.now();
-      const nowIso = now.toISOString();
-      await executors.heartbeat(executor.id, nowIso, req.ip);
-      await runs.expireLeases(nowIso);
-      if (executor.draining || (await runs.runningCount(executor.id)) >= executor.capacity) return reply.code(204).send(null);
-      const token = generateToken(LEASE_PREFIX);
-      const expiresAt = new Date(now.getTime() + LEASE_MS).toISOString();
-      const run = await runs.claim(executor.id, sha256(token), expiresAt, nowIso);
-      if (!run) return reply.code(204).send(null);
+      const claim = await executors.claim(req.params.id, req.ip);
+      if (!claim) return reply.code(204).send(null);
       return {
-        run: presentRun(run),
-        lease: { token, attempt: run.attempt, expiresAt },
-        nextLogSeq: await runs.nextLogSeq(run.id),
-        download: `/api/workflows/${run.workflow_id}/versions/${run.workflow_version}/download`,
+        run: presentRun(claim.run),
+        lease: claim.lease,
+        nextLogSeq: claim.nextLogSeq,
+        download: `/api/workflows/${claim.run.workflow_id}/versions/${claim.run.workflow_version}/download`,
       };
     },
   );
@@ -176,7 +103,7 @@ export function registerExecutorRoutes(app: HttpApp, ctx: RunnerContext): void {
           {
             ...LeaseBody,
             chunks: Type.Array(
-              Type.Object({ seq: Type.Integer({ minimum: 1 }), text: Type.String({ maxLength: 65_536 }) }, { additionalProperties: false }),
+              Type.Object({ seq: Type.Integer({ minimum: 1, maximum: MAX_COUNTER }), text: Type.String({ maxLength: 65_536 }) }, { additionalProperties: false }),
               { minItems: 1, maxItems: 500 },
             ),
           },
@@ -185,13 +112,7 @@ export function registerExecutorRoutes(app: HttpApp, ctx: RunnerContext): void {
         response: { 200: Type.Object({ ack: Type.Integer() }), ...errors(...PROTECTED, 404, 409) },
       },
     },
-    async (req) => {
-      const run = await runs.findById(req.params.id);
-      if (!run) throw new NotFoundError('no such run');
-      if (!(await runs.leased(run.id, leaseOf(req.body)))) throw new ConflictError('the lease no longer holds this run', 'stale_lease');
-      const ack = await runs.appendLogs(run.id, req.body.attempt, req.body.chunks, ctx.now().toISOString());
-      return { ack };
-    },
+    async (req) => ({ ack: await executors.appendLogs(req.params.id, req.body, req.body.chunks) }),
   );
 
   app.post(
@@ -208,14 +129,14 @@ export function registerExecutorRoutes(app: HttpApp, ctx: RunnerContext): void {
           {
             ...LeaseBody,
             status: StringEnum(['succeeded', 'failed']),
-            exitCode: Type.Optional(Nullable(Type.Integer())),
+            exitCode: Type.Optional(Nullable(Type.Integer({ minimum: INT32_MIN, maximum: INT32_MAX }))),
             error: Type.Optional(Nullable(Type.String({ maxLength: 10_000 }))),
             outputs: Type.Optional(
               Type.Array(
                 Type.Object(
                   {
                     name: Type.String({ minLength: 1, maxLength: 500 }),
-                    size: Type.Integer({ minimum: 0 }),
+                    size: Type.Integer({ minimum: 0, maximum: MAX_SIZE }),
                     sha256: Type.Optional(Type.String({ pattern: '^[0-9a-f]{64}$' })),
                     contentType: Type.Optional(Type.String({ maxLength: 200 })),
                   },
@@ -231,18 +152,10 @@ export function registerExecutorRoutes(app: HttpApp, ctx: RunnerContext): void {
       },
     },
     async (req) => {
-      const run = await runs.findById(req.params.id);
-      if (!run) throw new NotFoundError('no such run');
       const b = req.body;
-      const done = await runs.complete(
-        run.id,
-        leaseOf(b),
-        { status: b.status, exitCode: b.exitCode ?? null, error: b.error ?? null },
-        (b.outputs ?? []).map((o) => ({ name: o.name, size: o.size, sha256: o.sha256 ?? null, content_type: o.contentType ?? null })),
-        ctx.now().toISOString(),
-      );
-      if (!done) throw new ConflictError('the lease no longer holds this run', 'stale_lease');
-      return presentRun(done);
+      const outputs = (b.outputs ?? []).map((o) => ({ name: o.name, size: o.size, sha256: o.sha256 ?? null, content_type: o.contentType ?? null }));
+      const result = { status: b.status, exitCode: b.exitCode ?? null, error: b.error ?? null };
+      return presentRun(await executors.complete(req.params.id, b, result, outputs));
     },
   );
 
@@ -252,7 +165,7 @@ export function registerExecutorRoutes(app: HttpApp, ctx: RunnerContext): void {
       config: access(EXECUTORS),
       schema: { tags: ['executors'], summary: 'List executors', operationId: 'listExecutors', response: { 200: items(Executor), ...errors(...PROTECTED) } },
     },
-    async () => ({ items: await Promise.all((await executors.list()).map(present)) }),
+    async () => ({ items: (await executors.list()).map(presentExecutor) }),
   );
 
   app.get(
@@ -261,7 +174,7 @@ export function registerExecutorRoutes(app: HttpApp, ctx: RunnerContext): void {
       config: access(EXECUTORS),
       schema: { tags: ['executors'], summary: 'Get an executor', operationId: 'getExecutor', params: IdParams, response: { 200: Executor, ...errors(...PROTECTED, 404) } },
     },
-    async (req) => present(await load(req.params.id)),
+    async (req) => presentExecutor(await executors.get(req.params.id)),
   );
 
   app.post(
@@ -277,12 +190,7 @@ export function registerExecutorRoutes(app: HttpApp, ctx: RunnerContext): void {
         response: { 200: Executor, ...errors(...PROTECTED, 404) },
       },
     },
-    async (req) => {
-      await load(req.params.id);
-      const row = await executors.setDraining(req.params.id, true);
-      if (!row) throw new NotFoundError('no such executor');
-      return present(row);
-    },
+    async (req) => presentExecutor(await executors.drain(req.params.id)),
   );
 
   app.delete(
@@ -299,9 +207,7 @@ export function registerExecutorRoutes(app: HttpApp, ctx: RunnerContext): void {
       },
     },
     async (req, reply) => {
-      await load(req.params.id);
-      await runs.requeueExecutorRuns(req.params.id);
-      await executors.delete(req.params.id);
+      await executors.remove(req.params.id);
       return reply.code(204).send(null);
     },
   );

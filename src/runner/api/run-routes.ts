@@ -1,109 +1,36 @@
-import type { FastifyRequest } from 'fastify';
+import type { ServerResponse } from 'node:http';
 import { Type } from 'typebox';
-import { ConflictError, NotFoundError, ValidationError } from '../../infra/errors.js';
 import type { HttpApp } from '../../infra/http.js';
-import { randomUUID } from '../../infra/secrets.js';
 import { RUN_READ, RUN_WRITE, USER_WRITE } from '../auth/access.js';
 import { access, principalOf } from '../auth/authenticate.js';
 import type { RunnerContext } from '../context.js';
-import type { RunStatus } from '../db/schema.js';
-import { requireProjectAccess } from '../projects/access.js';
-import type { RunLogRow, RunOutputRow, RunRow } from '../runs/repository.js';
-import { errors, Id, IdParams, items, Nullable, NullableTimestamp, page, PROTECTED, StringEnum, Timestamp } from './schemas.js';
+import type { LogEvent } from '../runs/service.js';
+import { LogChunk, Output, ParameterValue, presentLog, presentOutput, presentRun, Run, RunStatusSchema } from './presenters.js';
+import { CounterString, errors, Id, IdParams, items, MAX_COUNTER, page, PROTECTED } from './schemas.js';
 
-export const RunStatusSchema = StringEnum(['queued', 'running', 'succeeded', 'failed', 'cancelled']);
-
-// A type array, not anyOf (see schemas.ts); maxLength applies to strings only.
-const ParameterValue = Type.Unsafe<string | number | boolean | null>({ type: ['string', 'number', 'boolean', 'null'], maxLength: 10_000 });
 const Parameters = Type.Record(Type.String({ minLength: 1, maxLength: 200 }), ParameterValue, { maxProperties: 200 });
+const Seq = CounterString('a log sequence number (0-999999999)');
 
-export const Run = Type.Object({
-  id: Type.String(),
-  projectId: Type.String(),
-  workflowId: Type.String(),
-  workflowVersion: Type.Integer(),
-  status: RunStatusSchema,
-  parameters: Type.Record(Type.String(), ParameterValue),
-  attempt: Type.Integer({ description: 'how many times an executor has taken the run' }),
-  executorId: Nullable(Type.String()),
-  exitCode: Nullable(Type.Integer()),
-  error: Nullable(Type.String()),
-  createdAt: Timestamp,
-  startedAt: NullableTimestamp,
-  finishedAt: NullableTimestamp,
-});
-
-export const LogChunk = Type.Object({ seq: Type.Integer(), attempt: Type.Integer(), text: Type.String(), createdAt: Timestamp });
-
-const Output = Type.Object({
-  name: Type.String(),
-  size: Type.Integer(),
-  sha256: Nullable(Type.String()),
-  contentType: Nullable(Type.String()),
-  createdAt: Timestamp,
-});
-
-export function presentRun(r: RunRow) {
-  return {
-    id: r.id,
-    projectId: r.project_id,
-    workflowId: r.workflow_id,
-    workflowVersion: r.workflow_version,
-    status: r.status,
-    parameters: JSON.parse(r.parameters) as Record<string, string | number | boolean | null>,
-    attempt: r.attempt,
-    executorId: r.executor_id,
-    exitCode: r.exit_code,
-    error: r.error,
-    createdAt: r.created_at,
-    startedAt: r.started_at,
-    finishedAt: r.finished_at,
-  };
-}
-
-export function presentLog(l: RunLogRow) {
-  return { seq: l.seq, attempt: l.attempt, text: l.text, createdAt: l.created_at };
-}
-
-function presentOutput(o: RunOutputRow) {
-  return { name: o.name, size: o.size, sha256: o.sha256, contentType: o.content_type, createdAt: o.created_at };
-}
-
-function encodeCursor(r: RunRow): string {
-  return Buffer.from(JSON.stringify([r.created_at, r.id])).toString('base64url');
-}
-
-function decodeCursor(cursor: string): { createdAt: string; id: string } {
-  try {
-    const v = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
-    if (Array.isArray(v) && v.length === 2 && typeof v[0] === 'string' && typeof v[1] === 'string') return { createdAt: v[0], id: v[1] };
-  } catch {
-    // fall through
+/** One Server-Sent Event per log event (https://html.spec.whatwg.org/multipage/server-sent-events.html). */
+function writeEvent(res: ServerResponse, e: LogEvent): void {
+  switch (e.type) {
+    case 'log':
+      res.write(`id: ${e.chunk.seq}\nevent: log\ndata: ${JSON.stringify(presentLog(e.chunk))}\n\n`);
+      return;
+    case 'end':
+      res.write(`event: end\ndata: ${JSON.stringify({ status: e.status })}\n\n`);
+      return;
+    case 'denied':
+      res.write(`event: error\ndata: ${JSON.stringify({ status: e.status, code: e.code, detail: e.detail })}\n\n`);
+      return;
+    case 'keep-alive':
+      res.write(': keep-alive\n\n');
   }
-  throw new ValidationError('cursor is not valid; use nextCursor from a previous page', [{ field: 'cursor', message: 'is not valid' }]);
 }
 
-const TERMINAL = new Set<RunStatus>(['succeeded', 'failed', 'cancelled']);
-const Seq = Type.String({ pattern: '^(0|[1-9][0-9]{0,9})$', description: 'a log sequence number' });
-
-/** Poll interval of the live log stream; the database is the source of truth across instances. */
-export const LOG_STREAM_POLL_MS = 500;
-
+/** Runs: each handler validates, calls one RunsService method, presents. */
 export function registerRunRoutes(app: HttpApp, ctx: RunnerContext): void {
-  const { runs, workflows, projects } = ctx;
-
-  /** Loads a run the caller may see (membership of its project for users); 404 otherwise. */
-  async function loadRun(req: FastifyRequest, id: string, need: 'read' | 'write'): Promise<RunRow> {
-    const run = await runs.findById(id);
-    if (!run) throw new NotFoundError('no such run');
-    try {
-      await requireProjectAccess(projects, principalOf(req), run.project_id, need);
-    } catch (e) {
-      if (e instanceof NotFoundError) throw new NotFoundError('no such run');
-      throw e;
-    }
-    return run;
-  }
+  const { runs, auth } = ctx;
 
   app.post(
     '/api/workflows/:id/runs',
@@ -116,46 +43,13 @@ export function registerRunRoutes(app: HttpApp, ctx: RunnerContext): void {
         operationId: 'startRun',
         params: IdParams,
         body: Type.Object(
-          { version: Type.Optional(Type.Integer({ minimum: 1 })), parameters: Type.Optional(Parameters) },
+          { version: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_COUNTER })), parameters: Type.Optional(Parameters) },
           { additionalProperties: false },
         ),
         response: { 201: Run, ...errors(...PROTECTED, 404) },
       },
     },
-    async (req, reply) => {
-      const wf = await workflows.findById(req.params.id);
-      if (!wf) throw new NotFoundError('no such workflow');
-      const principal = principalOf(req);
-      try {
-        await requireProjectAccess(projects, principal, wf.project_id, 'write');
-      } catch (e) {
-        if (e instanceof NotFoundError) throw new NotFoundError('no such workflow');
-        throw e;
-      }
-      const version = req.body.version ?? wf.latest_version;
-      if (!(await workflows.version(wf.id, version))) {
-        throw new ValidationError(`workflow has no version ${version}`, [{ field: 'version', message: 'does not exist' }]);
-      }
-      const row = await runs.create({
-        id: randomUUID(),
-        project_id: wf.project_id,
-        workflow_id: wf.id,
-        workflow_version: version,
-        status: 'queued',
-        parameters: JSON.stringify(req.body.parameters ?? {}),
-        created_by: principal.type === 'user' ? principal.user.id : null,
-        created_at: ctx.now().toISOString(),
-        started_at: null,
-        finished_at: null,
-        attempt: 0,
-        executor_id: null,
-        lease_hash: null,
-        lease_expires_at: null,
-        exit_code: null,
-        error: null,
-      });
-      return reply.code(201).send(presentRun(row));
-    },
+    async (req, reply) => reply.code(201).send(presentRun(await runs.start(principalOf(req), req.params.id, req.body))),
   );
 
   app.get(
@@ -181,19 +75,8 @@ export function registerRunRoutes(app: HttpApp, ctx: RunnerContext): void {
       },
     },
     async (req) => {
-      const p = principalOf(req);
-      const limit = Number(req.query.limit ?? 50);
-      const rows = await runs.list({
-        memberUserId: p.type === 'api-key' || p.user.role === 'admin' ? null : p.user.id,
-        projectId: req.query.project,
-        workflowId: req.query.workflow,
-        status: req.query.status,
-        limit: limit + 1,
-        after: req.query.cursor ? decodeCursor(req.query.cursor) : undefined,
-      });
-      const pageRows = rows.slice(0, limit);
-      const last = pageRows[pageRows.length - 1];
-      return { items: pageRows.map(presentRun), nextCursor: rows.length > limit && last ? encodeCursor(last) : null };
+      const { items, nextCursor } = await runs.list(principalOf(req), { ...req.query, limit: Number(req.query.limit ?? 50) });
+      return { items: items.map(presentRun), nextCursor };
     },
   );
 
@@ -203,7 +86,7 @@ export function registerRunRoutes(app: HttpApp, ctx: RunnerContext): void {
       config: access(RUN_READ),
       schema: { tags: ['runs'], summary: 'Get a run', operationId: 'getRun', params: IdParams, response: { 200: Run, ...errors(...PROTECTED, 404) } },
     },
-    async (req) => presentRun(await loadRun(req, req.params.id, 'read')),
+    async (req) => presentRun(await runs.get(principalOf(req), req.params.id)),
   );
 
   app.post(
@@ -219,12 +102,7 @@ export function registerRunRoutes(app: HttpApp, ctx: RunnerContext): void {
         response: { 200: Run, ...errors(...PROTECTED, 404, 409) },
       },
     },
-    async (req) => {
-      const run = await loadRun(req, req.params.id, 'write');
-      const cancelled = await runs.cancel(run.id, ctx.now().toISOString());
-      if (!cancelled) throw new ConflictError(`the run has already ended (${run.status})`, 'run_finished');
-      return presentRun(cancelled);
-    },
+    async (req) => presentRun(await runs.cancel(principalOf(req), req.params.id)),
   );
 
   app.get(
@@ -252,11 +130,8 @@ export function registerRunRoutes(app: HttpApp, ctx: RunnerContext): void {
       },
     },
     async (req) => {
-      const run = await loadRun(req, req.params.id, 'read');
-      const after = Number(req.query.after ?? 0);
-      const rows = await runs.logs(run.id, after, Number(req.query.limit ?? 200));
-      const last = rows[rows.length - 1];
-      return { items: rows.map(presentLog), nextAfter: last ? last.seq : after, finished: TERMINAL.has(run.status) };
+      const page = await runs.logs(principalOf(req), req.params.id, Number(req.query.after ?? 0), Number(req.query.limit ?? 200));
+      return { ...page, items: page.items.map(presentLog) };
     },
   );
 
@@ -269,7 +144,8 @@ export function registerRunRoutes(app: HttpApp, ctx: RunnerContext): void {
         summary: 'Follow run logs live (Server-Sent Events)',
         description:
           'Each chunk is an SSE `log` event whose `id` is its sequence number (reconnect with `Last-Event-ID` or `after`); ' +
-          'an `end` event with the final run status closes the stream.',
+          'an `end` event with the final run status closes the stream. The caller\'s access is checked again every few seconds; ' +
+          'once it is gone (token revoked, membership removed, user deleted) an `error` event closes the stream.',
         operationId: 'streamRunLogs',
         params: IdParams,
         querystring: Type.Object({ after: Type.Optional(Seq) }, { additionalProperties: false }),
@@ -281,8 +157,13 @@ export function registerRunRoutes(app: HttpApp, ctx: RunnerContext): void {
       },
     },
     async (req, reply) => {
-      const run = await loadRun(req, req.params.id, 'read');
-      let after = Number(req.headers['last-event-id'] ?? req.query.after ?? 0);
+      let open = true;
+      req.raw.on('close', () => {
+        open = false;
+      });
+      // Access is checked before the stream starts, so a 404/403 is still a normal answer.
+      const after = Number(req.headers['last-event-id'] ?? req.query.after ?? 0);
+      const events = await runs.follow(() => auth.reauthenticate(req), req.params.id, after, () => open);
       reply.hijack();
       const res = reply.raw;
       res.writeHead(200, {
@@ -292,30 +173,8 @@ export function registerRunRoutes(app: HttpApp, ctx: RunnerContext): void {
         connection: 'keep-alive',
         'x-accel-buffering': 'no',
       });
-      let open = true;
-      req.raw.on('close', () => {
-        open = false;
-      });
-      let idle = 0;
       try {
-        while (open) {
-          const rows = await runs.logs(run.id, after, 500);
-          for (const l of rows) {
-            res.write(`id: ${l.seq}\nevent: log\ndata: ${JSON.stringify(presentLog(l))}\n\n`);
-            after = l.seq;
-          }
-          if (rows.length === 500) continue;
-          const current = await runs.findById(run.id);
-          if (!current || TERMINAL.has(current.status)) {
-            // Read once more: chunks stored just before the run ended must not be lost.
-            const tail = await runs.logs(run.id, after, 10_000);
-            for (const l of tail) res.write(`id: ${l.seq}\nevent: log\ndata: ${JSON.stringify(presentLog(l))}\n\n`);
-            res.write(`event: end\ndata: ${JSON.stringify({ status: current?.status ?? 'deleted' })}\n\n`);
-            break;
-          }
-          await new Promise((r) => setTimeout(r, LOG_STREAM_POLL_MS));
-          if (++idle % 30 === 0) res.write(': keep-alive\n\n');
-        }
+        for await (const e of events) writeEvent(res, e);
       } catch (e) {
         req.log.error({ err: e }, 'log stream failed');
       } finally {
@@ -336,9 +195,6 @@ export function registerRunRoutes(app: HttpApp, ctx: RunnerContext): void {
         response: { 200: items(Output), ...errors(...PROTECTED, 404) },
       },
     },
-    async (req) => {
-      const run = await loadRun(req, req.params.id, 'read');
-      return { items: (await runs.outputs(run.id)).map(presentOutput) };
-    },
+    async (req) => ({ items: (await runs.outputs(principalOf(req), req.params.id)).map(presentOutput) }),
   );
 }

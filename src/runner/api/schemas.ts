@@ -63,9 +63,24 @@ export function errors(...statuses: number[]): Record<number, ReturnType<typeof 
   return out;
 }
 
-export const PROTECTED = [400, 401, 403] as const;
+/** Every protected route: bad input, missing/invalid credentials, not granted, and 429 once an
+ * address has presented too many rejected credentials (auth/guard.ts). */
+export const PROTECTED = [400, 401, 403, 429] as const;
 
 export const NoContent = Type.Null({ description: 'No content' });
+
+/**
+ * Bounds of integers in requests. Counters (log sequence, workflow version, attempt) live in
+ * 32-bit `integer` columns on PostgreSQL; a larger value would fail in the database (500) rather
+ * than validation (400), so every integer a client sends is bounded to fit its column. Nine
+ * digits keep query-string patterns simple. Sizes are `bigint`, bounded to JSON's exact range.
+ */
+export const MAX_COUNTER = 999_999_999;
+export const INT32_MIN = -2_147_483_648;
+export const INT32_MAX = 2_147_483_647;
+export const MAX_SIZE = Number.MAX_SAFE_INTEGER;
+/** A counter as a query-string value (0 to MAX_COUNTER). */
+export const CounterString = (description: string) => Type.String({ pattern: '^(0|[1-9][0-9]{0,8})$', description });
 
 export const Id = Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_-]+$' });
 export const IdParams = Type.Object({ id: Id });

@@ -1,57 +1,15 @@
 import multipart from '@fastify/multipart';
 import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import { NotFoundError, PayloadTooLargeError, UnsupportedMediaTypeError, ValidationError } from '../../infra/errors.js';
+import { UnsupportedMediaTypeError } from '../../infra/errors.js';
 import type { HttpApp } from '../../infra/http.js';
-import { randomUUID } from '../../infra/secrets.js';
 import { RUN_READ, USER_READ, USER_WRITE } from '../auth/access.js';
 import { access, principalOf } from '../auth/authenticate.js';
 import type { RunnerContext } from '../context.js';
-import { requireProjectAccess } from '../projects/access.js';
-import type { WorkflowRow, WorkflowVersionRow } from '../workflows/repository.js';
-import type { StoredFile } from '../workflows/storage.js';
+import { MAX_WORKFLOW_BYTES, type PartSource } from '../workflows/upload.js';
 import { multipartConfig } from './openapi.js';
-import { errors, Id, IdParams, items, NoContent, PROTECTED, Timestamp } from './schemas.js';
-
-/** Largest accepted workflow archive. */
-export const MAX_WORKFLOW_BYTES = 100 * 1024 * 1024;
-
-const Workflow = Type.Object({
-  id: Type.String(),
-  projectId: Type.String(),
-  name: Type.String(),
-  description: Type.String(),
-  latestVersion: Type.Integer(),
-  createdAt: Timestamp,
-  updatedAt: Timestamp,
-});
-
-const WorkflowVersion = Type.Object({
-  workflowId: Type.String(),
-  version: Type.Integer(),
-  fileName: Type.String(),
-  size: Type.Integer(),
-  sha256: Type.String(),
-  createdAt: Timestamp,
-});
-
-const WorkflowDetails = Type.Object({ ...Workflow.properties, versions: Type.Array(WorkflowVersion) });
-
-function presentWorkflow(w: WorkflowRow) {
-  return {
-    id: w.id,
-    projectId: w.project_id,
-    name: w.name,
-    description: w.description,
-    latestVersion: w.latest_version,
-    createdAt: w.created_at,
-    updatedAt: w.updated_at,
-  };
-}
-
-function presentVersion(v: WorkflowVersionRow) {
-  return { workflowId: v.workflow_id, version: v.version, fileName: v.file_name, size: v.size, sha256: v.sha256, createdAt: v.created_at };
-}
+import { presentVersion, presentWorkflow, presentWorkflowDetails, Workflow, WorkflowDetails, WorkflowVersion } from './presenters.js';
+import { errors, Id, IdParams, items, NoContent, PROTECTED } from './schemas.js';
 
 const UPLOAD_DOC = multipartConfig({
   fields: {
@@ -67,59 +25,16 @@ const VERSION_DOC = multipartConfig({
   required: ['file'],
 });
 
-interface Upload {
-  fields: Record<string, string>;
-  file: (StoredFile & { fileName: string }) | null;
-}
-
-/** Reads a multipart upload with one `file` part, streaming the file into storage. */
-async function readUpload(req: FastifyRequest, ctx: RunnerContext, workflowId: string, allowed: string[]): Promise<Upload> {
+/** The multipart parts of the request; 415 for any other body. */
+function partsOf(req: FastifyRequest): PartSource {
   if (!req.isMultipart()) throw new UnsupportedMediaTypeError('send the workflow as multipart/form-data with a "file" part');
-  const out: Upload = { fields: {}, file: null };
-  try {
-    for await (const part of req.parts({ limits: { fileSize: MAX_WORKFLOW_BYTES, files: 1, fields: 10, fieldSize: 10_000 } })) {
-      if (part.type === 'file') {
-        if (part.fieldname !== 'file') {
-          part.file.resume();
-          throw new ValidationError(`unknown file part "${part.fieldname}"`, [{ field: part.fieldname, message: 'unknown part; send the archive as "file"' }]);
-        }
-        const stored = await ctx.storage.save(workflowId, part.file, () => part.file.truncated, MAX_WORKFLOW_BYTES);
-        out.file = { ...stored, fileName: part.filename || 'workflow.knwf' };
-      } else {
-        if (!allowed.includes(part.fieldname)) {
-          throw new ValidationError(`unknown field "${part.fieldname}"`, [{ field: part.fieldname, message: 'unknown field' }]);
-        }
-        out.fields[part.fieldname] = String(part.value);
-      }
-    }
-  } catch (e) {
-    if (out.file) await ctx.storage.remove(out.file.storageKey);
-    const code = (e as { code?: string }).code;
-    if (code === 'FST_REQ_FILE_TOO_LARGE') throw new PayloadTooLargeError(`the workflow archive is larger than ${MAX_WORKFLOW_BYTES} bytes`);
-    if (code === 'FST_FILES_LIMIT' || code === 'FST_FIELDS_LIMIT' || code === 'FST_PARTS_LIMIT') {
-      throw new ValidationError('too many parts: send one "file" and at most the documented fields', [{ field: '(body)', message: 'too many parts' }]);
-    }
-    throw e;
-  }
-  if (!out.file) throw new ValidationError('the "file" part is required', [{ field: 'file', message: 'is required' }]);
-  return out;
+  return (limits) => req.parts({ limits });
 }
 
+/** Workflows and versions: each handler validates, calls one WorkflowsService method, presents. */
 export async function registerWorkflowRoutes(app: HttpApp, ctx: RunnerContext): Promise<void> {
-  const { workflows, projects, storage } = ctx;
+  const { workflows } = ctx;
   await app.register(multipart, { throwFileSizeLimit: true });
-
-  async function loadWorkflow(req: FastifyRequest, id: string, need: 'read' | 'write'): Promise<WorkflowRow> {
-    const wf = await workflows.findById(id);
-    if (!wf) throw new NotFoundError('no such workflow');
-    try {
-      await requireProjectAccess(projects, principalOf(req), wf.project_id, need);
-    } catch (e) {
-      if (e instanceof NotFoundError) throw new NotFoundError('no such workflow');
-      throw e;
-    }
-    return wf;
-  }
 
   app.get(
     '/api/projects/:id/workflows',
@@ -133,11 +48,7 @@ export async function registerWorkflowRoutes(app: HttpApp, ctx: RunnerContext): 
         response: { 200: items(Workflow), ...errors(...PROTECTED, 404) },
       },
     },
-    async (req) => {
-      if (!(await projects.findById(req.params.id))) throw new NotFoundError('no such project');
-      await requireProjectAccess(projects, principalOf(req), req.params.id, 'read');
-      return { items: (await workflows.listByProject(req.params.id)).map(presentWorkflow) };
-    },
+    async (req) => ({ items: (await workflows.list(principalOf(req), req.params.id)).map(presentWorkflow) }),
   );
 
   app.post(
@@ -154,29 +65,8 @@ export async function registerWorkflowRoutes(app: HttpApp, ctx: RunnerContext): 
       },
     },
     async (req, reply) => {
-      if (!(await projects.findById(req.params.id))) throw new NotFoundError('no such project');
-      const principal = principalOf(req);
-      await requireProjectAccess(projects, principal, req.params.id, 'write');
-      const id = randomUUID();
-      const upload = await readUpload(req, ctx, id, ['name', 'description']);
-      const file = upload.file!;
-      const name = (upload.fields.name ?? file.fileName.replace(/\.knwf$/i, '')).trim();
-      if (!name || name.length > 200) {
-        await storage.removeWorkflow(id);
-        throw new ValidationError('name must be 1-200 characters', [{ field: 'name', message: 'must be 1-200 characters' }]);
-      }
-      const now = ctx.now().toISOString();
-      const userId = principal.type === 'user' ? principal.user.id : null;
-      try {
-        const wf = await workflows.create(
-          { id, project_id: req.params.id, name, description: upload.fields.description ?? '', created_by: userId, created_at: now, updated_at: now },
-          { file_name: file.fileName, size: file.size, sha256: file.sha256, storage_key: file.storageKey, created_by: userId, created_at: now },
-        );
-        return reply.code(201).send({ ...presentWorkflow(wf), versions: (await workflows.versions(id)).map(presentVersion) });
-      } catch (e) {
-        await storage.removeWorkflow(id);
-        throw e;
-      }
+      const { workflow, versions } = await workflows.create(principalOf(req), req.params.id, partsOf(req));
+      return reply.code(201).send(presentWorkflowDetails(workflow, versions));
     },
   );
 
@@ -193,8 +83,8 @@ export async function registerWorkflowRoutes(app: HttpApp, ctx: RunnerContext): 
       },
     },
     async (req) => {
-      const wf = await loadWorkflow(req, req.params.id, 'read');
-      return { ...presentWorkflow(wf), versions: (await workflows.versions(wf.id)).map(presentVersion) };
+      const { workflow, versions } = await workflows.get(principalOf(req), req.params.id);
+      return presentWorkflowDetails(workflow, versions);
     },
   );
 
@@ -212,9 +102,7 @@ export async function registerWorkflowRoutes(app: HttpApp, ctx: RunnerContext): 
       },
     },
     async (req, reply) => {
-      const wf = await loadWorkflow(req, req.params.id, 'write');
-      await workflows.delete(wf.id);
-      await storage.removeWorkflow(wf.id);
+      await workflows.delete(principalOf(req), req.params.id);
       return reply.code(204).send(null);
     },
   );
@@ -231,10 +119,7 @@ export async function registerWorkflowRoutes(app: HttpApp, ctx: RunnerContext): 
         response: { 200: items(WorkflowVersion), ...errors(...PROTECTED, 404) },
       },
     },
-    async (req) => {
-      const wf = await loadWorkflow(req, req.params.id, 'read');
-      return { items: (await workflows.versions(wf.id)).map(presentVersion) };
-    },
+    async (req) => ({ items: (await workflows.versions(principalOf(req), req.params.id)).map(presentVersion) }),
   );
 
   app.post(
@@ -250,33 +135,7 @@ export async function registerWorkflowRoutes(app: HttpApp, ctx: RunnerContext): 
         response: { 201: WorkflowVersion, ...errors(...PROTECTED, 404, 413, 415) },
       },
     },
-    async (req, reply) => {
-      const wf = await loadWorkflow(req, req.params.id, 'write');
-      const principal = principalOf(req);
-      const file = (await readUpload(req, ctx, wf.id, [])).file!;
-      // Concurrent uploads race for the next number; the loser retries with the one after.
-      for (let attempt = 0; attempt < 20; attempt++) {
-        const current = await workflows.findById(wf.id);
-        if (!current) {
-          await storage.remove(file.storageKey);
-          throw new NotFoundError('no such workflow');
-        }
-        const now = ctx.now().toISOString();
-        const row: WorkflowVersionRow = {
-          workflow_id: wf.id,
-          version: current.latest_version + 1,
-          file_name: file.fileName,
-          size: file.size,
-          sha256: file.sha256,
-          storage_key: file.storageKey,
-          created_by: principal.type === 'user' ? principal.user.id : null,
-          created_at: now,
-        };
-        if (await workflows.addVersion(row, now)) return reply.code(201).send(presentVersion(row));
-      }
-      await storage.remove(file.storageKey);
-      throw new Error('could not allocate a version number');
-    },
+    async (req, reply) => reply.code(201).send(presentVersion(await workflows.addVersion(principalOf(req), req.params.id, partsOf(req)))),
   );
 
   app.get(
@@ -296,16 +155,14 @@ export async function registerWorkflowRoutes(app: HttpApp, ctx: RunnerContext): 
       },
     },
     async (req, reply) => {
-      const wf = await loadWorkflow(req, req.params.id, 'read');
-      const v = await workflows.version(wf.id, Number(req.params.version));
-      if (!v || !storage.exists(v.storage_key)) throw new NotFoundError('no such workflow version');
+      const { version: v, stream } = await workflows.download(principalOf(req), req.params.id, Number(req.params.version));
       const safeName = v.file_name.replace(/[^A-Za-z0-9._-]/g, '_');
       return reply
         .header('content-type', 'application/zip')
         .header('content-length', String(v.size))
         .header('content-disposition', `attachment; filename="${safeName}"`)
         .header('x-content-sha256', v.sha256)
-        .send(storage.open(v.storage_key) as unknown as string);
+        .send(stream as unknown as string);
     },
   );
 }

@@ -6,6 +6,7 @@ import type { UsersRepository } from '../users/repository.js';
 import { type Access, CHALLENGE, type PrincipalKind, allows } from './access.js';
 import type { JwtSessions } from './jwt.js';
 import { type CredentialEpoch, CredentialCache } from './credential-cache.js';
+import type { CredentialGuard } from './guard.js';
 import type { OAuthAccessTokenRow, OAuthTokensRepository, PersonalTokenRow, PersonalTokensRepository, TokenScope } from './repository.js';
 
 export const PAT_PREFIX = 'rnr_pat_';
@@ -64,6 +65,8 @@ export interface AuthDeps {
   now: () => Date;
   /** Shared "credentials changed" signal; without it nothing is cached. */
   credentialEpoch?: CredentialEpoch;
+  /** Scores rejected credentials per address; none = no limit (unit tests). */
+  guard?: CredentialGuard;
 }
 
 interface CachedPersonalToken {
@@ -196,6 +199,11 @@ export class Authenticator {
     return { type: 'user', via: 'oauth', user, scope: row.scope, tokenId: row.id };
   }
 
+  /** See `reauthenticate` below. */
+  reauthenticate(req: FastifyRequest): Promise<Principal> {
+    return reauthenticate(this, req);
+  }
+
   /**
    * The onRequest hook: authentication (401) then the route's declared access (403). Returns a
    * promise only when authentication has to wait (see `authenticate`).
@@ -203,10 +211,40 @@ export class Authenticator {
   enforce(req: FastifyRequest): void | Promise<void> {
     const declared = accessOf(req.routeOptions.config);
     if (!declared || declared.public) return;
-    const principal = this.authenticate(req.headers.authorization, req.ip);
-    if (principal instanceof Promise) return principal.then((p) => admit(req, declared, p));
+    const ip = req.ip;
+    const header = req.headers.authorization;
+    const guard = this.deps.guard;
+    guard?.check(ip);
+    let principal: Principal | Promise<Principal>;
+    try {
+      principal = this.authenticate(header, ip);
+    } catch (e) {
+      if (header && guard && e instanceof UnauthorizedError) guard.fail(ip);
+      throw e;
+    }
+    if (principal instanceof Promise) {
+      return principal.then(
+        (p) => admit(req, declared, p),
+        (e: unknown) => {
+          if (guard && e instanceof UnauthorizedError) guard.fail(ip);
+          throw e;
+        },
+      );
+    }
     admit(req, declared, principal);
   }
+}
+
+/**
+ * The request's credential checked again, as on arrival (401/403 once it no longer holds), for
+ * long-lived responses such as the live log stream; returns the principal as it is now.
+ */
+export async function reauthenticate(auth: Authenticator, req: FastifyRequest): Promise<Principal> {
+  const declared = accessOf(req.routeOptions.config);
+  if (!declared) throw new Error('route without declared access');
+  const principal = await auth.authenticate(req.headers.authorization, req.ip);
+  if (!allows(declared, principalKind(principal))) throw new ForbiddenError(denial(declared, principal));
+  return principal;
 }
 
 function admit(req: FastifyRequest, declared: Access, principal: Principal): void {

@@ -1,37 +1,45 @@
-import fs from 'node:fs';
-import { isPostgresUrl } from '../../infra/database/index.js';
+import type { CompiledQuery, Kysely } from 'kysely';
+import type { RunnerDatabase } from '../db/index.js';
+import type { RunnerDB } from '../db/schema.js';
 
 /**
- * The "credentials changed" signal of every process that shares one SQLite runner database: an
- * append-only marker file beside the database whose size is the epoch. A write that weakens or
- * changes a credential or its user (revoke, password, role, profile, delete) commits, then appends
- * one byte; readers compare sizes with one fstat (~1 µs), where a database read costs 10-20 µs
- * on a busy server (bench/runner-auth.ts). Appends are atomic, so the epoch only grows.
+ * Raises the credentials counter. Call it inside the transaction that revokes, expires or
+ * changes a credential or its user (revoke, password, role, profile, delete): the change and the
+ * signal commit together, so a crash between them cannot lose the signal, and no file or process
+ * outside the database can make an instance miss it.
+ */
+export async function bumpCredentialEpoch(trx: Kysely<RunnerDB>): Promise<void> {
+  await trx
+    .updateTable('runner_counters')
+    .set((eb) => ({ value: eb('value', '+', 1) }))
+    .where('name', '=', 'credentials')
+    .execute();
+}
+
+/**
+ * The credentials counter as read on the authentication hot path. On SQLite it is one indexed
+ * read run synchronously on the idle connection (a few µs, bench/runner-auth.ts); when the
+ * connection is busy it answers null and the request reads the database itself.
  *
- * PostgreSQL deployments span hosts that share no file: there the epoch is always null and
- * nothing is cached, every request reads the database.
+ * PostgreSQL deployments: reading the counter would cost the same round trip as the look-up it
+ * saves, so the epoch is always null there and every request reads the database.
  */
 export class CredentialEpoch {
-  private constructor(private fd: number | null) {}
+  private readonly query: CompiledQuery<{ value: number }> | null;
 
-  static forDatabase(databaseUrl: string): CredentialEpoch {
-    if (isPostgresUrl(databaseUrl) || databaseUrl === ':memory:') return new CredentialEpoch(null);
-    return new CredentialEpoch(fs.openSync(`${databaseUrl}-credentials-epoch`, 'a', 0o600));
+  constructor(private readonly database: Pick<RunnerDatabase, 'db' | 'dialect' | 'readNow'>) {
+    this.query =
+      database.dialect === 'sqlite'
+        ? database.db.selectFrom('runner_counters').select('value').where('name', '=', 'credentials').compile()
+        : null;
   }
 
-  /** The current epoch, or null when caching is off. Read it before reading the database. */
+  /** The current epoch, or null when it cannot be read at once. Read it before the database. */
   current(): number | null {
-    return this.fd === null ? null : fs.fstatSync(this.fd).size;
-  }
-
-  /** Call after the change is committed. */
-  bump(): void {
-    if (this.fd !== null) fs.writeSync(this.fd, '.');
-  }
-
-  close(): void {
-    if (this.fd !== null) fs.closeSync(this.fd);
-    this.fd = null;
+    if (this.query === null) return null;
+    const rows = this.database.readNow(this.query, this.query.parameters);
+    const value = rows?.[0]?.value;
+    return value === undefined ? null : Number(value);
   }
 }
 

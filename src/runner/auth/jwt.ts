@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { errors as joseErrors, jwtVerify, SignJWT } from 'jose';
 import { randomBytes } from 'node:crypto';
+import type { SettingsRepository } from '../settings/repository.js';
 
 /** Web sessions last exactly 7 days (spec area B, Limits: "JWT bearer token lifetime 7 days"). */
 export const JWT_LIFETIME_SECONDS = 7 * 24 * 60 * 60;
@@ -105,27 +106,25 @@ export class JwtSessions {
   }
 }
 
-/** JWT_SECRET, or a secret generated once and kept in `<dataDir>/runner-jwt.secret` (0600). */
-export function loadJwtSecret(configured: string | null, dataDir: string): Uint8Array {
+/**
+ * JWT_SECRET, or a secret generated once and kept in the runner database, so every instance on
+ * one database signs and accepts the same sessions. A secret an older version generated in
+ * `<dataDir>/runner-jwt.secret` is adopted (sessions survive the upgrade).
+ */
+export async function loadJwtSecret(configured: string | null, settings: SettingsRepository, dataDir: string): Promise<Uint8Array> {
   if (configured) return new TextEncoder().encode(configured);
-  const file = path.join(dataDir, 'runner-jwt.secret');
+  const secret = await settings.getOrCreate(JWT_SECRET_KEY, () => legacySecret(dataDir) ?? randomBytes(48).toString('base64url'));
+  return new TextEncoder().encode(secret);
+}
+
+export const JWT_SECRET_KEY = 'jwt_secret';
+
+function legacySecret(dataDir: string): string | null {
   try {
-    const existing = fs.readFileSync(file, 'utf8').trim();
-    if (existing.length >= 43) return new TextEncoder().encode(existing);
+    const existing = fs.readFileSync(path.join(dataDir, 'runner-jwt.secret'), 'utf8').trim();
+    return existing.length >= 43 ? existing : null;
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw e;
   }
-  fs.mkdirSync(dataDir, { recursive: true });
-  const secret = randomBytes(48).toString('base64url');
-  const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
-  fs.writeFileSync(tmp, `${secret}\n`, { mode: 0o600 });
-  try {
-    // link() fails if another process created the file first; then we use theirs.
-    fs.linkSync(tmp, file);
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
-  } finally {
-    fs.unlinkSync(tmp);
-  }
-  return new TextEncoder().encode(fs.readFileSync(file, 'utf8').trim());
 }

@@ -2,6 +2,7 @@ import type { Kysely, Selectable } from 'kysely';
 import { preparedRead } from '../../infra/database/index.js';
 import type { OAuthAccessTokensTable, PersonalTokensTable, RunnerDB } from '../db/schema.js';
 import type { HotPathOptions, UserRow } from '../users/repository.js';
+import { bumpCredentialEpoch } from './credential-cache.js';
 
 export type PersonalTokenRow = Selectable<PersonalTokensTable>;
 export type OAuthAccessTokenRow = Selectable<OAuthAccessTokensTable>;
@@ -12,13 +13,10 @@ export class PersonalTokensRepository {
   /** Looked up on every PAT request: compiled once (see preparedRead). */
   private readonly withUser;
 
-  private readonly changed: () => void;
-
   constructor(
     private readonly db: Kysely<RunnerDB>,
     hot: HotPathOptions = {},
   ) {
-    this.changed = hot.credentialsChanged ?? (() => {});
     const query = db
       .selectFrom('personal_tokens as t')
       .innerJoin('users as u', 'u.id', 't.user_id')
@@ -73,15 +71,18 @@ export class PersonalTokensRepository {
   }
 
   async revoke(userId: string, id: string, now: string): Promise<boolean> {
-    const r = await this.db
-      .updateTable('personal_tokens')
-      .set({ revoked_at: now })
-      .where('id', '=', id)
-      .where('user_id', '=', userId)
-      .where('revoked_at', 'is', null)
-      .executeTakeFirst();
-    this.changed();
-    return Number(r.numUpdatedRows) > 0;
+    return this.db.transaction().execute(async (trx) => {
+      const r = await trx
+        .updateTable('personal_tokens')
+        .set({ revoked_at: now })
+        .where('id', '=', id)
+        .where('user_id', '=', userId)
+        .where('revoked_at', 'is', null)
+        .executeTakeFirst();
+      if (Number(r.numUpdatedRows) === 0) return false;
+      await bumpCredentialEpoch(trx);
+      return true;
+    });
   }
 
   /** Writes last use unless another request did so since `notBefore` (at most one write per window). */
@@ -103,13 +104,10 @@ export class OAuthTokensRepository {
   /** Looked up on every OAuth request: compiled once (see preparedRead). */
   private readonly byHash: (values: readonly unknown[]) => Promise<OAuthAccessTokenRow[]>;
 
-  private readonly changed: () => void;
-
   constructor(
     private readonly db: Kysely<RunnerDB>,
     hot: HotPathOptions = {},
   ) {
-    this.changed = hot.credentialsChanged ?? (() => {});
     this.byHash = preparedRead(
       { db, readNow: hot.readNow ?? (() => null) },
       db.selectFrom('oauth_access_tokens').selectAll().where('token_hash', '=', '').compile(),
@@ -129,13 +127,16 @@ export class OAuthTokensRepository {
   }
 
   async revoke(id: string, now: string): Promise<boolean> {
-    const r = await this.db
-      .updateTable('oauth_access_tokens')
-      .set({ revoked_at: now })
-      .where('id', '=', id)
-      .where('revoked_at', 'is', null)
-      .executeTakeFirst();
-    this.changed();
-    return Number(r.numUpdatedRows) > 0;
+    return this.db.transaction().execute(async (trx) => {
+      const r = await trx
+        .updateTable('oauth_access_tokens')
+        .set({ revoked_at: now })
+        .where('id', '=', id)
+        .where('revoked_at', 'is', null)
+        .executeTakeFirst();
+      if (Number(r.numUpdatedRows) === 0) return false;
+      await bumpCredentialEpoch(trx);
+      return true;
+    });
   }
 }

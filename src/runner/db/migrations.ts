@@ -151,4 +151,17 @@ export const runnerMigrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0003_counters': {
+    async up(db: Kysely<unknown>) {
+      // Counters that instances compare to know whether something they remember is still
+      // current. `credentials` grows in the same transaction as every credential change
+      // (auth/credential-cache.ts), so no committed change can go unseen.
+      await db.schema
+        .createTable('runner_counters')
+        .addColumn('name', 'text', (c) => c.primaryKey())
+        .addColumn('value', 'bigint', (c) => c.notNull())
+        .execute();
+      await db.insertInto('runner_counters' as never).values({ name: 'credentials', value: 0 } as never).execute();
+    },
+  },
 };

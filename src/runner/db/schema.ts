@@ -19,6 +19,11 @@ export interface MetaTable {
   value: string;
 }
 
+export interface CountersTable {
+  name: 'credentials';
+  value: number;
+}
+
 export interface PersonalTokensTable {
   id: string;
   user_id: string;
@@ -137,6 +142,7 @@ export interface ExecutorsTable {
 export interface RunnerDB {
   users: UsersTable;
   runner_meta: MetaTable;
+  runner_counters: CountersTable;
   personal_tokens: PersonalTokensTable;
   oauth_access_tokens: OAuthAccessTokensTable;
   projects: ProjectsTable;

@@ -90,10 +90,13 @@ export class ProjectsRepository {
 
   /**
    * Adds or changes a membership. Refuses (returns false) to take the owner role from the last
-   * owner; the check and the write share one transaction.
+   * owner. The check and the write share one transaction that first locks the project row:
+   * under READ COMMITTED two owners demoting each other would each count two owners and both
+   * commit (write skew), leaving none.
    */
   async setRole(projectId: string, userId: string, role: MemberRole, now: string): Promise<boolean> {
     return this.db.transaction().execute(async (trx) => {
+      await lockProjects(trx, [projectId]);
       const current = await memberRole(trx, projectId, userId);
       if (current) {
         if (current.role === 'owner' && role !== 'owner' && (await this.ownerCount(trx, projectId)) <= 1) return false;
@@ -113,6 +116,7 @@ export class ProjectsRepository {
   /** 'removed', 'absent', or 'last_owner' when the member is the project's only owner. */
   async removeMember(projectId: string, userId: string): Promise<'removed' | 'absent' | 'last_owner'> {
     return this.db.transaction().execute(async (trx) => {
+      await lockProjects(trx, [projectId]);
       const current = await memberRole(trx, projectId, userId);
       if (!current) return 'absent';
       if (current.role === 'owner' && (await this.ownerCount(trx, projectId)) <= 1) return 'last_owner';
@@ -121,15 +125,54 @@ export class ProjectsRepository {
     });
   }
 
-  private async ownerCount(db: Kysely<RunnerDB>, projectId: string): Promise<number> {
-    const r = await db
-      .selectFrom('project_members')
-      .where('project_id', '=', projectId)
-      .where('role', '=', 'owner')
-      .select((eb) => eb.fn.countAll<number>().as('n'))
-      .executeTakeFirstOrThrow();
-    return Number(r.n);
+  private ownerCount(db: Kysely<RunnerDB>, projectId: string): Promise<number> {
+    return ownerCount(db, projectId);
   }
+}
+
+/**
+ * Locks project rows until the transaction ends: a no-op UPDATE takes the row lock on PostgreSQL
+ * (concurrent membership changes of the project wait for each other) and the write lock on
+ * SQLite, and works unchanged on both dialects (SQLite has no SELECT … FOR UPDATE).
+ */
+export async function lockProjects(trx: Kysely<RunnerDB>, projectIds: string[]): Promise<void> {
+  if (projectIds.length === 0) return;
+  // Sorted ids: two transactions locking the same projects take the locks in the same order.
+  await trx
+    .updateTable('projects')
+    .set((eb) => ({ updated_at: eb.ref('updated_at') }))
+    .where('id', 'in', [...projectIds].sort())
+    .execute();
+}
+
+/**
+ * The projects whose only owner is this user (call with those projects locked). Deleting the
+ * user would leave them without an owner.
+ */
+export async function projectsSolelyOwnedBy(trx: Kysely<RunnerDB>, userId: string): Promise<string[]> {
+  // Every project of the user is locked, then its role is read again: a promotion to owner or a
+  // demotion of a co-owner committed meanwhile is seen.
+  const memberOf = await trx.selectFrom('project_members').select('project_id').where('user_id', '=', userId).execute();
+  await lockProjects(trx, memberOf.map((m) => m.project_id));
+  const owned = await trx
+    .selectFrom('project_members')
+    .select('project_id')
+    .where('user_id', '=', userId)
+    .where('role', '=', 'owner')
+    .execute();
+  const sole: string[] = [];
+  for (const { project_id } of owned) if ((await ownerCount(trx, project_id)) <= 1) sole.push(project_id);
+  return sole;
+}
+
+async function ownerCount(db: Kysely<RunnerDB>, projectId: string): Promise<number> {
+  const r = await db
+    .selectFrom('project_members')
+    .where('project_id', '=', projectId)
+    .where('role', '=', 'owner')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .executeTakeFirstOrThrow();
+  return Number(r.n);
 }
 
 /** A member's row (its role) inside a transaction, for the owner checks above. */

@@ -6,7 +6,14 @@ export type RunRow = Selectable<RunsTable>;
 export type RunLogRow = Selectable<RunLogsTable>;
 export type RunOutputRow = Selectable<RunOutputsTable>;
 
-export const TERMINAL: RunStatus[] = ['succeeded', 'failed', 'cancelled'];
+/** The one list of statuses a run never leaves. */
+export const TERMINAL: readonly RunStatus[] = ['succeeded', 'failed', 'cancelled'];
+/** The statuses a run can still leave (cancel applies to these). */
+export const ACTIVE: readonly RunStatus[] = ['queued', 'running'];
+
+export function isTerminal(status: RunStatus): boolean {
+  return TERMINAL.includes(status);
+}
 /** A run whose executor vanished is retried this many times in all, then fails as "executor lost". */
 export const MAX_ATTEMPTS = 3;
 
@@ -65,7 +72,7 @@ export class RunsRepository {
       .updateTable('runs')
       .set({ status: 'cancelled', finished_at: now, lease_hash: null, lease_expires_at: null })
       .where('id', '=', id)
-      .where('status', 'in', ['queued', 'running'])
+      .where('status', 'in', ACTIVE)
       .executeTakeFirst();
     if (Number(r.numUpdatedRows) === 0) return null;
     return (await this.findById(id)) ?? null;

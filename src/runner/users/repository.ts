@@ -2,15 +2,16 @@ import { preparedRead, type ReadNow } from '../../infra/database/index.js';
 
 /**
  * What the authentication hot path gives a repository: `readNow` lets look-ups skip Kysely's
- * queue on an idle SQLite connection; `credentialsChanged` is called after every committed write
- * that changes a credential or its user (see auth/credential-cache.ts).
+ * queue on an idle SQLite connection. Every write that changes a credential or its user raises
+ * the credentials counter in its own transaction (auth/credential-cache.ts).
  */
 export interface HotPathOptions {
   readNow?: ReadNow;
-  credentialsChanged?: () => void;
 }
 import type { Kysely, Selectable } from 'kysely';
 import type { RunnerDB, UsersTable } from '../db/schema.js';
+import { projectsSolelyOwnedBy } from '../projects/repository.js';
+import { bumpCredentialEpoch } from '../auth/credential-cache.js';
 
 export type UserRow = Selectable<UsersTable>;
 export type Role = UsersTable['role'];
@@ -32,14 +33,11 @@ export class UsersRepository {
   /** Compiled once: looked up on every authenticated request (see withParameters). */
   private readonly byId: (values: readonly unknown[]) => Promise<UserRow[]>;
 
-  private readonly changed: () => void;
-
   constructor(
     private readonly db: Kysely<RunnerDB>,
     hot: HotPathOptions = {},
   ) {
     this.byId = preparedRead({ db, readNow: hot.readNow ?? (() => null) }, db.selectFrom('users').selectAll().where('id', '=', '').compile());
-    this.changed = hot.credentialsChanged ?? (() => {});
   }
 
   async count(): Promise<number> {
@@ -98,34 +96,69 @@ export class UsersRepository {
     return this.db.selectFrom('users').selectAll().orderBy('created_at').orderBy('id').execute();
   }
 
+  /**
+   * Changes a user; 'last_admin' when it would demote the last administrator. The admin rows are
+   * locked before they are counted, so two administrators demoting each other at once cannot
+   * both succeed (write skew under READ COMMITTED).
+   */
   async update(
     id: string,
     changes: { name?: string; email?: string; role?: Role },
     now: string,
-  ): Promise<UserRow | undefined> {
+  ): Promise<UserRow | undefined | 'last_admin'> {
     const values: Partial<UserRow> = { updated_at: now };
     if (changes.name !== undefined) values.name = changes.name;
     if (changes.email !== undefined) values.email = normalizeEmail(changes.email);
     if (changes.role !== undefined) values.role = changes.role;
-    await this.db.updateTable('users').set(values).where('id', '=', id).execute();
-    this.changed();
+    const result = await this.db.transaction().execute(async (trx) => {
+      if (changes.role === 'member' && (await lastAdmin(trx, id))) return 'last_admin' as const;
+      await trx.updateTable('users').set(values).where('id', '=', id).execute();
+      await bumpCredentialEpoch(trx);
+      return 'ok' as const;
+    });
+    if (result === 'last_admin') return result;
     return this.findById(id);
   }
 
   /** Stores a new password hash and ends every existing web session (JWT) of the user. */
   async setPassword(id: string, passwordHash: string, now: string): Promise<UserRow | undefined> {
-    await this.db
-      .updateTable('users')
-      .set((eb) => ({ password_hash: passwordHash, updated_at: now, session_epoch: eb('session_epoch', '+', 1) }))
-      .where('id', '=', id)
-      .execute();
-    this.changed();
+    await this.db.transaction().execute(async (trx) => {
+      await trx
+        .updateTable('users')
+        .set((eb) => ({ password_hash: passwordHash, updated_at: now, session_epoch: eb('session_epoch', '+', 1) }))
+        .where('id', '=', id)
+        .execute();
+      await bumpCredentialEpoch(trx);
+    });
     return this.findById(id);
   }
 
-  async delete(id: string): Promise<boolean> {
-    const r = await this.db.deleteFrom('users').where('id', '=', id).executeTakeFirst();
-    this.changed();
-    return Number(r.numDeletedRows) > 0;
+  /**
+   * Deletes a user with their tokens and memberships, unless that leaves a project without an
+   * owner (the ids of those projects) or the runner without an administrator. Checks and delete
+   * share one transaction holding the locks (see projectsSolelyOwnedBy, lastAdmin).
+   */
+  async delete(id: string): Promise<'deleted' | 'absent' | 'last_admin' | { soleOwnerOf: string[] }> {
+    const result = await this.db.transaction().execute(async (trx) => {
+      const soleOwnerOf = await projectsSolelyOwnedBy(trx, id);
+      if (soleOwnerOf.length) return { soleOwnerOf };
+      if (await lastAdmin(trx, id)) return 'last_admin' as const;
+      const r = await trx.deleteFrom('users').where('id', '=', id).executeTakeFirst();
+      if (Number(r.numDeletedRows) === 0) return 'absent' as const;
+      await bumpCredentialEpoch(trx);
+      return 'deleted' as const;
+    });
+    return result;
   }
+}
+
+/** Whether `id` is the only administrator; locks the admin rows first (see UsersRepository.update). */
+async function lastAdmin(trx: Kysely<RunnerDB>, id: string): Promise<boolean> {
+  const admins = await trx
+    .updateTable('users')
+    .set((eb) => ({ role: eb.ref('role') }))
+    .where('role', '=', 'admin')
+    .returning('id')
+    .execute();
+  return admins.length <= 1 && admins.some((a) => a.id === id);
 }

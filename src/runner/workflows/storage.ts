@@ -17,14 +17,29 @@ export interface StoredFile {
 }
 
 /**
- * Workflow archives on local disk under `<dataDir>/runner/workflows/<workflowId>/`. Files are
- * written to a temporary name in the same directory and renamed, so readers never see half a file.
+ * Where workflow archives live. Every instance of one runner must use the same storage (a shared
+ * volume now, object storage later): an archive uploaded through one instance is downloaded and
+ * run through any other.
  */
-export class WorkflowStorage {
+export interface WorkflowStorage {
+  /** Streams an upload in, checking the zip signature and size; see LocalWorkflowStorage.save. */
+  save(workflowId: string, source: Readable, truncated: () => boolean, maxBytes: number): Promise<StoredFile>;
+  open(key: string): Readable;
+  exists(key: string): Promise<boolean>;
+  remove(key: string): Promise<void>;
+  removeWorkflow(workflowId: string): Promise<void>;
+}
+
+/**
+ * Workflow archives on disk under `<RUNNER_STORAGE_DIR>/workflows/<workflowId>/` (default
+ * RUNNER_STORAGE_DIR: `<PIER_DATA_DIR>/runner`). Files are written to a temporary name in the
+ * same directory and renamed, so readers never see half a file.
+ */
+export class LocalWorkflowStorage implements WorkflowStorage {
   readonly root: string;
 
-  constructor(dataDir: string) {
-    this.root = path.join(dataDir, 'runner', 'workflows');
+  constructor(storageDir: string) {
+    this.root = path.join(path.resolve(storageDir), 'workflows');
   }
 
   private pathOf(key: string): string {
@@ -83,8 +98,11 @@ export class WorkflowStorage {
     await fs.promises.rm(this.pathOf(key), { force: true });
   }
 
-  exists(key: string): boolean {
-    return fs.existsSync(this.pathOf(key));
+  async exists(key: string): Promise<boolean> {
+    return fs.promises.access(this.pathOf(key)).then(
+      () => true,
+      () => false,
+    );
   }
 
   async removeWorkflow(workflowId: string): Promise<void> {

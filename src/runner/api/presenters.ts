@@ -1,0 +1,228 @@
+import { Type } from 'typebox';
+import type { PersonalTokenRow } from '../auth/repository.js';
+import type { ExecutorView } from '../executors/service.js';
+import type { MemberRow, ProjectRow } from '../projects/repository.js';
+import type { RunLogRow, RunOutputRow, RunRow } from '../runs/repository.js';
+import type { UserRow } from '../users/repository.js';
+import type { WorkflowRow, WorkflowVersionRow } from '../workflows/repository.js';
+import { Nullable, NullableTimestamp, StringEnum, Timestamp, User } from './schemas.js';
+
+/*
+ * What the API shows of each resource: the response schema and the one function that turns a row
+ * into it. Every route presents through here; no route file imports another.
+ */
+
+export const TokenScopeSchema = StringEnum(['read', 'write']);
+export const MemberRoleSchema = StringEnum(['owner', 'editor', 'viewer']);
+export const RunStatusSchema = StringEnum(['queued', 'running', 'succeeded', 'failed', 'cancelled']);
+
+// --- users and tokens ---------------------------------------------------------------------
+
+export function presentUser(u: UserRow) {
+  return { id: u.id, email: u.email, name: u.name, role: u.role, createdAt: u.created_at, updatedAt: u.updated_at };
+}
+
+export const TokenInfo = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  scope: TokenScopeSchema,
+  tokenHint: Type.String({ description: 'last characters of the token, for recognising it' }),
+  createdAt: Timestamp,
+  expiresAt: NullableTimestamp,
+  lastUsedAt: NullableTimestamp,
+  lastUsedIp: Nullable(Type.String()),
+});
+
+export function presentToken(t: PersonalTokenRow) {
+  return {
+    id: t.id,
+    name: t.name,
+    scope: t.scope,
+    tokenHint: t.token_hint,
+    createdAt: t.created_at,
+    expiresAt: t.expires_at,
+    lastUsedAt: t.last_used_at,
+    lastUsedIp: t.last_used_ip,
+  };
+}
+
+export const CreatedToken = Type.Object({
+  id: Type.String(),
+  token: Type.String({ description: 'the secret, shown only in this response' }),
+  name: Type.String(),
+  scope: TokenScopeSchema,
+  createdAt: Timestamp,
+  expiresAt: NullableTimestamp,
+});
+
+export function presentCreatedToken(row: PersonalTokenRow, token: string) {
+  return { id: row.id, token, name: row.name, scope: row.scope, createdAt: row.created_at, expiresAt: row.expires_at };
+}
+
+export const Me = Type.Object({
+  ...User.properties,
+  authenticatedBy: StringEnum(['jwt', 'pat', 'oauth']),
+  scope: Nullable(TokenScopeSchema, { description: 'scope of the token used, null for a web session' }),
+});
+
+/** What `GET /api/me` says to the admin API key, which is no user. */
+export const ApiKeyIdentity = Type.Object({
+  authenticatedBy: Type.Literal('api-key'),
+  role: Type.Literal('api-key'),
+  grants: Type.Array(Type.String(), { description: 'what the admin API key may do' }),
+});
+
+// --- projects -----------------------------------------------------------------------------
+
+export const Project = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  description: Type.String(),
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+});
+
+export function presentProject(p: ProjectRow) {
+  return { id: p.id, name: p.name, description: p.description, createdAt: p.created_at, updatedAt: p.updated_at };
+}
+
+export const Member = Type.Object({
+  userId: Type.String(),
+  email: Type.String(),
+  name: Type.String(),
+  role: MemberRoleSchema,
+  addedAt: Timestamp,
+});
+
+export function presentMember(m: MemberRow) {
+  return { userId: m.user_id, email: m.email, name: m.name, role: m.role, addedAt: m.created_at };
+}
+
+// --- workflows ----------------------------------------------------------------------------
+
+export const Workflow = Type.Object({
+  id: Type.String(),
+  projectId: Type.String(),
+  name: Type.String(),
+  description: Type.String(),
+  latestVersion: Type.Integer(),
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+});
+
+export const WorkflowVersion = Type.Object({
+  workflowId: Type.String(),
+  version: Type.Integer(),
+  fileName: Type.String(),
+  size: Type.Integer(),
+  sha256: Type.String(),
+  createdAt: Timestamp,
+});
+
+export const WorkflowDetails = Type.Object({ ...Workflow.properties, versions: Type.Array(WorkflowVersion) });
+
+export function presentWorkflow(w: WorkflowRow) {
+  return {
+    id: w.id,
+    projectId: w.project_id,
+    name: w.name,
+    description: w.description,
+    latestVersion: w.latest_version,
+    createdAt: w.created_at,
+    updatedAt: w.updated_at,
+  };
+}
+
+export function presentVersion(v: WorkflowVersionRow) {
+  return { workflowId: v.workflow_id, version: v.version, fileName: v.file_name, size: v.size, sha256: v.sha256, createdAt: v.created_at };
+}
+
+export function presentWorkflowDetails(w: WorkflowRow, versions: WorkflowVersionRow[]) {
+  return { ...presentWorkflow(w), versions: versions.map(presentVersion) };
+}
+
+// --- runs ---------------------------------------------------------------------------------
+
+// A type array, not anyOf (see schemas.ts); maxLength applies to strings only.
+export const ParameterValue = Type.Unsafe<string | number | boolean | null>({ type: ['string', 'number', 'boolean', 'null'], maxLength: 10_000 });
+
+export const Run = Type.Object({
+  id: Type.String(),
+  projectId: Type.String(),
+  workflowId: Type.String(),
+  workflowVersion: Type.Integer(),
+  status: RunStatusSchema,
+  parameters: Type.Record(Type.String(), ParameterValue),
+  attempt: Type.Integer({ description: 'how many times an executor has taken the run' }),
+  executorId: Nullable(Type.String()),
+  exitCode: Nullable(Type.Integer()),
+  error: Nullable(Type.String()),
+  createdAt: Timestamp,
+  startedAt: NullableTimestamp,
+  finishedAt: NullableTimestamp,
+});
+
+export function presentRun(r: RunRow) {
+  return {
+    id: r.id,
+    projectId: r.project_id,
+    workflowId: r.workflow_id,
+    workflowVersion: r.workflow_version,
+    status: r.status,
+    parameters: JSON.parse(r.parameters) as Record<string, string | number | boolean | null>,
+    attempt: r.attempt,
+    executorId: r.executor_id,
+    exitCode: r.exit_code,
+    error: r.error,
+    createdAt: r.created_at,
+    startedAt: r.started_at,
+    finishedAt: r.finished_at,
+  };
+}
+
+export const LogChunk = Type.Object({ seq: Type.Integer(), attempt: Type.Integer(), text: Type.String(), createdAt: Timestamp });
+
+export function presentLog(l: RunLogRow) {
+  return { seq: l.seq, attempt: l.attempt, text: l.text, createdAt: l.created_at };
+}
+
+export const Output = Type.Object({
+  name: Type.String(),
+  size: Type.Integer(),
+  sha256: Nullable(Type.String()),
+  contentType: Nullable(Type.String()),
+  createdAt: Timestamp,
+});
+
+export function presentOutput(o: RunOutputRow) {
+  return { name: o.name, size: o.size, sha256: o.sha256, contentType: o.content_type, createdAt: o.created_at };
+}
+
+// --- executors ----------------------------------------------------------------------------
+
+export const Executor = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  labels: Type.Array(Type.String()),
+  capacity: Type.Integer(),
+  status: StringEnum(['online', 'draining', 'offline']),
+  runningRuns: Type.Integer(),
+  createdAt: Timestamp,
+  lastHeartbeatAt: Timestamp,
+  lastIp: Nullable(Type.String()),
+});
+
+export function presentExecutor(v: ExecutorView) {
+  const e = v.row;
+  return {
+    id: e.id,
+    name: e.name,
+    labels: JSON.parse(e.labels) as string[],
+    capacity: e.capacity,
+    status: v.status,
+    runningRuns: v.runningRuns,
+    createdAt: e.created_at,
+    lastHeartbeatAt: e.last_heartbeat_at,
+    lastIp: e.last_ip,
+  };
+}

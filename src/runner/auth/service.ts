@@ -1,0 +1,100 @@
+import { ConflictError, NotFoundError, UnauthorizedError, ValidationError } from '../../infra/errors.js';
+import { generateToken, hashPassword, randomUUID, sha256, verifyPassword } from '../../infra/secrets.js';
+import { normalizeEmail, type UserRow, type UsersRepository } from '../users/repository.js';
+import { createUser } from '../users/service.js';
+import { CHALLENGE } from './access.js';
+import { PAT_PREFIX } from './authenticate.js';
+import type { JwtSessions } from './jwt.js';
+import type { LoginLimiter } from './login-limiter.js';
+import type { PersonalTokenRow, PersonalTokensRepository, TokenScope } from './repository.js';
+
+export interface AccountDeps {
+  users: UsersRepository;
+  pats: PersonalTokensRepository;
+  jwt: JwtSessions;
+  loginLimiter: LoginLimiter;
+  now: () => Date;
+}
+
+export interface Session {
+  token: string;
+  expiresAt: string;
+}
+
+/** Logins, first-run setup, password changes and personal access tokens of the signed-in user. */
+export class AccountService {
+  // A real scrypt hash to verify against when the email is unknown, so response time does not
+  // reveal which accounts exist.
+  private dummyHash: Promise<string> | null = null;
+
+  constructor(private readonly d: AccountDeps) {}
+
+  /** Email and password → a 7-day session. Failures count per address and per account (429). */
+  async login(email: string, password: string, address: string): Promise<Session> {
+    const account = normalizeEmail(email);
+    this.d.loginLimiter.check(address, account);
+    const user = await this.d.users.findByEmail(account);
+    this.dummyHash ??= hashPassword(randomUUID());
+    const ok = await verifyPassword(password, user?.password_hash ?? (await this.dummyHash));
+    if (!user || !ok) {
+      this.d.loginLimiter.fail(address, account);
+      throw new UnauthorizedError('wrong email or password', CHALLENGE);
+    }
+    this.d.loginLimiter.succeed(account);
+    return this.d.jwt.issue(user.id, user.session_epoch);
+  }
+
+  /** The first administrator, only while no user exists (409 afterwards). */
+  async setup(input: { email: string; name?: string; password: string }): Promise<{ user: UserRow; session: Session }> {
+    // Checked before hashing the password so the open endpoint costs nothing once set up; the
+    // insert itself re-checks atomically (two racing setups: one wins, one gets 409).
+    if ((await this.d.users.count()) > 0) throw new ConflictError('setup is already done: a user exists', 'setup_done');
+    const user = await createUser(this.d.users, { ...input, role: 'admin' }, this.d.now(), true);
+    return { user, session: await this.d.jwt.issue(user.id, user.session_epoch) };
+  }
+
+  /** Needs the current password (scored like a login); ends every earlier session. */
+  async changePassword(user: UserRow, currentPassword: string, newPassword: string, address: string): Promise<Session> {
+    this.d.loginLimiter.check(address, user.email);
+    if (!(await verifyPassword(currentPassword, user.password_hash))) {
+      this.d.loginLimiter.fail(address, user.email);
+      throw new ValidationError('the current password is wrong', [{ field: 'currentPassword', message: 'is wrong' }], 'wrong_password');
+    }
+    const updated = await this.d.users.setPassword(user.id, await hashPassword(newPassword), this.d.now().toISOString());
+    if (!updated) throw new NotFoundError('the user no longer exists');
+    return this.d.jwt.issue(updated.id, updated.session_epoch);
+  }
+
+  listTokens(userId: string): Promise<PersonalTokenRow[]> {
+    return this.d.pats.listForUser(userId);
+  }
+
+  /** A new `rnr_pat_…` token: returned once, stored as SHA-256 only. */
+  async createToken(userId: string, input: { name: string; scope: TokenScope; expiresAt?: string | null }): Promise<{ row: PersonalTokenRow; token: string }> {
+    const now = this.d.now();
+    let expiresAt: string | null = null;
+    if (input.expiresAt != null) {
+      const t = Date.parse(input.expiresAt);
+      if (!Number.isFinite(t) || t <= now.getTime()) {
+        throw new ValidationError('expiresAt must be in the future', [{ field: 'expiresAt', message: 'must be in the future' }]);
+      }
+      expiresAt = new Date(t).toISOString();
+    }
+    const token = generateToken(PAT_PREFIX);
+    const row = await this.d.pats.insert({
+      id: randomUUID(),
+      user_id: userId,
+      name: input.name.trim(),
+      scope: input.scope,
+      token_hash: sha256(token),
+      token_hint: token.slice(-4),
+      created_at: now.toISOString(),
+      expires_at: expiresAt,
+    });
+    return { row, token };
+  }
+
+  async revokeToken(userId: string, tokenId: string): Promise<void> {
+    if (!(await this.d.pats.revoke(userId, tokenId, this.d.now().toISOString()))) throw new NotFoundError('no such token');
+  }
+}

@@ -1,0 +1,80 @@
+import { ConflictError, NotFoundError } from '../../infra/errors.js';
+import { randomUUID } from '../../infra/secrets.js';
+import type { Principal, UserPrincipal } from '../auth/authenticate.js';
+import type { UsersRepository } from '../users/repository.js';
+import type { WorkflowStorage } from '../workflows/storage.js';
+import { loadProject, type ScopeRepositories } from './access.js';
+import type { MemberRole, MemberRow, ProjectRow } from './repository.js';
+
+export interface ProjectsDeps extends ScopeRepositories {
+  users: UsersRepository;
+  storage: WorkflowStorage;
+  now: () => Date;
+}
+
+/** Projects and their members. Viewers read, editors change, owners manage (projects/access.ts). */
+export class ProjectsService {
+  constructor(private readonly d: ProjectsDeps) {}
+
+  /** Projects the user is a member of; administrators see all. */
+  list(p: UserPrincipal): Promise<ProjectRow[]> {
+    return this.d.projects.list(p.user.role === 'admin' ? null : p.user.id);
+  }
+
+  /** The creator becomes the owner. */
+  create(p: UserPrincipal, input: { name: string; description?: string }): Promise<ProjectRow> {
+    return this.d.projects.create({
+      id: randomUUID(),
+      name: input.name.trim(),
+      description: input.description ?? '',
+      ownerId: p.user.id,
+      now: this.d.now().toISOString(),
+    });
+  }
+
+  get(p: Principal, id: string): Promise<ProjectRow> {
+    return loadProject(this.d, p, id, 'read');
+  }
+
+  async update(p: Principal, id: string, input: { name?: string; description?: string }): Promise<ProjectRow> {
+    await loadProject(this.d, p, id, 'write');
+    const changes: { name?: string; description?: string } = {};
+    if (input.name !== undefined) changes.name = input.name.trim();
+    if (input.description !== undefined) changes.description = input.description;
+    const row = await this.d.projects.update(id, changes, this.d.now().toISOString());
+    if (!row) throw new NotFoundError('no such project');
+    return row;
+  }
+
+  /** Deletes the project with its workflows, runs and logs, then the stored archives. */
+  async delete(p: Principal, id: string): Promise<void> {
+    await loadProject(this.d, p, id, 'manage');
+    const workflowIds = (await this.d.workflows.listByProject(id)).map((w) => w.id);
+    await this.d.projects.delete(id);
+    await Promise.all(workflowIds.map((w) => this.d.storage.removeWorkflow(w)));
+  }
+
+  async members(p: Principal, id: string): Promise<MemberRow[]> {
+    await loadProject(this.d, p, id, 'read');
+    return this.d.projects.members(id);
+  }
+
+  /** Adds a member or changes their role; the last owner keeps the role (409). */
+  async setMember(p: Principal, id: string, userId: string, role: MemberRole): Promise<MemberRow> {
+    await loadProject(this.d, p, id, 'manage');
+    if (!(await this.d.users.findById(userId))) throw new NotFoundError('no such user');
+    if (!(await this.d.projects.setRole(id, userId, role, this.d.now().toISOString()))) {
+      throw new ConflictError('a project needs at least one owner', 'last_owner');
+    }
+    const m = await this.d.projects.member(id, userId);
+    if (!m) throw new NotFoundError('no such member');
+    return m;
+  }
+
+  async removeMember(p: Principal, id: string, userId: string): Promise<void> {
+    await loadProject(this.d, p, id, 'manage');
+    const r = await this.d.projects.removeMember(id, userId);
+    if (r === 'absent') throw new NotFoundError('no such member');
+    if (r === 'last_owner') throw new ConflictError('a project needs at least one owner', 'last_owner');
+  }
+}

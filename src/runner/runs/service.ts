@@ -1,0 +1,162 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { AppError, ConflictError, ValidationError } from '../../infra/errors.js';
+import { randomUUID } from '../../infra/secrets.js';
+import type { Principal } from '../auth/authenticate.js';
+import type { RunStatus } from '../db/schema.js';
+import { loadRun, loadWorkflow, type ScopeRepositories } from '../projects/access.js';
+import { isTerminal, type RunLogRow, type RunOutputRow, type RunRow } from './repository.js';
+
+export interface RunsDeps extends ScopeRepositories {
+  now: () => Date;
+}
+
+/** Poll interval of the live log stream; the database is the source of truth across instances. */
+export const LOG_STREAM_POLL_MS = 500;
+/**
+ * The stream asks again whether its caller may still read the run every this many polls (2 s):
+ * a revoked token, a removed membership or a deleted user ends it within seconds.
+ */
+export const LOG_STREAM_RECHECK_POLLS = 4;
+/** A comment line this often keeps proxies from closing an idle stream (15 s). */
+const KEEP_ALIVE_POLLS = 30;
+
+export type LogEvent =
+  | { type: 'log'; chunk: RunLogRow }
+  | { type: 'end'; status: RunStatus | 'deleted' }
+  | { type: 'denied'; status: number; code: string; detail: string }
+  | { type: 'keep-alive' };
+
+export interface RunFilterInput {
+  project?: string;
+  workflow?: string;
+  status?: RunStatus;
+  limit: number;
+  cursor?: string;
+}
+
+function encodeCursor(r: RunRow): string {
+  return Buffer.from(JSON.stringify([r.created_at, r.id])).toString('base64url');
+}
+
+function decodeCursor(cursor: string): { createdAt: string; id: string } {
+  try {
+    const v = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
+    if (Array.isArray(v) && v.length === 2 && typeof v[0] === 'string' && typeof v[1] === 'string') return { createdAt: v[0], id: v[1] };
+  } catch {
+    // fall through
+  }
+  throw new ValidationError('cursor is not valid; use nextCursor from a previous page', [{ field: 'cursor', message: 'is not valid' }]);
+}
+
+/** Runs as users see them: start, list, cancel, logs (paged and live), outputs. */
+export class RunsService {
+  constructor(private readonly d: RunsDeps) {}
+
+  /** Queues a run of a workflow version (default: the latest). Needs the editor role. */
+  async start(p: Principal, workflowId: string, input: { version?: number; parameters?: Record<string, unknown> }): Promise<RunRow> {
+    const wf = await loadWorkflow(this.d, p, workflowId, 'write');
+    const version = input.version ?? wf.latest_version;
+    if (!(await this.d.workflows.version(wf.id, version))) {
+      throw new ValidationError(`workflow has no version ${version}`, [{ field: 'version', message: 'does not exist' }]);
+    }
+    return this.d.runs.create({
+      id: randomUUID(),
+      project_id: wf.project_id,
+      workflow_id: wf.id,
+      workflow_version: version,
+      status: 'queued',
+      parameters: JSON.stringify(input.parameters ?? {}),
+      created_by: p.type === 'user' ? p.user.id : null,
+      created_at: this.d.now().toISOString(),
+      started_at: null,
+      finished_at: null,
+      attempt: 0,
+      executor_id: null,
+      lease_hash: null,
+      lease_expires_at: null,
+      exit_code: null,
+      error: null,
+    });
+  }
+
+  /** Newest first with a keyset cursor; users see the runs of their projects. */
+  async list(p: Principal, f: RunFilterInput): Promise<{ items: RunRow[]; nextCursor: string | null }> {
+    const rows = await this.d.runs.list({
+      memberUserId: p.type === 'api-key' || p.user.role === 'admin' ? null : p.user.id,
+      projectId: f.project,
+      workflowId: f.workflow,
+      status: f.status,
+      limit: f.limit + 1,
+      after: f.cursor ? decodeCursor(f.cursor) : undefined,
+    });
+    const items = rows.slice(0, f.limit);
+    const last = items[items.length - 1];
+    return { items, nextCursor: rows.length > f.limit && last ? encodeCursor(last) : null };
+  }
+
+  get(p: Principal, id: string): Promise<RunRow> {
+    return loadRun(this.d, p, id, 'read');
+  }
+
+  /** A queued or running run becomes cancelled (its lease is fenced off); a finished one is 409. */
+  async cancel(p: Principal, id: string): Promise<RunRow> {
+    const run = await loadRun(this.d, p, id, 'write');
+    const cancelled = await this.d.runs.cancel(run.id, this.d.now().toISOString());
+    if (!cancelled) throw new ConflictError(`the run has already ended (${run.status})`, 'run_finished');
+    return cancelled;
+  }
+
+  async logs(p: Principal, id: string, after: number, limit: number): Promise<{ items: RunLogRow[]; nextAfter: number; finished: boolean }> {
+    const run = await loadRun(this.d, p, id, 'read');
+    const items = await this.d.runs.logs(run.id, after, limit);
+    const last = items[items.length - 1];
+    return { items, nextAfter: last ? last.seq : after, finished: isTerminal(run.status) };
+  }
+
+  async outputs(p: Principal, id: string): Promise<RunOutputRow[]> {
+    const run = await loadRun(this.d, p, id, 'read');
+    return this.d.runs.outputs(run.id);
+  }
+
+  /**
+   * The live log tail: chunks after `after` as they are stored, then `end` once the run has
+   * ended. `principal()` authenticates the caller again (the credential as sent); every few
+   * seconds the stream re-checks it and the project membership, and ends with `denied` once the
+   * caller may no longer read the run. Stops when `open()` turns false (client went away).
+   */
+  async follow(principal: () => Promise<Principal>, id: string, after: number, open: () => boolean): Promise<AsyncGenerator<LogEvent>> {
+    const run = await loadRun(this.d, await principal(), id, 'read');
+    return this.tail(principal, run, after, open);
+  }
+
+  private async *tail(principal: () => Promise<Principal>, run: RunRow, after: number, open: () => boolean): AsyncGenerator<LogEvent> {
+    const id = run.id;
+    for (let poll = 1; open(); poll++) {
+      const rows = await this.d.runs.logs(run.id, after, 500);
+      for (const chunk of rows) {
+        yield { type: 'log', chunk };
+        after = chunk.seq;
+      }
+      if (rows.length < 500) {
+        const current = await this.d.runs.findById(run.id);
+        if (!current || isTerminal(current.status)) {
+          // Read once more: chunks stored just before the run ended must not be lost.
+          for (const chunk of await this.d.runs.logs(run.id, after, 10_000)) yield { type: 'log', chunk };
+          yield { type: 'end', status: current?.status ?? 'deleted' };
+          return;
+        }
+        await sleep(LOG_STREAM_POLL_MS);
+        if (poll % KEEP_ALIVE_POLLS === 0) yield { type: 'keep-alive' };
+      }
+      if (poll % LOG_STREAM_RECHECK_POLLS === 0) {
+        try {
+          await loadRun(this.d, await principal(), id, 'read');
+        } catch (e) {
+          if (!(e instanceof AppError) || e.status >= 500) throw e;
+          yield { type: 'denied', status: e.status, code: e.code, detail: e.message };
+          return;
+        }
+      }
+    }
+  }
+}

@@ -1,0 +1,31 @@
+import type { Kysely } from 'kysely';
+import type { RunnerDB } from '../db/schema.js';
+
+/**
+ * Values every instance of one runner must agree on (generated secrets), kept in the database
+ * they share rather than in one instance's data dir (DESIGN.md, Processes and ports).
+ */
+export class SettingsRepository {
+  constructor(private readonly db: Kysely<RunnerDB>) {}
+
+  async get(key: string): Promise<string | undefined> {
+    return (await this.db.selectFrom('runner_meta').select('value').where('key', '=', key).executeTakeFirst())?.value;
+  }
+
+  /**
+   * The stored value of `key`, storing `initial()` first if there is none. Instances starting at
+   * the same time race on the primary key; every one of them ends up with the winner's value.
+   */
+  async getOrCreate(key: string, initial: () => string): Promise<string> {
+    const existing = await this.get(key);
+    if (existing !== undefined) return existing;
+    await this.db
+      .insertInto('runner_meta')
+      .values({ key, value: initial() })
+      .onConflict((oc) => oc.column('key').doNothing())
+      .execute();
+    const value = await this.get(key);
+    if (value === undefined) throw new Error(`setting ${key} could not be stored`);
+    return value;
+  }
+}

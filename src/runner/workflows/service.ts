@@ -1,0 +1,101 @@
+import type { Readable } from 'node:stream';
+import { NotFoundError, ValidationError } from '../../infra/errors.js';
+import { randomUUID } from '../../infra/secrets.js';
+import type { Principal } from '../auth/authenticate.js';
+import { loadProject, loadWorkflow, type ScopeRepositories } from '../projects/access.js';
+import type { WorkflowRow, WorkflowVersionRow } from './repository.js';
+import type { WorkflowStorage } from './storage.js';
+import { type PartSource, readUpload } from './upload.js';
+
+export interface WorkflowsDeps extends ScopeRepositories {
+  storage: WorkflowStorage;
+  now: () => Date;
+}
+
+/** Concurrent uploads of new versions race for the next number; a loser retries this often. */
+const VERSION_ATTEMPTS = 20;
+
+const userIdOf = (p: Principal) => (p.type === 'user' ? p.user.id : null);
+
+/** Workflows of a project, their numbered versions and the stored archives. Editors change them. */
+export class WorkflowsService {
+  constructor(private readonly d: WorkflowsDeps) {}
+
+  async list(p: Principal, projectId: string): Promise<WorkflowRow[]> {
+    await loadProject(this.d, p, projectId, 'read');
+    return this.d.workflows.listByProject(projectId);
+  }
+
+  /** A new workflow whose version 1 is the uploaded archive (name default: the file name). */
+  async create(p: Principal, projectId: string, parts: PartSource): Promise<{ workflow: WorkflowRow; versions: WorkflowVersionRow[] }> {
+    await loadProject(this.d, p, projectId, 'write');
+    const id = randomUUID();
+    const { fields, file } = await readUpload(parts, this.d.storage, id, ['name', 'description']);
+    try {
+      const name = (fields.name ?? file.fileName.replace(/\.knwf$/i, '')).trim();
+      if (!name || name.length > 200) {
+        throw new ValidationError('name must be 1-200 characters', [{ field: 'name', message: 'must be 1-200 characters' }]);
+      }
+      const now = this.d.now().toISOString();
+      const userId = userIdOf(p);
+      const workflow = await this.d.workflows.create(
+        { id, project_id: projectId, name, description: fields.description ?? '', created_by: userId, created_at: now, updated_at: now },
+        { file_name: file.fileName, size: file.size, sha256: file.sha256, storage_key: file.storageKey, created_by: userId, created_at: now },
+      );
+      return { workflow, versions: await this.d.workflows.versions(id) };
+    } catch (e) {
+      await this.d.storage.removeWorkflow(id);
+      throw e;
+    }
+  }
+
+  async get(p: Principal, id: string): Promise<{ workflow: WorkflowRow; versions: WorkflowVersionRow[] }> {
+    const workflow = await loadWorkflow(this.d, p, id, 'read');
+    return { workflow, versions: await this.d.workflows.versions(id) };
+  }
+
+  async versions(p: Principal, id: string): Promise<WorkflowVersionRow[]> {
+    await loadWorkflow(this.d, p, id, 'read');
+    return this.d.workflows.versions(id);
+  }
+
+  /** Deletes the workflow with its versions and runs, then its archives. */
+  async delete(p: Principal, id: string): Promise<void> {
+    await loadWorkflow(this.d, p, id, 'write');
+    await this.d.workflows.delete(id);
+    await this.d.storage.removeWorkflow(id);
+  }
+
+  /** Stores the upload as the next version number (numbers have no gaps, even when racing). */
+  async addVersion(p: Principal, id: string, parts: PartSource): Promise<WorkflowVersionRow> {
+    await loadWorkflow(this.d, p, id, 'write');
+    const { file } = await readUpload(parts, this.d.storage, id, []);
+    for (let attempt = 0; attempt < VERSION_ATTEMPTS; attempt++) {
+      const current = await this.d.workflows.findById(id);
+      if (!current) break;
+      const now = this.d.now().toISOString();
+      const row: WorkflowVersionRow = {
+        workflow_id: id,
+        version: current.latest_version + 1,
+        file_name: file.fileName,
+        size: file.size,
+        sha256: file.sha256,
+        storage_key: file.storageKey,
+        created_by: userIdOf(p),
+        created_at: now,
+      };
+      if (await this.d.workflows.addVersion(row, now)) return row;
+    }
+    await this.d.storage.remove(file.storageKey);
+    if (!(await this.d.workflows.findById(id))) throw new NotFoundError('no such workflow');
+    throw new Error('could not allocate a version number');
+  }
+
+  /** A stored archive to send (executors fetch it with the admin key). */
+  async download(p: Principal, id: string, version: number): Promise<{ version: WorkflowVersionRow; stream: Readable }> {
+    await loadWorkflow(this.d, p, id, 'read');
+    const v = await this.d.workflows.version(id, version);
+    if (!v || !(await this.d.storage.exists(v.storage_key))) throw new NotFoundError('no such workflow version');
+    return { version: v, stream: this.d.storage.open(v.storage_key) };
+  }
+}
