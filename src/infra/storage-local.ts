@@ -27,9 +27,12 @@ export function localStorage(root: string): Storage {
   fs.mkdirSync(root, { recursive: true });
   const resolve = (key: string) => path.join(root, ...checkKey(key));
 
+  // Metadata calls (lstat, rename) are synchronous: each takes microseconds on a local disk,
+  // while a thread-pool round trip per call added up to most of the per-file cost of SFTP
+  // uploads of many small files (bench/sftp.ts). Reads and writes of file contents stay async.
   async function lstat(p: string): Promise<fs.Stats | null> {
     try {
-      const st = await fsp.lstat(p);
+      const st = fs.lstatSync(p);
       return st.isFile() || st.isDirectory() ? st : null;
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code === 'ENOENT' || (e as NodeJS.ErrnoException).code === 'ENOTDIR') return null;
@@ -185,12 +188,12 @@ export function localStorage(root: string): Storage {
           try {
             if (times) await handle.utimes(times.atimeMs / 1000, times.mtimeMs / 1000);
             await handle.close();
-            await fsp.rename(temp, target);
+            fs.renameSync(temp, target);
           } catch (e) {
             await fsp.rm(temp, { force: true });
             throw e;
           }
-          const st = await fsp.lstat(target);
+          const st = fs.lstatSync(target);
           return entry(path.posix.basename(key), st);
         },
         async abort() {

@@ -71,13 +71,29 @@ export function filesService({ storage, repo, limits: defaults, now = () => new 
      * write past the size limit or the storage quota throws QuotaExceededError (the caller
      * aborts, which removes the partial temporary file).
      */
-    async beginUpload(productId: string, path: string, options: { keepExisting?: boolean } = {}): Promise<Upload> {
-      const [limits, usage, existing] = await Promise.all([limitsFor(productId), repo.usage(productId), repo.find(productId, path)]);
+    /**
+     * Starts an upload to `path`. Refuses a new file past the file-count quota at once; each
+     * write past the size limit or the storage quota throws QuotaExceededError (the caller
+     * aborts, which removes the partial temporary file). `keepExisting` may be decided by a
+     * callback that runs while the limits are read (one round trip less per file).
+     */
+    async beginUpload(
+      productId: string,
+      path: string,
+      options: { keepExisting?: boolean | (() => Promise<boolean>) } = {},
+    ): Promise<Upload> {
+      const keep = options.keepExisting;
+      const [limits, usage, existing, keepExisting] = await Promise.all([
+        limitsFor(productId),
+        repo.usage(productId),
+        repo.find(productId, path),
+        typeof keep === 'function' ? keep() : Promise.resolve(!!keep),
+      ]);
       if (!existing && usage.files + 1 > limits.quotaFiles) {
         throw new QuotaExceededError(`file-count quota exceeded: this product may store ${limits.quotaFiles} files`);
       }
       const available = limits.quotaBytes - (usage.bytes - (existing ? Number(existing.size) : 0));
-      const pending: PendingWrite = await storage.beginWrite(key(productId, path), options);
+      const pending: PendingWrite = await storage.beginWrite(key(productId, path), { keepExisting });
       return {
         get size() {
           return pending.size;
