@@ -83,17 +83,26 @@ export function filesService({ storage, repo, limits: defaults, now = () => new 
       options: { keepExisting?: boolean | (() => Promise<boolean>) } = {},
     ): Promise<Upload> {
       const keep = options.keepExisting;
-      const [limits, usage, existing, keepExisting] = await Promise.all([
-        limitsFor(productId),
-        repo.usage(productId),
-        repo.find(productId, path),
-        typeof keep === 'function' ? keep() : Promise.resolve(!!keep),
+      // The temporary file is created while the limits are read (an SFTP OPEN answers after
+      // the slower of the two, not their sum); a refusal deletes it again.
+      const [checks, started] = await Promise.allSettled([
+        Promise.all([limitsFor(productId), repo.usage(productId), repo.find(productId, path)]),
+        (async () => {
+          const keepExisting = typeof keep === 'function' ? await keep() : !!keep;
+          return storage.beginWrite(key(productId, path), { keepExisting });
+        })(),
       ]);
+      if (checks.status === 'rejected' || started.status === 'rejected') {
+        if (started.status === 'fulfilled') await started.value.abort();
+        throw checks.status === 'rejected' ? checks.reason : (started as PromiseRejectedResult).reason;
+      }
+      const [limits, usage, existing] = checks.value;
+      const pending: PendingWrite = started.value;
       if (!existing && usage.files + 1 > limits.quotaFiles) {
+        await pending.abort();
         throw new QuotaExceededError(`file-count quota exceeded: this product may store ${limits.quotaFiles} files`);
       }
       const available = limits.quotaBytes - (usage.bytes - (existing ? Number(existing.size) : 0));
-      const pending: PendingWrite = await storage.beginWrite(key(productId, path), { keepExisting });
       return {
         get size() {
           return pending.size;
