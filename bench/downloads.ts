@@ -20,7 +20,7 @@ interface LoadResult {
 function load(opts: { url: string }): LoadResult {
   const r = spawnSync('taskset', ['-c', '0', 'wrk', '-t1', '-c32', `-d${DURATION_S}s`, '--latency', opts.url], { encoding: 'utf8' });
   const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(r.stdout)?.[1] ?? 0);
-  const p99 = /99%\s+(\S+)/.exec(r.stdout)?.[1] ?? '?';
+  const p99 = /^\s+99%\s+(\S+)/m.exec(r.stdout)?.[1] ?? '?';
   const errors = Number(/Non-2xx or 3xx responses: (\d+)/.exec(r.stdout)?.[1] ?? 0) + Number(/Socket errors: .*?(\d+)/.exec(r.stdout)?.[1] ?? 0);
   return { rps, p99, errors };
 }
