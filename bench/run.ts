@@ -1,10 +1,14 @@
 // `npm run bench [name…]`: runs each benchmark with its reference in the same run and prints ratios.
+import { benchDownloads } from './downloads.js';
 import { benchPages } from './pages.js';
 import { benchPublishingPatch } from './publishing-patch.js';
+import { benchSftp } from './sftp.js';
 
 const benches: Record<string, () => Promise<string>> = {
   'publishing-patch': benchPublishingPatch,
   pages: benchPages,
+  sftp: benchSftp,
+  downloads: benchDownloads,
 };
 
 const runner = await import('./runner-auth.js').catch(() => null);
