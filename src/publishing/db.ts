@@ -54,12 +54,51 @@ export interface ProductStorageTable {
   max_file_bytes: number | null;
 }
 
+/** The latest crawl of one label of a product (issue 11): its state, summary and integrity report. */
+export interface CrawlsTable {
+  product_id: string;
+  label: string;
+  status: 'running' | 'finished';
+  url: string;
+  started_at: string;
+  finished_at: string | null;
+  /** The files change counter when the crawl started: a later upload makes it stale. */
+  files_seq: number;
+  /** JSON CrawlSummary. */
+  summary: string;
+  /** JSON CrawlProblem[]. */
+  problems: string;
+  /** JSON InstallableUnit[]. */
+  units: string;
+}
+
+/** One node found by the last finished crawl of a label. */
+export interface CrawlNodesTable {
+  product_id: string;
+  label: string;
+  factory_class: string;
+  name: string;
+  bundle: string;
+  category_path: string;
+  /** Named category path, segments joined with ` / `. */
+  category_names: string;
+  short_description: string;
+  deprecated: number;
+  /** JSON of the node: description (intro, options, tabs, ports, views, keywords), flags. */
+  data: string;
+  icon_type: string | null;
+  /** Base64 of the icon bytes. */
+  icon: string | null;
+}
+
 export interface PublishingDB {
   products: ProductsTable;
   product_revisions: ProductRevisionsTable;
   settings: SettingsTable;
   product_files: ProductFilesTable;
   product_storage: ProductStorageTable;
+  crawls: CrawlsTable;
+  crawl_nodes: CrawlNodesTable;
 }
 
 const migrations: Record<string, Migration> = {
@@ -119,6 +158,40 @@ const migrations: Record<string, Migration> = {
         .addColumn('quota_bytes', 'bigint')
         .addColumn('quota_files', 'bigint')
         .addColumn('max_file_bytes', 'bigint')
+        .execute();
+    },
+  },
+  '0003_crawls': {
+    async up(db: Kysely<unknown>) {
+      await db.schema
+        .createTable('crawls')
+        .addColumn('product_id', 'varchar(64)', (c) => c.notNull().references('products.id').onDelete('cascade'))
+        .addColumn('label', 'varchar(64)', (c) => c.notNull())
+        .addColumn('status', 'varchar(16)', (c) => c.notNull())
+        .addColumn('url', 'text', (c) => c.notNull())
+        .addColumn('started_at', 'varchar(32)', (c) => c.notNull())
+        .addColumn('finished_at', 'varchar(32)')
+        .addColumn('files_seq', 'bigint', (c) => c.notNull())
+        .addColumn('summary', 'text', (c) => c.notNull())
+        .addColumn('problems', 'text', (c) => c.notNull())
+        .addColumn('units', 'text', (c) => c.notNull())
+        .addPrimaryKeyConstraint('crawls_pk', ['product_id', 'label'])
+        .execute();
+      await db.schema
+        .createTable('crawl_nodes')
+        .addColumn('product_id', 'varchar(64)', (c) => c.notNull().references('products.id').onDelete('cascade'))
+        .addColumn('label', 'varchar(64)', (c) => c.notNull())
+        .addColumn('factory_class', 'varchar(512)', (c) => c.notNull())
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('bundle', 'text', (c) => c.notNull())
+        .addColumn('category_path', 'text', (c) => c.notNull())
+        .addColumn('category_names', 'text', (c) => c.notNull())
+        .addColumn('short_description', 'text', (c) => c.notNull())
+        .addColumn('deprecated', 'integer', (c) => c.notNull())
+        .addColumn('data', 'text', (c) => c.notNull())
+        .addColumn('icon_type', 'varchar(32)')
+        .addColumn('icon', 'text')
+        .addPrimaryKeyConstraint('crawl_nodes_pk', ['product_id', 'label', 'factory_class'])
         .execute();
     },
   },

@@ -1,6 +1,8 @@
 import type { Config } from '../infra/config.js';
 import { FailureLimiter, type FailureLimiterOptions } from '../infra/failure-limiter.js';
 import { createHttpApp, type HttpApp } from '../infra/http.js';
+import { crawlsRepository } from './crawler/repository.js';
+import { type CrawlerService, crawlerService } from './crawler/service.js';
 import { openPublishingDatabase } from './db.js';
 import { type ProductFilesReader, productFilesReader } from './files/reader.js';
 import { filesRepository } from './files/repository.js';
@@ -18,6 +20,8 @@ export interface PublishingService {
   files: ProductFilesReader;
   /** Public pages, feeds and badges, cached per product. */
   pages: PagesService;
+  /** Crawls of uploaded update sites, their reports and going live. */
+  crawler: CrawlerService;
   close(): Promise<void>;
 }
 
@@ -32,6 +36,7 @@ export async function createPublishingService(config: Config, options: Publishin
   const repo = productsRepository(database.db, database.dialect, { readNow: database.readNow });
   const products = productService({ repo, publishing: config.publishing });
   const files = productFilesReader(filesRepository(database.db));
+  const crawler = crawlerService({ crawls: crawlsRepository(database.db), products: repo, files, downloadUrl: config.publishing.downloadUrl });
   const pages = pagesService({
     repo,
     files,
@@ -39,13 +44,14 @@ export async function createPublishingService(config: Config, options: Publishin
   });
   const app = createHttpApp({ logLevel: config.logLevel, bodyLimit: PATCH_BODY_LIMIT });
   const limiter = new FailureLimiter({ maxFailures: 10, windowMs: 60_000, banMs: 60_000, ...options.failureLimits });
-  registerProductRoutes(app, { products, limiter });
+  registerProductRoutes(app, { products, limiter, crawler });
   registerPageRoutes(app, pages);
   return {
     app,
     products,
     files,
     pages,
+    crawler,
     async close() {
       await app.close();
       await database.close();

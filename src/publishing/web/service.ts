@@ -94,7 +94,7 @@ export function pagesService({ repo, site, files, cacheSize = 500 }: PagesServic
     const stamp = await repo.pageStamp(id);
     if (!stamp) return null;
     const filesStamp = await files.changeStamp(id);
-    const key = JSON.stringify([stamp.state, stamp.updated_at, stamp.release, filesStamp]);
+    const key = JSON.stringify([stamp.state, stamp.updated_at, stamp.release, stamp.crawled, filesStamp]);
     const hit = cache.get(id);
     if (hit?.key === key) return hit;
     // Concurrent requests for the same new version share one render.

@@ -1,0 +1,125 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { openPublishingDatabase } from '../../../src/publishing/db.js';
+import { productsRepository } from '../../../src/publishing/products/repository.js';
+import { dialects, tempDir } from '../../helpers/db.js';
+import { buildSite, exampleSpec } from '../../helpers/p2-fixtures.js';
+import { type RunningPublishing, startPublishing } from '../../helpers/publishing.js';
+import { needsTool } from '../../helpers/tools.js';
+import { openSshSftp, type Stack, startStack } from '../sftp/stack.js';
+
+for (const target of dialects()) {
+  describe(`crawl, report and going live on ${target.name}`, needsTool('sshpass'), () => {
+    let db: { url: string; drop(): Promise<void> };
+    let stack: Stack;
+    let web: RunningPublishing;
+    let work: string;
+    let env: NodeJS.ProcessEnv;
+    let token: string;
+    let sftp: { username: string; password: string };
+    const pier = (...args: string[]) =>
+      new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+        // Asynchronous: the download host the CLI crawls runs in this process.
+        const child = spawn(process.execPath, ['bin/pier.js', ...args], { env });
+        let stdout = '';
+        let stderr = '';
+        child.stdout.on('data', (c) => (stdout += c));
+        child.stderr.on('data', (c) => (stderr += c));
+        child.on('close', (code) => resolve({ code, stdout, stderr }));
+      });
+
+    before(async () => {
+      db = await target.create();
+      stack = await startStack(db.url);
+      web = await startPublishing(db.url);
+      work = tempDir('pier-crawl-svc-');
+      env = { ...process.env, PIER_DATA_DIR: stack.dataDir, PIER_DATABASE_URL: db.url, PIER_DOWNLOAD_URL: stack.downloads.url, PIER_LOG_LEVEL: 'silent' };
+      const creds = await stack.register('widgets');
+      token = creds.editToken;
+      sftp = creds.sftp;
+      buildSite(path.join(work, 'site'), exampleSpec('xz'));
+      const put = await openSshSftp(stack.sftp.port, sftp, [`put -r ${path.join(work, 'site')} /update-site/5.4`]);
+      assert.equal(put.code, 0, put.stderr);
+    });
+    after(async () => {
+      await web.close();
+      await stack.close();
+      await db.drop();
+      fs.rmSync(work, { recursive: true, force: true });
+    });
+
+    test('enable is refused before a crawl; uploading alone never changes the state', async () => {
+      const r = await pier('staff', 'enable', 'widgets');
+      assert.equal(r.code, 1);
+      assert.match(r.stderr, /cannot go live: label 5\.4 has not been crawled/);
+      assert.equal((await stack.products.show('widgets')).state, 'hidden');
+    });
+
+    test('pier staff crawl reads the site from the download host and prints the summary; the report is in show and the API', async () => {
+      const database = await openPublishingDatabase(db.url);
+      const before = await productsRepository(database.db, database.dialect).pageStamp('widgets');
+      assert.equal(before?.crawled, null);
+
+      const human = await pier('staff', 'crawl', 'widgets');
+      assert.equal(human.code, 0, human.stderr);
+      assert.match(human.stdout, /crawl of 5\.4: finished .*\n +9 units, 2 features, 4 bundles, 1 categories, 4 nodes, 1 node sets, 1 problems/);
+      const json = await pier('staff', 'crawl', 'widgets', '--label', '5.4', '--json');
+      assert.equal(json.code, 0, json.stderr);
+      const out = JSON.parse(json.stdout);
+      assert.equal(out.labels.length, 1);
+      assert.equal(out.labels[0].url, `${stack.downloads.url}/widgets/5.4/`);
+      assert.deepEqual(out.labels[0].summary, { units: 9, features: 2, bundles: 4, categories: 1, nodes: 4, nodeSets: 1, problems: 1, fatal: false });
+      assert.equal(out.labels[0].stale, false);
+      const missing = await pier('staff', 'crawl', 'widgets', '--label', '9.9');
+      assert.equal(missing.code, 1);
+      assert.match(missing.stderr, /no uploaded update-site label "9\.9"/);
+
+      // A finished crawl changes the page cache key.
+      const after = await productsRepository(database.db, database.dialect).pageStamp('widgets');
+      assert.equal(after?.crawled, out.labels[0].finishedAt);
+      await database.close();
+
+      const show = await pier('staff', 'show', 'widgets');
+      assert.match(show.stdout, /crawl of 5\.4: finished/);
+      assert.match(show.stdout, /warning +category_undeclared +\/community/);
+
+      const api = await fetch(`${web.url}/api/products/widgets/crawl`, { headers: { authorization: `Bearer ${token}` } });
+      assert.equal(api.status, 200);
+      const body = (await api.json()) as { labels: { label: string; summary: { nodes: number }; problems: unknown[] }[] };
+      assert.equal(body.labels[0]?.label, '5.4');
+      assert.equal(body.labels[0]?.summary.nodes, 4);
+      const anon = await fetch(`${web.url}/api/products/widgets/crawl`);
+      assert.equal(anon.status, 401);
+      const wrong = await fetch(`${web.url}/api/products/widgets/crawl`, { headers: { authorization: 'Bearer pier_et_nope' } });
+      assert.equal(wrong.status, 401);
+    });
+
+    test('enable after a clean crawl, disable back; a label with fatal problems blocks until --force', async () => {
+      const on = await pier('staff', 'enable', 'widgets', '--json');
+      assert.equal(on.code, 0, on.stderr);
+      assert.deepEqual(JSON.parse(on.stdout), { productId: 'widgets', state: 'live', forced: false, blockers: [] });
+      const off = await pier('staff', 'disable', 'widgets');
+      assert.equal(off.code, 0, off.stderr);
+      assert.equal((await stack.products.show('widgets')).state, 'hidden');
+
+      // A label whose folder holds no P2 metadata: its crawl is fatal.
+      fs.writeFileSync(path.join(work, 'readme.txt'), 'not a repository');
+      const put = await openSshSftp(stack.sftp.port, sftp, ['mkdir /update-site/broken', `put ${path.join(work, 'readme.txt')} /update-site/broken/readme.txt`]);
+      assert.equal(put.code, 0, put.stderr);
+      const crawl = await pier('staff', 'crawl', 'widgets', '--label', 'broken');
+      assert.equal(crawl.code, 1);
+      assert.match(crawl.stdout, /FATAL/);
+      const refused = await pier('staff', 'enable', 'widgets');
+      assert.equal(refused.code, 1);
+      assert.match(refused.stderr, /latest crawl of label broken has fatal problems/);
+      assert.equal((await stack.products.show('widgets')).state, 'hidden');
+      const forced = await pier('staff', 'enable', 'widgets', '--force');
+      assert.equal(forced.code, 0, forced.stderr);
+      assert.match(forced.stdout, /is live\.\nForced past: the latest crawl of label broken has fatal problems/);
+      assert.equal((await stack.products.show('widgets')).state, 'live');
+    });
+  });
+}
