@@ -25,7 +25,7 @@ async function withProducts<T>(action: (products: ProductService, files: FilesSe
     });
     const repo = productsRepository(database.db, database.dialect);
     const crawler = crawlerService({
-      crawls: crawlsRepository(database.db),
+      crawls: crawlsRepository(database.db, database.dialect),
       products: repo,
       files: productFilesReader(filesRepository(database.db)),
       downloadUrl: config.publishing.downloadUrl,

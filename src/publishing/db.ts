@@ -1,4 +1,4 @@
-import type { Kysely, Migration } from 'kysely';
+import { type Kysely, type Migration, PostgresAdapter, sql } from 'kysely';
 import { openMigratedDatabase } from '../infra/database/index.js';
 
 export interface ProductsTable {
@@ -78,6 +78,8 @@ export interface CrawlNodesTable {
   label: string;
   factory_class: string;
   name: string;
+  /** The product's name when crawled: node search matches it too. */
+  product_name: string;
   bundle: string;
   category_path: string;
   /** Named category path, segments joined with ` / `. */
@@ -183,6 +185,7 @@ const migrations: Record<string, Migration> = {
         .addColumn('label', 'varchar(64)', (c) => c.notNull())
         .addColumn('factory_class', 'varchar(512)', (c) => c.notNull())
         .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('product_name', 'text', (c) => c.notNull())
         .addColumn('bundle', 'text', (c) => c.notNull())
         .addColumn('category_path', 'text', (c) => c.notNull())
         .addColumn('category_names', 'text', (c) => c.notNull())
@@ -193,6 +196,25 @@ const migrations: Record<string, Migration> = {
         .addColumn('icon', 'text')
         .addPrimaryKeyConstraint('crawl_nodes_pk', ['product_id', 'label', 'factory_class'])
         .execute();
+      // Full-text search over name, short description, category and product (issue 11).
+      if (db.getExecutor().adapter instanceof PostgresAdapter) {
+        // Punctuation becomes spaces first: PostgreSQL's parser would keep "Input/Output" or
+        // "a.b.c" as one file/host token, unlike the words a user types (and FTS5 splits).
+        await sql`ALTER TABLE crawl_nodes ADD COLUMN search tsvector GENERATED ALWAYS AS (to_tsvector('simple', regexp_replace(
+          name || ' ' || short_description || ' ' || category_names || ' ' || product_name || ' ' || product_id, '[^[:alnum:]]+', ' ', 'g'))) STORED`.execute(db);
+        await sql`CREATE INDEX crawl_nodes_search ON crawl_nodes USING gin (search)`.execute(db);
+      } else {
+        // FTS5 over the table's rows (external content), kept in step by triggers; crawls
+        // only insert and delete node rows, never update them.
+        await sql`CREATE VIRTUAL TABLE crawl_nodes_fts USING fts5(name, short_description, category_names, product_name, product_id,
+          content='crawl_nodes', content_rowid='rowid', tokenize='unicode61 remove_diacritics 2')`.execute(db);
+        await sql`CREATE TRIGGER crawl_nodes_fts_ai AFTER INSERT ON crawl_nodes BEGIN
+          INSERT INTO crawl_nodes_fts(rowid, name, short_description, category_names, product_name, product_id)
+          VALUES (new.rowid, new.name, new.short_description, new.category_names, new.product_name, new.product_id); END`.execute(db);
+        await sql`CREATE TRIGGER crawl_nodes_fts_ad AFTER DELETE ON crawl_nodes BEGIN
+          INSERT INTO crawl_nodes_fts(crawl_nodes_fts, rowid, name, short_description, category_names, product_name, product_id)
+          VALUES ('delete', old.rowid, old.name, old.short_description, old.category_names, old.product_name, old.product_id); END`.execute(db);
+      }
     },
   },
 };

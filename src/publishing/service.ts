@@ -36,10 +36,12 @@ export async function createPublishingService(config: Config, options: Publishin
   const repo = productsRepository(database.db, database.dialect, { readNow: database.readNow });
   const products = productService({ repo, publishing: config.publishing });
   const files = productFilesReader(filesRepository(database.db));
-  const crawler = crawlerService({ crawls: crawlsRepository(database.db), products: repo, files, downloadUrl: config.publishing.downloadUrl });
+  const crawls = crawlsRepository(database.db, database.dialect);
+  const crawler = crawlerService({ crawls, products: repo, files, downloadUrl: config.publishing.downloadUrl });
   const pages = pagesService({
     repo,
     files,
+    crawls,
     site: { name: 'Pier', baseUrl: config.publishing.baseUrl, downloadUrl: config.publishing.downloadUrl },
   });
   const app = createHttpApp({ logLevel: config.logLevel, bodyLimit: PATCH_BODY_LIMIT });

@@ -1,11 +1,19 @@
-import type { Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
+import type { DialectName } from '../../infra/database/index.js';
 import type { CrawlNodesTable, CrawlsTable, PublishingDB } from '../db.js';
 
 /** All SQL about crawls and the nodes they found (one latest crawl per product and label). */
 export type CrawlRow = CrawlsTable;
 export type CrawlNodeRow = CrawlNodesTable;
 
-export function crawlsRepository(db: Kysely<PublishingDB>) {
+/** Words of a search query: letters and digits only, so nothing reaches FTS5/tsquery syntax. */
+export function searchWords(query: string): string[] {
+  return (query.normalize('NFKC').match(/[\p{L}\p{N}]+/gu) ?? []).slice(0, 8).map((w) => w.slice(0, 64).toLowerCase());
+}
+
+export type NodeHit = Pick<CrawlNodeRow, 'product_id' | 'label' | 'factory_class' | 'name' | 'product_name' | 'category_names' | 'short_description'>;
+
+export function crawlsRepository(db: Kysely<PublishingDB>, dialect: DialectName) {
   return {
     /** Marks a crawl of the label as running (replacing the state, keeping the last nodes until it finishes). */
     async start(row: Pick<CrawlRow, 'product_id' | 'label' | 'url' | 'started_at' | 'files_seq'>): Promise<void> {
@@ -56,6 +64,36 @@ export function crawlsRepository(db: Kysely<PublishingDB>) {
         .orderBy('category_names')
         .orderBy('name')
         .execute();
+    },
+
+    /** Every label's nodes of a product (catalog search text). */
+    async nodeNamesOf(productIds: readonly string[]): Promise<{ product_id: string; name: string }[]> {
+      if (productIds.length === 0) return [];
+      return db.selectFrom('crawl_nodes').select(['product_id', 'name']).where('product_id', 'in', productIds).execute();
+    },
+
+    /**
+     * Full-text search over nodes of live products: every word as a prefix, best first
+     * (FTS5 bm25 on SQLite, ts_rank over the stored tsvector on PostgreSQL).
+     */
+    async search(words: string[], limit: number): Promise<NodeHit[]> {
+      if (words.length === 0) return [];
+      if (dialect === 'postgres') {
+        const q = words.map((w) => `${w}:*`).join(' & ');
+        const r = await sql<NodeHit>`SELECT n.product_id, n.label, n.factory_class, n.name, n.product_name, n.category_names, n.short_description
+          FROM crawl_nodes n JOIN products p ON p.id = n.product_id
+          WHERE p.state = 'live' AND n.search @@ to_tsquery('simple', ${q})
+          ORDER BY ts_rank(n.search, to_tsquery('simple', ${q})) DESC, n.name, n.product_id, n.label DESC
+          LIMIT ${limit}`.execute(db);
+        return r.rows;
+      }
+      const match = words.map((w) => `"${w.replace(/"/g, '""')}"*`).join(' ');
+      const r = await sql<NodeHit>`SELECT n.product_id, n.label, n.factory_class, n.name, n.product_name, n.category_names, n.short_description
+        FROM crawl_nodes_fts f JOIN crawl_nodes n ON n.rowid = f.rowid JOIN products p ON p.id = n.product_id
+        WHERE crawl_nodes_fts MATCH ${match} AND p.state = 'live'
+        ORDER BY bm25(crawl_nodes_fts), n.name, n.product_id, n.label DESC
+        LIMIT ${limit}`.execute(db);
+      return r.rows;
     },
 
     async node(productId: string, label: string, factoryClass: string): Promise<CrawlNodeRow | undefined> {

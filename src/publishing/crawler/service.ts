@@ -41,12 +41,13 @@ export interface StateChange {
   blockers: string[];
 }
 
-function nodeRows(productId: string, label: string, r: CrawlResult): CrawlNodeRow[] {
+function nodeRows(productId: string, productName: string, label: string, r: CrawlResult): CrawlNodeRow[] {
   return r.nodes.map((n) => ({
     product_id: productId,
     label,
     factory_class: n.factoryClass,
     name: n.description?.name || n.factoryClass.slice(n.factoryClass.lastIndexOf('.') + 1).replace(/NodeFactory$|Factory$/, ''),
+    product_name: productName,
     bundle: n.bundle,
     category_path: n.categoryPath,
     category_names: n.categoryNames.join(' / '),
@@ -91,7 +92,7 @@ export function crawlerService({ crawls, products, files, downloadUrl, limits = 
 
     /** Crawls every uploaded label (or one), waits, and returns each label's result. */
     async crawl(productId: string, label?: string): Promise<LabelCrawl[]> {
-      await product(productId);
+      const row = await product(productId);
       const labels = await crawlableLabels(productId);
       if (label !== undefined && !labels.includes(label)) throw new NotFoundError(`product "${productId}" has no uploaded update-site label "${label}"`);
       for (const l of label !== undefined ? [label] : labels) {
@@ -113,7 +114,7 @@ export function crawlerService({ crawls, products, files, downloadUrl, limits = 
             problems: JSON.stringify(result.problems),
             units: JSON.stringify(result.units),
           },
-          nodeRows(productId, l, result),
+          nodeRows(productId, row.name, l, result),
         );
       }
       const all = await report(productId);

@@ -50,9 +50,17 @@ export function productsRepository(db: Kysely<PublishingDB>, dialect: DialectNam
       return row ? { state: row.state, updated_at: row.updated_at, release: row.release ?? null, crawled: row.crawled ?? null } : undefined;
     },
 
-    /** Id and last change of every live product: the catalog's change detector. */
-    async liveStamps(): Promise<{ id: string; updated_at: string }[]> {
-      return db.selectFrom('products').select(['id', 'updated_at']).where('state', '=', 'live').orderBy('id').execute();
+    /** Id, last change and last finished crawl of every live product: the catalog's change detector. */
+    async liveStamps(): Promise<{ id: string; updated_at: string; crawled: string | null }[]> {
+      return db
+        .selectFrom('products')
+        .select(['id', 'updated_at'])
+        .select((eb) =>
+          eb.selectFrom('crawls').select((c) => c.fn.max('crawls.finished_at').as('m')).whereRef('crawls.product_id', '=', 'products.id').as('crawled'),
+        )
+        .where('state', '=', 'live')
+        .orderBy('id')
+        .execute();
     },
 
     /** The live products among `ids` (fields included). */

@@ -6,7 +6,7 @@ import { after, before, describe, test } from 'node:test';
 import { openPublishingDatabase } from '../../../src/publishing/db.js';
 import { productsRepository } from '../../../src/publishing/products/repository.js';
 import { dialects, tempDir } from '../../helpers/db.js';
-import { buildSite, exampleSpec } from '../../helpers/p2-fixtures.js';
+import { buildSite, exampleSpec, PNG } from '../../helpers/p2-fixtures.js';
 import { type RunningPublishing, startPublishing } from '../../helpers/publishing.js';
 import { needsTool } from '../../helpers/tools.js';
 import { openSshSftp, type Stack, startStack } from '../sftp/stack.js';
@@ -95,6 +95,58 @@ for (const target of dialects()) {
       assert.equal(anon.status, 401);
       const wrong = await fetch(`${web.url}/api/products/widgets/crawl`, { headers: { authorization: 'Bearer pier_et_nope' } });
       assert.equal(wrong.status, 401);
+    });
+
+    test('node catalog: product page groups nodes by category while hidden; node pages; /nodes and the catalog only once live', async () => {
+      const text = async (p: string) => {
+        const r = await fetch(`${web.url}${p}`);
+        return { status: r.status, type: r.headers.get('content-type'), body: await r.text() };
+      };
+      const page = await text('/product/widgets');
+      assert.equal(page.status, 200);
+      const nodes = page.body.slice(page.body.indexOf('id="nodes"'), page.body.indexOf('</section>', page.body.indexOf('id="nodes"')));
+      // Groups by named category path, sorted; the DTD node sits one level deeper.
+      assert.deepEqual([...nodes.matchAll(/<h3>([^<]*)<\/h3>/g)].map((m) => m[1]), ['community / Example', 'community / Example / Input/Output']);
+      assert.deepEqual([...nodes.matchAll(/<a href="([^"]*)">([^<]*)<\/a>/g)].map((m) => [m[2], m[1]]), [
+        ['Widget Joiner', '/product/widgets/nodes/org.example.nodes.JoinerNodeFactory'],
+        ['Widget Learner', '/product/widgets/nodes/org.example.nodes.LearnerNodeFactory'],
+        ['Widget Predictor', '/product/widgets/nodes/org.example.nodes.PredictorNodeFactory'],
+        ['CSV Frobnicator Reader', '/product/widgets/nodes/org.example.nodes.CsvReaderNodeFactory'],
+      ]);
+
+      const node = await text('/product/widgets/nodes/org.example.nodes.LearnerNodeFactory');
+      assert.equal(node.status, 200);
+      for (const want of [
+        '<h1>Widget Learner</h1>',
+        'Widget Learner does v3.1 things.',
+        'Widget Learner intro paragraph.',
+        '<dt>Column</dt><dd>The column to use.</dd>',
+        'Additional tables (dynamic, group Inputs)',
+        '<dt>0: Output table</dt>',
+        'Category: community / Example',
+        '/widgets/5.4</code>',
+        '<a href="/product/widgets">widgets</a>',
+        'src="/product/widgets/nodes/org.example.nodes.LearnerNodeFactory/icon"',
+      ]) assert.ok(node.body.includes(want), `node page shows ${want}`);
+      const icon = await fetch(`${web.url}/product/widgets/nodes/org.example.nodes.LearnerNodeFactory/icon`);
+      assert.equal(icon.headers.get('content-type'), 'image/png');
+      assert.ok(Buffer.from(await icon.arrayBuffer()).equals(PNG));
+      assert.equal((await text('/product/widgets/nodes/org.example.Nope')).status, 404);
+
+      const hits = async (q: string) => [...(await text(`/nodes?q=${encodeURIComponent(q)}`)).body.matchAll(/<li><a href="([^"]*)">/g)].map((m) => m[1]);
+      assert.deepEqual(await hits('frobnicator'), [], 'hidden products are not searched');
+      assert.equal((await pier('staff', 'enable', 'widgets')).code, 0);
+      assert.deepEqual(await hits('frobnicator'), ['/product/widgets/nodes/org.example.nodes.CsvReaderNodeFactory']);
+      assert.deepEqual(await hits('FROBNIC'), ['/product/widgets/nodes/org.example.nodes.CsvReaderNodeFactory'], 'prefix, any case');
+      assert.deepEqual(await hits('widget predictor'), ['/product/widgets/nodes/org.example.nodes.PredictorNodeFactory']);
+      assert.equal((await hits('input/output')).length, 1, 'category names are searched');
+      assert.equal((await hits('widgets')).length, 4, 'the product is searched');
+      assert.deepEqual(await hits('"* OR NEAR( -- \''), [], 'query syntax is never passed through');
+      // The catalog finds the product by a node's name.
+      assert.match((await text('/?q=Frobnicator')).body, /href="\/product\/widgets"/);
+      assert.equal((await pier('staff', 'disable', 'widgets')).code, 0);
+      assert.deepEqual(await hits('frobnicator'), []);
+      assert.doesNotMatch((await text('/?q=Frobnicator')).body, /href="\/product\/widgets"/);
     });
 
     test('enable after a clean crawl, disable back; a label with fatal problems blocks until --force', async () => {
