@@ -1,6 +1,7 @@
 import type { Config } from '../infra/config.js';
 import { FailureLimiter, type FailureLimiterOptions } from '../infra/failure-limiter.js';
 import { createHttpApp, type HttpApp } from '../infra/http.js';
+import { type AutoCrawl, startAutoCrawl } from './crawler/auto.js';
 import { crawlsRepository } from './crawler/repository.js';
 import { type CrawlerService, crawlerService } from './crawler/service.js';
 import { openPublishingDatabase } from './db.js';
@@ -22,6 +23,8 @@ export interface PublishingService {
   pages: PagesService;
   /** Crawls of uploaded update sites, their reports and going live. */
   crawler: CrawlerService;
+  /** The automatic re-crawl of settled uploads; null when PIER_CRAWL_SETTLE_SECONDS=0. */
+  autoCrawl: AutoCrawl | null;
   close(): Promise<void>;
 }
 
@@ -48,13 +51,16 @@ export async function createPublishingService(config: Config, options: Publishin
   const limiter = new FailureLimiter({ maxFailures: 10, windowMs: 60_000, banMs: 60_000, ...options.failureLimits });
   registerProductRoutes(app, { products, limiter, crawler });
   registerPageRoutes(app, pages);
+  const autoCrawl = config.publishing.crawlSettleSeconds > 0 ? startAutoCrawl(crawler, config.publishing.crawlSettleSeconds, app.log) : null;
   return {
     app,
     products,
     files,
     pages,
     crawler,
+    autoCrawl,
     async close() {
+      await autoCrawl?.stop();
       await app.close();
       await database.close();
     },

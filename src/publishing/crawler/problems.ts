@@ -3,6 +3,7 @@ export interface CrawlProblem {
   severity: 'fatal' | 'error' | 'warning';
   code:
     | 'metadata_unreadable'
+    | 'crawl_failed'
     | 'artifact_missing'
     | 'checksum_mismatch'
     | 'jar_unreadable'

@@ -51,6 +51,37 @@ export function crawlsRepository(db: Kysely<PublishingDB>, dialect: DialectName)
       });
     },
 
+    /**
+     * Claims a label for a crawl unless another process holds a fresh claim (several instances
+     * may run the automatic re-crawl): one conditional upsert, atomic on both databases.
+     */
+    async claim(row: Pick<CrawlRow, 'product_id' | 'label' | 'url' | 'started_at' | 'files_seq'>, staleBefore: string): Promise<boolean> {
+      const values: CrawlRow = { ...row, status: 'running', finished_at: null, summary: '{}', problems: '[]', units: '[]' };
+      const r = await db
+        .insertInto('crawls')
+        .values(values)
+        .onConflict((oc) =>
+          oc
+            .columns(['product_id', 'label'])
+            .doUpdateSet({ status: 'running', url: row.url, started_at: row.started_at, files_seq: row.files_seq })
+            .where((eb) => eb.or([eb('crawls.status', '=', 'finished'), eb('crawls.started_at', '<', staleBefore)])),
+        )
+        .returning('label')
+        .execute();
+      return r.length === 1;
+    },
+
+    /** Products whose last upload is at or before `settledBy` (candidates for the automatic re-crawl). */
+    async uploadedBefore(settledBy: string): Promise<{ product_id: string; last_upload_at: string }[]> {
+      const rows = await db
+        .selectFrom('product_storage')
+        .select(['product_id', 'last_upload_at'])
+        .where('last_upload_at', 'is not', null)
+        .where('last_upload_at', '<=', settledBy)
+        .execute();
+      return rows as { product_id: string; last_upload_at: string }[];
+    },
+
     async forProduct(productId: string): Promise<CrawlRow[]> {
       return db.selectFrom('crawls').selectAll().where('product_id', '=', productId).orderBy('label').execute();
     },

@@ -11,6 +11,9 @@ import { type CrawlLimits, type CrawlResult, type CrawlSummary, crawlRepository,
 import type { CrawlProblem } from './problems.js';
 import type { CrawlNodeRow, CrawlRow, CrawlsRepository } from './repository.js';
 
+/** A running crawl not finished after this long is taken as abandoned (its process died). */
+const CLAIM_STALE_MS = 15 * 60_000;
+
 export interface LabelCrawl {
   label: string;
   status: CrawlRow['status'];
@@ -39,6 +42,19 @@ export interface StateChange {
   forced: boolean;
   /** Why going live would have been refused (listed also when forced). */
   blockers: string[];
+}
+
+function failedCrawl(url: string, message: string): CrawlResult {
+  const problems: CrawlProblem[] = [{ severity: 'fatal', code: 'crawl_failed', message: `the crawl failed: ${message}`, where: url }];
+  return {
+    url,
+    units: [],
+    nodes: [],
+    categories: [],
+    nodeSets: [],
+    problems,
+    summary: { units: 0, features: 0, bundles: 0, categories: 0, nodes: 0, nodeSets: 0, problems: 1, fatal: true },
+  };
 }
 
 function nodeRows(productId: string, productName: string, label: string, r: CrawlResult): CrawlNodeRow[] {
@@ -86,6 +102,49 @@ export function crawlerService({ crawls, products, files, downloadUrl, limits = 
     return (await files.listLabels(productId)).filter((l) => l.files > 0).map((l) => l.label);
   }
 
+  /**
+   * Crawls one label and stores the result. With `claim`, another process's fresh crawl of the
+   * same label wins and nothing is done (returns false).
+   */
+  async function crawlLabel(row: ProductRow, l: string, claim: boolean): Promise<boolean> {
+    const productId = row.id;
+    const url = `${downloadUrl}/${encodeURIComponent(productId)}/${encodeURIComponent(l)}/`;
+    const filesSeq = Number((await files.changeStamp(productId)) ?? 0);
+    const startedAt = now().toISOString();
+    const start = { product_id: productId, label: l, url, started_at: startedAt, files_seq: filesSeq };
+    if (claim) {
+      // A claim older than this is from a process that died mid-crawl.
+      const staleBefore = new Date(now().getTime() - CLAIM_STALE_MS).toISOString();
+      if (!(await crawls.claim(start, staleBefore))) return false;
+    } else await crawls.start(start);
+    let result: CrawlResult;
+    try {
+      result = await crawlRepository(url, limits);
+    } catch (e) {
+      // A defect of ours, not of the site: recorded, so the label never stays "running".
+      result = failedCrawl(url, (e as Error).message);
+    }
+    await crawls.finish(
+      {
+        product_id: productId,
+        label: l,
+        status: 'finished',
+        url,
+        started_at: startedAt,
+        finished_at: now().toISOString(),
+        files_seq: filesSeq,
+        summary: JSON.stringify(result.summary),
+        problems: JSON.stringify(result.problems),
+        units: JSON.stringify(result.units),
+      },
+      nodeRows(productId, row.name, l, result),
+    );
+    return true;
+  }
+
+  /** Per product: the last upload already handled by `crawlSettled` (skips products with nothing new). */
+  const handled = new Map<string, string>();
+
   return {
     report,
     crawlableLabels,
@@ -95,30 +154,39 @@ export function crawlerService({ crawls, products, files, downloadUrl, limits = 
       const row = await product(productId);
       const labels = await crawlableLabels(productId);
       if (label !== undefined && !labels.includes(label)) throw new NotFoundError(`product "${productId}" has no uploaded update-site label "${label}"`);
-      for (const l of label !== undefined ? [label] : labels) {
-        const url = `${downloadUrl}/${encodeURIComponent(productId)}/${encodeURIComponent(l)}/`;
-        const filesSeq = Number((await files.changeStamp(productId)) ?? 0);
-        const startedAt = now().toISOString();
-        await crawls.start({ product_id: productId, label: l, url, started_at: startedAt, files_seq: filesSeq });
-        const result = await crawlRepository(url, limits);
-        await crawls.finish(
-          {
-            product_id: productId,
-            label: l,
-            status: 'finished',
-            url,
-            started_at: startedAt,
-            finished_at: now().toISOString(),
-            files_seq: filesSeq,
-            summary: JSON.stringify(result.summary),
-            problems: JSON.stringify(result.problems),
-            units: JSON.stringify(result.units),
-          },
-          nodeRows(productId, row.name, l, result),
-        );
-      }
+      for (const l of label !== undefined ? [label] : labels) await crawlLabel(row, l, false);
       const all = await report(productId);
       return label !== undefined ? all.filter((c) => c.label === label) : all.filter((c) => labels.includes(c.label));
+    },
+
+    /**
+     * The automatic re-crawl (issue 11): every label uploaded to since its last crawl started,
+     * and with no writes for `settleMs`, is crawled again — also when the product is live, so
+     * the catalog follows new releases. Returns the labels crawled as `product/label`.
+     */
+    async crawlSettled(settleMs: number): Promise<string[]> {
+      const settledBy = new Date(now().getTime() - settleMs).toISOString();
+      const done: string[] = [];
+      for (const p of await crawls.uploadedBefore(settledBy)) {
+        if (handled.get(p.product_id) === p.last_upload_at) continue;
+        const row = await products.find(p.product_id);
+        if (!row) continue;
+        const last = new Map((await crawls.forProduct(p.product_id)).map((c) => [c.label, c] as const));
+        let waiting = false;
+        for (const l of await files.listLabels(p.product_id)) {
+          if (l.files === 0 || l.lastUploadAt === null) continue;
+          const c = last.get(l.label);
+          if (c && c.started_at >= l.lastUploadAt) continue;
+          if (l.lastUploadAt > settledBy) {
+            waiting = true; // still being written: the next pass sees it settle
+            continue;
+          }
+          if (await crawlLabel(row, l.label, true)) done.push(`${p.product_id}/${l.label}`);
+          else waiting = true;
+        }
+        if (!waiting) handled.set(p.product_id, p.last_upload_at);
+      }
+      return done;
     },
 
     /** Why the product may not go live yet: empty when every label's latest crawl finished without fatal problems. */

@@ -3,7 +3,11 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { crawlsRepository } from '../../../src/publishing/crawler/repository.js';
+import { crawlerService } from '../../../src/publishing/crawler/service.js';
 import { openPublishingDatabase } from '../../../src/publishing/db.js';
+import { productFilesReader } from '../../../src/publishing/files/reader.js';
+import { filesRepository } from '../../../src/publishing/files/repository.js';
 import { productsRepository } from '../../../src/publishing/products/repository.js';
 import { dialects, tempDir } from '../../helpers/db.js';
 import { buildSite, exampleSpec, PNG } from '../../helpers/p2-fixtures.js';
@@ -34,7 +38,8 @@ for (const target of dialects()) {
     before(async () => {
       db = await target.create();
       stack = await startStack(db.url);
-      web = await startPublishing(db.url);
+      // The automatic loop is off: the test runs its passes itself, deterministically.
+      web = await startPublishing(db.url, {}, { PIER_DOWNLOAD_URL: stack.downloads.url, PIER_CRAWL_SETTLE_SECONDS: '0' });
       work = tempDir('pier-crawl-svc-');
       env = { ...process.env, PIER_DATA_DIR: stack.dataDir, PIER_DATABASE_URL: db.url, PIER_DOWNLOAD_URL: stack.downloads.url, PIER_LOG_LEVEL: 'silent' };
       const creds = await stack.register('widgets');
@@ -124,7 +129,7 @@ for (const target of dialects()) {
         'Additional tables (dynamic, group Inputs)',
         '<dt>0: Output table</dt>',
         'Category: community / Example',
-        '/widgets/5.4</code>',
+        `${stack.downloads.url}/widgets/5.4</code>`,
         '<a href="/product/widgets">widgets</a>',
         'src="/product/widgets/nodes/org.example.nodes.LearnerNodeFactory/icon"',
       ]) assert.ok(node.body.includes(want), `node page shows ${want}`);
@@ -172,6 +177,39 @@ for (const target of dialects()) {
       assert.equal(forced.code, 0, forced.stderr);
       assert.match(forced.stdout, /is live\.\nForced past: the latest crawl of label broken has fatal problems/);
       assert.equal((await stack.products.show('widgets')).state, 'live');
+    });
+
+    test('automatic re-crawl: a label is crawled once its upload has settled, also while live, by exactly one instance', async () => {
+      assert.equal((await stack.products.show('widgets')).state, 'live');
+      const spec = exampleSpec('jar');
+      spec.bundles[1]!.nodes!.push({ factoryClass: 'org.example.nodes.GizmoNodeFactory', categoryPath: '/community/example', name: 'Gizmo Sorter', shortDescription: 'Sorts gizmos.', schema: 'v4.1' });
+      buildSite(path.join(work, 'next'), spec);
+      const put = await openSshSftp(stack.sftp.port, sftp, [`put -r ${path.join(work, 'next')} /update-site/5.5`]);
+      assert.equal(put.code, 0, put.stderr);
+
+      const crawler = web.service.crawler;
+      assert.deepEqual(await crawler.crawlSettled(3_600_000), [], 'not settled yet: uploaded just now');
+      assert.deepEqual(await crawler.crawlSettled(0), ['widgets/5.5'], 'only the label uploaded to since its last crawl');
+      assert.deepEqual(await crawler.crawlSettled(0), [], 'nothing new');
+      const search = await (await fetch(`${web.url}/nodes?q=gizmo`)).text();
+      assert.match(search, /href="\/product\/widgets\/nodes\/org\.example\.nodes\.GizmoNodeFactory"/);
+
+      // Two instances see the same settled upload: the claim lets one of them crawl it.
+      const put2 = await openSshSftp(stack.sftp.port, sftp, [`put ${path.join(work, 'next', 'p2.index')} /update-site/5.5/p2.index`]);
+      assert.equal(put2.code, 0, put2.stderr);
+      const database = await openPublishingDatabase(db.url);
+      try {
+        const other = crawlerService({
+          crawls: crawlsRepository(database.db, database.dialect),
+          products: productsRepository(database.db, database.dialect),
+          files: productFilesReader(filesRepository(database.db)),
+          downloadUrl: stack.downloads.url,
+        });
+        const [a, b] = await Promise.all([crawler.crawlSettled(0), other.crawlSettled(0)]);
+        assert.deepEqual([...a, ...b], ['widgets/5.5']);
+      } finally {
+        await database.close();
+      }
     });
   });
 }
