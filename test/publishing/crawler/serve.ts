@@ -19,7 +19,7 @@ export async function serveDir(root: string, hooks: Record<string, (res: http.Se
       return;
     }
     const body = fs.readFileSync(file);
-    res.writeHead(200, { 'content-length': body.length });
+    res.writeHead(200, { 'content-length': body.length, 'last-modified': fs.statSync(file).mtime.toUTCString() });
     res.end(req.method === 'HEAD' ? undefined : body);
   });
   server.on('connection', (s) => {
