@@ -1,10 +1,12 @@
 // `npm run bench [name…]`: runs each benchmark with its reference in the same run and prints ratios.
+import { benchCrawl } from './crawl.js';
 import { benchPages } from './pages.js';
 import { benchPublishingPatch } from './publishing-patch.js';
 
 const benches: Record<string, () => Promise<string>> = {
   'publishing-patch': benchPublishingPatch,
   pages: benchPages,
+  crawl: benchCrawl,
 };
 
 const runner = await import('./runner-auth.js').catch(() => null);
