@@ -311,3 +311,57 @@ export function exampleSpec(metadata: SiteSpec['metadata'] = 'jar', prefix = 'or
     siteCategories: [{ id: `${prefix}.category`, label: 'Example Category', description: 'All example features', features: [`${prefix}.feature`] }],
   };
 }
+
+/**
+ * A pure-Python extension bundle: plugin.xml names the extension folder, which holds knime.yml,
+ * the module with `knext.category` and `@knext.node` declarations, and an icon. The module also
+ * has code that would leave a marker file if anything ever executed it.
+ */
+export function pythonBundle(id: string, version: string, marker: string): BundleSpec {
+  const module = `import os
+import knime.extension as knext
+
+os.system("touch ${marker}")  # never runs: the crawler reads, it does not execute
+
+demo = knext.category(
+    path="/community",
+    level_id="pydemo",
+    name="Python Demo",
+    description='Nodes written in ' "Python",
+    icon="icons/category.png",
+)
+
+@knext.node(name="Gizmo Scaler", node_type=knext.NodeType.MANIPULATOR, icon_path="icons/scaler.png", category=demo)
+@knext.input_table(name="Input table", description="Gizmos to scale.")
+@knext.output_table(name="Scaled table", description="The scaled gizmos.")
+class GizmoScaler:
+    """Scales gizmos by a factor.
+
+    Multiplies every numeric column by the factor,
+    keeping (parentheses, "quotes") intact.
+    """
+
+    factor = knext.DoubleParameter("Factor", "The factor", 2.0)
+
+    def execute(self, ctx, table):
+        return table
+
+
+@knext.node("Gizmo Counter", knext.NodeType.SINK, "icons/scaler.png", "/community/pydemo")
+@knext.input_table("Counted table", "Any table.")
+class GizmoCounter:
+    '''Counts gizmos.'''
+    pass
+`;
+  const plugin = `<?xml version="1.0" encoding="UTF-8"?>\n<plugin>\n  <extension point="org.knime.python3.nodes.PythonExtension">\n    <PythonExtension ExtensionPath="python/src" />\n  </extension>\n</plugin>\n`;
+  return {
+    id,
+    version,
+    rawPluginXml: plugin,
+    extraEntries: {
+      'python/src/knime.yml': enc.encode('name: gizmos # the extension\nauthor: Example\nenv_yml_path: environment.yml\nextension_module: gizmo_ext\ngroup_id: org.example.py\nversion: 1.0.0\nvendor: Example Inc.\n'),
+      'python/src/gizmo_ext.py': enc.encode(module),
+      'python/src/icons/scaler.png': PNG,
+    },
+  };
+}

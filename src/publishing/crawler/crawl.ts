@@ -16,6 +16,7 @@ import {
   resolveCategoryPath,
 } from './plugin-xml.js';
 import { type CrawlProblem, ProblemList } from './problems.js';
+import { readKnimeYml, readPythonModule } from './python-extension.js';
 import { describeUnit, type InstallableUnit, mayHoldNodes } from './units.js';
 import { parseXml, XmlProblem } from './xml.js';
 
@@ -178,6 +179,9 @@ export async function crawlRepository(url: string, limits: CrawlLimits = DEFAULT
           icon: described?.icon ?? null,
         });
       }
+      for (const ext of decl.pythonExtensions) {
+        await readPythonExtension(jar, ext, unit, limits, { categories, nodes }, (p) => problems.add({ ...p, where: where(p.where) }));
+      }
     } catch (e) {
       if (e instanceof XmlProblem) problems.add({ severity: 'error', code: 'xml_error', message: `plugin.xml: ${e.message}`, where: where('plugin.xml'), ...(e.line ? { line: e.line } : {}) });
       else if (e instanceof JarProblem) problems.add({ severity: 'error', code: 'jar_unreadable', message: e.message, where: info.url });
@@ -217,6 +221,73 @@ export async function crawlRepository(url: string, limits: CrawlLimits = DEFAULT
       fatal: list.some((p) => p.severity === 'fatal'),
     },
   };
+}
+
+/** A jar path inside `base`, or null when it would leave the jar root (traversal). */
+function inside(base: string, rel: string): string | null {
+  const p = path.normalize(path.join(base, rel));
+  return p.startsWith('..') || p.startsWith('/') ? null : p;
+}
+
+/** Nodes of a pure-Python extension, read statically from `knime.yml` and the module's source. */
+async function readPythonExtension(
+  jar: Jar,
+  extensionPath: string,
+  unit: { id: string; version: string },
+  limits: CrawlLimits,
+  into: { categories: DeclaredCategory[]; nodes: CrawledNode[] },
+  report: (p: CrawlProblem) => void,
+): Promise<void> {
+  const base = inside('', extensionPath);
+  if (base === null) {
+    report({ severity: 'error', code: 'jar_unreadable', message: `PythonExtension path ${extensionPath} leaves the jar`, where: extensionPath });
+    return;
+  }
+  try {
+    const yml = await jar.read(`${base}/knime.yml`);
+    if (!yml) {
+      report({ severity: 'warning', code: 'description_missing', message: 'pure-Python extension without knime.yml', where: `${base}/knime.yml` });
+      return;
+    }
+    const meta = readKnimeYml(yml.toString('utf8'));
+    const module = meta.extension_module ?? '';
+    const file = /^[A-Za-z_][\w.]*$/.test(module) ? inside(base, `${module.replace(/\./g, '/')}.py`) : null;
+    const source = file ? await jar.read(file) : null;
+    if (!file || !source) {
+      report({ severity: 'warning', code: 'description_missing', message: `extension_module "${module}" not found`, where: `${base}/knime.yml` });
+      return;
+    }
+    if (source.length > limits.maxDescriptionBytes * 4) {
+      report({ severity: 'error', code: 'jar_unreadable', message: `${file} is larger than ${limits.maxDescriptionBytes * 4} bytes`, where: file });
+      return;
+    }
+    const parsed = readPythonModule(source.toString('utf8'), `${meta.group_id ?? unit.id}.${meta.name ?? module}`);
+    for (const c of parsed.categories) into.categories.push({ path: c.path, levelId: c.levelId, name: c.name, description: c.description, icon: null, bundle: unit.id });
+    for (const n of parsed.nodes) {
+      let icon: CrawledNode['icon'] = null;
+      const iconFile = n.iconPath ? inside(path.dirname(file), n.iconPath) : null;
+      const type = iconFile ? ICON_TYPES[path.extname(iconFile).toLowerCase()] : undefined;
+      if (iconFile && type) {
+        const bytes = await jar.read(iconFile);
+        if (bytes && bytes.length <= limits.maxIconBytes) icon = { contentType: type, base64: bytes.toString('base64') };
+      }
+      into.nodes.push({
+        factoryClass: n.id,
+        bundle: unit.id,
+        bundleVersion: unit.version,
+        categoryPath: n.categoryPath,
+        categoryNames: [],
+        after: null,
+        deprecated: false,
+        hidden: false,
+        description: n.description,
+        icon,
+      });
+    }
+  } catch (e) {
+    if (!(e instanceof JarProblem)) throw e;
+    report({ severity: 'error', code: 'jar_unreadable', message: e.message, where: base });
+  }
 }
 
 /** The description beside the factory class, and its icon; problems are reported, not thrown. */

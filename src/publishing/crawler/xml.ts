@@ -67,7 +67,14 @@ export function parseXml(input: Buffer | string, maxBytes: number): XmlElement {
   }
   const valid = XMLValidator.validate(text);
   if (valid !== true) throw new XmlProblem(valid.err.msg, valid.err.line);
-  const root = convert(parser.parse(text) as Ordered[]).find((n): n is XmlElement => typeof n !== 'string');
+  let parsed: Ordered[];
+  try {
+    parsed = parser.parse(text) as Ordered[];
+  } catch (e) {
+    // The validator lets a few shapes through that the parser refuses (a DOCTYPE inside an element).
+    throw new XmlProblem((e as Error).message);
+  }
+  const root = convert(parsed).find((n): n is XmlElement => typeof n !== 'string');
   if (!root) throw new XmlProblem('no root element');
   return root;
 }

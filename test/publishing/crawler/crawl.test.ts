@@ -4,7 +4,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { crawlRepository } from '../../../src/publishing/crawler/crawl.js';
 import { tempDir } from '../../helpers/db.js';
-import { buildComposite, buildSite, exampleSpec, PNG } from '../../helpers/p2-fixtures.js';
+import { buildComposite, buildSite, exampleSpec, PNG, pythonBundle } from '../../helpers/p2-fixtures.js';
 import { serveDir } from './serve.js';
 
 const unitList = (r: Awaited<ReturnType<typeof crawlRepository>>) => r.units.map((u) => `${u.id}=${u.version}`).sort();
@@ -126,6 +126,38 @@ test('broken variants become problems in the integrity report, never a crash', a
     const none = await crawlRepository(`${server.url}/empty/`);
     assert.equal(none.summary.fatal, true);
     assert.deepEqual(none.problems.map((p) => p.code), ['metadata_unreadable']);
+  } finally {
+    await server.close();
+    fs.rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test('pure-Python extensions: nodes, categories, ports and docstrings are read statically, never executed', async () => {
+  const root = tempDir('pier-crawl-');
+  const marker = path.join(root, 'executed');
+  const spec = exampleSpec('jar');
+  spec.bundles.push(pythonBundle('org.example.py', '1.0.0', marker));
+  buildSite(path.join(root, 'site'), spec);
+  const server = await serveDir(root);
+  try {
+    const r = await crawlRepository(`${server.url}/site/`);
+    const py = r.nodes.filter((n) => n.bundle === 'org.example.py');
+    assert.deepEqual(
+      py.map((n) => [n.factoryClass, n.categoryNames.join(' / '), n.description?.name, n.description?.nodeType, n.description?.shortDescription]),
+      [
+        ['org.example.py.gizmos.GizmoCounter', 'community / Python Demo', 'Gizmo Counter', 'SINK', 'Counts gizmos.'],
+        ['org.example.py.gizmos.GizmoScaler', 'community / Python Demo', 'Gizmo Scaler', 'MANIPULATOR', 'Scales gizmos by a factor.'],
+      ],
+    );
+    const scaler = py[1]!.description!;
+    assert.equal(scaler.intro, 'Multiplies every numeric column by the factor,\nkeeping (parentheses, "quotes") intact.');
+    assert.deepEqual(scaler.inPorts, [{ index: 0, name: 'Input table', description: 'Gizmos to scale.', dynamicGroup: null }]);
+    assert.deepEqual(scaler.outPorts, [{ index: 0, name: 'Scaled table', description: 'The scaled gizmos.', dynamicGroup: null }]);
+    assert.deepEqual(py[1]!.icon, { contentType: 'image/png', base64: PNG.toString('base64') });
+    assert.deepEqual(py[0]!.description!.inPorts.map((p) => p.name), ['Counted table']);
+    const cat = r.categories.find((c) => c.levelId === 'pydemo');
+    assert.deepEqual([cat?.name, cat?.description, cat?.fullPath], ['Python Demo', 'Nodes written in Python', '/community/pydemo']);
+    assert.equal(fs.existsSync(marker), false, 'vendor code never ran');
   } finally {
     await server.close();
     fs.rmSync(root, { recursive: true, force: true });
