@@ -1,12 +1,16 @@
 // `npm run bench [name…]`: runs each benchmark with its reference in the same run and prints ratios.
 import { benchCrawl } from './crawl.js';
 import { benchPages } from './pages.js';
+import { benchDownloads } from './downloads.js';
 import { benchPublishingPatch } from './publishing-patch.js';
+import { benchSftp } from './sftp.js';
 
 const benches: Record<string, () => Promise<string>> = {
   'publishing-patch': benchPublishingPatch,
   pages: benchPages,
   crawl: benchCrawl,
+  sftp: benchSftp,
+  downloads: benchDownloads,
 };
 
 const runner = await import('./runner-auth.js').catch(() => null);

@@ -42,7 +42,11 @@ async function hostKeyFingerprints(): Promise<{ type: string; fingerprint: strin
   return loadOrCreateHostKeys(hostKeyDir(loadConfig().publishing.storageDir)).map(({ type, fingerprint }) => ({ type, fingerprint }));
 }
 
-const mb = (n: number) => (n >= 1024 ** 3 ? `${(n / 1024 ** 3).toFixed(1)} GiB` : `${(n / 1024 ** 2).toFixed(1)} MiB`);
+function mb(n: number): string {
+  if (n >= 1024 ** 3) return `${(n / 1024 ** 3).toFixed(1)} GiB`;
+  if (n >= 1024 ** 2) return `${(n / 1024 ** 2).toFixed(1)} MiB`;
+  return n >= 1024 ? `${(n / 1024).toFixed(1)} KiB` : `${n} B`;
+}
 
 function limitOption(name: string, raw: string | undefined, parse: (s: string) => number | null): number | null | undefined {
   if (raw === undefined) return undefined;

@@ -27,9 +27,12 @@ export function localStorage(root: string): Storage {
   fs.mkdirSync(root, { recursive: true });
   const resolve = (key: string) => path.join(root, ...checkKey(key));
 
+  // Metadata calls (lstat, rename) are synchronous: each takes microseconds on a local disk,
+  // while a thread-pool round trip per call added up to most of the per-file cost of SFTP
+  // uploads of many small files (bench/sftp.ts). Reads and writes of file contents stay async.
   async function lstat(p: string): Promise<fs.Stats | null> {
     try {
-      const st = await fsp.lstat(p);
+      const st = fs.lstatSync(p);
       return st.isFile() || st.isDirectory() ? st : null;
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code === 'ENOENT' || (e as NodeJS.ErrnoException).code === 'ENOTDIR') return null;
@@ -118,6 +121,36 @@ export function localStorage(root: string): Storage {
       return reader;
     },
 
+    async readSmall(key, maxBytes) {
+      // Synchronous on purpose: open + fstat + one read of a page-cached file take a few tens of
+      // microseconds, while four thread-pool round trips cost several times that per request
+      // (bench/downloads.ts). Larger files are streamed through openRead.
+      let fd: number;
+      try {
+        fd = fs.openSync(resolve(key), fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
+      } catch (e) {
+        const code = (e as NodeJS.ErrnoException).code;
+        if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'ELOOP' || code === 'EISDIR') return null;
+        throw e;
+      }
+      try {
+        const st = fs.fstatSync(fd);
+        if (!st.isFile()) return null;
+        const base = { size: st.size, mtimeMs: Math.floor(st.mtimeMs) };
+        if (st.size > maxBytes) return { ...base, data: null };
+        const data = Buffer.allocUnsafe(st.size);
+        let got = 0;
+        while (got < st.size) {
+          const n = fs.readSync(fd, data, got, st.size - got, got);
+          if (n === 0) break;
+          got += n;
+        }
+        return { ...base, data: got === st.size ? data : data.subarray(0, got) };
+      } finally {
+        fs.closeSync(fd);
+      }
+    },
+
     async beginWrite(key, options = {}) {
       const target = resolve(key);
       const temp = path.join(path.dirname(target), `${TEMP_PREFIX}${randomBytes(8).toString('hex')}`);
@@ -155,12 +188,12 @@ export function localStorage(root: string): Storage {
           try {
             if (times) await handle.utimes(times.atimeMs / 1000, times.mtimeMs / 1000);
             await handle.close();
-            await fsp.rename(temp, target);
+            fs.renameSync(temp, target);
           } catch (e) {
             await fsp.rm(temp, { force: true });
             throw e;
           }
-          const st = await fsp.lstat(target);
+          const st = fs.lstatSync(target);
           return entry(path.posix.basename(key), st);
         },
         async abort() {

@@ -44,6 +44,11 @@ export interface Storage {
   /** Entries of a folder, temporary files hidden, sorted by name; null when it is not a folder. */
   list(key: string): Promise<StoredEntry[] | null>;
   openRead(key: string): Promise<StoredReader | null>;
+  /**
+   * A whole small file in one call (`data` null when it is larger than `maxBytes`: open it with
+   * `openRead` to stream it). The download host's hot path: most update-site files are small.
+   */
+  readSmall(key: string, maxBytes: number): Promise<{ size: number; mtimeMs: number; data: Buffer | null } | null>;
   /** `keepExisting` copies the current contents first (resumed uploads, SFTP open without TRUNC). */
   beginWrite(key: string, options?: { keepExisting?: boolean }): Promise<PendingWrite>;
   /** Removes a file; false when there was none. */

@@ -15,6 +15,8 @@ import { type DownloadTarget, parseDownloadPath } from './paths.js';
 export interface DownloadLog {
   info(obj: object, msg: string): void;
   error(obj: object, msg: string): void;
+  /** pino's; when `info` is off the per-request line costs nothing. */
+  isLevelEnabled?(level: string): boolean;
 }
 
 export interface DownloadServer {
@@ -65,8 +67,16 @@ export function createDownloadServer(options: { storage: Storage; log: DownloadL
     res.end(head ? undefined : body);
   }
 
-  async function serveFile(req: http.IncomingMessage, res: http.ServerResponse, t: DownloadTarget, reader: StoredReader, head: boolean) {
-    const { size, mtimeMs } = reader;
+  /** Answers for one file whose bytes are either in `data` (small files) or behind `reader`. */
+  async function serveFile(
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    t: DownloadTarget,
+    file: { size: number; mtimeMs: number; data: Buffer | null; reader: StoredReader | null },
+    head: boolean,
+  ) {
+    const { size, mtimeMs } = file;
+    const release = () => file.reader?.close();
     const etag = etagOf(size, mtimeMs);
     const lastModified = new Date(mtimeMs).toUTCString();
     const headers: http.OutgoingHttpHeaders = {
@@ -80,43 +90,27 @@ export function createDownloadServer(options: { storage: Storage; log: DownloadL
     };
     if (t.area === 'assets') headers['access-control-allow-origin'] = '*';
     if (notModified({ ifNoneMatch: req.headers['if-none-match'], ifModifiedSince: req.headers['if-modified-since'] }, etag, mtimeMs)) {
-      await reader.close();
+      await release();
       res.writeHead(304, headers);
       return res.end();
     }
     const range = rangeOf(req.headers.range, req.headers['if-range'] as string | undefined, size, etag, lastModified);
     if (range.kind === 'unsatisfiable') {
-      await reader.close();
+      await release();
       res.writeHead(416, { ...headers, 'content-range': `bytes */${size}`, 'content-length': 0 });
       return res.end();
     }
     const [start, end] = range.kind === 'partial' ? [range.start, range.end] : [0, size - 1];
-    const length = end - start + 1;
     if (range.kind === 'partial') headers['content-range'] = `bytes ${start}-${end}/${size}`;
-    headers['content-length'] = size === 0 ? 0 : length;
+    headers['content-length'] = size === 0 ? 0 : end - start + 1;
     const status = range.kind === 'partial' ? 206 : 200;
-    if (head || size === 0) {
-      await reader.close();
+    if (head || size === 0 || file.data) {
+      await release();
       res.writeHead(status, headers);
-      return res.end();
+      return res.end(head || !file.data ? undefined : range.kind === 'partial' ? file.data.subarray(start, end + 1) : file.data);
     }
-    if (length <= SMALL_FILE) {
-      const buf = Buffer.allocUnsafe(length);
-      let got = 0;
-      try {
-        while (got < length) {
-          const n = await reader.read(buf, got, length - got, start + got);
-          if (n === 0) break;
-          got += n;
-        }
-      } finally {
-        await reader.close();
-      }
-      res.writeHead(status, headers);
-      return res.end(got === length ? buf : buf.subarray(0, got));
-    }
+    const stream = (file.reader as StoredReader).stream(start, end);
     res.writeHead(status, headers);
-    const stream = reader.stream(start, end);
     stream.on('error', () => res.destroy());
     res.on('close', () => stream.destroy());
     stream.pipe(res);
@@ -145,27 +139,30 @@ export function createDownloadServer(options: { storage: Storage; log: DownloadL
     const parsed = parseDownloadPath(pathname);
     if (!parsed.ok) return problem(res, parsed.status, parsed.status === 400 ? 'invalid_path' : 'not_found', parsed.reason, head);
     const t = parsed.target;
-    const reader = await storage.openRead(t.key);
-    if (reader) {
-      if (t.slash) {
-        await reader.close();
-        return problem(res, 404, 'not_found', 'No such folder', head);
-      }
-      return serveFile(req, res, t, reader, head);
+    const small = await storage.readSmall(t.key, SMALL_FILE);
+    if (small) {
+      if (t.slash) return problem(res, 404, 'not_found', 'No such folder', head);
+      if (small.data || head) return serveFile(req, res, t, { ...small, reader: null }, head);
+      const reader = await storage.openRead(t.key);
+      if (!reader) return problem(res, 404, 'not_found', 'No such file', head);
+      return serveFile(req, res, t, { size: reader.size, mtimeMs: reader.mtimeMs, data: null, reader }, head);
     }
     const st = await storage.stat(t.key);
     if (st?.type === 'dir') return serveFolder(res, t, pathname, head);
     return problem(res, 404, 'not_found', 'No such file', head);
   }
 
-  const server = http.createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
-    const started = process.hrtime.bigint();
-    res.on('finish', () =>
-      log.info(
-        { method: req.method, path: req.url?.split('?')[0], status: res.statusCode, ms: Number(process.hrtime.bigint() - started) / 1e6 },
-        'request',
-      ),
-    );
+  const logRequests = log.isLevelEnabled?.('info') ?? true;
+  const server = http.createServer({ keepAliveTimeout: 65_000, noDelay: true }, (req, res) => {
+    const started = logRequests ? process.hrtime.bigint() : 0n;
+    if (logRequests) {
+      res.on('finish', () =>
+        log.info(
+          { method: req.method, path: req.url?.split('?')[0], status: res.statusCode, ms: Number(process.hrtime.bigint() - started) / 1e6 },
+          'request',
+        ),
+      );
+    }
     handle(req, res).catch((e: unknown) => {
       log.error({ url: req.url, err: e }, 'download failed');
       if (!res.headersSent) problem(res, 500, 'internal', 'Internal error', req.method === 'HEAD');

@@ -71,13 +71,38 @@ export function filesService({ storage, repo, limits: defaults, now = () => new 
      * write past the size limit or the storage quota throws QuotaExceededError (the caller
      * aborts, which removes the partial temporary file).
      */
-    async beginUpload(productId: string, path: string, options: { keepExisting?: boolean } = {}): Promise<Upload> {
-      const [limits, usage, existing] = await Promise.all([limitsFor(productId), repo.usage(productId), repo.find(productId, path)]);
+    /**
+     * Starts an upload to `path`. Refuses a new file past the file-count quota at once; each
+     * write past the size limit or the storage quota throws QuotaExceededError (the caller
+     * aborts, which removes the partial temporary file). `keepExisting` may be decided by a
+     * callback that runs while the limits are read (one round trip less per file).
+     */
+    async beginUpload(
+      productId: string,
+      path: string,
+      options: { keepExisting?: boolean | (() => Promise<boolean>) } = {},
+    ): Promise<Upload> {
+      const keep = options.keepExisting;
+      // The temporary file is created while the limits are read (an SFTP OPEN answers after
+      // the slower of the two, not their sum); a refusal deletes it again.
+      const [checks, started] = await Promise.allSettled([
+        Promise.all([limitsFor(productId), repo.usage(productId), repo.find(productId, path)]),
+        (async () => {
+          const keepExisting = typeof keep === 'function' ? await keep() : !!keep;
+          return storage.beginWrite(key(productId, path), { keepExisting });
+        })(),
+      ]);
+      if (checks.status === 'rejected' || started.status === 'rejected') {
+        if (started.status === 'fulfilled') await started.value.abort();
+        throw checks.status === 'rejected' ? checks.reason : (started as PromiseRejectedResult).reason;
+      }
+      const [limits, usage, existing] = checks.value;
+      const pending: PendingWrite = started.value;
       if (!existing && usage.files + 1 > limits.quotaFiles) {
+        await pending.abort();
         throw new QuotaExceededError(`file-count quota exceeded: this product may store ${limits.quotaFiles} files`);
       }
       const available = limits.quotaBytes - (usage.bytes - (existing ? Number(existing.size) : 0));
-      const pending: PendingWrite = await storage.beginWrite(key(productId, path), options);
       return {
         get size() {
           return pending.size;

@@ -85,6 +85,9 @@ export function createSftpServer(options: SftpServerOptions): SftpServer {
         client.end();
         return;
       }
+      // SFTP is request/response: without TCP_NODELAY, Nagle's algorithm holds small replies
+      // back until the client's delayed ACK (tens of ms per file on many-small-file uploads).
+      (client as Connection & { setNoDelay(noDelay: boolean): void }).setNoDelay(true);
       connections.add(client);
       let productId: string | null = null;
       const timer = setTimeout(() => client.end(), loginTimeoutMs);

@@ -150,14 +150,18 @@ export function serveSftp(sftp: SFTPWrapper, ctx: SessionContext): void {
         return;
       }
       requireCreatable(p, 'file');
-      await requireParentDir(p);
-      const existing = await storage.stat(key(p.path));
-      if (existing?.type === 'dir') throw failure('Is a folder');
-      if (existing && flags & OPEN_MODE.EXCL) throw failure('Already exists');
-      if (!existing && !(flags & OPEN_MODE.CREAT)) throw missing();
-      // Without TRUNC the client may rewrite parts or append (OpenSSH `reput`): start from a copy.
-      const keepExisting = !!existing && !(flags & OPEN_MODE.TRUNC);
-      const upload = await files.beginUpload(productId, p.path, { keepExisting });
+      // The checks of what exists run while the files service reads the limits; a missing
+      // parent folder makes the temporary file's creation fail with "no such file".
+      const upload = await files.beginUpload(productId, p.path, {
+        keepExisting: async () => {
+          const existing = await storage.stat(key(p.path));
+          if (existing?.type === 'dir') throw failure('Is a folder');
+          if (existing && flags & OPEN_MODE.EXCL) throw failure('Already exists');
+          if (!existing && !(flags & OPEN_MODE.CREAT)) throw missing();
+          // Without TRUNC the client may rewrite parts or append (OpenSSH `reput`): start from a copy.
+          return !!existing && !(flags & OPEN_MODE.TRUNC);
+        },
+      });
       sftp.handle(
         reqid,
         newHandle({

@@ -7,8 +7,15 @@ import { dialects, tempDir } from '../../helpers/db.js';
 import { needsTool } from '../../helpers/tools.js';
 import { fetchBytes, generateSite, lftp, openSshSftp, run, type Stack, startStack } from './stack.js';
 
+/** rclone with an on-the-fly remote (no config file); the password goes in obscured, as rclone wants. */
+async function rclone(port: number, creds: { username: string; password: string }, args: string[]) {
+  const obscured = (await run('rclone', ['obscure', creds.password])).stdout.trim();
+  const remote = `:sftp,host=127.0.0.1,port=${port},user=${creds.username},pass=${obscured}:`;
+  return run('rclone', ['--config', '/dev/null', ...args.map((a) => a.replace('REMOTE:', remote))]);
+}
+
 const [sqlite] = dialects();
-const tools = ['sshpass', 'sftp', 'lftp', 'zip'].map(needsTool).find((t) => t.skip) ?? { skip: false };
+const tools = ['sshpass', 'sftp', 'lftp', 'zip', 'rclone'].map(needsTool).find((t) => t.skip) ?? { skip: false };
 
 /** Downloads every file of `local` from `base` and compares bytes. */
 async function assertServed(base: string, local: string, files: string[]): Promise<void> {
@@ -134,5 +141,22 @@ describe('real SFTP clients against the SFTP server, checked through the downloa
     assert.deepEqual(stored, now);
     const label = (await stack.files.listLabels('csv-nodes')).find((l) => l.label === '5.5');
     assert.equal(label?.files, now.length);
+  });
+
+  test('rclone sync publishes workflows and a later sync removes what the source lost', async () => {
+    const src = path.join(work, 'rclone');
+    fs.mkdirSync(path.join(src, 'group'), { recursive: true });
+    fs.writeFileSync(path.join(src, 'One.knwf'), Buffer.alloc(5000, 1));
+    fs.writeFileSync(path.join(src, 'group', 'Two.knwf'), Buffer.alloc(200_000, 2));
+    let r = await rclone(stack.sftp.port, creds, ['sync', src, 'REMOTE:/workflows/rc']);
+    assert.equal(r.code, 0, r.stderr);
+    await assertServed(`${stack.downloads.url}/workflows/csv-nodes/rc`, src, ['One.knwf', 'group/Two.knwf']);
+    fs.rmSync(path.join(src, 'One.knwf'));
+    r = await rclone(stack.sftp.port, creds, ['sync', src, 'REMOTE:/workflows/rc']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal((await fetchBytes(`${stack.downloads.url}/workflows/csv-nodes/rc/One.knwf`)).status, 404);
+    r = await rclone(stack.sftp.port, creds, ['check', src, 'REMOTE:/workflows/rc']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stderr, /0 differences found/);
   });
 });

@@ -80,18 +80,26 @@ export interface Run {
 /** Runs a command without blocking the event loop (the servers under test share this process). */
 export function run(cmd: string, args: string[], options: { env?: NodeJS.ProcessEnv; input?: string; cwd?: string } = {}): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, { env: { ...process.env, ...options.env }, cwd: options.cwd, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(cmd, args, {
+      env: { ...process.env, ...options.env },
+      cwd: options.cwd,
+      stdio: [options.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (c) => {
+    child.stdout?.on('data', (c) => {
       stdout += c;
     });
-    child.stderr.on('data', (c) => {
+    child.stderr?.on('data', (c) => {
       stderr += c;
     });
     child.on('error', reject);
     child.on('close', (code) => resolve({ code, stdout, stderr }));
-    child.stdin.end(options.input ?? '');
+    if (child.stdin) {
+      // A child that exits before reading its input (a failed login) must not crash the test.
+      child.stdin.on('error', () => {});
+      child.stdin.end(options.input);
+    }
   });
 }
 
