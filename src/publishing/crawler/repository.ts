@@ -55,7 +55,10 @@ export function crawlsRepository(db: Kysely<PublishingDB>, dialect: DialectName)
      * Claims a label for a crawl unless another process holds a fresh claim (several instances
      * may run the automatic re-crawl): one conditional upsert, atomic on both databases.
      */
-    async claim(row: Pick<CrawlRow, 'product_id' | 'label' | 'url' | 'started_at' | 'files_seq'>, staleBefore: string): Promise<boolean> {
+    async claim(
+      row: Pick<CrawlRow, 'product_id' | 'label' | 'url' | 'started_at' | 'files_seq'>,
+      { uploadedAt, staleBefore }: { uploadedAt: string; staleBefore: string },
+    ): Promise<boolean> {
       const values: CrawlRow = { ...row, status: 'running', finished_at: null, summary: '{}', problems: '[]', units: '[]' };
       const r = await db
         .insertInto('crawls')
@@ -64,7 +67,14 @@ export function crawlsRepository(db: Kysely<PublishingDB>, dialect: DialectName)
           oc
             .columns(['product_id', 'label'])
             .doUpdateSet({ status: 'running', url: row.url, started_at: row.started_at, files_seq: row.files_seq })
-            .where((eb) => eb.or([eb('crawls.status', '=', 'finished'), eb('crawls.started_at', '<', staleBefore)])),
+            // A finished crawl older than the upload, or a claim abandoned by a dead process;
+            // never a crawl another instance started (or finished) after this upload.
+            .where((eb) =>
+              eb.or([
+                eb.and([eb('crawls.status', '=', 'finished'), eb('crawls.started_at', '<', uploadedAt)]),
+                eb('crawls.started_at', '<', staleBefore),
+              ]),
+            ),
         )
         .returning('label')
         .execute();

@@ -106,7 +106,7 @@ export function crawlerService({ crawls, products, files, downloadUrl, limits = 
    * Crawls one label and stores the result. With `claim`, another process's fresh crawl of the
    * same label wins and nothing is done (returns false).
    */
-  async function crawlLabel(row: ProductRow, l: string, claim: boolean): Promise<boolean> {
+  async function crawlLabel(row: ProductRow, l: string, claim: { uploadedAt: string } | null): Promise<boolean> {
     const productId = row.id;
     const url = `${downloadUrl}/${encodeURIComponent(productId)}/${encodeURIComponent(l)}/`;
     const filesSeq = Number((await files.changeStamp(productId)) ?? 0);
@@ -115,7 +115,7 @@ export function crawlerService({ crawls, products, files, downloadUrl, limits = 
     if (claim) {
       // A claim older than this is from a process that died mid-crawl.
       const staleBefore = new Date(now().getTime() - CLAIM_STALE_MS).toISOString();
-      if (!(await crawls.claim(start, staleBefore))) return false;
+      if (!(await crawls.claim(start, { uploadedAt: claim.uploadedAt, staleBefore }))) return false;
     } else await crawls.start(start);
     let result: CrawlResult;
     try {
@@ -154,7 +154,7 @@ export function crawlerService({ crawls, products, files, downloadUrl, limits = 
       const row = await product(productId);
       const labels = await crawlableLabels(productId);
       if (label !== undefined && !labels.includes(label)) throw new NotFoundError(`product "${productId}" has no uploaded update-site label "${label}"`);
-      for (const l of label !== undefined ? [label] : labels) await crawlLabel(row, l, false);
+      for (const l of label !== undefined ? [label] : labels) await crawlLabel(row, l, null);
       const all = await report(productId);
       return label !== undefined ? all.filter((c) => c.label === label) : all.filter((c) => labels.includes(c.label));
     },
@@ -181,7 +181,7 @@ export function crawlerService({ crawls, products, files, downloadUrl, limits = 
             waiting = true; // still being written: the next pass sees it settle
             continue;
           }
-          if (await crawlLabel(row, l.label, true)) done.push(`${p.product_id}/${l.label}`);
+          if (await crawlLabel(row, l.label, { uploadedAt: l.lastUploadAt })) done.push(`${p.product_id}/${l.label}`);
           else waiting = true;
         }
         if (!waiting) handled.set(p.product_id, p.last_upload_at);
