@@ -61,6 +61,9 @@ for (const target of dialects()) {
       assert.equal(r.code, 1);
       assert.match(r.stderr, /cannot go live: label 5\.4 has not been crawled/);
       assert.equal((await stack.products.show('widgets')).state, 'hidden');
+      // Rendered and cached before any crawl: no node list yet (the next test sees it appear).
+      const page = await (await fetch(`${web.url}/product/widgets`)).text();
+      assert.ok(page.includes('/widgets/5.4</code>') && !page.includes('id="nodes"'));
     });
 
     test('pier staff crawl reads the site from the download host and prints the summary; the report is in show and the API', async () => {
