@@ -27,11 +27,16 @@ export function crawlsRepository(db: Kysely<PublishingDB>, dialect: DialectName)
         .execute();
     },
 
-    /** Stores a finished crawl and replaces the label's nodes, in one transaction: readers see the old or the new index, never a mix. */
-    async finish(row: CrawlRow, nodes: CrawlNodeRow[]): Promise<void> {
+    /**
+     * Stores a finished crawl and replaces the label's nodes (null keeps the previous ones), in
+     * one transaction: readers see the old or the new index, never a mix.
+     */
+    async finish(row: CrawlRow, nodes: CrawlNodeRow[] | null): Promise<void> {
       await db.transaction().execute(async (trx) => {
-        await trx.deleteFrom('crawl_nodes').where('product_id', '=', row.product_id).where('label', '=', row.label).execute();
-        for (let i = 0; i < nodes.length; i += 200) await trx.insertInto('crawl_nodes').values(nodes.slice(i, i + 200)).execute();
+        if (nodes) {
+          await trx.deleteFrom('crawl_nodes').where('product_id', '=', row.product_id).where('label', '=', row.label).execute();
+          for (let i = 0; i < nodes.length; i += 200) await trx.insertInto('crawl_nodes').values(nodes.slice(i, i + 200)).execute();
+        }
         await trx
           .insertInto('crawls')
           .values(row)

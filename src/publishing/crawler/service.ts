@@ -137,7 +137,9 @@ export function crawlerService({ crawls, products, files, downloadUrl, limits = 
         problems: JSON.stringify(result.problems),
         units: JSON.stringify(result.units),
       },
-      nodeRows(productId, row.name, l, result),
+      // A fatal crawl (no readable metadata: a broken upload, or the download host down) keeps
+      // the last good node index; its report says what is wrong and blocks going live.
+      result.summary.fatal ? null : nodeRows(productId, row.name, l, result),
     );
     return true;
   }

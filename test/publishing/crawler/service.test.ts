@@ -90,6 +90,18 @@ for (const target of dialects()) {
       assert.equal(after?.crawled, out.labels[0].finishedAt);
       await database.close();
 
+      // The download host unreachable: the crawl is fatal, the last good nodes stay indexed.
+      const down = await new Promise<number | null>((resolve) =>
+        spawn(process.execPath, ['bin/pier.js', 'staff', 'crawl', 'widgets', '--label', '5.4'], { env: { ...env, PIER_DOWNLOAD_URL: 'http://127.0.0.1:1' } }).on('close', resolve),
+      );
+      assert.equal(down, 1);
+      const check = await openPublishingDatabase(db.url);
+      const { crawlsRepository: repoOf } = await import('../../../src/publishing/crawler/repository.js');
+      assert.equal((await repoOf(check.db, check.dialect).nodes('widgets', '5.4')).length, 4);
+      await check.close();
+      assert.match((await pier('staff', 'show', 'widgets')).stdout, /crawl of 5\.4: finished .* FATAL\n[\s\S]*fatal +metadata_unreadable/);
+      assert.equal((await pier('staff', 'crawl', 'widgets', '--label', '5.4')).code, 0);
+
       const show = await pier('staff', 'show', 'widgets');
       assert.match(show.stdout, /crawl of 5\.4: finished/);
       assert.match(show.stdout, /warning +category_undeclared +\/community/);
