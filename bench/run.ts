@@ -1,4 +1,5 @@
 // `npm run bench [name…]`: runs each benchmark with its reference in the same run and prints ratios.
+import { benchCrawl } from './crawl.js';
 import { benchDownloads } from './downloads.js';
 import { benchPages } from './pages.js';
 import { benchPublishingPatch } from './publishing-patch.js';
@@ -7,6 +8,7 @@ import { benchSftp } from './sftp.js';
 const benches: Record<string, () => Promise<string>> = {
   'publishing-patch': benchPublishingPatch,
   pages: benchPages,
+  crawl: benchCrawl,
   sftp: benchSftp,
   downloads: benchDownloads,
 };

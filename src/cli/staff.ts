@@ -3,7 +3,10 @@ import type { Command } from 'commander';
 import { type FileLimits, loadConfig, parseSize } from '../infra/config.js';
 import { localStorage } from '../infra/storage-local.js';
 import { UsageError } from '../infra/errors.js';
+import { crawlsRepository } from '../publishing/crawler/repository.js';
+import { type CrawlerService, crawlerService, type LabelCrawl } from '../publishing/crawler/service.js';
 import { openPublishingDatabase } from '../publishing/db.js';
+import { productFilesReader } from '../publishing/files/reader.js';
 import { filesRepository } from '../publishing/files/repository.js';
 import { type FilesService, filesService } from '../publishing/files/service.js';
 import { FIELD_NAMES } from '../publishing/products/fields.js';
@@ -11,7 +14,7 @@ import { productsRepository } from '../publishing/products/repository.js';
 import { type ProductService, productService } from '../publishing/products/service.js';
 
 /** Opens the same database as the server (from the environment), runs one action, closes. */
-async function withProducts<T>(action: (products: ProductService, files: FilesService) => Promise<T>): Promise<T> {
+async function withProducts<T>(action: (products: ProductService, files: FilesService, crawler: CrawlerService) => Promise<T>): Promise<T> {
   const config = loadConfig();
   const database = await openPublishingDatabase(config.publishing.databaseUrl);
   try {
@@ -20,7 +23,14 @@ async function withProducts<T>(action: (products: ProductService, files: FilesSe
       repo: filesRepository(database.db),
       limits: config.publishing.limits,
     });
-    return await action(productService({ repo: productsRepository(database.db, database.dialect), publishing: config.publishing }), files);
+    const repo = productsRepository(database.db, database.dialect);
+    const crawler = crawlerService({
+      crawls: crawlsRepository(database.db, database.dialect),
+      products: repo,
+      files: productFilesReader(filesRepository(database.db)),
+      downloadUrl: config.publishing.downloadUrl,
+    });
+    return await action(productService({ repo, publishing: config.publishing }), files, crawler);
   } finally {
     await database.close();
   }
@@ -48,6 +58,17 @@ function limitOption(name: string, raw: string | undefined, parse: (s: string) =
 
 function print(json: boolean, value: unknown, human: () => string): void {
   process.stdout.write(json ? `${JSON.stringify(value, null, 2)}\n` : `${human()}\n`);
+}
+
+function crawlLines(crawls: LabelCrawl[]): string[] {
+  if (crawls.length === 0) return ['  crawls:     none'];
+  return crawls.flatMap((c) => [
+    `  crawl of ${c.label}: ${c.status}${c.finishedAt ? ` ${c.finishedAt}` : ''}${c.stale ? ' (files changed since)' : ''}${c.summary?.fatal ? ' FATAL' : ''}`,
+    ...(c.summary
+      ? [`    ${c.summary.units} units, ${c.summary.features} features, ${c.summary.bundles} bundles, ${c.summary.categories} categories, ${c.summary.nodes} nodes, ${c.summary.nodeSets} node sets, ${c.summary.problems} problems`]
+      : []),
+    ...c.problems.map((p) => `    ${p.severity.padEnd(7)} ${p.code.padEnd(20)} ${p.where}${p.line ? `:${p.line}` : ''}  ${p.message}`),
+  ]);
 }
 
 const ONCE = 'Store these now: the edit token and SFTP password are shown only this once.';
@@ -105,17 +126,18 @@ export function registerStaffCommands(program: Command): void {
     .option('--history', 'list every revision (time, changed fields, token id, client address)')
     .option('--json', 'print JSON')
     .action(async (id: string, opts: { history?: boolean; json?: boolean }) => {
-      const { product, history, files } = await withProducts(async (p, f) => ({
+      const { product, history, files, crawls } = await withProducts(async (p, f, c) => ({
         product: await p.show(id),
         history: await p.history(id, opts.history ? 1000 : 5),
         files: await f.summary(id),
+        crawls: await c.report(id),
       }));
       const hostKeys = await hostKeyFingerprints();
       const fieldsSet = FIELD_NAMES.filter((f) => product.fields[f] !== undefined);
       const revisions = history.map(({ changes: _c, ...r }) => r);
       const { custom, ...limits } = files.limits;
       const uploads = { files: files.files, bytes: files.bytes, lastUploadAt: files.lastUploadAt, labels: files.labels, limits, customLimits: custom };
-      print(!!opts.json, { ...product, fieldsSet, revisions, uploads, sftpHostKeys: hostKeys }, () =>
+      print(!!opts.json, { ...product, fieldsSet, revisions, uploads, crawls, sftpHostKeys: hostKeys }, () =>
         [
           `${product.productId}: ${product.name}`,
           `  state:      ${product.state}`,
@@ -131,9 +153,44 @@ export function registerStaffCommands(program: Command): void {
           ...files.labels.map(
             (l) => `    ${l.label.padEnd(16)} ${String(l.files).padStart(6)} files  ${mb(l.bytes).padStart(10)}  ${l.hasArchive ? `archive ${mb(l.archiveBytes)}` : 'no archive'}  last upload ${l.lastUploadAt ?? '-'}`,
           ),
+          ...crawlLines(crawls),
           ...hostKeys.map((k) => `  SFTP host key: ${k.type} ${k.fingerprint}`),
         ].join('\n'),
       );
+    });
+
+  staff
+    .command('crawl <product-id>')
+    .description('crawl every uploaded update-site label (or one) from the download host, wait, and print the summary')
+    .option('--label <label>', 'crawl only this label')
+    .option('--json', 'print JSON')
+    .action(async (id: string, opts: { label?: string; json?: boolean }) => {
+      const crawls = await withProducts((_p, _f, c) => c.crawl(id, opts.label));
+      print(!!opts.json, { productId: id, labels: crawls }, () =>
+        crawls.length === 0 ? `Product "${id}" has no uploaded update-site label to crawl.` : crawlLines(crawls).map((l) => l.slice(2)).join('\n'),
+      );
+      if (crawls.some((c) => c.summary?.fatal)) process.exitCode = 1;
+    });
+
+  staff
+    .command('enable <product-id>')
+    .description('make the page live: only when the latest crawl of every label finished without fatal problems')
+    .option('--force', 'go live even so (says what was overridden)')
+    .option('--json', 'print JSON')
+    .action(async (id: string, opts: { force?: boolean; json?: boolean }) => {
+      const r = await withProducts((_p, _f, c) => c.enable(id, !!opts.force));
+      print(!!opts.json, r, () =>
+        [`Product "${id}" is live.`, ...(r.forced ? [`Forced past: ${r.blockers.join('; ')}`] : [])].join('\n'),
+      );
+    });
+
+  staff
+    .command('disable <product-id>')
+    .description('hide the page again (still reachable at its URL, gone from catalog, sitemap, feeds and node search)')
+    .option('--json', 'print JSON')
+    .action(async (id: string, opts: { json?: boolean }) => {
+      const r = await withProducts((_p, _f, c) => c.disable(id));
+      print(!!opts.json, r, () => `Product "${id}" is hidden.`);
     });
 
   staff

@@ -40,6 +40,8 @@ export interface Config {
     limits: FileLimits;
     /** Concurrent SFTP sessions one product may hold on one instance. */
     sftpMaxSessions: number;
+    /** Seconds without writes to a label before it is re-crawled automatically; 0 turns that off. */
+    crawlSettleSeconds: number;
   };
   runner: {
     port: number;
@@ -197,6 +199,7 @@ export function loadConfig(env: Env = process.env): Config {
         maxFileBytes: size(env, 'PIER_MAX_FILE_BYTES', DEFAULT_LIMITS.maxFileBytes),
       },
       sftpMaxSessions: count(env, 'PIER_SFTP_MAX_SESSIONS', 8, 1000),
+      crawlSettleSeconds: env.PIER_CRAWL_SETTLE_SECONDS === '0' ? 0 : count(env, 'PIER_CRAWL_SETTLE_SECONDS', 60, 86_400),
     },
     runner: {
       port: runnerPort,

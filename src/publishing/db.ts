@@ -1,4 +1,4 @@
-import type { Kysely, Migration } from 'kysely';
+import { type Kysely, type Migration, PostgresAdapter, sql } from 'kysely';
 import { openMigratedDatabase } from '../infra/database/index.js';
 
 export interface ProductsTable {
@@ -54,12 +54,53 @@ export interface ProductStorageTable {
   max_file_bytes: number | null;
 }
 
+/** The latest crawl of one label of a product (issue 11): its state, summary and integrity report. */
+export interface CrawlsTable {
+  product_id: string;
+  label: string;
+  status: 'running' | 'finished';
+  url: string;
+  started_at: string;
+  finished_at: string | null;
+  /** The files change counter when the crawl started: a later upload makes it stale. */
+  files_seq: number;
+  /** JSON CrawlSummary. */
+  summary: string;
+  /** JSON CrawlProblem[]. */
+  problems: string;
+  /** JSON InstallableUnit[]. */
+  units: string;
+}
+
+/** One node found by the last finished crawl of a label. */
+export interface CrawlNodesTable {
+  product_id: string;
+  label: string;
+  factory_class: string;
+  name: string;
+  /** The product's name when crawled: node search matches it too. */
+  product_name: string;
+  bundle: string;
+  category_path: string;
+  /** Named category path, segments joined with ` / `. */
+  category_names: string;
+  short_description: string;
+  deprecated: number;
+  /** JSON of the node: description (intro, options, tabs, ports, views, keywords), flags. */
+  data: string;
+  icon_type: string | null;
+  /** Base64 of the icon bytes. */
+  icon: string | null;
+}
+
 export interface PublishingDB {
   products: ProductsTable;
   product_revisions: ProductRevisionsTable;
   settings: SettingsTable;
   product_files: ProductFilesTable;
   product_storage: ProductStorageTable;
+  crawls: CrawlsTable;
+  crawl_nodes: CrawlNodesTable;
 }
 
 const migrations: Record<string, Migration> = {
@@ -120,6 +161,60 @@ const migrations: Record<string, Migration> = {
         .addColumn('quota_files', 'bigint')
         .addColumn('max_file_bytes', 'bigint')
         .execute();
+    },
+  },
+  '0003_crawls': {
+    async up(db: Kysely<unknown>) {
+      await db.schema
+        .createTable('crawls')
+        .addColumn('product_id', 'varchar(64)', (c) => c.notNull().references('products.id').onDelete('cascade'))
+        .addColumn('label', 'varchar(64)', (c) => c.notNull())
+        .addColumn('status', 'varchar(16)', (c) => c.notNull())
+        .addColumn('url', 'text', (c) => c.notNull())
+        .addColumn('started_at', 'varchar(32)', (c) => c.notNull())
+        .addColumn('finished_at', 'varchar(32)')
+        .addColumn('files_seq', 'bigint', (c) => c.notNull())
+        .addColumn('summary', 'text', (c) => c.notNull())
+        .addColumn('problems', 'text', (c) => c.notNull())
+        .addColumn('units', 'text', (c) => c.notNull())
+        .addPrimaryKeyConstraint('crawls_pk', ['product_id', 'label'])
+        .execute();
+      await db.schema
+        .createTable('crawl_nodes')
+        .addColumn('product_id', 'varchar(64)', (c) => c.notNull().references('products.id').onDelete('cascade'))
+        .addColumn('label', 'varchar(64)', (c) => c.notNull())
+        .addColumn('factory_class', 'varchar(512)', (c) => c.notNull())
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('product_name', 'text', (c) => c.notNull())
+        .addColumn('bundle', 'text', (c) => c.notNull())
+        .addColumn('category_path', 'text', (c) => c.notNull())
+        .addColumn('category_names', 'text', (c) => c.notNull())
+        .addColumn('short_description', 'text', (c) => c.notNull())
+        .addColumn('deprecated', 'integer', (c) => c.notNull())
+        .addColumn('data', 'text', (c) => c.notNull())
+        .addColumn('icon_type', 'varchar(32)')
+        .addColumn('icon', 'text')
+        .addPrimaryKeyConstraint('crawl_nodes_pk', ['product_id', 'label', 'factory_class'])
+        .execute();
+      // Full-text search over name, short description, category and product (issue 11).
+      if (db.getExecutor().adapter instanceof PostgresAdapter) {
+        // Punctuation becomes spaces first: PostgreSQL's parser would keep "Input/Output" or
+        // "a.b.c" as one file/host token, unlike the words a user types (and FTS5 splits).
+        await sql`ALTER TABLE crawl_nodes ADD COLUMN search tsvector GENERATED ALWAYS AS (to_tsvector('simple', regexp_replace(
+          name || ' ' || short_description || ' ' || category_names || ' ' || product_name || ' ' || product_id, '[^[:alnum:]]+', ' ', 'g'))) STORED`.execute(db);
+        await sql`CREATE INDEX crawl_nodes_search ON crawl_nodes USING gin (search)`.execute(db);
+      } else {
+        // FTS5 over the table's rows (external content), kept in step by triggers; crawls
+        // only insert and delete node rows, never update them.
+        await sql`CREATE VIRTUAL TABLE crawl_nodes_fts USING fts5(name, short_description, category_names, product_name, product_id,
+          content='crawl_nodes', content_rowid='rowid', tokenize='unicode61 remove_diacritics 2')`.execute(db);
+        await sql`CREATE TRIGGER crawl_nodes_fts_ai AFTER INSERT ON crawl_nodes BEGIN
+          INSERT INTO crawl_nodes_fts(rowid, name, short_description, category_names, product_name, product_id)
+          VALUES (new.rowid, new.name, new.short_description, new.category_names, new.product_name, new.product_id); END`.execute(db);
+        await sql`CREATE TRIGGER crawl_nodes_fts_ad AFTER DELETE ON crawl_nodes BEGIN
+          INSERT INTO crawl_nodes_fts(crawl_nodes_fts, rowid, name, short_description, category_names, product_name, product_id)
+          VALUES ('delete', old.rowid, old.name, old.short_description, old.category_names, old.product_name, old.product_id); END`.execute(db);
+      }
     },
   },
 };

@@ -1,6 +1,9 @@
 import type { Config } from '../infra/config.js';
 import { FailureLimiter, type FailureLimiterOptions } from '../infra/failure-limiter.js';
 import { createHttpApp, type HttpApp } from '../infra/http.js';
+import { type AutoCrawl, startAutoCrawl } from './crawler/auto.js';
+import { crawlsRepository } from './crawler/repository.js';
+import { type CrawlerService, crawlerService } from './crawler/service.js';
 import { openPublishingDatabase } from './db.js';
 import { type ProductFilesReader, productFilesReader } from './files/reader.js';
 import { filesRepository } from './files/repository.js';
@@ -18,6 +21,10 @@ export interface PublishingService {
   files: ProductFilesReader;
   /** Public pages, feeds and badges, cached per product. */
   pages: PagesService;
+  /** Crawls of uploaded update sites, their reports and going live. */
+  crawler: CrawlerService;
+  /** The automatic re-crawl of settled uploads; null when PIER_CRAWL_SETTLE_SECONDS=0. */
+  autoCrawl: AutoCrawl | null;
   close(): Promise<void>;
 }
 
@@ -32,21 +39,28 @@ export async function createPublishingService(config: Config, options: Publishin
   const repo = productsRepository(database.db, database.dialect, { readNow: database.readNow });
   const products = productService({ repo, publishing: config.publishing });
   const files = productFilesReader(filesRepository(database.db));
+  const crawls = crawlsRepository(database.db, database.dialect);
+  const crawler = crawlerService({ crawls, products: repo, files, downloadUrl: config.publishing.downloadUrl });
   const pages = pagesService({
     repo,
     files,
+    crawls,
     site: { name: 'Pier', baseUrl: config.publishing.baseUrl, downloadUrl: config.publishing.downloadUrl },
   });
   const app = createHttpApp({ logLevel: config.logLevel, bodyLimit: PATCH_BODY_LIMIT, trustProxy: config.trustProxy });
   const limiter = new FailureLimiter({ maxFailures: 10, windowMs: 60_000, banMs: 60_000, ...options.failureLimits });
-  registerProductRoutes(app, { products, limiter });
+  registerProductRoutes(app, { products, limiter, crawler });
   registerPageRoutes(app, pages);
+  const autoCrawl = config.publishing.crawlSettleSeconds > 0 ? startAutoCrawl(crawler, config.publishing.crawlSettleSeconds, app.log) : null;
   return {
     app,
     products,
     files,
     pages,
+    crawler,
+    autoCrawl,
     async close() {
+      await autoCrawl?.stop();
       await app.close();
       await database.close();
     },

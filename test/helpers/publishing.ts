@@ -9,13 +9,14 @@ export interface RunningPublishing {
 }
 
 /** Starts the real publishing service on a free loopback port against `databaseUrl`. */
-export async function startPublishing(databaseUrl: string, options: PublishingOptions = {}): Promise<RunningPublishing> {
+export async function startPublishing(databaseUrl: string, options: PublishingOptions = {}, env: Record<string, string> = {}): Promise<RunningPublishing> {
   const config = loadConfig({
     PIER_DATA_DIR: tempDir('pier-data-'),
     PIER_DATABASE_URL: databaseUrl,
     PIER_HTTP_PORT: '0',
     PIER_LOG_LEVEL: 'silent',
     PIER_BASE_URL: 'http://pier.test',
+    ...env,
   });
   const service = await createPublishingService(config, options);
   const url = await service.app.listen({ host: '127.0.0.1', port: 0 });

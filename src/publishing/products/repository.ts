@@ -14,6 +14,10 @@ export function productsRepository(db: Kysely<PublishingDB>, dialect: DialectNam
       .selectFrom('products')
       .select(['state', 'updated_at'])
       .select((eb) => eb.selectFrom('settings').select('value').where('key', '=', 'platform_release').as('release'))
+      // Node lists on the page come from crawls: a finished crawl changes the key (issue 11).
+      .select((eb) =>
+        eb.selectFrom('crawls').select((c) => c.fn.max('crawls.finished_at').as('m')).whereRef('crawls.product_id', '=', 'products.id').as('crawled'),
+      )
       .where('id', '=', '')
       .compile(),
   );
@@ -36,17 +40,27 @@ export function productsRepository(db: Kysely<PublishingDB>, dialect: DialectNam
 
     /**
      * What a rendered page depends on in this table, in one cheap read (no fields JSON):
-     * the product's state and last change, and the platform release setting.
+     * the product's state and last change, the platform release setting and the last finished crawl.
      */
-    async pageStamp(id: string): Promise<{ state: ProductRow['state']; updated_at: string; release: string | null } | undefined> {
+    async pageStamp(
+      id: string,
+    ): Promise<{ state: ProductRow['state']; updated_at: string; release: string | null; crawled: string | null } | undefined> {
       // Parameters in the compiled order: the subquery's key, then the product id.
       const row = (await stampQuery(['platform_release', id]))[0];
-      return row ? { state: row.state, updated_at: row.updated_at, release: row.release ?? null } : undefined;
+      return row ? { state: row.state, updated_at: row.updated_at, release: row.release ?? null, crawled: row.crawled ?? null } : undefined;
     },
 
-    /** Id and last change of every live product: the catalog's change detector. */
-    async liveStamps(): Promise<{ id: string; updated_at: string }[]> {
-      return db.selectFrom('products').select(['id', 'updated_at']).where('state', '=', 'live').orderBy('id').execute();
+    /** Id, last change and last finished crawl of every live product: the catalog's change detector. */
+    async liveStamps(): Promise<{ id: string; updated_at: string; crawled: string | null }[]> {
+      return db
+        .selectFrom('products')
+        .select(['id', 'updated_at'])
+        .select((eb) =>
+          eb.selectFrom('crawls').select((c) => c.fn.max('crawls.finished_at').as('m')).whereRef('crawls.product_id', '=', 'products.id').as('crawled'),
+        )
+        .where('state', '=', 'live')
+        .orderBy('id')
+        .execute();
     },
 
     /** The live products among `ids` (fields included). */

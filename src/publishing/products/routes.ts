@@ -2,6 +2,7 @@ import { Type } from 'typebox';
 import { TooManyRequestsError, UnauthorizedError } from '../../infra/errors.js';
 import type { FailureLimiter } from '../../infra/failure-limiter.js';
 import type { HttpApp } from '../../infra/http.js';
+import type { CrawlerService } from '../crawler/service.js';
 import { PATCH_BODY_LIMIT } from './fields.js';
 import { ProductPatchSchema } from './patch-schema.js';
 import type { ProductRow } from './repository.js';
@@ -23,10 +24,12 @@ export interface ProductRoutesOptions {
   products: ProductService;
   /** Failed edit-token attempts per client address. */
   limiter: FailureLimiter;
+  /** Crawl reports, shown to the vendor with the edit token (issue 11). */
+  crawler: CrawlerService;
 }
 
 /** `GET|PATCH /api/products/:id`: thin routes over the product service. */
-export function registerProductRoutes(app: HttpApp, { products, limiter }: ProductRoutesOptions): void {
+export function registerProductRoutes(app: HttpApp, { products, limiter, crawler }: ProductRoutesOptions): void {
   // Runs before the body is read: an unauthenticated client never gets its body parsed.
   const authenticate = async (req: import('fastify').FastifyRequest) => {
     const wait = limiter.retryAfter(req.ip);
@@ -42,6 +45,11 @@ export function registerProductRoutes(app: HttpApp, { products, limiter }: Produ
 
   app.get('/api/products/:id', { schema: { params: Params }, onRequest: authenticate }, async (req) => {
     return { ...products.view(req.product!), warnings: [] };
+  });
+
+  // The vendor's view of the integrity report: the latest crawl of every label.
+  app.get('/api/products/:id/crawl', { schema: { params: Params }, onRequest: authenticate }, async (req) => {
+    return { productId: req.product!.id, state: req.product!.state, labels: await crawler.report(req.product!.id) };
   });
 
   app.patch(

@@ -48,6 +48,44 @@ export interface ProductPageModel {
   workflows: WorkflowFile[] | null;
   contact: { name: string; email: string } | null;
   feedUrl: string;
+  /** Nodes of the best crawled label, grouped by named category path; null before any crawl. */
+  nodes: { label: string; groups: NodeGroup[] } | null;
+}
+
+export interface NodeListItem {
+  name: string;
+  url: string;
+  shortDescription: string;
+  deprecated: boolean;
+  iconUrl: string | null;
+}
+
+export interface NodeGroup {
+  category: string;
+  nodes: NodeListItem[];
+}
+
+export interface NodePageModel {
+  productId: string;
+  productName: string;
+  productUrl: string;
+  productHidden: boolean;
+  label: string;
+  /** The update site to add in the platform to install this node. */
+  installUrl: string;
+  url: string;
+  name: string;
+  factoryClass: string;
+  bundle: string;
+  categoryNames: string[];
+  deprecated: boolean;
+  iconUrl: string | null;
+  description: import('../crawler/node-description.js').NodeDescription | null;
+}
+
+export interface NodeSearchModel {
+  query: string;
+  hits: { name: string; url: string; productName: string; productUrl: string; category: string; shortDescription: string }[];
 }
 
 export interface CatalogCard {

@@ -5,7 +5,7 @@ import { renderProductContent } from '../content/product-content.js';
 import type { FileEntry, LabelSummary } from '../files/reader.js';
 import type { ProductFields } from '../products/fields.js';
 import { normalizeHex, readableOn, textColorOn } from './colors.js';
-import type { CatalogCard, Colors, InstallLabel, ProductPageModel, SiteInfo, WorkflowFile } from './model.js';
+import type { CatalogCard, Colors, InstallLabel, NodeGroup, ProductPageModel, SiteInfo, WorkflowFile } from './model.js';
 import { PAGE_IDS } from './product-page.js';
 
 /** What was uploaded for a product (files/reader.ts). */
@@ -129,7 +129,31 @@ export function productPageModel(
     workflows,
     contact: f.contact ?? null,
     feedUrl: `/product/${p.id}/releases.atom`,
+    nodes: null,
   };
+}
+
+/** Stable URL of a node: product and factory class, whatever label it came from. */
+export const nodeUrl = (productId: string, factoryClass: string) => `/product/${productId}/nodes/${encodeURIComponent(factoryClass)}`;
+
+/** Crawled nodes grouped by their named category path, groups and nodes sorted by name. */
+export function nodeGroups(
+  productId: string,
+  rows: { factory_class: string; name: string; category_names: string; short_description: string; deprecated: number; icon: string | null }[],
+): NodeGroup[] {
+  const groups = new Map<string, NodeGroup>();
+  for (const r of rows) {
+    let g = groups.get(r.category_names);
+    if (!g) {
+      g = { category: r.category_names || 'Uncategorized', nodes: [] };
+      groups.set(r.category_names, g);
+    }
+    const url = nodeUrl(productId, r.factory_class);
+    g.nodes.push({ name: r.name, url, shortDescription: r.short_description, deprecated: r.deprecated === 1, iconUrl: r.icon ? `${url}/icon` : null });
+  }
+  const byName = (a: string, b: string) => a.localeCompare(b, 'en', { sensitivity: 'base' });
+  for (const g of groups.values()) g.nodes.sort((a, b) => byName(a.name, b.name));
+  return [...groups.values()].sort((a, b) => byName(a.category, b.category));
 }
 
 /**

@@ -4,7 +4,7 @@ import { Icon, Layout } from './layout.js';
 import type { ProductPageModel, SiteInfo } from './model.js';
 
 /** Ids the page itself uses; vendor headings get other ids (content/product-content.ts). */
-export const PAGE_IDS = ['main', 'install', 'overview', 'changelog', 'faq', 'workflows', 'license', 'contact', 'copy-status', 'site-search'];
+export const PAGE_IDS = ['main', 'install', 'nodes', 'overview', 'changelog', 'faq', 'workflows', 'license', 'contact', 'copy-status', 'site-search'];
 
 /** Vendor HTML that went through the sanitizer allowlist (content/markdown.ts). */
 function Sanitized(props: { html: string; class?: string }) {
@@ -19,6 +19,7 @@ interface TocEntry {
 
 function tocEntries(m: ProductPageModel): TocEntry[] {
   const entries: TocEntry[] = [{ id: 'install', text: 'Install' }];
+  if (m.nodes) entries.push({ id: 'nodes', text: 'Nodes' });
   const textHeadings = m.content.headings.filter((h) => h.level <= 3);
   if (m.content.textHtml !== '') {
     if (textHeadings.length === 0 || textHeadings[0]?.level !== 2) entries.push({ id: 'overview', text: 'Overview' });
@@ -199,6 +200,32 @@ function Release(props: { r: RenderedRelease }) {
   );
 }
 
+/** The product's nodes grouped by category (issue 11), shown also while the page is hidden. */
+function Nodes(props: { m: ProductPageModel }) {
+  const nodes = props.m.nodes;
+  if (!nodes) return null;
+  return (
+    <section class="card-section" aria-labelledby="nodes">
+      <h2 id="nodes">Nodes</h2>
+      <p class="hint">From update site {nodes.label}.</p>
+      {nodes.groups.map((g) => (
+        <div key={g.category} class="node-group">
+          <h3>{g.category}</h3>
+          <ul class="node-list">
+            {g.nodes.map((n) => (
+              <li key={n.url}>
+                <a href={n.url}>{n.name}</a>
+                {n.deprecated ? <span class="badge badge-deprecated">Deprecated</span> : null}
+                {n.shortDescription ? <span class="node-short"> — {n.shortDescription}</span> : null}
+              </li>
+            ))}
+          </ul>
+        </div>
+      ))}
+    </section>
+  );
+}
+
 function Changelog(props: { m: ProductPageModel }) {
   const c = props.m.content;
   if (!c.changelog?.releases.length && !c.changelogHtml) return null;
@@ -266,6 +293,7 @@ export function ProductPage(props: { site: SiteInfo; m: ProductPageModel }) {
         <Toc entries={tocEntries(m)} />
         <div class="content">
           <Install m={m} />
+          <Nodes m={m} />
           {c.textHtml ? (
             <section class="card-section" aria-label="Overview" id="overview">
               <Sanitized html={c.textHtml} />

@@ -33,6 +33,12 @@ const CatalogQuery = Type.Object(
   },
   { additionalProperties: true },
 );
+const NodeParams = Type.Object({
+  id: Type.String({ minLength: 1, maxLength: 200 }),
+  // A Java class name: the node's stable id inside its product.
+  factory: Type.String({ minLength: 1, maxLength: 512 }),
+});
+const NodeSearchQuery = Type.Object({ q: Type.Optional(Type.String({ maxLength: 200 })) }, { additionalProperties: true });
 const IconQuery = Type.Object({ v: Type.Optional(Type.String({ maxLength: 64 })) }, { additionalProperties: true });
 
 /** 304 when the client already has this version; otherwise the body with its ETag. */
@@ -81,6 +87,23 @@ export function registerPageRoutes(app: HttpApp, pages: PagesService): void {
     const s = await pages.productFeed(req.params.id);
     if (!s) return notFound(reply, `There is no live extension "${req.params.id}".`);
     return send(req, reply, s, REVALIDATE);
+  });
+
+  app.get('/product/:id/nodes/:factory', { schema: { params: NodeParams } }, async (req, reply) => {
+    const s = await pages.nodePage(req.params.id, req.params.factory);
+    if (!s) return notFound(reply, `"${req.params.id}" has no node "${req.params.factory}".`);
+    return send(req, reply, s, REVALIDATE);
+  });
+
+  app.get('/product/:id/nodes/:factory/icon', { schema: { params: NodeParams } }, async (req, reply) => {
+    const s = await pages.nodeIcon(req.params.id, req.params.factory);
+    if (!s) return notFound(reply, 'No such node icon.');
+    return send(req, reply, s, REVALIDATE, IMAGE_CSP);
+  });
+
+  app.get('/nodes', { schema: { querystring: NodeSearchQuery } }, async (req, reply) => {
+    const { served } = await pages.nodeSearch((req.query.q ?? '').trim());
+    return send(req, reply, served, REVALIDATE);
   });
 
   app.get('/releases.atom', async (req, reply) => send(req, reply, await pages.siteFeed(), REVALIDATE));

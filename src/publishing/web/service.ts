@@ -9,14 +9,18 @@ import { createHash } from 'node:crypto';
 import { versionBadge } from '../content/badge.js';
 import { type FeedProduct, productFeed, siteFeed } from '../content/feeds.js';
 import { sanitizeSvg, sniffRasterImage } from '../content/svg.js';
+import type { NodeDescription } from '../crawler/node-description.js';
+import { type CrawlsRepository, searchWords } from '../crawler/repository.js';
 import type { ProductFilesReader } from '../files/reader.js';
 import type { ProductFields } from '../products/fields.js';
 import type { ProductRow, ProductsRepository } from '../products/repository.js';
 import { CatalogPage } from './catalog-page.js';
-import type { CatalogCard, CatalogPageModel, ProductPageModel, SiteInfo } from './model.js';
+import type { CatalogCard, CatalogPageModel, NodePageModel, NodeSearchModel, ProductPageModel, SiteInfo } from './model.js';
+import { NodePage } from './node-page.js';
+import { NodeSearchPage } from './node-search-page.js';
 import { NotFoundPage } from './not-found-page.js';
 import { ProductPage } from './product-page.js';
-import { catalogCard, iconVersion, type ProductFilesView, type ProductInput, productPageModel } from './presenter.js';
+import { catalogCard, iconVersion, nodeGroups, nodeUrl, type ProductFilesView, type ProductInput, productPageModel } from './presenter.js';
 import { renderDocument } from './render.js';
 
 export interface PagesServiceDeps {
@@ -24,6 +28,8 @@ export interface PagesServiceDeps {
   site: SiteInfo;
   /** Uploaded files (labels, workflows) and their change stamp. */
   files: ProductFilesReader;
+  /** Crawled nodes (issue 11): the product page's node list, node pages and node search. */
+  crawls: CrawlsRepository;
   /** Products kept rendered at once (least recently used are dropped). */
   cacheSize?: number;
 }
@@ -70,7 +76,9 @@ function parseFields(row: ProductRow): ProductFields {
   return { ...(JSON.parse(row.fields) as ProductFields), name: row.name };
 }
 
-export function pagesService({ repo, site, files, cacheSize = 500 }: PagesServiceDeps) {
+export const NODE_SEARCH_LIMIT = 100;
+
+export function pagesService({ repo, site, files, crawls, cacheSize = 500 }: PagesServiceDeps) {
   const cache = new Map<string, Rendered>();
   const building = new Map<string, Promise<Rendered>>();
 
@@ -86,7 +94,16 @@ export function pagesService({ repo, site, files, cacheSize = 500 }: PagesServic
     const [labels, workflows] = await Promise.all([files.listLabels(id), files.listFiles(id, 'workflows')]);
     const filesView: ProductFilesView = { labels, workflows };
     const input: ProductInput = { id: row.id, state: row.state, fields: parseFields(row) };
-    return { key, state: row.state, updatedAt: row.updated_at, input, model: productPageModel(site, input, release, filesView) };
+    const model = productPageModel(site, input, release, filesView);
+    // Nodes of the best label that has been crawled: recommended first (issue 7's order).
+    for (const l of model.labels ?? []) {
+      const rows = await crawls.nodes(id, l.label);
+      if (rows.length > 0) {
+        model.nodes = { label: l.label, groups: nodeGroups(id, rows) };
+        break;
+      }
+    }
+    return { key, state: row.state, updatedAt: row.updated_at, input, model };
   }
 
   /** The product's rendering for its current data, or null for an unknown product. */
@@ -94,7 +111,7 @@ export function pagesService({ repo, site, files, cacheSize = 500 }: PagesServic
     const stamp = await repo.pageStamp(id);
     if (!stamp) return null;
     const filesStamp = await files.changeStamp(id);
-    const key = JSON.stringify([stamp.state, stamp.updated_at, stamp.release, filesStamp]);
+    const key = JSON.stringify([stamp.state, stamp.updated_at, stamp.release, stamp.crawled, filesStamp]);
     const hit = cache.get(id);
     if (hit?.key === key) return hit;
     // Concurrent requests for the same new version share one render.
@@ -128,6 +145,8 @@ export function pagesService({ repo, site, files, cacheSize = 500 }: PagesServic
    * changes (only the card, never the page fields, so memory stays small).
    */
   interface IndexEntry {
+    /** updated_at and last crawl of the product row when indexed. */
+    stamp: string;
     updatedAt: string;
     card: CatalogCard;
     /** Folded name, and name + description: what search matches. */
@@ -138,15 +157,24 @@ export function pagesService({ repo, site, files, cacheSize = 500 }: PagesServic
 
   async function liveProducts(): Promise<(IndexEntry & { id: string })[]> {
     const stamps = await repo.liveStamps();
-    const stale = stamps.filter((s) => catalogIndex.get(s.id)?.updatedAt !== s.updated_at).map((s) => s.id);
-    for (const row of await repo.findLive(stale)) {
+    const stampOf = (s: { updated_at: string; crawled: string | null }) => `${s.updated_at}|${s.crawled ?? ''}`;
+    const stale = stamps.filter((s) => catalogIndex.get(s.id)?.stamp !== stampOf(s));
+    const staleIds = stale.map((s) => s.id);
+    const nodeNames = new Map<string, Set<string>>();
+    for (const n of await crawls.nodeNamesOf(staleIds)) {
+      if (!nodeNames.has(n.product_id)) nodeNames.set(n.product_id, new Set());
+      nodeNames.get(n.product_id)!.add(n.name);
+    }
+    for (const row of await repo.findLive(staleIds)) {
       const fields = parseFields(row);
-      // The crawler will add node names here, so search finds products by their nodes too.
+      const s = stale.find((x) => x.id === row.id)!;
+      // Node names are part of the search text: the catalog finds products by their nodes too.
       catalogIndex.set(row.id, {
+        stamp: stampOf({ updated_at: row.updated_at, crawled: s.crawled }),
         updatedAt: row.updated_at,
         card: catalogCard({ id: row.id, state: row.state, fields }),
         name: fold(fields.name),
-        text: fold(`${fields.name}\n${fields.description ?? ''}`),
+        text: fold(`${fields.name}\n${fields.description ?? ''}\n${[...(nodeNames.get(row.id) ?? [])].join('\n')}`),
       });
     }
     const live = new Set(stamps.map((s) => s.id));
@@ -155,6 +183,36 @@ export function pagesService({ repo, site, files, cacheSize = 500 }: PagesServic
       const e = catalogIndex.get(s.id);
       return e ? [{ id: s.id, ...e }] : [];
     });
+  }
+
+  /** The node from the label the product page shows (recommended first), with its page model. */
+  async function findNode(id: string, factoryClass: string) {
+    const r = await product(id);
+    if (!r) return null;
+    for (const l of r.model.labels ?? []) {
+      const row = await crawls.node(id, l.label, factoryClass);
+      if (!row) continue;
+      const data = JSON.parse(row.data) as { categoryNames: string[]; description: NodeDescription | null };
+      const url = nodeUrl(id, row.factory_class);
+      const model: NodePageModel = {
+        productId: id,
+        productName: r.model.name,
+        productUrl: `/product/${id}`,
+        productHidden: r.model.hidden,
+        label: l.label,
+        installUrl: l.url,
+        url: `${site.baseUrl}${url}`,
+        name: row.name,
+        factoryClass: row.factory_class,
+        bundle: row.bundle,
+        categoryNames: data.categoryNames,
+        deprecated: row.deprecated === 1,
+        iconUrl: row.icon ? `${url}/icon` : null,
+        description: data.description,
+      };
+      return { row, model };
+    }
+    return null;
   }
 
   return {
@@ -218,6 +276,47 @@ export function pagesService({ repo, site, files, cacheSize = 500 }: PagesServic
       const slice = all.slice((current - 1) * CATALOG_PAGE_SIZE, current * CATALOG_PAGE_SIZE);
       const model: CatalogPageModel = { query, cards: slice.map((p) => p.card), total: all.length, page: current, pages };
       return { served: served(renderDocument(CatalogPage({ site, m: model })), HTML), model };
+    },
+
+    /** A node's page (also while the product is hidden, like the product page), or null. */
+    async nodePage(id: string, factoryClass: string): Promise<Served | null> {
+      const node = await findNode(id, factoryClass);
+      if (!node) return null;
+      return served(renderDocument(NodePage({ site, m: node.model })), HTML);
+    },
+
+    async nodeIcon(id: string, factoryClass: string): Promise<Served | null> {
+      const node = await findNode(id, factoryClass);
+      if (!node?.row.icon || !node.row.icon_type) return null;
+      const bytes = Buffer.from(node.row.icon, 'base64');
+      // Vendor SVG goes through the same sanitizer as product icons; rasters must be what they claim.
+      if (node.row.icon_type === 'image/svg+xml') {
+        const clean = sanitizeSvg(bytes.toString('utf8'));
+        return 'svg' in clean ? served(clean.svg, 'image/svg+xml; charset=utf-8') : null;
+      }
+      const kind = sniffRasterImage(bytes);
+      return kind ? served(bytes, RASTER_TYPES[kind]) : null;
+    },
+
+    /** Full-text node search over live products (one hit per product and node, best label first). */
+    async nodeSearch(query: string): Promise<{ served: Served; model: NodeSearchModel }> {
+      const hits = await crawls.search(searchWords(query), NODE_SEARCH_LIMIT);
+      const seen = new Set<string>();
+      const model: NodeSearchModel = { query, hits: [] };
+      for (const h of hits) {
+        const k = `${h.product_id}\u0000${h.factory_class}`;
+        if (seen.has(k)) continue;
+        seen.add(k);
+        model.hits.push({
+          name: h.name,
+          url: nodeUrl(h.product_id, h.factory_class),
+          productName: h.product_name,
+          productUrl: `/product/${h.product_id}`,
+          category: h.category_names,
+          shortDescription: h.short_description,
+        });
+      }
+      return { served: served(renderDocument(NodeSearchPage({ site, m: model })), HTML), model };
     },
 
     async sitemap(): Promise<Served> {

@@ -1,0 +1,338 @@
+/**
+ * One crawl of one update-site URL: the repository as P2 reads it, every installable unit, and
+ * the nodes of every bundle that can hold them, with an integrity report. Never throws for
+ * anything the site contains: every defect becomes a problem in the result.
+ */
+import { createHash } from 'node:crypto';
+import path from 'node:path/posix';
+import { exists, FetchProblem, fetchBytes } from './fetcher.js';
+import { DEFAULT_JAR_LIMITS, type Jar, type JarLimits, JarProblem, openJar } from './jar.js';
+import { type NodeDescription, readNodeDescription } from './node-description.js';
+import { type ArtifactInfo, artifactKey, type ReadLimits, readRepository } from './p2.js';
+import {
+  categoryFullPath,
+  type DeclaredCategory,
+  readPluginXml,
+  resolveCategoryPath,
+} from './plugin-xml.js';
+import { type CrawlProblem, ProblemList } from './problems.js';
+import { readKnimeYml, readPythonModule } from './python-extension.js';
+import { describeUnit, type InstallableUnit, mayHoldNodes } from './units.js';
+import { parseXml, XmlProblem } from './xml.js';
+
+export interface CrawlLimits extends ReadLimits {
+  jar: JarLimits;
+  /** Largest jar downloaded. */
+  maxJarBytes: number;
+  maxDescriptionBytes: number;
+  maxIconBytes: number;
+  /** Bundles read at once. */
+  concurrency: number;
+}
+
+export const DEFAULT_CRAWL_LIMITS: CrawlLimits = {
+  timeoutMs: 30_000,
+  maxBytes: 256 * 1024 * 1024,
+  maxXmlBytes: 64 * 1024 * 1024,
+  maxCompositeDepth: 5,
+  maxChildren: 100,
+  jar: DEFAULT_JAR_LIMITS,
+  maxJarBytes: 256 * 1024 * 1024,
+  maxDescriptionBytes: 1024 * 1024,
+  maxIconBytes: 256 * 1024,
+  concurrency: 4,
+};
+
+export interface CrawledNode {
+  factoryClass: string;
+  bundle: string;
+  bundleVersion: string;
+  categoryPath: string;
+  /** Named path, one name per segment, resolved across bundles. */
+  categoryNames: string[];
+  after: string | null;
+  deprecated: boolean;
+  hidden: boolean;
+  description: NodeDescription | null;
+  icon: { contentType: string; base64: string } | null;
+}
+
+export interface CrawlSummary {
+  units: number;
+  features: number;
+  bundles: number;
+  categories: number;
+  nodes: number;
+  nodeSets: number;
+  problems: number;
+  fatal: boolean;
+}
+
+export interface CrawlResult {
+  url: string;
+  units: InstallableUnit[];
+  nodes: CrawledNode[];
+  categories: (DeclaredCategory & { fullPath: string })[];
+  nodeSets: { bundle: string; factoryClass: string }[];
+  problems: CrawlProblem[];
+  summary: CrawlSummary;
+}
+
+const ICON_TYPES: Record<string, string> = { '.png': 'image/png', '.gif': 'image/gif', '.svg': 'image/svg+xml', '.jpg': 'image/jpeg' };
+const hex = (algo: string, b: Buffer) => createHash(algo).update(b).digest('hex');
+
+/** Runs `fn` over `items` with at most `n` at once. */
+async function pool<T>(items: T[], n: number, fn: (t: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(n, items.length) }, async () => {
+      while (next < items.length) await fn(items[next++]!);
+    }),
+  );
+}
+
+export async function crawlRepository(url: string, limits: CrawlLimits = DEFAULT_CRAWL_LIMITS): Promise<CrawlResult> {
+  const base = url.endsWith('/') ? url : `${url}/`;
+  const problems = new ProblemList();
+  const repo = await readRepository(base, problems, limits);
+  if (!repo.readable) {
+    problems.add({ severity: 'fatal', code: 'metadata_unreadable', message: 'no readable P2 metadata (content.jar, content.xml, content.xml.xz or a composite)', where: base });
+  }
+  const units = repo.units.map(describeUnit);
+  const categories: DeclaredCategory[] = [];
+  const nodeSets: { bundle: string; factoryClass: string }[] = [];
+  const nodes: CrawledNode[] = [];
+
+  const needsBytes = repo.units.filter(mayHoldNodes);
+  const referenced = new Map<string, ArtifactInfo | null>();
+  for (const u of repo.units) {
+    for (const a of u.artifacts) referenced.set(artifactKey(a.classifier, a.id, a.version), repo.artifacts.get(artifactKey(a.classifier, a.id, a.version)) ?? null);
+  }
+
+  // Artifacts the crawl does not read: only their presence is checked.
+  const others = [...referenced.entries()].filter(([k]) => !needsBytes.some((u) => u.artifacts.some((a) => artifactKey(a.classifier, a.id, a.version) === k)));
+  await pool(others, limits.concurrency, async ([key, info]) => {
+    if (!info) {
+      problems.add({ severity: 'error', code: 'artifact_missing', message: `artifact ${key} is not in the artifact repository`, where: key });
+      return;
+    }
+    try {
+      if (!(await exists(info.url, limits))) problems.add({ severity: 'error', code: 'artifact_missing', message: `artifact ${key} not found`, where: info.url });
+    } catch (e) {
+      problems.add({ severity: 'error', code: 'fetch_failed', message: (e as Error).message, where: info.url });
+    }
+  });
+
+  await pool(needsBytes, limits.concurrency, async (unit) => {
+    const ref = unit.artifacts.find((a) => a.classifier === 'osgi.bundle');
+    if (!ref) return;
+    const key = artifactKey(ref.classifier, ref.id, ref.version);
+    const info = referenced.get(key);
+    if (!info) {
+      problems.add({ severity: 'error', code: 'artifact_missing', message: `bundle ${ref.id} ${ref.version} is not in the artifact repository`, where: key });
+      return;
+    }
+    let bytes: Buffer | null;
+    try {
+      bytes = await fetchBytes(info.url, limits, limits.maxJarBytes);
+    } catch (e) {
+      problems.add({ severity: 'error', code: 'fetch_failed', message: (e as Error).message, where: info.url });
+      return;
+    }
+    if (!bytes) {
+      problems.add({ severity: 'error', code: 'artifact_missing', message: `bundle ${ref.id} ${ref.version} not found`, where: info.url });
+      return;
+    }
+    // P2 refuses an artifact whose checksum differs (download.checksum.sha-256, then md5).
+    const mismatch =
+      (info.sha256 && hex('sha256', bytes) !== info.sha256 && 'sha-256') || (info.md5 && hex('md5', bytes) !== info.md5 && 'md5') || null;
+    if (mismatch) {
+      problems.add({ severity: 'error', code: 'checksum_mismatch', message: `${mismatch} of ${ref.id}_${ref.version}.jar differs from artifacts metadata`, where: info.url });
+      return;
+    }
+    let jar: Jar;
+    try {
+      jar = await openJar(bytes, limits.jar);
+    } catch (e) {
+      problems.add({ severity: 'error', code: 'jar_unreadable', message: (e as Error).message, where: info.url });
+      return;
+    }
+    const where = (entry: string) => `${ref.id}_${ref.version}.jar!${entry}`;
+    try {
+      const pluginXml = await jar.read('plugin.xml');
+      if (!pluginXml) return;
+      const decl = readPluginXml(parseXml(pluginXml, limits.maxDescriptionBytes * 4), unit.id);
+      categories.push(...decl.categories);
+      nodeSets.push(...decl.nodeSets.map((factoryClass) => ({ bundle: unit.id, factoryClass })));
+      for (const node of decl.nodes) {
+        const described = await readDescription(jar, node.factoryClass, limits, (p) => problems.add({ ...p, where: where(p.where) }));
+        nodes.push({
+          factoryClass: node.factoryClass,
+          bundle: unit.id,
+          bundleVersion: unit.version,
+          categoryPath: node.categoryPath,
+          categoryNames: [],
+          after: node.after,
+          deprecated: node.deprecated,
+          hidden: node.hidden,
+          description: described?.description ?? null,
+          icon: described?.icon ?? null,
+        });
+      }
+      for (const ext of decl.pythonExtensions) {
+        await readPythonExtension(jar, ext, unit, limits, { categories, nodes }, (p) => problems.add({ ...p, where: where(p.where) }));
+      }
+    } catch (e) {
+      if (e instanceof XmlProblem) problems.add({ severity: 'error', code: 'xml_error', message: `plugin.xml: ${e.message}`, where: where('plugin.xml'), ...(e.line ? { line: e.line } : {}) });
+      else if (e instanceof JarProblem) problems.add({ severity: 'error', code: 'jar_unreadable', message: e.message, where: info.url });
+      else throw e;
+    } finally {
+      jar.close();
+    }
+  });
+
+  const byFullPath = new Map(categories.map((c) => [categoryFullPath(c), c] as const));
+  const undeclared = new Set<string>();
+  for (const n of nodes) {
+    const r = resolveCategoryPath(n.categoryPath, byFullPath);
+    n.categoryNames = r.names;
+    for (const u of r.undeclared) undeclared.add(u);
+  }
+  for (const u of [...undeclared].sort()) {
+    problems.add({ severity: 'warning', code: 'category_undeclared', message: `category ${u} is not declared by any bundle of the site`, where: u });
+  }
+  nodes.sort((a, b) => (a.factoryClass < b.factoryClass ? -1 : a.factoryClass > b.factoryClass ? 1 : 0));
+  const list = problems.items;
+  return {
+    url: base,
+    units,
+    nodes,
+    categories: categories.map((c) => ({ ...c, fullPath: categoryFullPath(c) })),
+    nodeSets,
+    problems: list,
+    summary: {
+      units: units.length,
+      features: units.filter((u) => u.kind === 'feature').length,
+      bundles: units.filter((u) => u.kind === 'bundle').length,
+      categories: units.filter((u) => u.kind === 'category').length,
+      nodes: nodes.length,
+      nodeSets: nodeSets.length,
+      problems: list.length,
+      fatal: list.some((p) => p.severity === 'fatal'),
+    },
+  };
+}
+
+/** A jar path inside `base`, or null when it would leave the jar root (traversal). */
+function inside(base: string, rel: string): string | null {
+  const p = path.normalize(path.join(base, rel));
+  return p.startsWith('..') || p.startsWith('/') ? null : p;
+}
+
+/** Nodes of a pure-Python extension, read statically from `knime.yml` and the module's source. */
+async function readPythonExtension(
+  jar: Jar,
+  extensionPath: string,
+  unit: { id: string; version: string },
+  limits: CrawlLimits,
+  into: { categories: DeclaredCategory[]; nodes: CrawledNode[] },
+  report: (p: CrawlProblem) => void,
+): Promise<void> {
+  const base = inside('', extensionPath);
+  if (base === null) {
+    report({ severity: 'error', code: 'jar_unreadable', message: `PythonExtension path ${extensionPath} leaves the jar`, where: extensionPath });
+    return;
+  }
+  try {
+    const yml = await jar.read(`${base}/knime.yml`);
+    if (!yml) {
+      report({ severity: 'warning', code: 'description_missing', message: 'pure-Python extension without knime.yml', where: `${base}/knime.yml` });
+      return;
+    }
+    const meta = readKnimeYml(yml.toString('utf8'));
+    const module = meta.extension_module ?? '';
+    const file = /^[A-Za-z_][\w.]*$/.test(module) ? inside(base, `${module.replace(/\./g, '/')}.py`) : null;
+    const source = file ? await jar.read(file) : null;
+    if (!file || !source) {
+      report({ severity: 'warning', code: 'description_missing', message: `extension_module "${module}" not found`, where: `${base}/knime.yml` });
+      return;
+    }
+    if (source.length > limits.maxDescriptionBytes * 4) {
+      report({ severity: 'error', code: 'jar_unreadable', message: `${file} is larger than ${limits.maxDescriptionBytes * 4} bytes`, where: file });
+      return;
+    }
+    const parsed = readPythonModule(source.toString('utf8'), `${meta.group_id ?? unit.id}.${meta.name ?? module}`);
+    for (const c of parsed.categories) into.categories.push({ path: c.path, levelId: c.levelId, name: c.name, description: c.description, icon: null, bundle: unit.id });
+    for (const n of parsed.nodes) {
+      let icon: CrawledNode['icon'] = null;
+      const iconFile = n.iconPath ? inside(path.dirname(file), n.iconPath) : null;
+      const type = iconFile ? ICON_TYPES[path.extname(iconFile).toLowerCase()] : undefined;
+      if (iconFile && type) {
+        const bytes = await jar.read(iconFile);
+        if (bytes && bytes.length <= limits.maxIconBytes) icon = { contentType: type, base64: bytes.toString('base64') };
+      }
+      into.nodes.push({
+        factoryClass: n.id,
+        bundle: unit.id,
+        bundleVersion: unit.version,
+        categoryPath: n.categoryPath,
+        categoryNames: [],
+        after: null,
+        deprecated: false,
+        hidden: false,
+        description: n.description,
+        icon,
+      });
+    }
+  } catch (e) {
+    if (!(e instanceof JarProblem)) throw e;
+    report({ severity: 'error', code: 'jar_unreadable', message: e.message, where: base });
+  }
+}
+
+/** The description beside the factory class, and its icon; problems are reported, not thrown. */
+async function readDescription(
+  jar: Jar,
+  factoryClass: string,
+  limits: CrawlLimits,
+  report: (p: CrawlProblem) => void,
+): Promise<{ description: NodeDescription; icon: CrawledNode['icon'] } | null> {
+  const entry = `${factoryClass.replace(/\./g, '/')}.xml`;
+  let raw: Buffer | null;
+  try {
+    raw = await jar.read(entry);
+  } catch (e) {
+    report({ severity: 'error', code: 'jar_unreadable', message: (e as Error).message, where: entry });
+    return null;
+  }
+  if (!raw) {
+    report({ severity: 'warning', code: 'description_missing', message: `no node description ${entry} (nodes described in Java code cannot be listed statically)`, where: entry });
+    return null;
+  }
+  let description: NodeDescription;
+  try {
+    description = readNodeDescription(parseXml(raw, limits.maxDescriptionBytes), raw.toString('utf8', 0, 4096));
+  } catch (e) {
+    if (!(e instanceof XmlProblem)) throw e;
+    report({ severity: 'error', code: 'xml_error', message: e.message, where: entry, ...(e.line ? { line: e.line } : {}) });
+    return null;
+  }
+  let icon: CrawledNode['icon'] = null;
+  if (description.icon) {
+    // Relative to the description's folder; a path leaving the jar root is not followed.
+    const target = path.normalize(path.join(path.dirname(entry), description.icon));
+    const type = ICON_TYPES[path.extname(target).toLowerCase()];
+    if (type && !target.startsWith('..') && !target.startsWith('/')) {
+      try {
+        const bytes = await jar.read(target);
+        if (bytes && bytes.length <= limits.maxIconBytes) icon = { contentType: type, base64: bytes.toString('base64') };
+      } catch (e) {
+        if (!(e instanceof JarProblem)) throw e;
+        report({ severity: 'warning', code: 'jar_unreadable', message: e.message, where: target });
+      }
+    }
+  }
+  return { description, icon };
+}
+
+export { FetchProblem };

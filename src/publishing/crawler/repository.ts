@@ -1,0 +1,157 @@
+import { type Kysely, sql } from 'kysely';
+import type { DialectName } from '../../infra/database/index.js';
+import type { CrawlNodesTable, CrawlsTable, PublishingDB } from '../db.js';
+
+/** All SQL about crawls and the nodes they found (one latest crawl per product and label). */
+export type CrawlRow = CrawlsTable;
+export type CrawlNodeRow = CrawlNodesTable;
+
+/** Words of a search query: letters and digits only, so nothing reaches FTS5/tsquery syntax. */
+export function searchWords(query: string): string[] {
+  return (query.normalize('NFKC').match(/[\p{L}\p{N}]+/gu) ?? []).slice(0, 8).map((w) => w.slice(0, 64).toLowerCase());
+}
+
+export type NodeHit = Pick<CrawlNodeRow, 'product_id' | 'label' | 'factory_class' | 'name' | 'product_name' | 'category_names' | 'short_description'>;
+
+export function crawlsRepository(db: Kysely<PublishingDB>, dialect: DialectName) {
+  return {
+    /** Marks a crawl of the label as running (replacing the state, keeping the last nodes until it finishes). */
+    async start(row: Pick<CrawlRow, 'product_id' | 'label' | 'url' | 'started_at' | 'files_seq'>): Promise<void> {
+      const values: CrawlRow = { ...row, status: 'running', finished_at: null, summary: '{}', problems: '[]', units: '[]' };
+      await db
+        .insertInto('crawls')
+        .values(values)
+        .onConflict((oc) =>
+          oc.columns(['product_id', 'label']).doUpdateSet({ status: 'running', url: row.url, started_at: row.started_at, files_seq: row.files_seq }),
+        )
+        .execute();
+    },
+
+    /**
+     * Stores a finished crawl and replaces the label's nodes (null keeps the previous ones), in
+     * one transaction: readers see the old or the new index, never a mix.
+     */
+    async finish(row: CrawlRow, nodes: CrawlNodeRow[] | null): Promise<void> {
+      await db.transaction().execute(async (trx) => {
+        if (nodes) {
+          await trx.deleteFrom('crawl_nodes').where('product_id', '=', row.product_id).where('label', '=', row.label).execute();
+          for (let i = 0; i < nodes.length; i += 200) await trx.insertInto('crawl_nodes').values(nodes.slice(i, i + 200)).execute();
+        }
+        await trx
+          .insertInto('crawls')
+          .values(row)
+          .onConflict((oc) =>
+            oc.columns(['product_id', 'label']).doUpdateSet({
+              status: row.status,
+              url: row.url,
+              started_at: row.started_at,
+              finished_at: row.finished_at,
+              files_seq: row.files_seq,
+              summary: row.summary,
+              problems: row.problems,
+              units: row.units,
+            }),
+          )
+          .execute();
+      });
+    },
+
+    /**
+     * Claims a label for a crawl unless another process holds a fresh claim (several instances
+     * may run the automatic re-crawl): one conditional upsert, atomic on both databases.
+     */
+    async claim(
+      row: Pick<CrawlRow, 'product_id' | 'label' | 'url' | 'started_at' | 'files_seq'>,
+      { uploadedAt, staleBefore }: { uploadedAt: string; staleBefore: string },
+    ): Promise<boolean> {
+      const values: CrawlRow = { ...row, status: 'running', finished_at: null, summary: '{}', problems: '[]', units: '[]' };
+      const r = await db
+        .insertInto('crawls')
+        .values(values)
+        .onConflict((oc) =>
+          oc
+            .columns(['product_id', 'label'])
+            .doUpdateSet({ status: 'running', url: row.url, started_at: row.started_at, files_seq: row.files_seq })
+            // A finished crawl older than the upload, or a claim abandoned by a dead process;
+            // never a crawl another instance started (or finished) after this upload.
+            .where((eb) =>
+              eb.or([
+                eb.and([eb('crawls.status', '=', 'finished'), eb('crawls.started_at', '<', uploadedAt)]),
+                eb('crawls.started_at', '<', staleBefore),
+              ]),
+            ),
+        )
+        .returning('label')
+        .execute();
+      return r.length === 1;
+    },
+
+    /** Products whose last upload is at or before `settledBy` (candidates for the automatic re-crawl). */
+    async uploadedBefore(settledBy: string): Promise<{ product_id: string; last_upload_at: string }[]> {
+      const rows = await db
+        .selectFrom('product_storage')
+        .select(['product_id', 'last_upload_at'])
+        .where('last_upload_at', 'is not', null)
+        .where('last_upload_at', '<=', settledBy)
+        .execute();
+      return rows as { product_id: string; last_upload_at: string }[];
+    },
+
+    async forProduct(productId: string): Promise<CrawlRow[]> {
+      return db.selectFrom('crawls').selectAll().where('product_id', '=', productId).orderBy('label').execute();
+    },
+
+    async nodes(productId: string, label: string): Promise<CrawlNodeRow[]> {
+      return db
+        .selectFrom('crawl_nodes')
+        .selectAll()
+        .where('product_id', '=', productId)
+        .where('label', '=', label)
+        .orderBy('category_names')
+        .orderBy('name')
+        .execute();
+    },
+
+    /** Every label's nodes of a product (catalog search text). */
+    async nodeNamesOf(productIds: readonly string[]): Promise<{ product_id: string; name: string }[]> {
+      if (productIds.length === 0) return [];
+      return db.selectFrom('crawl_nodes').select(['product_id', 'name']).where('product_id', 'in', productIds).execute();
+    },
+
+    /**
+     * Full-text search over nodes of live products: every word as a prefix, best first
+     * (FTS5 bm25 on SQLite, ts_rank over the stored tsvector on PostgreSQL).
+     */
+    async search(words: string[], limit: number): Promise<NodeHit[]> {
+      if (words.length === 0) return [];
+      if (dialect === 'postgres') {
+        const q = words.map((w) => `${w}:*`).join(' & ');
+        const r = await sql<NodeHit>`SELECT n.product_id, n.label, n.factory_class, n.name, n.product_name, n.category_names, n.short_description
+          FROM crawl_nodes n JOIN products p ON p.id = n.product_id
+          WHERE p.state = 'live' AND n.search @@ to_tsquery('simple', ${q})
+          ORDER BY ts_rank(n.search, to_tsquery('simple', ${q})) DESC, n.name, n.product_id, n.label DESC
+          LIMIT ${limit}`.execute(db);
+        return r.rows;
+      }
+      const match = words.map((w) => `"${w.replace(/"/g, '""')}"*`).join(' ');
+      const r = await sql<NodeHit>`SELECT n.product_id, n.label, n.factory_class, n.name, n.product_name, n.category_names, n.short_description
+        FROM crawl_nodes_fts f JOIN crawl_nodes n ON n.rowid = f.rowid JOIN products p ON p.id = n.product_id
+        WHERE crawl_nodes_fts MATCH ${match} AND p.state = 'live'
+        ORDER BY bm25(crawl_nodes_fts), n.name, n.product_id, n.label DESC
+        LIMIT ${limit}`.execute(db);
+      return r.rows;
+    },
+
+    async node(productId: string, label: string, factoryClass: string): Promise<CrawlNodeRow | undefined> {
+      return db
+        .selectFrom('crawl_nodes')
+        .selectAll()
+        .where('product_id', '=', productId)
+        .where('label', '=', label)
+        .where('factory_class', '=', factoryClass)
+        .executeTakeFirst();
+    },
+  };
+}
+
+export type CrawlsRepository = ReturnType<typeof crawlsRepository>;
