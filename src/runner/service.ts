@@ -7,6 +7,10 @@ import { registerRunRoutes } from './api/run-routes.js';
 import { registerExecutorRoutes } from './api/executor-routes.js';
 import { registerWorkflowRoutes } from './api/workflow-routes.js';
 import { registerMetaRoutes } from './api/meta-routes.js';
+import { registerOAuthRoutes } from './api/oauth-routes.js';
+import { resourceMetadataUrl } from './oauth/metadata.js';
+import { OAuthClientsRepository } from './oauth/repository.js';
+import { OAuthService, type RegistrationLimits } from './oauth/service.js';
 import { Authenticator } from './auth/authenticate.js';
 import { CredentialEpoch } from './auth/credential-cache.js';
 import { JwtSessions, loadJwtSecret } from './auth/jwt.js';
@@ -38,6 +42,8 @@ export interface RunnerServiceOptions {
   now?: () => Date;
   /** Rejected-credential limits per address (tests lower them). */
   guardLimits?: CredentialGuardLimits;
+  /** Client registrations per address (tests lower them). */
+  registrationLimits?: RegistrationLimits;
 }
 
 
@@ -65,7 +71,9 @@ export async function createRunnerService(config: Config, options: RunnerService
     const secret = await loadJwtSecret(config.runner.jwtSecret, new SettingsRepository(db), config.dataDir);
     const jwt = new JwtSessions(secret, config.runner.url, now);
     const guard = new CredentialGuard(now, options.guardLimits);
-    const auth = new Authenticator({ users, pats, oauthTokens, jwt, apiKey: config.runner.apiKey, now, credentialEpoch, guard });
+    const auth = new Authenticator({ users, pats, oauthTokens, jwt, apiKey: config.runner.apiKey, now, credentialEpoch, guard,
+      resourceMetadataUrl: resourceMetadataUrl(config.runner.url),
+    });
     const storage = new LocalWorkflowStorage(config.runner.storageDir);
     const scope = { projects: new ProjectsRepository(db), workflows: new WorkflowsRepository(db), runs: new RunsRepository(db, database.dialect) };
     const ctx: RunnerContext = {
@@ -78,6 +86,7 @@ export async function createRunnerService(config: Config, options: RunnerService
       workflows: new WorkflowsService({ ...scope, storage, now }),
       runs: new RunsService({ ...scope, now }),
       executors: new ExecutorsService({ executors: new ExecutorsRepository(db), runs: scope.runs, now }),
+      oauth: new OAuthService({ clients: new OAuthClientsRepository(db), now, registrationLimits: options.registrationLimits }),
     };
 
     await registerOpenApi(app, config.runner.url);
@@ -105,6 +114,8 @@ export async function createRunnerService(config: Config, options: RunnerService
         registerExecutorRoutes(a, ctx);
       },
     );
+    // Its own context: OAuth endpoints answer errors in the RFC 6749 §5.2 shape.
+    await app.register(async (oauth) => registerOAuthRoutes(oauth as unknown as HttpApp, ctx));
     let closed = false;
     return {
       app,

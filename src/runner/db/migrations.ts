@@ -164,4 +164,22 @@ export const runnerMigrations: Record<string, Migration> = {
       await db.insertInto('runner_counters' as never).values({ name: 'credentials', value: 0 } as never).execute();
     },
   },
+  '0004_oauth_clients': {
+    async up(db: Kysely<unknown>) {
+      // Clients registered through RFC 7591 dynamic registration. List-valued metadata is JSON
+      // text; a confidential client's secret is stored only as its SHA-256.
+      await db.schema
+        .createTable('oauth_clients')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('secret_hash', 'text')
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('redirect_uris', 'text', (c) => c.notNull())
+        .addColumn('token_endpoint_auth_method', 'text', (c) => c.notNull())
+        .addColumn('grant_types', 'text', (c) => c.notNull())
+        .addColumn('scope', 'text', (c) => c.notNull())
+        .addColumn('client_uri', 'text')
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .execute();
+    },
+  },
 };

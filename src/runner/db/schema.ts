@@ -50,6 +50,26 @@ export interface OAuthAccessTokensTable {
   revoked_at: string | null;
 }
 
+export type ClientAuthMethod = 'none' | 'client_secret_basic' | 'client_secret_post';
+
+/** An OAuth client registered through RFC 7591. */
+export interface OAuthClientsTable {
+  id: string;
+  /** SHA-256 of the client secret; null for public clients (`none`). */
+  secret_hash: string | null;
+  /** `client_name` as the client sent it: unverified, shown as such. */
+  name: string;
+  /** JSON array of exact redirect URIs. */
+  redirect_uris: string;
+  token_endpoint_auth_method: ClientAuthMethod;
+  /** JSON array of grant types. */
+  grant_types: string;
+  /** Space-separated scopes the client may ask for. */
+  scope: string;
+  client_uri: string | null;
+  created_at: string;
+}
+
 export interface ProjectsTable {
   id: string;
   name: string;
@@ -145,6 +165,7 @@ export interface RunnerDB {
   runner_counters: CountersTable;
   personal_tokens: PersonalTokensTable;
   oauth_access_tokens: OAuthAccessTokensTable;
+  oauth_clients: OAuthClientsTable;
   projects: ProjectsTable;
   project_members: ProjectMembersTable;
   workflows: WorkflowsTable;
