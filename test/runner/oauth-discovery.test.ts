@@ -56,8 +56,23 @@ describe('OAuth discovery (RFC 8414, RFC 9728)', () => {
     for (const headers of [{}, bearer('not-a-jwt'), { authorization: 'ApiKey rnr_oat_wrong' }]) {
       const res = await r.service.app.inject({ method: 'GET', url: '/api/me', headers });
       assert.equal(res.statusCode, 401);
-      assert.match(String(res.headers['www-authenticate']), new RegExp(`Bearer realm="runner", resource_metadata="${PRM}"$`));
+      assert.match(String(res.headers['www-authenticate']), new RegExp(`^Bearer realm="runner", resource_metadata="${PRM}", ApiKey realm="runner"$`));
     }
+  });
+
+  test('a token with too little scope gets 403 insufficient_scope naming the scope (RFC 6750 §3.1)', async () => {
+    const app = r.service.app;
+    const setup = await app.inject({ method: 'POST', url: '/api/setup', payload: { email: 'a@example.com', password: 'a long enough password' } });
+    const session = setup.json().session.token as string;
+    const pat = await app.inject({ method: 'POST', url: '/api/tokens', headers: bearer(session), payload: { name: 'ci', scope: 'read' } });
+    assert.equal(pat.statusCode, 201, pat.body);
+    const res = await app.inject({ method: 'POST', url: '/api/projects', headers: { authorization: `ApiKey ${pat.json().token}` }, payload: { name: 'p' } });
+    assert.equal(res.statusCode, 403);
+    assert.equal(res.json().code, 'insufficient_scope');
+    assert.equal(res.headers['www-authenticate'], `Bearer realm="runner", error="insufficient_scope", scope="write", resource_metadata="${PRM}"`);
+    const admin = await app.inject({ method: 'GET', url: '/api/users', headers: { authorization: `ApiKey ${pat.json().token}` } });
+    assert.equal(admin.statusCode, 403);
+    assert.equal(admin.json().code, 'forbidden', 'routes no token may use are not a scope problem');
   });
 
   test('CORS preflight on the token, registration and revocation endpoints, without credentials', async () => {

@@ -384,7 +384,7 @@ describe('permission table: every route × every principal', () => {
         const want = expected(c.access, p, c.ok);
         if (res.statusCode !== want) results.push(`${p}: got ${res.statusCode}, want ${want} (${res.body.slice(0, 200)})`);
         if (res.statusCode === 401) {
-          assert.equal(res.headers['www-authenticate'], 'ApiKey realm="runner", Bearer realm="runner", resource_metadata="http://runner.test/.well-known/oauth-protected-resource"');
+          assert.equal(res.headers['www-authenticate'], 'Bearer realm="runner", resource_metadata="http://runner.test/.well-known/oauth-protected-resource", ApiKey realm="runner"');
         }
         if (res.statusCode >= 400) {
           assert.match(String(res.headers['content-type']), /^application\/problem\+json/);

@@ -81,7 +81,10 @@ export const CHALLENGE = 'ApiKey realm="runner", Bearer realm="runner"';
  * `resource_metadata` (RFC 9728 §5.1) so OAuth clients (MCP) find the authorization server.
  */
 export function challengeFor(resourceMetadataUrl: string | undefined): string {
-  return resourceMetadataUrl ? `${CHALLENGE}, resource_metadata="${resourceMetadataUrl}"` : CHALLENGE;
+  if (!resourceMetadataUrl) return CHALLENGE;
+  // Bearer first: MCP clients (the TypeScript SDK) read only a header that starts with it.
+  // Several challenges in one header field: RFC 9110 §11.6.1.
+  return `Bearer realm="runner", resource_metadata="${resourceMetadataUrl}", ApiKey realm="runner"`;
 }
 
 /** RFC 6750 §3.1: a token lacking the scope gets 403 with `error="insufficient_scope"`. */
