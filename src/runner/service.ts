@@ -1,3 +1,5 @@
+import cookie from '@fastify/cookie';
+import formbody from '@fastify/formbody';
 import type { Config } from '../infra/config.js';
 import { createHttpApp, type HttpApp } from '../infra/http.js';
 import { registerAccountRoutes } from './api/account-routes.js';
@@ -8,8 +10,11 @@ import { registerExecutorRoutes } from './api/executor-routes.js';
 import { registerWorkflowRoutes } from './api/workflow-routes.js';
 import { registerMetaRoutes } from './api/meta-routes.js';
 import { registerOAuthRoutes } from './api/oauth-routes.js';
+import { registerConnectedAppRoutes } from './api/connected-app-routes.js';
+import { registerWebRoutes } from './web/routes.js';
 import { resourceMetadataUrl } from './oauth/metadata.js';
 import { OAuthClientsRepository } from './oauth/repository.js';
+import { OAuthGrantsRepository } from './oauth/grants-repository.js';
 import { OAuthService, type RegistrationLimits } from './oauth/service.js';
 import { Authenticator } from './auth/authenticate.js';
 import { CredentialEpoch } from './auth/credential-cache.js';
@@ -86,7 +91,14 @@ export async function createRunnerService(config: Config, options: RunnerService
       workflows: new WorkflowsService({ ...scope, storage, now }),
       runs: new RunsService({ ...scope, now }),
       executors: new ExecutorsService({ executors: new ExecutorsRepository(db), runs: scope.runs, now }),
-      oauth: new OAuthService({ clients: new OAuthClientsRepository(db), now, registrationLimits: options.registrationLimits }),
+      oauth: new OAuthService({
+        clients: new OAuthClientsRepository(db),
+        grants: new OAuthGrantsRepository(db),
+        now,
+        issuer: config.runner.url,
+        accessTokenTtlSeconds: config.runner.oauthAccessTokenTtl,
+        registrationLimits: options.registrationLimits,
+      }),
     };
 
     await registerOpenApi(app, config.runner.url);
@@ -112,10 +124,17 @@ export async function createRunnerService(config: Config, options: RunnerService
         await registerWorkflowRoutes(a, ctx);
         registerRunRoutes(a, ctx);
         registerExecutorRoutes(a, ctx);
+        registerConnectedAppRoutes(a, ctx);
       },
     );
     // Its own context: OAuth endpoints answer errors in the RFC 6749 §5.2 shape.
-    await app.register(async (oauth) => registerOAuthRoutes(oauth as unknown as HttpApp, ctx));
+    await app.register(async (oauth) => {
+      // Forms and cookies only here: the API itself stays JSON with header credentials.
+      await oauth.register(formbody, { bodyLimit: 16 * 1024 });
+      await oauth.register(cookie);
+      registerOAuthRoutes(oauth as unknown as HttpApp, ctx);
+      registerWebRoutes(oauth as unknown as HttpApp, ctx);
+    });
     let closed = false;
     return {
       app,

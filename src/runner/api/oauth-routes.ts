@@ -68,4 +68,24 @@ export function registerOAuthRoutes(app: HttpApp, ctx: RunnerContext): void {
     reply.code(201).header('cache-control', 'no-store');
     return client;
   });
+
+  // RFC 6749 §3.2 / §5.1: form-encoded request, JSON response that no cache may keep.
+  app.post(OAUTH_PATHS.token, options, async (req, reply) => {
+    reply.header('cache-control', 'no-store').header('pragma', 'no-cache');
+    return ctx.oauth.token(req.headers.authorization, formOf(req.headers['content-type'], req.body));
+  });
+
+  // RFC 7009 §2.2: 200 with an empty body, whether or not the token was known.
+  app.post(OAUTH_PATHS.revoke, options, async (req, reply) => {
+    await ctx.oauth.revoke(req.headers.authorization, formOf(req.headers['content-type'], req.body));
+    reply.header('cache-control', 'no-store').code(200).send();
+  });
+}
+
+/** RFC 6749 §3.2: the token and revocation endpoints take application/x-www-form-urlencoded only. */
+function formOf(contentType: string | undefined, body: unknown): Record<string, unknown> {
+  if (!contentType?.toLowerCase().startsWith('application/x-www-form-urlencoded') || typeof body !== 'object' || body === null) {
+    throw new OAuthError(400, 'invalid_request', 'send the parameters as application/x-www-form-urlencoded (RFC 6749 §3.2)');
+  }
+  return body as Record<string, unknown>;
 }

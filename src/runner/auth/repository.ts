@@ -96,10 +96,7 @@ export class PersonalTokensRepository {
   }
 }
 
-/**
- * OAuth access tokens. The authorization server that issues them comes in a later issue; the
- * API already accepts them so that issue only has to insert rows.
- */
+/** OAuth access tokens as the API looks them up; the authorization server (oauth/) issues them. */
 export class OAuthTokensRepository {
   /** Looked up on every OAuth request: compiled once (see preparedRead). */
   private readonly byHash: (values: readonly unknown[]) => Promise<OAuthAccessTokenRow[]>;
@@ -114,8 +111,8 @@ export class OAuthTokensRepository {
     );
   }
 
-  async insert(row: Omit<OAuthAccessTokenRow, 'revoked_at'>): Promise<OAuthAccessTokenRow> {
-    const full: OAuthAccessTokenRow = { ...row, revoked_at: null };
+  async insert(row: Omit<OAuthAccessTokenRow, 'revoked_at' | 'grant_id'> & { grant_id?: string | null }): Promise<OAuthAccessTokenRow> {
+    const full: OAuthAccessTokenRow = { ...row, grant_id: row.grant_id ?? null, revoked_at: null };
     await this.db.insertInto('oauth_access_tokens').values(full).execute();
     return full;
   }

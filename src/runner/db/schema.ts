@@ -48,6 +48,46 @@ export interface OAuthAccessTokensTable {
   created_at: string;
   expires_at: string;
   revoked_at: string | null;
+  /** The OAuth grant that issued it (null only for rows made before grants existed). */
+  grant_id: string | null;
+}
+
+/** One consent of a user to a client; revoking it ends every code and token issued under it. */
+export interface OAuthGrantsTable {
+  id: string;
+  user_id: string;
+  client_id: string;
+  scope: 'read' | 'write';
+  created_at: string;
+  /** Last time a token was issued under the grant (code exchange or refresh). */
+  last_used_at: string;
+  revoked_at: string | null;
+}
+
+/** Authorization codes, stored as SHA-256; single use (`used_at`). */
+export interface OAuthCodesTable {
+  code_hash: string;
+  grant_id: string;
+  client_id: string;
+  redirect_uri: string;
+  /** 1 when the authorization request named redirect_uri: then the token request must too (RFC 6749 §4.1.3). */
+  redirect_uri_given: number;
+  code_challenge: string;
+  scope: 'read' | 'write';
+  created_at: string;
+  expires_at: string;
+  used_at: string | null;
+}
+
+/** Refresh tokens, stored as SHA-256; `rotated_at` is set when used (rotation). */
+export interface OAuthRefreshTokensTable {
+  id: string;
+  grant_id: string;
+  token_hash: string;
+  scope: 'read' | 'write';
+  created_at: string;
+  expires_at: string;
+  rotated_at: string | null;
 }
 
 export type ClientAuthMethod = 'none' | 'client_secret_basic' | 'client_secret_post';
@@ -166,6 +206,9 @@ export interface RunnerDB {
   personal_tokens: PersonalTokensTable;
   oauth_access_tokens: OAuthAccessTokensTable;
   oauth_clients: OAuthClientsTable;
+  oauth_grants: OAuthGrantsTable;
+  oauth_codes: OAuthCodesTable;
+  oauth_refresh_tokens: OAuthRefreshTokensTable;
   projects: ProjectsTable;
   project_members: ProjectMembersTable;
   workflows: WorkflowsTable;

@@ -1,8 +1,11 @@
-import { TooManyRequestsError } from '../../infra/errors.js';
+import { NotFoundError, TooManyRequestsError } from '../../infra/errors.js';
 import { FailureLimiter } from '../../infra/failure-limiter.js';
-import { generateToken, randomId, sha256 } from '../../infra/secrets.js';
+import { generateToken, randomId, randomUUID, sha256 } from '../../infra/secrets.js';
+import { type AuthorizationRequest, type RawParams, redirectWith, validateAuthorizationRequest } from './authorize.js';
 import { parseClientMetadata } from './client-metadata.js';
+import type { ConnectedAppRow, OAuthGrantsRepository } from './grants-repository.js';
 import type { OAuthClientsRepository } from './repository.js';
+import { CODE_LIFETIME_MS, type FormParams, TokenEndpoint, type TokenResponse } from './tokens.js';
 
 export const CLIENT_SECRET_PREFIX = 'rnr_ocs_';
 
@@ -20,7 +23,11 @@ export const DEFAULT_REGISTRATION_LIMITS: RegistrationLimits = { perAddress: 20,
 
 export interface OAuthDeps {
   clients: OAuthClientsRepository;
+  grants: OAuthGrantsRepository;
   now: () => Date;
+  /** RUNNER_URL: the issuer (RFC 8414 §2) and the only resource (RFC 8707). */
+  issuer: string;
+  accessTokenTtlSeconds: number;
   registrationLimits?: RegistrationLimits;
 }
 
@@ -28,7 +35,16 @@ export interface OAuthDeps {
 export class OAuthService {
   private readonly registrations: FailureLimiter;
 
+  private readonly tokens: TokenEndpoint;
+
   constructor(private readonly d: OAuthDeps) {
+    this.tokens = new TokenEndpoint({
+      clients: d.clients,
+      grants: d.grants,
+      now: d.now,
+      runnerUrl: d.issuer,
+      accessTokenTtlSeconds: d.accessTokenTtlSeconds,
+    });
     const limits = d.registrationLimits ?? DEFAULT_REGISTRATION_LIMITS;
     this.registrations = new FailureLimiter({
       maxFailures: limits.perAddress,
@@ -72,5 +88,58 @@ export class OAuthService {
       scope: m.scope,
       ...(m.clientUri === null ? {} : { client_uri: m.clientUri }),
     };
+  }
+
+  /** The authorization endpoint's checks (authorize.ts); throws a page error or a redirect error. */
+  authorizationRequest(params: RawParams): Promise<AuthorizationRequest> {
+    return validateAuthorizationRequest(params, (id) => this.d.clients.findById(id), this.d.issuer);
+  }
+
+  /** Consent given: a grant and its single-use code, sent to the client (RFC 6749 §4.1.2, RFC 9207). */
+  async approve(req: AuthorizationRequest, userId: string): Promise<string> {
+    const now = this.d.now();
+    const nowIso = now.toISOString();
+    const code = generateToken('rnr_oac_');
+    const grantId = randomUUID();
+    await this.d.grants.createGrantWithCode(
+      { id: grantId, user_id: userId, client_id: req.client.id, scope: req.scope, created_at: nowIso, last_used_at: nowIso, revoked_at: null },
+      {
+        code_hash: sha256(code), grant_id: grantId, client_id: req.client.id, redirect_uri: req.redirectUri,
+        redirect_uri_given: req.redirectUriGiven ? 1 : 0, code_challenge: req.codeChallenge, scope: req.scope, created_at: nowIso,
+        expires_at: new Date(now.getTime() + CODE_LIFETIME_MS).toISOString(), used_at: null,
+      },
+    );
+    return redirectWith(req.redirectUri, { code, state: req.state }, this.d.issuer);
+  }
+
+  /** Consent refused: RFC 6749 §4.1.2.1 `access_denied`. */
+  deny(req: AuthorizationRequest): string {
+    return redirectWith(req.redirectUri, { error: 'access_denied', error_description: 'the user denied the request', state: req.state }, this.d.issuer);
+  }
+
+  /** An error of a request whose redirect URI was validated (RFC 6749 §4.1.2.1). */
+  errorRedirect(redirectUri: string, error: string, description: string, state: string | undefined): string {
+    return redirectWith(redirectUri, { error, error_description: description, state }, this.d.issuer);
+  }
+
+  async token(authorization: string | undefined, form: FormParams): Promise<TokenResponse> {
+    const client = await this.tokens.authenticateClient(authorization, form);
+    return this.tokens.exchange(client, form);
+  }
+
+  async revoke(authorization: string | undefined, form: FormParams): Promise<void> {
+    const client = await this.tokens.authenticateClient(authorization, form);
+    await this.tokens.revoke(client, form);
+  }
+
+  connectedApps(userId: string): Promise<ConnectedAppRow[]> {
+    return this.d.grants.connectedApps(userId);
+  }
+
+  /** Revokes the application's grants: its tokens stop working on the next request. */
+  async revokeConnectedApp(userId: string, clientId: string): Promise<void> {
+    if (!(await this.d.grants.revokeClientForUser(userId, clientId, this.d.now().toISOString()))) {
+      throw new NotFoundError('no connected application with this id');
+    }
   }
 }
