@@ -3,7 +3,7 @@ import formbody from '@fastify/formbody';
 import type { Config } from '../infra/config.js';
 import { createHttpApp, type HttpApp } from '../infra/http.js';
 import { registerAccountRoutes } from './api/account-routes.js';
-import { registerOpenApi } from './api/openapi.js';
+import { DOCS_OAUTH_REDIRECT_PATH, registerOpenApi } from './api/openapi.js';
 import { registerProjectRoutes } from './api/project-routes.js';
 import { registerRunRoutes } from './api/run-routes.js';
 import { registerExecutorRoutes } from './api/executor-routes.js';
@@ -12,10 +12,10 @@ import { registerMetaRoutes } from './api/meta-routes.js';
 import { registerOAuthRoutes } from './api/oauth-routes.js';
 import { registerConnectedAppRoutes } from './api/connected-app-routes.js';
 import { registerWebRoutes } from './web/routes.js';
-import { resourceMetadataUrl } from './oauth/metadata.js';
+import { OAUTH_PATHS, resourceMetadataUrl } from './oauth/metadata.js';
 import { OAuthClientsRepository } from './oauth/repository.js';
 import { OAuthGrantsRepository } from './oauth/grants-repository.js';
-import { OAuthService, type RegistrationLimits } from './oauth/service.js';
+import { DOCS_CLIENT_ID, OAuthService, type RegistrationLimits } from './oauth/service.js';
 import { Authenticator } from './auth/authenticate.js';
 import { CredentialEpoch } from './auth/credential-cache.js';
 import { JwtSessions, loadJwtSecret } from './auth/jwt.js';
@@ -101,7 +101,13 @@ export async function createRunnerService(config: Config, options: RunnerService
       }),
     };
 
-    await registerOpenApi(app, config.runner.url);
+    const runnerUrl = config.runner.url;
+    await ctx.oauth.ensureDocsClient(runnerUrl + DOCS_OAUTH_REDIRECT_PATH);
+    await registerOpenApi(app, runnerUrl, {
+      authorizationUrl: runnerUrl + OAUTH_PATHS.authorize,
+      tokenUrl: runnerUrl + OAUTH_PATHS.token,
+      docsClientId: DOCS_CLIENT_ID,
+    });
     app.decorateRequest('principal', null);
     // Callback style: most requests authenticate without waiting, and then no promise is made.
     app.addHook('onRequest', (req, _reply, done) => {

@@ -1,5 +1,3 @@
-import { DOCS_PREFIX } from '../api/openapi.js';
-
 /** Paths of the authorization server's endpoints, relative to RUNNER_URL. */
 export const OAUTH_PATHS = {
   authorizationServerMetadata: '/.well-known/oauth-authorization-server',
@@ -9,6 +7,9 @@ export const OAUTH_PATHS = {
   register: '/oauth/register',
   revoke: '/oauth/revoke',
 } as const;
+
+/** The interactive API documentation (api/openapi.ts serves it there). */
+const DOCS_PATH = '/api/docs';
 
 export const OAUTH_SCOPES = ['read', 'write'] as const;
 export const CLIENT_AUTH_METHODS = ['none', 'client_secret_basic', 'client_secret_post'] as const;
@@ -36,7 +37,7 @@ export function authorizationServerMetadata(runnerUrl: string) {
     revocation_endpoint_auth_methods_supported: [...CLIENT_AUTH_METHODS],
     // RFC 9207 §3: the authorization response carries `iss`.
     authorization_response_iss_parameter_supported: true,
-    service_documentation: runnerUrl + DOCS_PREFIX,
+    service_documentation: runnerUrl + DOCS_PATH,
   };
 }
 
@@ -49,7 +50,7 @@ export function protectedResourceMetadata(runnerUrl: string) {
     // RFC 9728 §2: tokens are accepted in the Authorization header only (never in URLs).
     bearer_methods_supported: ['header'],
     resource_name: 'Pier workflow runner API',
-    resource_documentation: runnerUrl + DOCS_PREFIX,
+    resource_documentation: runnerUrl + DOCS_PATH,
   };
 }
 

@@ -8,6 +8,7 @@ import type { OAuthClientsRepository } from './repository.js';
 import { CODE_LIFETIME_MS, type FormParams, TokenEndpoint, type TokenResponse } from './tokens.js';
 
 export const CLIENT_SECRET_PREFIX = 'rnr_ocs_';
+export const DOCS_CLIENT_ID = 'rnr_cid_api_docs';
 
 export interface RegistrationLimits {
   /** Registrations allowed per client address per window. */
@@ -88,6 +89,25 @@ export class OAuthService {
       scope: m.scope,
       ...(m.clientUri === null ? {} : { client_uri: m.clientUri }),
     };
+  }
+
+  /**
+   * The interactive docs' own public client (PKCE, no secret), registered at start so that
+   * "Authorize" in /api/docs works without a registration step. Its one redirect URI follows
+   * RUNNER_URL.
+   */
+  async ensureDocsClient(redirectUri: string): Promise<void> {
+    await this.d.clients.upsert({
+      id: DOCS_CLIENT_ID,
+      secret_hash: null,
+      name: 'Runner API documentation',
+      redirect_uris: JSON.stringify([redirectUri]),
+      token_endpoint_auth_method: 'none',
+      grant_types: JSON.stringify(['authorization_code', 'refresh_token']),
+      scope: 'read write',
+      client_uri: null,
+      created_at: this.d.now().toISOString(),
+    });
   }
 
   /** The authorization endpoint's checks (authorize.ts); throws a page error or a redirect error. */
