@@ -79,6 +79,12 @@ interface CachedPersonalToken {
 }
 
 /** True when a session's user still holds the session's epoch (a password change bumps it). */
+interface CachedOAuthToken {
+  row: OAuthAccessTokenRow;
+  principal: Principal;
+  expiresMs: number;
+}
+
 function sessionHolds(user: UserRow | undefined, sessionEpoch: number): user is UserRow {
   return user !== undefined && user.session_epoch === sessionEpoch;
 }
@@ -88,7 +94,7 @@ export class Authenticator {
   // role change anywhere bumps the epoch and empties these before the next request is served.
   private readonly sessionUsers = new CredentialCache<UserRow>();
   private readonly personalTokens = new CredentialCache<CachedPersonalToken>();
-  private readonly oauthTokens = new CredentialCache<{ token: OAuthAccessTokenRow; user: UserRow }>();
+  private readonly oauthTokens = new CredentialCache<CachedOAuthToken>();
 
   private readonly challenge: string;
 
@@ -197,23 +203,32 @@ export class Authenticator {
     return this.deps.pats.touch(entry.row.id, new Date(nowMs).toISOString(), ip, notBefore).then(() => entry.principal);
   }
 
-  private async oauthToken(token: string): Promise<Principal> {
-    if (!hasValidChecksum(token, OAUTH_ACCESS_PREFIX)) throw this.unauthorized('the OAuth access token is malformed');
+  /** Like personal tokens: answers without waiting when the look-up is cached (the common case). */
+  private oauthToken(token: string): Principal | Promise<Principal> {
     const hash = sha256(token);
+    const entry = this.oauthTokens.get(hash, this.epoch());
+    return entry ? this.checkOAuthToken(entry) : this.oauthTokenSlow(token, hash);
+  }
+
+  private async oauthTokenSlow(token: string, hash: string): Promise<Principal> {
+    if (!hasValidChecksum(token, OAUTH_ACCESS_PREFIX)) throw this.unauthorized('the OAuth access token is malformed');
     const epoch = this.epoch();
-    let found = this.oauthTokens.get(hash, epoch);
-    if (!found) {
-      const t = await this.deps.oauthTokens.findByHash(hash);
-      const u = t ? await this.deps.users.findById(t.user_id) : undefined;
-      if (t && u) {
-        found = { token: t, user: u };
-        this.oauthTokens.set(hash, found, epoch);
-      }
-    }
-    if (!found || found.token.revoked_at !== null) throw this.unauthorized('the OAuth access token is not valid or was revoked');
-    const { token: row, user } = found;
-    if (row.expires_at <= this.deps.now().toISOString()) throw this.unauthorized('the OAuth access token has expired');
-    return { type: 'user', via: 'oauth', user, scope: row.scope, tokenId: row.id };
+    const row = await this.deps.oauthTokens.findByHash(hash);
+    const user = row ? await this.deps.users.findById(row.user_id) : undefined;
+    if (!row || !user) throw this.unauthorized('the OAuth access token is not valid or was revoked');
+    const entry: CachedOAuthToken = {
+      row,
+      principal: { type: 'user', via: 'oauth', user, scope: row.scope, tokenId: row.id },
+      expiresMs: Date.parse(row.expires_at),
+    };
+    this.oauthTokens.set(hash, entry, epoch);
+    return this.checkOAuthToken(entry);
+  }
+
+  private checkOAuthToken(entry: CachedOAuthToken): Principal {
+    if (entry.row.revoked_at !== null) throw this.unauthorized('the OAuth access token is not valid or was revoked');
+    if (entry.expiresMs <= this.deps.now().getTime()) throw this.unauthorized('the OAuth access token has expired');
+    return entry.principal;
   }
 
   /** See `reauthenticate` below. */

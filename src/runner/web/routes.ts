@@ -3,9 +3,9 @@ import type { HttpApp } from '../../infra/http.js';
 import { TooManyRequestsError, UnauthorizedError } from '../../infra/errors.js';
 import { constantTimeEqual, randomId } from '../../infra/secrets.js';
 import { PUBLIC } from '../auth/access.js';
-import { access } from '../auth/authenticate.js';
+import { access, type UserPrincipal } from '../auth/authenticate.js';
 import type { RunnerContext } from '../context.js';
-import type { UserRow } from '../users/repository.js';
+
 import { AuthorizationPageError, AuthorizationRedirectError } from '../oauth/authorize.js';
 import { OAUTH_PATHS } from '../oauth/metadata.js';
 import { connectedAppsPage, consentPage, errorPage, loginPage } from './pages.js';
@@ -69,7 +69,7 @@ export function registerWebRoutes(app: HttpApp, ctx: RunnerContext): void {
   }
 
   /** The signed-in user of the cookie session (the web UI's JWT), or null. */
-  async function sessionUser(req: FastifyRequest): Promise<UserRow | null> {
+  async function sessionUser(req: FastifyRequest): Promise<UserPrincipal['user'] | null> {
     const jwt = req.cookies[SESSION_COOKIE];
     if (!jwt) return null;
     try {
