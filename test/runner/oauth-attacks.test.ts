@@ -205,6 +205,20 @@ for (const target of dialects()) {
       }
     });
 
+    test('races: one of two simultaneous code redemptions wins and the loser revokes it; simultaneous refreshes are both served', async () => {
+      const { client_id } = await register();
+      const c = await code(client_id);
+      const form = { grant_type: 'authorization_code', code: c.code, code_verifier: c.verifier, redirect_uri: REDIRECT, client_id };
+      const both = await Promise.all([token(form), token(form)]);
+      assert.deepEqual(both.map((x) => x.statusCode).sort(), [200, 400]);
+      const winner = both.find((x) => x.statusCode === 200)!.json();
+      assert.equal((await me(winner.access_token)).statusCode, 401, 'the replay revoked the winner\'s tokens');
+      const t = await tokens(client_id);
+      const refreshes = await Promise.all([1, 2, 3].map(() => token({ grant_type: 'refresh_token', refresh_token: t.refresh_token, client_id })));
+      assert.deepEqual(refreshes.map((x) => x.statusCode), [200, 200, 200], 'within the grace window');
+      for (const x of refreshes) assert.equal((await me(x.json().access_token)).statusCode, 200);
+    });
+
     test('expired codes and access tokens are refused', async () => {
       const { client_id } = await register();
       const c = await code(client_id);
