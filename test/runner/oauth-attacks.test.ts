@@ -316,6 +316,12 @@ for (const target of dialects()) {
       assert.equal(app.name, 'Connected');
       assert.equal(app.scope, 'write');
       assert.ok(app.firstAuthorizedAt && app.lastUsedAt);
+      // Last use follows API calls made with the token (written at most every 30 s).
+      r.clock.advance(60_000);
+      assert.equal((await me(t.access_token)).statusCode, 200);
+      const used = (await r.service.app.inject({ method: 'GET', url: '/api/connected-apps', headers: session })).json().items.find((a: { id: string }) => a.id === client_id);
+      assert.equal(used.lastUsedAt, r.clock.now().toISOString());
+      assert.equal(used.firstAuthorizedAt, app.firstAuthorizedAt);
       const withToken = await r.service.app.inject({ method: 'GET', url: '/api/connected-apps', headers: { authorization: `Bearer ${t.access_token}` } });
       assert.equal(withToken.statusCode, 403, 'an OAuth token cannot see or revoke connected apps');
       assert.equal((await me(t.access_token)).statusCode, 200);

@@ -83,6 +83,8 @@ interface CachedOAuthToken {
   row: OAuthAccessTokenRow;
   principal: Principal;
   expiresMs: number;
+  /** Last write of the grant's last use by this instance (connected apps show it). */
+  lastUsedMs: number;
 }
 
 function sessionHolds(user: UserRow | undefined, sessionEpoch: number): user is UserRow {
@@ -220,15 +222,22 @@ export class Authenticator {
       row,
       principal: { type: 'user', via: 'oauth', user, scope: row.scope, tokenId: row.id },
       expiresMs: Date.parse(row.expires_at),
+      lastUsedMs: Number.NEGATIVE_INFINITY,
     };
     this.oauthTokens.set(hash, entry, epoch);
     return this.checkOAuthToken(entry);
   }
 
-  private checkOAuthToken(entry: CachedOAuthToken): Principal {
+  private checkOAuthToken(entry: CachedOAuthToken): Principal | Promise<Principal> {
     if (entry.row.revoked_at !== null) throw this.unauthorized('the OAuth access token is not valid or was revoked');
-    if (entry.expiresMs <= this.deps.now().getTime()) throw this.unauthorized('the OAuth access token has expired');
-    return entry.principal;
+    const nowMs = this.deps.now().getTime();
+    if (entry.expiresMs <= nowMs) throw this.unauthorized('the OAuth access token has expired');
+    const grantId = entry.row.grant_id;
+    if (grantId === null || entry.lastUsedMs >= nowMs - LAST_USED_WINDOW_MS) return entry.principal;
+    // The grant's last use (connected apps), written at most once per window like a PAT's.
+    entry.lastUsedMs = nowMs;
+    const notBefore = new Date(nowMs - LAST_USED_WINDOW_MS).toISOString();
+    return this.deps.oauthTokens.touchGrant(grantId, new Date(nowMs).toISOString(), notBefore).then(() => entry.principal);
   }
 
   /** See `reauthenticate` below. */

@@ -123,6 +123,16 @@ export class OAuthTokensRepository {
     return (await this.byHash([hash]))[0];
   }
 
+  /** Writes the grant's last use unless another request did so since `notBefore`. */
+  async touchGrant(grantId: string, now: string, notBefore: string): Promise<void> {
+    await this.db
+      .updateTable('oauth_grants')
+      .set({ last_used_at: now })
+      .where('id', '=', grantId)
+      .where('last_used_at', '<', notBefore)
+      .execute();
+  }
+
   async revoke(id: string, now: string): Promise<boolean> {
     return this.db.transaction().execute(async (trx) => {
       const r = await trx

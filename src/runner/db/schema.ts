@@ -59,7 +59,7 @@ export interface OAuthGrantsTable {
   client_id: string;
   scope: 'read' | 'write';
   created_at: string;
-  /** Last time a token was issued under the grant (code exchange or refresh). */
+  /** Last token issued (code exchange, refresh) or API call with one (written at most every 30 s). */
   last_used_at: string;
   revoked_at: string | null;
 }
