@@ -16,6 +16,9 @@ const benches: Record<string, () => Promise<string>> = {
 const runner = await import('./runner-auth.js').catch(() => null);
 if (runner?.benchRunnerAuth) benches['runner-auth'] = runner.benchRunnerAuth;
 
+const oauth = await import('./runner-oauth.js').catch(() => null);
+if (oauth?.benchRunnerOAuth) benches['runner-oauth'] = oauth.benchRunnerOAuth;
+
 const wanted = process.argv.slice(2);
 for (const [name, fn] of Object.entries(benches)) {
   if (wanted.length && !wanted.includes(name)) continue;

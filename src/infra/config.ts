@@ -53,6 +53,8 @@ export interface Config {
     jwtSecret: string | null;
     /** Workflow archives; every instance of one runner must share it (RUNNER_STORAGE_DIR). */
     storageDir: string;
+    /** Lifetime of OAuth access tokens in seconds (RUNNER_OAUTH_ACCESS_TOKEN_TTL, default 1 hour). */
+    oauthAccessTokenTtl: number;
   };
 }
 
@@ -102,6 +104,15 @@ function port(env: Env, name: string, fallback: number): number {
   const n = Number(raw);
   // 0 lets the OS pick a free port (used by tests and benchmarks).
   if (n > 65535) throw new ConfigError(name, `port ${n} is out of range 0-65535`);
+  return n;
+}
+
+function seconds(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw)) throw new ConfigError(name, `expected a whole number of seconds, got "${raw}"`);
+  const n = Number(raw);
+  if (n < min || n > max) throw new ConfigError(name, `must be between ${min} and ${max} seconds`);
   return n;
 }
 
@@ -208,6 +219,7 @@ export function loadConfig(env: Env = process.env): Config {
       apiKey,
       jwtSecret,
       storageDir: path.resolve(env.RUNNER_STORAGE_DIR || path.join(dataDir, 'runner')),
+      oauthAccessTokenTtl: seconds(env, 'RUNNER_OAUTH_ACCESS_TOKEN_TTL', 3600, 60, 86_400),
     },
   };
 }

@@ -2,6 +2,7 @@ import type { Config } from '../infra/config.js';
 import type { Authenticator } from './auth/authenticate.js';
 import type { AccountService } from './auth/service.js';
 import type { ExecutorsService } from './executors/service.js';
+import type { OAuthService } from './oauth/service.js';
 import type { ProjectsService } from './projects/service.js';
 import type { RunsService } from './runs/service.js';
 import type { UsersRepository } from './users/repository.js';
@@ -19,4 +20,5 @@ export interface RunnerContext {
   workflows: WorkflowsService;
   runs: RunsService;
   executors: ExecutorsService;
+  oauth: OAuthService;
 }

@@ -1,12 +1,21 @@
+import cookie from '@fastify/cookie';
+import formbody from '@fastify/formbody';
 import type { Config } from '../infra/config.js';
 import { createHttpApp, type HttpApp } from '../infra/http.js';
 import { registerAccountRoutes } from './api/account-routes.js';
-import { registerOpenApi } from './api/openapi.js';
+import { DOCS_OAUTH_REDIRECT_PATH, registerOpenApi } from './api/openapi.js';
 import { registerProjectRoutes } from './api/project-routes.js';
 import { registerRunRoutes } from './api/run-routes.js';
 import { registerExecutorRoutes } from './api/executor-routes.js';
 import { registerWorkflowRoutes } from './api/workflow-routes.js';
 import { registerMetaRoutes } from './api/meta-routes.js';
+import { registerOAuthRoutes } from './api/oauth-routes.js';
+import { registerConnectedAppRoutes } from './api/connected-app-routes.js';
+import { registerWebRoutes } from './web/routes.js';
+import { OAUTH_PATHS, resourceMetadataUrl } from './oauth/metadata.js';
+import { OAuthClientsRepository } from './oauth/repository.js';
+import { OAuthGrantsRepository } from './oauth/grants-repository.js';
+import { DOCS_CLIENT_ID, OAuthService, type RegistrationLimits } from './oauth/service.js';
 import { Authenticator } from './auth/authenticate.js';
 import { CredentialEpoch } from './auth/credential-cache.js';
 import { JwtSessions, loadJwtSecret } from './auth/jwt.js';
@@ -38,6 +47,8 @@ export interface RunnerServiceOptions {
   now?: () => Date;
   /** Rejected-credential limits per address (tests lower them). */
   guardLimits?: CredentialGuardLimits;
+  /** Client registrations per address (tests lower them). */
+  registrationLimits?: RegistrationLimits;
 }
 
 
@@ -65,7 +76,9 @@ export async function createRunnerService(config: Config, options: RunnerService
     const secret = await loadJwtSecret(config.runner.jwtSecret, new SettingsRepository(db), config.dataDir);
     const jwt = new JwtSessions(secret, config.runner.url, now);
     const guard = new CredentialGuard(now, options.guardLimits);
-    const auth = new Authenticator({ users, pats, oauthTokens, jwt, apiKey: config.runner.apiKey, now, credentialEpoch, guard });
+    const auth = new Authenticator({ users, pats, oauthTokens, jwt, apiKey: config.runner.apiKey, now, credentialEpoch, guard,
+      resourceMetadataUrl: resourceMetadataUrl(config.runner.url),
+    });
     const storage = new LocalWorkflowStorage(config.runner.storageDir);
     const scope = { projects: new ProjectsRepository(db), workflows: new WorkflowsRepository(db), runs: new RunsRepository(db, database.dialect) };
     const ctx: RunnerContext = {
@@ -78,9 +91,23 @@ export async function createRunnerService(config: Config, options: RunnerService
       workflows: new WorkflowsService({ ...scope, storage, now }),
       runs: new RunsService({ ...scope, now }),
       executors: new ExecutorsService({ executors: new ExecutorsRepository(db), runs: scope.runs, now }),
+      oauth: new OAuthService({
+        clients: new OAuthClientsRepository(db),
+        grants: new OAuthGrantsRepository(db),
+        now,
+        issuer: config.runner.url,
+        accessTokenTtlSeconds: config.runner.oauthAccessTokenTtl,
+        registrationLimits: options.registrationLimits,
+      }),
     };
 
-    await registerOpenApi(app, config.runner.url);
+    const runnerUrl = config.runner.url;
+    await ctx.oauth.ensureDocsClient(runnerUrl + DOCS_OAUTH_REDIRECT_PATH);
+    await registerOpenApi(app, runnerUrl, {
+      authorizationUrl: runnerUrl + OAUTH_PATHS.authorize,
+      tokenUrl: runnerUrl + OAUTH_PATHS.token,
+      docsClientId: DOCS_CLIENT_ID,
+    });
     app.decorateRequest('principal', null);
     // Callback style: most requests authenticate without waiting, and then no promise is made.
     app.addHook('onRequest', (req, _reply, done) => {
@@ -103,8 +130,17 @@ export async function createRunnerService(config: Config, options: RunnerService
         await registerWorkflowRoutes(a, ctx);
         registerRunRoutes(a, ctx);
         registerExecutorRoutes(a, ctx);
+        registerConnectedAppRoutes(a, ctx);
       },
     );
+    // Its own context: OAuth endpoints answer errors in the RFC 6749 §5.2 shape.
+    await app.register(async (oauth) => {
+      // Forms and cookies only here: the API itself stays JSON with header credentials.
+      await oauth.register(formbody, { bodyLimit: 16 * 1024 });
+      await oauth.register(cookie);
+      registerOAuthRoutes(oauth as unknown as HttpApp, ctx);
+      registerWebRoutes(oauth as unknown as HttpApp, ctx);
+    });
     let closed = false;
     return {
       app,

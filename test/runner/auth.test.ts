@@ -45,7 +45,7 @@ describe('JWT sessions', () => {
     r.clock.t = start + JWT_LIFETIME_SECONDS * 1000 + 1000;
     const late = await me(token);
     assert.equal(late.statusCode, 401, 'rejected at 7 days plus 1 second');
-    assert.equal(late.headers['www-authenticate'], 'ApiKey realm="runner", Bearer realm="runner"');
+    assert.equal(late.headers['www-authenticate'], 'Bearer realm="runner", resource_metadata="http://runner.test/.well-known/oauth-protected-resource", ApiKey realm="runner"');
     r.clock.t = start;
   });
 

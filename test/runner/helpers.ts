@@ -8,6 +8,7 @@ import type { RunnerService } from '../../src/runner/service.js';
 import { createRunnerService } from '../../src/runner/service.js';
 import { openRunnerDatabase } from '../../src/runner/db/index.js';
 import { JWT_SECRET_KEY } from '../../src/runner/auth/jwt.js';
+import type { RegistrationLimits } from '../../src/runner/oauth/service.js';
 import { SettingsRepository } from '../../src/runner/settings/repository.js';
 
 /** The JWT secret the runner generated and keeps in its database. */
@@ -46,7 +47,14 @@ export interface TestRunner {
 
 /** Starts a runner service (not listening; use app.inject) on `databaseUrl` or a fresh SQLite file. */
 export async function startRunner(
-  opts: { databaseUrl?: string; dataDir?: string; clock?: TestClock; apiKey?: string | null; env?: Record<string, string> } = {},
+  opts: {
+    databaseUrl?: string;
+    dataDir?: string;
+    clock?: TestClock;
+    apiKey?: string | null;
+    env?: Record<string, string>;
+    registrationLimits?: RegistrationLimits;
+  } = {},
 ): Promise<TestRunner> {
   const dataDir = opts.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'pier-runner-'));
   const env: Record<string, string> = {
@@ -59,7 +67,7 @@ export async function startRunner(
   };
   const config = loadConfig(env);
   const clock = opts.clock ?? new TestClock();
-  const service = await createRunnerService(config, { now: clock.now });
+  const service = await createRunnerService(config, { now: clock.now, registrationLimits: opts.registrationLimits });
   await service.app.ready();
   return {
     service,

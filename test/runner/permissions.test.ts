@@ -91,6 +91,10 @@ const CASES: Case[] = [
   { method: 'GET', path: '/api/tokens', access: SESSION_ONLY, ok: 200 },
   { method: 'POST', path: '/api/tokens', access: SESSION_ONLY, ok: 201, request: json({ name: 'ci', scope: 'read' }) },
   { method: 'DELETE', path: '/api/tokens/{id}', access: SESSION_ONLY, ok: 204 },
+  { method: 'GET', path: '/api/connected-apps', access: SESSION_ONLY, ok: 200 },
+  // No application is connected in this fixture: passing the access check means 404 here
+  // (revocation itself: oauth-attacks.test.ts).
+  { method: 'DELETE', path: '/api/connected-apps/{id}', access: SESSION_ONLY, ok: 404 },
   { method: 'GET', path: '/api/users', access: ADMIN_ONLY, ok: 200 },
   { method: 'POST', path: '/api/users', access: ADMIN_ONLY, ok: 201, request: () => ({ payload: { email: `u${randomUUID()}@example.com`, password: PASSWORD } }) },
   { method: 'GET', path: '/api/users/{id}', access: ADMIN_ONLY, ok: 200 },
@@ -180,6 +184,7 @@ function resolvePath(path: string, f: Fixture): string {
   const idFor = (): string => {
     if (path.startsWith('/api/users/')) return f.victimId;
     if (path.startsWith('/api/tokens/')) return f.ownTokenId;
+    if (path.startsWith('/api/connected-apps/')) return 'rnr_cid_none';
     if (path.startsWith('/api/projects/')) return f.projectId;
     if (path.startsWith('/api/workflows/')) return f.workflowId;
     if (path.startsWith('/api/executors/')) return f.executorId;
@@ -384,7 +389,7 @@ describe('permission table: every route × every principal', () => {
         const want = expected(c.access, p, c.ok);
         if (res.statusCode !== want) results.push(`${p}: got ${res.statusCode}, want ${want} (${res.body.slice(0, 200)})`);
         if (res.statusCode === 401) {
-          assert.equal(res.headers['www-authenticate'], 'ApiKey realm="runner", Bearer realm="runner"');
+          assert.equal(res.headers['www-authenticate'], 'Bearer realm="runner", resource_metadata="http://runner.test/.well-known/oauth-protected-resource", ApiKey realm="runner"');
         }
         if (res.statusCode >= 400) {
           assert.match(String(res.headers['content-type']), /^application\/problem\+json/);

@@ -33,8 +33,19 @@ function checkRoute(route: RouteOptions): void {
   }
 }
 
+/** The runner's own authorization server, as the docs declare and use it. */
+export interface OpenApiOAuth {
+  authorizationUrl: string;
+  tokenUrl: string;
+  /** The pre-registered public client of the interactive docs (PKCE, no secret). */
+  docsClientId: string;
+}
+
+/** Where Swagger UI receives the authorization response (served by @fastify/swagger-ui). */
+export const DOCS_OAUTH_REDIRECT_PATH = `${DOCS_PREFIX}/static/oauth2-redirect.html`;
+
 /** Registers the OpenAPI generator and the local Swagger UI; call before any API route. */
-export async function registerOpenApi(app: HttpApp, serverUrl: string): Promise<void> {
+export async function registerOpenApi(app: HttpApp, serverUrl: string, oauth: OpenApiOAuth): Promise<void> {
   app.addHook('onRoute', checkRoute);
   await app.register(swagger, {
     openapi: {
@@ -68,10 +79,24 @@ export async function registerOpenApi(app: HttpApp, serverUrl: string): Promise<
             description: 'Personal access token: `Authorization: ApiKey rnr_pat_…`. Scope `read` or `write`.',
           },
           [SCHEMES.oauth]: {
-            type: 'apiKey',
-            in: 'header',
-            name: 'Authorization',
-            description: 'OAuth access token issued by the runner\'s authorization server: `Authorization: ApiKey rnr_oat_…`. Scope `read` or `write`.',
+            // OpenAPI 3.1 §4.8.27-30: the authorization code flow of the runner's own server
+            // (PKCE S256 required). Tokens go in `Authorization: Bearer rnr_oat_…` (as here) or
+            // `Authorization: ApiKey rnr_oat_…`.
+            type: 'oauth2',
+            description:
+              'OAuth 2.1 access token from the runner\'s authorization server (discovery: `/.well-known/oauth-authorization-server`). ' +
+              'Send it as `Authorization: Bearer rnr_oat_…` or `Authorization: ApiKey rnr_oat_…`. Scope `read` or `write` (write implies read).',
+            flows: {
+              authorizationCode: {
+                authorizationUrl: oauth.authorizationUrl,
+                tokenUrl: oauth.tokenUrl,
+                refreshUrl: oauth.tokenUrl,
+                scopes: {
+                  read: 'Read projects, workflows and runs',
+                  write: 'Change projects, workflows and runs, and start runs (implies read)',
+                },
+              },
+            },
           },
           [SCHEMES.apiKey]: {
             type: 'apiKey',
@@ -103,6 +128,8 @@ export async function registerOpenApi(app: HttpApp, serverUrl: string): Promise<
   await app.register(swaggerUi, {
     routePrefix: DOCS_PREFIX,
     uiConfig: { deepLinking: true, docExpansion: 'list' },
+    // "Authorize" in the docs runs the authorization code flow with PKCE as the docs client.
+    initOAuth: { clientId: oauth.docsClientId, usePkceWithAuthorizationCodeGrant: true, scopes: ['read'] },
     staticCSP: true,
   });
 }

@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
 import type { PersonalTokenRow } from '../auth/repository.js';
+import type { ConnectedAppRow } from '../oauth/grants-repository.js';
 import type { ExecutorView } from '../executors/service.js';
 import type { MemberRow, ProjectRow } from '../projects/repository.js';
 import type { RunLogRow, RunOutputRow, RunRow } from '../runs/repository.js';
@@ -224,5 +225,27 @@ export function presentExecutor(v: ExecutorView) {
     createdAt: e.created_at,
     lastHeartbeatAt: e.last_heartbeat_at,
     lastIp: e.last_ip,
+  };
+}
+
+// --- connected applications (OAuth) -------------------------------------------------------
+
+export const ConnectedApp = Type.Object({
+  id: Type.String({ description: 'the OAuth client_id' }),
+  name: Type.String({ description: 'the name the application registered with: unverified' }),
+  clientUri: Nullable(Type.String()),
+  scope: TokenScopeSchema,
+  firstAuthorizedAt: Timestamp,
+  lastUsedAt: Timestamp,
+});
+
+export function presentConnectedApp(a: ConnectedAppRow) {
+  return {
+    id: a.client_id,
+    name: a.client_name,
+    clientUri: a.client_uri,
+    scope: a.scope === 'write' ? ('write' as const) : ('read' as const),
+    firstAuthorizedAt: a.first_authorized_at,
+    lastUsedAt: a.last_used_at,
   };
 }

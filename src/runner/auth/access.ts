@@ -75,3 +75,20 @@ export function securityOf(access: Access): Record<string, string[]>[] {
 }
 
 export const CHALLENGE = 'ApiKey realm="runner", Bearer realm="runner"';
+
+/**
+ * The 401 challenge. With the RFC 9728 metadata URL, the Bearer challenge carries
+ * `resource_metadata` (RFC 9728 §5.1) so OAuth clients (MCP) find the authorization server.
+ */
+export function challengeFor(resourceMetadataUrl: string | undefined): string {
+  if (!resourceMetadataUrl) return CHALLENGE;
+  // Bearer first: MCP clients (the TypeScript SDK) read only a header that starts with it.
+  // Several challenges in one header field: RFC 9110 §11.6.1.
+  return `Bearer realm="runner", resource_metadata="${resourceMetadataUrl}", ApiKey realm="runner"`;
+}
+
+/** RFC 6750 §3.1: a token lacking the scope gets 403 with `error="insufficient_scope"`. */
+export function insufficientScopeChallenge(scope: string, resourceMetadataUrl: string | undefined): string {
+  const metadata = resourceMetadataUrl ? `, resource_metadata="${resourceMetadataUrl}"` : '';
+  return `Bearer realm="runner", error="insufficient_scope", scope="${scope}"${metadata}`;
+}

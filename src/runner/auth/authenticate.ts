@@ -1,9 +1,9 @@
 import type { FastifyContextConfig, FastifyRequest } from 'fastify';
-import { ForbiddenError, UnauthorizedError } from '../../infra/errors.js';
+import { AppError, ForbiddenError, UnauthorizedError } from '../../infra/errors.js';
 import { constantTimeEqual, hasValidChecksum, sha256 } from '../../infra/secrets.js';
 import type { UserRow } from '../users/repository.js';
 import type { UsersRepository } from '../users/repository.js';
-import { type Access, CHALLENGE, type PrincipalKind, allows } from './access.js';
+import { type Access, type PrincipalKind, allows, challengeFor, insufficientScopeChallenge } from './access.js';
 import type { JwtSessions } from './jwt.js';
 import { type CredentialEpoch, CredentialCache } from './credential-cache.js';
 import type { CredentialGuard } from './guard.js';
@@ -65,6 +65,8 @@ export interface AuthDeps {
   now: () => Date;
   /** Shared "credentials changed" signal; without it nothing is cached. */
   credentialEpoch?: CredentialEpoch;
+  /** RFC 9728 protected-resource metadata URL, sent in every 401 challenge; none = plain challenge. */
+  resourceMetadataUrl?: string;
   /** Scores rejected credentials per address; none = no limit (unit tests). */
   guard?: CredentialGuard;
 }
@@ -76,14 +78,17 @@ interface CachedPersonalToken {
   lastUsedMs: number;
 }
 
-function sessionPrincipal(user: UserRow | undefined, sessionEpoch: number): Principal {
-  // A password change bumps the user's session epoch and so ends every earlier session.
-  if (!user || user.session_epoch !== sessionEpoch) throw unauthorized('the session has ended; log in again');
-  return { type: 'user', via: 'jwt', user };
+/** True when a session's user still holds the session's epoch (a password change bumps it). */
+interface CachedOAuthToken {
+  row: OAuthAccessTokenRow;
+  principal: Principal;
+  expiresMs: number;
+  /** Last write of the grant's last use by this instance (connected apps show it). */
+  lastUsedMs: number;
 }
 
-function unauthorized(detail: string): UnauthorizedError {
-  return new UnauthorizedError(detail, CHALLENGE);
+function sessionHolds(user: UserRow | undefined, sessionEpoch: number): user is UserRow {
+  return user !== undefined && user.session_epoch === sessionEpoch;
 }
 
 export class Authenticator {
@@ -91,9 +96,13 @@ export class Authenticator {
   // role change anywhere bumps the epoch and empties these before the next request is served.
   private readonly sessionUsers = new CredentialCache<UserRow>();
   private readonly personalTokens = new CredentialCache<CachedPersonalToken>();
-  private readonly oauthTokens = new CredentialCache<{ token: OAuthAccessTokenRow; user: UserRow }>();
+  private readonly oauthTokens = new CredentialCache<CachedOAuthToken>();
 
-  constructor(private readonly deps: AuthDeps) {}
+  private readonly challenge: string;
+
+  constructor(private readonly deps: AuthDeps) {
+    this.challenge = challengeFor(deps.resourceMetadataUrl);
+  }
 
   private epoch(): number | null {
     return this.deps.credentialEpoch?.current() ?? null;
@@ -105,36 +114,52 @@ export class Authenticator {
    * promise less per request matters on the API's hottest path), else returns a promise.
    */
   authenticate(header: string | undefined, ip: string): Principal | Promise<Principal> {
-    if (!header) throw unauthorized('send credentials in the Authorization header (ApiKey <token> or Bearer <JWT>)');
+    if (!header) throw this.unauthorized('send credentials in the Authorization header (ApiKey <token> or Bearer <JWT>)');
     const space = header.indexOf(' ');
     const scheme = space < 0 ? header : header.slice(0, space);
     const value = space < 0 ? '' : header.slice(space + 1).trim();
-    if (!value) throw unauthorized('the Authorization header has no credentials');
+    if (!value) throw this.unauthorized('the Authorization header has no credentials');
     switch (scheme.toLowerCase()) {
       case 'bearer':
+        // MCP clients send OAuth access tokens as Bearer (RFC 6750 §2.1); the prefix tells them
+        // from the web UI's JWT without trying to parse one as the other.
+        if (value.startsWith(OAUTH_ACCESS_PREFIX)) return this.oauthToken(value);
         return this.session(value);
       case 'apikey':
         return this.apiKeyScheme(value, ip);
       default:
-        throw unauthorized(`unsupported authorization scheme "${scheme}"; use ApiKey or Bearer`);
+        throw this.unauthorized(`unsupported authorization scheme "${scheme}"; use ApiKey or Bearer`);
     }
   }
 
   private session(token: string): Principal | Promise<Principal> {
     const claims = this.deps.jwt.verifyKnown(token);
-    if (claims === null) throw unauthorized('the session token is invalid or expired; log in again');
+    if (claims === null) throw this.unauthorized('the session token is invalid or expired; log in again');
     const user = claims && this.sessionUsers.get(claims.sub, this.epoch());
-    if (claims && user) return sessionPrincipal(user, claims.sv);
+    if (claims && user) return this.sessionPrincipal(user, claims.sv);
     return this.sessionSlow(token);
   }
 
   private async sessionSlow(token: string): Promise<Principal> {
     const claims = await this.deps.jwt.verify(token);
-    if (!claims) throw unauthorized('the session token is invalid or expired; log in again');
+    if (!claims) throw this.unauthorized('the session token is invalid or expired; log in again');
     const epoch = this.epoch();
     const user = await this.deps.users.findById(claims.sub);
     if (user) this.sessionUsers.set(claims.sub, user, epoch);
-    return sessionPrincipal(user, claims.sv);
+    return this.sessionPrincipal(user, claims.sv);
+  }
+
+  private sessionPrincipal(user: UserRow | undefined, sessionEpoch: number): Principal {
+    if (!sessionHolds(user, sessionEpoch)) throw this.unauthorized('the session has ended; log in again');
+    return { type: 'user', via: 'jwt', user };
+  }
+
+  /**
+   * 401 with the challenge; its `resource_metadata` lets OAuth clients discover this server
+   * (RFC 9728 §5.1: WWW-Authenticate parameter on the protected resource's 401).
+   */
+  private unauthorized(detail: string): UnauthorizedError {
+    return new UnauthorizedError(detail, this.challenge);
   }
 
   private apiKeyScheme(value: string, ip: string): Principal | Promise<Principal> {
@@ -142,7 +167,7 @@ export class Authenticator {
     if (value.startsWith(PAT_PREFIX)) return this.personalToken(value, ip);
     if (value.startsWith(OAUTH_ACCESS_PREFIX)) return this.oauthToken(value);
     if (apiKey !== null && constantTimeEqual(value, apiKey)) return { type: 'api-key' };
-    throw unauthorized('the API key or token is not valid');
+    throw this.unauthorized('the API key or token is not valid');
   }
 
   private personalToken(token: string, ip: string): Principal | Promise<Principal> {
@@ -153,10 +178,10 @@ export class Authenticator {
 
   private async personalTokenSlow(token: string, hash: string, ip: string): Promise<Principal> {
     // The checksum rejects typos and random strings without a database round trip.
-    if (!hasValidChecksum(token, PAT_PREFIX)) throw unauthorized('the personal access token is malformed');
+    if (!hasValidChecksum(token, PAT_PREFIX)) throw this.unauthorized('the personal access token is malformed');
     const epoch = this.epoch();
     const found = await this.deps.pats.findWithUser(hash);
-    if (!found) throw unauthorized('the personal access token is not valid or was revoked');
+    if (!found) throw this.unauthorized('the personal access token is not valid or was revoked');
     const { token: row, user } = found;
     const entry: CachedPersonalToken = {
       row,
@@ -170,9 +195,9 @@ export class Authenticator {
   }
 
   private checkPersonalToken(entry: CachedPersonalToken, ip: string): Principal | Promise<Principal> {
-    if (entry.row.revoked_at !== null) throw unauthorized('the personal access token is not valid or was revoked');
+    if (entry.row.revoked_at !== null) throw this.unauthorized('the personal access token is not valid or was revoked');
     const nowMs = this.deps.now().getTime();
-    if (entry.expiresMs <= nowMs) throw unauthorized('the personal access token has expired');
+    if (entry.expiresMs <= nowMs) throw this.unauthorized('the personal access token has expired');
     if (entry.lastUsedMs >= nowMs - LAST_USED_WINDOW_MS) return entry.principal;
     // The cached entry is ours: keep it in step so the next request does not write again.
     entry.lastUsedMs = nowMs;
@@ -180,23 +205,39 @@ export class Authenticator {
     return this.deps.pats.touch(entry.row.id, new Date(nowMs).toISOString(), ip, notBefore).then(() => entry.principal);
   }
 
-  private async oauthToken(token: string): Promise<Principal> {
-    if (!hasValidChecksum(token, OAUTH_ACCESS_PREFIX)) throw unauthorized('the OAuth access token is malformed');
+  /** Like personal tokens: answers without waiting when the look-up is cached (the common case). */
+  private oauthToken(token: string): Principal | Promise<Principal> {
     const hash = sha256(token);
+    const entry = this.oauthTokens.get(hash, this.epoch());
+    return entry ? this.checkOAuthToken(entry) : this.oauthTokenSlow(token, hash);
+  }
+
+  private async oauthTokenSlow(token: string, hash: string): Promise<Principal> {
+    if (!hasValidChecksum(token, OAUTH_ACCESS_PREFIX)) throw this.unauthorized('the OAuth access token is malformed');
     const epoch = this.epoch();
-    let found = this.oauthTokens.get(hash, epoch);
-    if (!found) {
-      const t = await this.deps.oauthTokens.findByHash(hash);
-      const u = t ? await this.deps.users.findById(t.user_id) : undefined;
-      if (t && u) {
-        found = { token: t, user: u };
-        this.oauthTokens.set(hash, found, epoch);
-      }
-    }
-    if (!found || found.token.revoked_at !== null) throw unauthorized('the OAuth access token is not valid or was revoked');
-    const { token: row, user } = found;
-    if (row.expires_at <= this.deps.now().toISOString()) throw unauthorized('the OAuth access token has expired');
-    return { type: 'user', via: 'oauth', user, scope: row.scope, tokenId: row.id };
+    const row = await this.deps.oauthTokens.findByHash(hash);
+    const user = row ? await this.deps.users.findById(row.user_id) : undefined;
+    if (!row || !user) throw this.unauthorized('the OAuth access token is not valid or was revoked');
+    const entry: CachedOAuthToken = {
+      row,
+      principal: { type: 'user', via: 'oauth', user, scope: row.scope, tokenId: row.id },
+      expiresMs: Date.parse(row.expires_at),
+      lastUsedMs: Number.NEGATIVE_INFINITY,
+    };
+    this.oauthTokens.set(hash, entry, epoch);
+    return this.checkOAuthToken(entry);
+  }
+
+  private checkOAuthToken(entry: CachedOAuthToken): Principal | Promise<Principal> {
+    if (entry.row.revoked_at !== null) throw this.unauthorized('the OAuth access token is not valid or was revoked');
+    const nowMs = this.deps.now().getTime();
+    if (entry.expiresMs <= nowMs) throw this.unauthorized('the OAuth access token has expired');
+    const grantId = entry.row.grant_id;
+    if (grantId === null || entry.lastUsedMs >= nowMs - LAST_USED_WINDOW_MS) return entry.principal;
+    // The grant's last use (connected apps), written at most once per window like a PAT's.
+    entry.lastUsedMs = nowMs;
+    const notBefore = new Date(nowMs - LAST_USED_WINDOW_MS).toISOString();
+    return this.deps.oauthTokens.touchGrant(grantId, new Date(nowMs).toISOString(), notBefore).then(() => entry.principal);
   }
 
   /** See `reauthenticate` below. */
@@ -224,14 +265,31 @@ export class Authenticator {
     }
     if (principal instanceof Promise) {
       return principal.then(
-        (p) => admit(req, declared, p),
+        (p) => this.admit(req, declared, p),
         (e: unknown) => {
           if (guard && e instanceof UnauthorizedError) guard.fail(ip);
           throw e;
         },
       );
     }
-    admit(req, declared, principal);
+    this.admit(req, declared, principal);
+  }
+
+  private admit(req: FastifyRequest, declared: Access, principal: Principal): void {
+    this.check(declared, principal);
+    req.principal = principal;
+  }
+
+  /** 403 when the principal's kind does not pass the declared access. */
+  check(declared: Access, principal: Principal): void {
+    if (allows(declared, principalKind(principal))) return;
+    if (principal.type === 'user' && principal.via !== 'jwt' && declared.token) {
+      // RFC 6750 §3.1 / RFC 9728 §5.1: tell the client which scope to ask for.
+      throw new AppError(403, 'insufficient_scope', 'Forbidden', denial(declared, principal), [], {
+        'www-authenticate': insufficientScopeChallenge(declared.token, this.deps.resourceMetadataUrl),
+      });
+    }
+    throw new ForbiddenError(denial(declared, principal));
   }
 }
 
@@ -243,13 +301,8 @@ export async function reauthenticate(auth: Authenticator, req: FastifyRequest): 
   const declared = accessOf(req.routeOptions.config);
   if (!declared) throw new Error('route without declared access');
   const principal = await auth.authenticate(req.headers.authorization, req.ip);
-  if (!allows(declared, principalKind(principal))) throw new ForbiddenError(denial(declared, principal));
+  auth.check(declared, principal);
   return principal;
-}
-
-function admit(req: FastifyRequest, declared: Access, principal: Principal): void {
-  if (!allows(declared, principalKind(principal))) throw new ForbiddenError(denial(declared, principal));
-  req.principal = principal;
 }
 
 function denial(a: Access, p: Principal): string {

@@ -96,10 +96,7 @@ export class PersonalTokensRepository {
   }
 }
 
-/**
- * OAuth access tokens. The authorization server that issues them comes in a later issue; the
- * API already accepts them so that issue only has to insert rows.
- */
+/** OAuth access tokens as the API looks them up; the authorization server (oauth/) issues them. */
 export class OAuthTokensRepository {
   /** Looked up on every OAuth request: compiled once (see preparedRead). */
   private readonly byHash: (values: readonly unknown[]) => Promise<OAuthAccessTokenRow[]>;
@@ -114,8 +111,8 @@ export class OAuthTokensRepository {
     );
   }
 
-  async insert(row: Omit<OAuthAccessTokenRow, 'revoked_at'>): Promise<OAuthAccessTokenRow> {
-    const full: OAuthAccessTokenRow = { ...row, revoked_at: null };
+  async insert(row: Omit<OAuthAccessTokenRow, 'revoked_at' | 'grant_id'> & { grant_id?: string | null }): Promise<OAuthAccessTokenRow> {
+    const full: OAuthAccessTokenRow = { ...row, grant_id: row.grant_id ?? null, revoked_at: null };
     await this.db.insertInto('oauth_access_tokens').values(full).execute();
     return full;
   }
@@ -124,6 +121,16 @@ export class OAuthTokensRepository {
   /** Every OAuth-authenticated request looks its token up: compiled once. */
   async findByHash(hash: string): Promise<OAuthAccessTokenRow | undefined> {
     return (await this.byHash([hash]))[0];
+  }
+
+  /** Writes the grant's last use unless another request did so since `notBefore`. */
+  async touchGrant(grantId: string, now: string, notBefore: string): Promise<void> {
+    await this.db
+      .updateTable('oauth_grants')
+      .set({ last_used_at: now })
+      .where('id', '=', grantId)
+      .where('last_used_at', '<', notBefore)
+      .execute();
   }
 
   async revoke(id: string, now: string): Promise<boolean> {

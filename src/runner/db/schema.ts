@@ -48,6 +48,66 @@ export interface OAuthAccessTokensTable {
   created_at: string;
   expires_at: string;
   revoked_at: string | null;
+  /** The OAuth grant that issued it (null only for rows made before grants existed). */
+  grant_id: string | null;
+}
+
+/** One consent of a user to a client; revoking it ends every code and token issued under it. */
+export interface OAuthGrantsTable {
+  id: string;
+  user_id: string;
+  client_id: string;
+  scope: 'read' | 'write';
+  created_at: string;
+  /** Last token issued (code exchange, refresh) or API call with one (written at most every 30 s). */
+  last_used_at: string;
+  revoked_at: string | null;
+}
+
+/** Authorization codes, stored as SHA-256; single use (`used_at`). */
+export interface OAuthCodesTable {
+  code_hash: string;
+  grant_id: string;
+  client_id: string;
+  redirect_uri: string;
+  /** 1 when the authorization request named redirect_uri: then the token request must too (RFC 6749 §4.1.3). */
+  redirect_uri_given: number;
+  code_challenge: string;
+  scope: 'read' | 'write';
+  created_at: string;
+  expires_at: string;
+  used_at: string | null;
+}
+
+/** Refresh tokens, stored as SHA-256; `rotated_at` is set when used (rotation). */
+export interface OAuthRefreshTokensTable {
+  id: string;
+  grant_id: string;
+  token_hash: string;
+  scope: 'read' | 'write';
+  created_at: string;
+  expires_at: string;
+  rotated_at: string | null;
+}
+
+export type ClientAuthMethod = 'none' | 'client_secret_basic' | 'client_secret_post';
+
+/** An OAuth client registered through RFC 7591. */
+export interface OAuthClientsTable {
+  id: string;
+  /** SHA-256 of the client secret; null for public clients (`none`). */
+  secret_hash: string | null;
+  /** `client_name` as the client sent it: unverified, shown as such. */
+  name: string;
+  /** JSON array of exact redirect URIs. */
+  redirect_uris: string;
+  token_endpoint_auth_method: ClientAuthMethod;
+  /** JSON array of grant types. */
+  grant_types: string;
+  /** Space-separated scopes the client may ask for. */
+  scope: string;
+  client_uri: string | null;
+  created_at: string;
 }
 
 export interface ProjectsTable {
@@ -145,6 +205,10 @@ export interface RunnerDB {
   runner_counters: CountersTable;
   personal_tokens: PersonalTokensTable;
   oauth_access_tokens: OAuthAccessTokensTable;
+  oauth_clients: OAuthClientsTable;
+  oauth_grants: OAuthGrantsTable;
+  oauth_codes: OAuthCodesTable;
+  oauth_refresh_tokens: OAuthRefreshTokensTable;
   projects: ProjectsTable;
   project_members: ProjectMembersTable;
   workflows: WorkflowsTable;

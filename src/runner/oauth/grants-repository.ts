@@ -1,0 +1,169 @@
+import type { Kysely, Selectable, Transaction } from 'kysely';
+import type { OAuthAccessTokensTable, OAuthCodesTable, OAuthGrantsTable, OAuthRefreshTokensTable, RunnerDB } from '../db/schema.js';
+import { bumpCredentialEpoch } from '../auth/credential-cache.js';
+
+export type OAuthGrantRow = Selectable<OAuthGrantsTable>;
+export type OAuthCodeRow = Selectable<OAuthCodesTable>;
+export type OAuthRefreshTokenRow = Selectable<OAuthRefreshTokensTable>;
+type AccessTokenRow = Selectable<OAuthAccessTokensTable>;
+
+export interface IssuedTokens {
+  access: AccessTokenRow;
+  refresh: OAuthRefreshTokenRow;
+}
+
+export interface ConnectedAppRow {
+  client_id: string;
+  client_name: string;
+  client_uri: string | null;
+  scope: string;
+  first_authorized_at: string;
+  last_used_at: string;
+}
+
+/** Grants, authorization codes and refresh tokens; every revocation bumps the credential epoch. */
+export class OAuthGrantsRepository {
+  constructor(private readonly db: Kysely<RunnerDB>) {}
+
+  async createGrantWithCode(grant: OAuthGrantRow, code: OAuthCodeRow): Promise<void> {
+    await this.db.transaction().execute(async (trx) => {
+      await trx.insertInto('oauth_grants').values(grant).execute();
+      await trx.insertInto('oauth_codes').values(code).execute();
+    });
+  }
+
+  findCode(hash: string): Promise<(OAuthCodeRow & { grant_revoked_at: string | null; user_id: string }) | undefined> {
+    return this.db
+      .selectFrom('oauth_codes as c')
+      .innerJoin('oauth_grants as g', 'g.id', 'c.grant_id')
+      .selectAll('c')
+      .select(['g.revoked_at as grant_revoked_at', 'g.user_id'])
+      .where('c.code_hash', '=', hash)
+      .executeTakeFirst();
+  }
+
+  /**
+   * Marks the code used and issues the first tokens, in one transaction. False when another
+   * request used the code first (the caller then treats it as a replay).
+   */
+  async redeemCode(hash: string, now: string, tokens: IssuedTokens): Promise<boolean> {
+    return this.db.transaction().execute(async (trx) => {
+      const r = await trx.updateTable('oauth_codes').set({ used_at: now }).where('code_hash', '=', hash).where('used_at', 'is', null).executeTakeFirst();
+      if (Number(r.numUpdatedRows) === 0) return false;
+      await this.issue(trx, tokens, now);
+      return true;
+    });
+  }
+
+  findRefreshToken(hash: string): Promise<(OAuthRefreshTokenRow & { grant: OAuthGrantRow }) | undefined> {
+    return this.db
+      .selectFrom('oauth_refresh_tokens as r')
+      .innerJoin('oauth_grants as g', 'g.id', 'r.grant_id')
+      .selectAll('r')
+      .select(['g.user_id', 'g.client_id', 'g.scope as g_scope', 'g.created_at as g_created_at', 'g.last_used_at', 'g.revoked_at'])
+      .where('r.token_hash', '=', hash)
+      .executeTakeFirst()
+      .then((row) =>
+        row
+          ? {
+              id: row.id, grant_id: row.grant_id, token_hash: row.token_hash, scope: row.scope, created_at: row.created_at,
+              expires_at: row.expires_at, rotated_at: row.rotated_at,
+              grant: {
+                id: row.grant_id, user_id: row.user_id, client_id: row.client_id, scope: row.g_scope, created_at: row.g_created_at,
+                last_used_at: row.last_used_at, revoked_at: row.revoked_at,
+              },
+            }
+          : undefined,
+      );
+  }
+
+  /**
+   * Rotation: marks the presented refresh token used and issues its successor in one
+   * transaction. False when a concurrent request rotated it first.
+   */
+  async rotate(refreshId: string, now: string, tokens: IssuedTokens): Promise<boolean> {
+    return this.db.transaction().execute(async (trx) => {
+      const r = await trx.updateTable('oauth_refresh_tokens').set({ rotated_at: now }).where('id', '=', refreshId).where('rotated_at', 'is', null).executeTakeFirst();
+      if (Number(r.numUpdatedRows) === 0) return false;
+      await this.issue(trx, tokens, now);
+      return true;
+    });
+  }
+
+  /** Issues tokens under a grant that was already rotated (the concurrent-refresh grace). */
+  async issueAgain(tokens: IssuedTokens, now: string): Promise<void> {
+    await this.db.transaction().execute((trx) => this.issue(trx, tokens, now));
+  }
+
+  private async issue(trx: Transaction<RunnerDB>, tokens: IssuedTokens, now: string): Promise<void> {
+    await trx.insertInto('oauth_access_tokens').values(tokens.access).execute();
+    await trx.insertInto('oauth_refresh_tokens').values(tokens.refresh).execute();
+    await trx.updateTable('oauth_grants').set({ last_used_at: now }).where('id', '=', tokens.refresh.grant_id).execute();
+  }
+
+  /** Ends a grant and everything issued under it (RFC 7009 §2.1, RFC 6749 §4.1.2, OAuth 2.1 §4.3.1). */
+  async revokeGrant(grantId: string, now: string): Promise<void> {
+    await this.db.transaction().execute(async (trx) => {
+      await this.revokeGrants(trx, [grantId], now);
+    });
+  }
+
+  /** Ends one access token (RFC 7009); false when unknown or already revoked. */
+  async revokeAccessTokenByHash(hash: string, clientId: string, now: string): Promise<boolean> {
+    return this.db.transaction().execute(async (trx) => {
+      const r = await trx
+        .updateTable('oauth_access_tokens')
+        .set({ revoked_at: now })
+        .where('token_hash', '=', hash)
+        .where('client_id', '=', clientId)
+        .where('revoked_at', 'is', null)
+        .executeTakeFirst();
+      if (Number(r.numUpdatedRows) === 0) return false;
+      await bumpCredentialEpoch(trx);
+      return true;
+    });
+  }
+
+  /** Connected apps: revokes every live grant of the user to the client. */
+  async revokeClientForUser(userId: string, clientId: string, now: string): Promise<boolean> {
+    return this.db.transaction().execute(async (trx) => {
+      const ids = await trx
+        .selectFrom('oauth_grants')
+        .select('id')
+        .where('user_id', '=', userId)
+        .where('client_id', '=', clientId)
+        .where('revoked_at', 'is', null)
+        .execute();
+      if (ids.length === 0) return false;
+      await this.revokeGrants(trx, ids.map((g) => g.id), now);
+      return true;
+    });
+  }
+
+  private async revokeGrants(trx: Transaction<RunnerDB>, ids: string[], now: string): Promise<void> {
+    await trx.updateTable('oauth_grants').set({ revoked_at: now }).where('id', 'in', ids).where('revoked_at', 'is', null).execute();
+    await trx.updateTable('oauth_access_tokens').set({ revoked_at: now }).where('grant_id', 'in', ids).where('revoked_at', 'is', null).execute();
+    await trx.updateTable('oauth_refresh_tokens').set({ rotated_at: now }).where('grant_id', 'in', ids).where('rotated_at', 'is', null).execute();
+    // Same transaction as the revocation: no instance keeps serving a cached token (auth/credential-cache.ts).
+    await bumpCredentialEpoch(trx);
+  }
+
+  /** The user's applications with a live grant: widest scope, first authorization, last use. */
+  async connectedApps(userId: string): Promise<ConnectedAppRow[]> {
+    const rows = await this.db
+      .selectFrom('oauth_grants as g')
+      .innerJoin('oauth_clients as c', 'c.id', 'g.client_id')
+      .select(['g.client_id', 'c.name as client_name', 'c.client_uri'])
+      .select((eb) => [
+        eb.fn.max('g.scope').as('scope'),
+        eb.fn.min('g.created_at').as('first_authorized_at'),
+        eb.fn.max('g.last_used_at').as('last_used_at'),
+      ])
+      .where('g.user_id', '=', userId)
+      .where('g.revoked_at', 'is', null)
+      .groupBy(['g.client_id', 'c.name', 'c.client_uri'])
+      .orderBy('last_used_at', 'desc')
+      .execute();
+    return rows as ConnectedAppRow[];
+  }
+}

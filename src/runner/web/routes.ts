@@ -1,0 +1,189 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { HttpApp } from '../../infra/http.js';
+import { TooManyRequestsError, UnauthorizedError } from '../../infra/errors.js';
+import { constantTimeEqual, randomId } from '../../infra/secrets.js';
+import { PUBLIC } from '../auth/access.js';
+import { access, type UserPrincipal } from '../auth/authenticate.js';
+import type { RunnerContext } from '../context.js';
+
+import { AuthorizationPageError, AuthorizationRedirectError } from '../oauth/authorize.js';
+import { OAUTH_PATHS } from '../oauth/metadata.js';
+import { connectedAppsPage, consentPage, errorPage, loginPage } from './pages.js';
+
+const SESSION_COOKIE = 'rnr_session';
+const CSRF_COOKIE = 'rnr_csrf';
+const CONNECTED_APPS = '/connected-apps';
+const LOGIN = '/oauth/login';
+
+type Form = Record<string, unknown>;
+
+const str = (v: unknown): string => (typeof v === 'string' ? v : '');
+
+/**
+ * Pages of the authorization flow: never framed (clickjacking of the consent button, RFC 9700
+ * §4.16 / RFC 6749 §10.13), never cached, no script at all.
+ */
+function html(reply: FastifyReply, status: number, body: string): FastifyReply {
+  return reply
+    .code(status)
+    .header('x-frame-options', 'DENY')
+    .header('content-security-policy', "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'")
+    .header('cache-control', 'no-store')
+    .type('text/html; charset=utf-8')
+    .send(body);
+}
+
+/** Only our own pages may be returned to after login: no open redirect (RFC 9700 §4.11). */
+function safeReturnTo(v: unknown): string {
+  const s = str(v);
+  return s.startsWith(`${OAUTH_PATHS.authorize}?`) || s === CONNECTED_APPS ? s : CONNECTED_APPS;
+}
+
+/** The authorization request parameters to carry through the consent form (strings only). */
+function requestParams(q: Form): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const k of ['response_type', 'client_id', 'redirect_uri', 'scope', 'state', 'code_challenge', 'code_challenge_method', 'resource']) {
+    if (typeof q[k] === 'string') out[k] = q[k] as string;
+  }
+  return out;
+}
+
+/** Login page, consent screen and connected applications, with a cookie session. */
+export function registerWebRoutes(app: HttpApp, ctx: RunnerContext): void {
+  const secure = ctx.config.runner.url.startsWith('https:');
+  const options = { config: access(PUBLIC), schema: { hide: true } };
+
+  /** Double-submit CSRF token (OWASP): a SameSite=Strict cookie echoed in every form. */
+  function csrfToken(req: FastifyRequest, reply: FastifyReply): string {
+    const existing = req.cookies[CSRF_COOKIE];
+    if (existing && /^[0-9a-f]{64}$/.test(existing)) return existing;
+    const token = randomId(32);
+    reply.setCookie(CSRF_COOKIE, token, { httpOnly: true, sameSite: 'strict', secure, path: '/' });
+    return token;
+  }
+
+  function csrfValid(req: FastifyRequest): boolean {
+    const cookie = req.cookies[CSRF_COOKIE];
+    const sent = str((req.body as Form | undefined)?.csrf);
+    return !!cookie && sent.length > 0 && constantTimeEqual(cookie, sent);
+  }
+
+  /** The signed-in user of the cookie session (the web UI's JWT), or null. */
+  async function sessionUser(req: FastifyRequest): Promise<UserPrincipal['user'] | null> {
+    const jwt = req.cookies[SESSION_COOKIE];
+    if (!jwt) return null;
+    try {
+      const p = await ctx.auth.authenticate(`Bearer ${jwt}`, req.ip);
+      return p.type === 'user' && p.via === 'jwt' ? p.user : null;
+    } catch (e) {
+      if (e instanceof UnauthorizedError) return null;
+      throw e;
+    }
+  }
+
+  const toLogin = (reply: FastifyReply, returnTo: string) => reply.redirect(`${LOGIN}?return_to=${encodeURIComponent(returnTo)}`, 303);
+
+  /** Runs the authorization request checks; answers the error itself and returns null on failure. */
+  async function authorizationRequest(params: Form, reply: FastifyReply) {
+    try {
+      return await ctx.oauth.authorizationRequest(params);
+    } catch (e) {
+      if (e instanceof AuthorizationPageError) {
+        html(reply, 400, errorPage(e.message));
+        return null;
+      }
+      if (e instanceof AuthorizationRedirectError) {
+        reply.redirect(ctx.oauth.errorRedirect(e.redirectUri, e.error, e.message, e.state), 303);
+        return null;
+      }
+      throw e;
+    }
+  }
+
+  // RFC 6749 §3.1: the authorization endpoint. Consent is asked on every request (spec B,
+  // OAuth rule 2), never remembered.
+  app.get(OAUTH_PATHS.authorize, options, async (req, reply) => {
+    const query = req.query as Form;
+    const areq = await authorizationRequest(query, reply);
+    if (!areq) return reply;
+    const user = await sessionUser(req);
+    if (!user) return toLogin(reply, req.url);
+    return html(
+      reply,
+      200,
+      consentPage({
+        csrf: csrfToken(req, reply),
+        clientName: areq.client.name,
+        redirectHost: new URL(areq.redirectUri).host,
+        scope: areq.scope,
+        userEmail: user.email,
+        params: requestParams(query),
+      }),
+    );
+  });
+
+  app.post(OAUTH_PATHS.authorize, options, async (req, reply) => {
+    const form = (req.body ?? {}) as Form;
+    // Without a valid token the decision may be forged by another site: no redirect at all.
+    if (!csrfValid(req)) return html(reply, 403, errorPage('The form expired or was not sent from this site. Start again from the application.'));
+    const user = await sessionUser(req);
+    if (!user) return toLogin(reply, `${OAUTH_PATHS.authorize}?${new URLSearchParams(requestParams(form))}`);
+    const areq = await authorizationRequest(form, reply);
+    if (!areq) return reply;
+    const target = form.decision === 'approve' ? await ctx.oauth.approve(areq, user.id) : ctx.oauth.deny(areq);
+    return reply.redirect(target, 303);
+  });
+
+  app.get(LOGIN, options, async (req, reply) => {
+    const returnTo = safeReturnTo((req.query as Form).return_to);
+    return html(reply, 200, loginPage({ csrf: csrfToken(req, reply), returnTo }));
+  });
+
+  app.post(LOGIN, options, async (req, reply) => {
+    const form = (req.body ?? {}) as Form;
+    const returnTo = safeReturnTo(form.return_to);
+    const csrf = csrfToken(req, reply);
+    if (!csrfValid(req)) return html(reply, 403, loginPage({ csrf, returnTo, error: 'The form expired; please try again.' }));
+    try {
+      const session = await ctx.account.login(str(form.email), str(form.password), req.ip);
+      reply.setCookie(SESSION_COOKIE, session.token, {
+        httpOnly: true,
+        // Lax: the session must reach the authorization endpoint when a client's link opens it.
+        sameSite: 'lax',
+        secure,
+        path: '/',
+        expires: new Date(session.expiresAt),
+      });
+      return reply.redirect(returnTo, 303);
+    } catch (e) {
+      if (e instanceof UnauthorizedError || e instanceof TooManyRequestsError) {
+        if (e instanceof TooManyRequestsError) reply.headers(e.headers);
+        return html(reply, e.status, loginPage({ csrf, returnTo, error: e.message, email: str(form.email) }));
+      }
+      throw e;
+    }
+  });
+
+  app.get(CONNECTED_APPS, options, async (req, reply) => {
+    const user = await sessionUser(req);
+    if (!user) return toLogin(reply, CONNECTED_APPS);
+    const apps = await ctx.oauth.connectedApps(user.id);
+    return html(
+      reply,
+      200,
+      connectedAppsPage({
+        csrf: csrfToken(req, reply),
+        userEmail: user.email,
+        apps: apps.map((a) => ({ clientId: a.client_id, name: a.client_name, scope: a.scope, firstAuthorizedAt: a.first_authorized_at, lastUsedAt: a.last_used_at })),
+      }),
+    );
+  });
+
+  app.post(`${CONNECTED_APPS}/revoke`, options, async (req, reply) => {
+    if (!csrfValid(req)) return html(reply, 403, errorPage('The form expired or was not sent from this site.'));
+    const user = await sessionUser(req);
+    if (!user) return toLogin(reply, CONNECTED_APPS);
+    await ctx.oauth.revokeConnectedApp(user.id, str((req.body as Form).client_id));
+    return reply.redirect(CONNECTED_APPS, 303);
+  });
+}
