@@ -1,7 +1,7 @@
 import type { FileLimits } from '../../infra/config.js';
 import type { PendingWrite, Storage, StoredEntry } from '../../infra/storage.js';
 import { type LabelSummary, productFilesReader } from './reader.js';
-import type { FilesRepository } from './repository.js';
+import type { FilesRepository, StorageRow } from './repository.js';
 import { AREAS } from './tree.js';
 
 /** A write refused by a limit; the SFTP server reports `message` to the client as is. */
@@ -48,7 +48,10 @@ export function filesService({ storage, repo, limits: defaults, now = () => new 
   const reader = productFilesReader(repo);
 
   async function limitsFor(productId: string) {
-    const state = await repo.state(productId);
+    return limitsOf(await repo.state(productId));
+  }
+
+  function limitsOf(state: Pick<StorageRow, 'quota_bytes' | 'quota_files' | 'max_file_bytes'> | undefined) {
     const custom: Partial<FileLimits> = {};
     if (state?.quota_bytes != null) custom.quotaBytes = Number(state.quota_bytes);
     if (state?.quota_files != null) custom.quotaFiles = Number(state.quota_files);
@@ -69,11 +72,6 @@ export function filesService({ storage, repo, limits: defaults, now = () => new 
     /**
      * Starts an upload to `path`. Refuses a new file past the file-count quota at once; each
      * write past the size limit or the storage quota throws QuotaExceededError (the caller
-     * aborts, which removes the partial temporary file).
-     */
-    /**
-     * Starts an upload to `path`. Refuses a new file past the file-count quota at once; each
-     * write past the size limit or the storage quota throws QuotaExceededError (the caller
      * aborts, which removes the partial temporary file). `keepExisting` may be decided by a
      * callback that runs while the limits are read (one round trip less per file).
      */
@@ -86,7 +84,7 @@ export function filesService({ storage, repo, limits: defaults, now = () => new 
       // The temporary file is created while the limits are read (an SFTP OPEN answers after
       // the slower of the two, not their sum); a refusal deletes it again.
       const [checks, started] = await Promise.allSettled([
-        Promise.all([limitsFor(productId), repo.usage(productId), repo.find(productId, path)]),
+        repo.uploadContext(productId, path),
         (async () => {
           const keepExisting = typeof keep === 'function' ? await keep() : !!keep;
           return storage.beginWrite(key(productId, path), { keepExisting });
@@ -96,13 +94,15 @@ export function filesService({ storage, repo, limits: defaults, now = () => new 
         if (started.status === 'fulfilled') await started.value.abort();
         throw checks.status === 'rejected' ? checks.reason : (started as PromiseRejectedResult).reason;
       }
-      const [limits, usage, existing] = checks.value;
+      const context = checks.value;
+      const limits = limitsOf(context);
+      const existingSize = context.existing_size;
       const pending: PendingWrite = started.value;
-      if (!existing && usage.files + 1 > limits.quotaFiles) {
+      if (existingSize === null && context.files + 1 > limits.quotaFiles) {
         await pending.abort();
         throw new QuotaExceededError(`file-count quota exceeded: this product may store ${limits.quotaFiles} files`);
       }
-      const available = limits.quotaBytes - (usage.bytes - (existing ? Number(existing.size) : 0));
+      const available = limits.quotaBytes - (context.bytes - (existingSize ?? 0));
       return {
         get size() {
           return pending.size;

@@ -29,7 +29,7 @@ export async function startSftp(
   const database = await openPublishingDatabase(publishing.databaseUrl);
   try {
     const storage = localStorage(publishing.storageDir);
-    const files = filesService({ storage, repo: filesRepository(database.db), limits: publishing.limits });
+    const files = filesService({ storage, repo: filesRepository(database.db, database), limits: publishing.limits });
     const products = productService({ repo: productsRepository(database.db, database.dialect), publishing });
     const hostKeys = loadOrCreateHostKeys(hostKeyDir(publishing.storageDir));
     const log = pino({ level: config.logLevel, name: 'sftp' });
