@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
@@ -162,7 +162,9 @@ export function localStorage(root: string): Storage {
 
     async beginWrite(key, options = {}) {
       const target = resolve(key);
-      const temp = path.join(path.dirname(target), `${TEMP_PREFIX}${randomBytes(8).toString('hex')}`);
+      // randomUUID draws from a cached entropy pool: randomBytes(8) was a synchronous OpenSSL call
+      // per uploaded file, visible in SFTP profiles of many-small-file uploads.
+      const temp = path.join(path.dirname(target), `${TEMP_PREFIX}${randomUUID()}`);
       let size = 0;
       if (options.keepExisting) {
         try {
