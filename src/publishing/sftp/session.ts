@@ -181,7 +181,10 @@ export function serveSftp(sftp: SFTPWrapper, ctx: SessionContext): void {
     run(reqid, 'read', async () => {
       const [, h] = handleOf(handle);
       if (h.kind === 'dir') throw failure('Is a folder');
-      const buf = Buffer.allocUnsafe(Math.min(length, MAX_READ));
+      // Stored files never change in place (uploads rename over them), so the size at open
+      // bounds the read: a 255 KiB request for a 100 KB file allocates 100 KB.
+      const left = h.kind === 'read' ? Math.max(1, h.reader.size - offset) : MAX_READ;
+      const buf = Buffer.allocUnsafe(Math.min(length, MAX_READ, left));
       const n = h.kind === 'read' ? await h.reader.read(buf, 0, buf.length, offset) : await h.upload.read(buf, 0, buf.length, offset);
       if (n === 0) sftp.status(reqid, STATUS_CODE.EOF);
       else sftp.data(reqid, n === buf.length ? buf : buf.subarray(0, n));
