@@ -182,7 +182,7 @@ export function serveSftp(sftp: SFTPWrapper, ctx: SessionContext): void {
       const [, h] = handleOf(handle);
       if (h.kind === 'dir') throw failure('Is a folder');
       // Stored files never change in place (uploads rename over them), so the size at open
-      // bounds the read: a 255 KiB request for a 100 KB file allocates 100 KB.
+      // bounds the read: a 32 KiB request for a 2 KiB file allocates 2 KiB.
       const left = h.kind === 'read' ? Math.max(1, h.reader.size - offset) : MAX_READ;
       const buf = Buffer.allocUnsafe(Math.min(length, MAX_READ, left));
       const n = h.kind === 'read' ? await h.reader.read(buf, 0, buf.length, offset) : await h.upload.read(buf, 0, buf.length, offset);
