@@ -205,6 +205,41 @@ for (const target of dialects()) {
       }
     });
 
+    test('a second chain forked inside the grace window is caught when either chain moves on', async () => {
+      const { client_id } = await register();
+      const t = await tokens(client_id);
+      const legit = (await token({ grant_type: 'refresh_token', refresh_token: t.refresh_token, client_id })).json();
+      const thief = (await token({ grant_type: 'refresh_token', refresh_token: t.refresh_token, client_id })).json();
+      assert.ok(thief.refresh_token, 'served within the grace window');
+      r.clock.advance(10_000);
+      const next = await token({ grant_type: 'refresh_token', refresh_token: legit.refresh_token, client_id });
+      assert.equal(next.statusCode, 200);
+      const forked = await token({ grant_type: 'refresh_token', refresh_token: thief.refresh_token, client_id });
+      assert.equal(forked.json().error, 'invalid_grant', 'the superseded sibling is reuse');
+      assert.equal((await me(next.json().access_token)).statusCode, 401, 'the whole grant is revoked');
+    });
+
+    test('a used code presented by another client is refused without touching the owner\'s grant', async () => {
+      const a = await register();
+      const b = await register();
+      const c = await code(a.client_id);
+      const first = await token({ grant_type: 'authorization_code', code: c.code, code_verifier: c.verifier, redirect_uri: REDIRECT, client_id: a.client_id });
+      assert.equal(first.statusCode, 200);
+      const other = await token({ grant_type: 'authorization_code', code: c.code, code_verifier: c.verifier, redirect_uri: REDIRECT, client_id: b.client_id });
+      assert.equal(other.json().error, 'invalid_grant');
+      assert.equal((await me(first.json().access_token)).statusCode, 200, "another client's replay does not revoke");
+    });
+
+    test('a client registered without the refresh_token grant gets no refresh token and cannot refresh', async () => {
+      const { client_id } = await register({ grant_types: ['authorization_code'] });
+      const c = await code(client_id);
+      const res = await token({ grant_type: 'authorization_code', code: c.code, code_verifier: c.verifier, redirect_uri: REDIRECT, client_id });
+      assert.equal(res.statusCode, 200);
+      assert.equal(res.json().refresh_token, undefined);
+      const refresh = await token({ grant_type: 'refresh_token', refresh_token: 'rnr_ort_x', client_id });
+      assert.equal(refresh.json().error, 'unauthorized_client');
+    });
+
     test('races: one of two simultaneous code redemptions wins and the loser revokes it; simultaneous refreshes are both served', async () => {
       const { client_id } = await register();
       const c = await code(client_id);

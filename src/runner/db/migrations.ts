@@ -225,4 +225,10 @@ export const runnerMigrations: Record<string, Migration> = {
       await db.schema.createIndex('oauth_access_tokens_grant').on('oauth_access_tokens').column('grant_id').execute();
     },
   },
+  '0006_oauth_refresh_parent': {
+    async up(db: Kysely<unknown>) {
+      await db.schema.alterTable('oauth_refresh_tokens').addColumn('parent_id', 'text').execute();
+      await db.schema.createIndex('oauth_refresh_tokens_parent').on('oauth_refresh_tokens').column('parent_id').execute();
+    },
+  },
 };

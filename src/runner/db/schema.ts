@@ -88,6 +88,8 @@ export interface OAuthRefreshTokensTable {
   created_at: string;
   expires_at: string;
   rotated_at: string | null;
+  /** The refresh token whose use issued this one; siblings share it (see grants-repository `rotate`). */
+  parent_id: string | null;
 }
 
 export type ClientAuthMethod = 'none' | 'client_secret_basic' | 'client_secret_post';

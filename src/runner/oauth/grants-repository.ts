@@ -7,6 +7,9 @@ export type OAuthCodeRow = Selectable<OAuthCodesTable>;
 export type OAuthRefreshTokenRow = Selectable<OAuthRefreshTokensTable>;
 type AccessTokenRow = Selectable<OAuthAccessTokensTable>;
 
+/** `rotated_at` of a superseded sibling: long past any grace window, so its use is reuse. */
+export const SUPERSEDED = '1970-01-01T00:00:00.000Z';
+
 export interface IssuedTokens {
   access: AccessTokenRow;
   refresh: OAuthRefreshTokenRow;
@@ -67,7 +70,7 @@ export class OAuthGrantsRepository {
         row
           ? {
               id: row.id, grant_id: row.grant_id, token_hash: row.token_hash, scope: row.scope, created_at: row.created_at,
-              expires_at: row.expires_at, rotated_at: row.rotated_at,
+              expires_at: row.expires_at, rotated_at: row.rotated_at, parent_id: row.parent_id,
               grant: {
                 id: row.grant_id, user_id: row.user_id, client_id: row.client_id, scope: row.g_scope, created_at: row.g_created_at,
                 last_used_at: row.last_used_at, revoked_at: row.revoked_at,
@@ -81,10 +84,23 @@ export class OAuthGrantsRepository {
    * Rotation: marks the presented refresh token used and issues its successor in one
    * transaction. False when a concurrent request rotated it first.
    */
-  async rotate(refreshId: string, now: string, tokens: IssuedTokens): Promise<boolean> {
+  async rotate(refresh: Pick<OAuthRefreshTokenRow, 'id' | 'parent_id'>, now: string, tokens: IssuedTokens): Promise<boolean> {
     return this.db.transaction().execute(async (trx) => {
-      const r = await trx.updateTable('oauth_refresh_tokens').set({ rotated_at: now }).where('id', '=', refreshId).where('rotated_at', 'is', null).executeTakeFirst();
+      const r = await trx.updateTable('oauth_refresh_tokens').set({ rotated_at: now }).where('id', '=', refresh.id).where('rotated_at', 'is', null).executeTakeFirst();
       if (Number(r.numUpdatedRows) === 0) return false;
+      if (refresh.parent_id !== null) {
+        // Siblings were issued from the same parent inside the concurrent-refresh grace. Once one
+        // of them is rotated the client has chosen its chain; the others are superseded, so a
+        // later use of one (a second chain forked by a thief) counts as reuse and revokes the
+        // grant (OAuth 2.1 §4.3.1, RFC 9700 §4.14.2).
+        await trx
+          .updateTable('oauth_refresh_tokens')
+          .set({ rotated_at: SUPERSEDED })
+          .where('parent_id', '=', refresh.parent_id)
+          .where('id', '!=', refresh.id)
+          .where('rotated_at', 'is', null)
+          .execute();
+      }
       await this.issue(trx, tokens, now);
       return true;
     });

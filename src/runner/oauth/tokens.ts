@@ -21,7 +21,8 @@ export interface TokenResponse {
   access_token: string;
   token_type: 'Bearer';
   expires_in: number;
-  refresh_token: string;
+  /** Absent for clients registered without the refresh_token grant (RFC 7591 §2). */
+  refresh_token?: string;
   scope: Scope;
 }
 
@@ -38,6 +39,15 @@ export interface TokenDeps {
 /** RFC 6749 §5.2 */
 const invalidGrant = (description: string) => new OAuthError(400, 'invalid_grant', description);
 const invalidRequest = (description: string) => new OAuthError(400, 'invalid_request', description);
+
+/** The grant types the client registered (RFC 7591 §2); stored as a JSON array. */
+function allowsRefresh(client: OAuthClientRow): boolean {
+  try {
+    return (JSON.parse(client.grant_types) as unknown[]).includes('refresh_token');
+  } catch {
+    return false;
+  }
+}
 
 /** A single form parameter; RFC 6749 §3.2: "Request and response parameters MUST NOT be included more than once". */
 function param(form: FormParams, name: string): string | undefined {
@@ -107,7 +117,11 @@ export class TokenEndpoint {
     const grantType = param(form, 'grant_type');
     this.checkResource(form);
     if (grantType === 'authorization_code') return this.authorizationCode(client, form);
-    if (grantType === 'refresh_token') return this.refresh(client, form);
+    if (grantType === 'refresh_token') {
+      // RFC 7591 §2: a client registered without the refresh_token grant may not use it.
+      if (!allowsRefresh(client)) throw new OAuthError(400, 'unauthorized_client', 'this client is not registered for the refresh_token grant');
+      return this.refresh(client, form);
+    }
     if (grantType === undefined) throw invalidRequest('grant_type is required');
     throw new OAuthError(400, 'unsupported_grant_type', 'grant_type must be authorization_code or refresh_token');
   }
@@ -128,14 +142,15 @@ export class TokenEndpoint {
     const row = await this.d.grants.findCode(hash);
     const now = this.d.now();
     if (!row || row.grant_revoked_at !== null) throw invalidGrant('the authorization code is not valid');
+    // RFC 6749 §4.1.3: issued to this client. Checked before the replay rule, so another client
+    // holding a leaked code cannot revoke the user's grant with it.
+    if (row.client_id !== client.id) throw invalidGrant('the authorization code was issued to another client');
     if (row.used_at !== null) {
       // RFC 6749 §4.1.2 / OAuth 2.1 §4.1.3: a reused code revokes what the first use issued.
       await this.d.grants.revokeGrant(row.grant_id, now.toISOString());
       throw invalidGrant('the authorization code was already used; the tokens issued with it are revoked');
     }
     if (row.expires_at <= now.toISOString()) throw invalidGrant('the authorization code has expired');
-    // RFC 6749 §4.1.3: issued to this client.
-    if (row.client_id !== client.id) throw invalidGrant('the authorization code was issued to another client');
     // RFC 6749 §4.1.3: the same redirect_uri as the authorization request, when it named one.
     const redirectUri = param(form, 'redirect_uri');
     if (row.redirect_uri_given === 1 ? redirectUri !== row.redirect_uri : redirectUri !== undefined && redirectUri !== row.redirect_uri) {
@@ -145,11 +160,16 @@ export class TokenEndpoint {
     if (!verifier) throw invalidRequest('code_verifier is required (PKCE, RFC 7636 §4.5)');
     if (!pkceMatches(verifier, row.code_challenge)) throw invalidGrant('code_verifier does not match the code_challenge');
 
-    const { tokens, response } = this.mint(row.grant_id, row.user_id, client.id, row.scope, row.scope, now);
+    const { tokens, response } = this.mint(row.grant_id, row.user_id, client.id, row.scope, row.scope, now, null);
     if (!(await this.d.grants.redeemCode(hash, now.toISOString(), tokens))) {
       // A concurrent request redeemed it between our read and write: that is a replay too.
       await this.d.grants.revokeGrant(row.grant_id, now.toISOString());
       throw invalidGrant('the authorization code was already used; the tokens issued with it are revoked');
+    }
+    if (!allowsRefresh(client)) {
+      // The refresh token row stays unusable: its grant type is refused for this client.
+      const { refresh_token: _unused, ...withoutRefresh } = response;
+      return withoutRefresh;
     }
     return response;
   }
@@ -174,8 +194,8 @@ export class TokenEndpoint {
       throw new OAuthError(400, 'invalid_scope', 'the scope can only be narrowed on refresh');
     }
 
-    const { tokens, response } = this.mint(row.grant_id, row.grant.user_id, client.id, asked, row.scope, now);
-    if (row.rotated_at === null && (await this.d.grants.rotate(row.id, nowIso, tokens))) return response;
+    const { tokens, response } = this.mint(row.grant_id, row.grant.user_id, client.id, asked, row.scope, now, row.id);
+    if (row.rotated_at === null && (await this.d.grants.rotate(row, nowIso, tokens))) return response;
     // Already rotated: a concurrent refresh within the grace window is served; anything later
     // is reuse of a rotated token, so the whole grant is revoked (OAuth 2.1 §4.3.1, RFC 9700 §4.14.2).
     const rotatedAt = row.rotated_at ?? (await this.d.grants.findRefreshToken(row.token_hash))?.rotated_at ?? nowIso;
@@ -187,7 +207,7 @@ export class TokenEndpoint {
     throw invalidGrant('the refresh token was already used; the grant is revoked');
   }
 
-  private mint(grantId: string, userId: string, clientId: string, scope: Scope, refreshScope: Scope, now: Date) {
+  private mint(grantId: string, userId: string, clientId: string, scope: Scope, refreshScope: Scope, now: Date, parentId: string | null) {
     const access = generateToken(OAUTH_ACCESS_PREFIX);
     const refresh = generateToken(OAUTH_REFRESH_PREFIX);
     const nowIso = now.toISOString();
@@ -199,7 +219,7 @@ export class TokenEndpoint {
       },
       refresh: {
         id: randomUUID(), grant_id: grantId, token_hash: sha256(refresh), scope: refreshScope, created_at: nowIso,
-        expires_at: new Date(now.getTime() + REFRESH_LIFETIME_MS).toISOString(), rotated_at: null,
+        expires_at: new Date(now.getTime() + REFRESH_LIFETIME_MS).toISOString(), rotated_at: null, parent_id: parentId,
       },
     };
     const response: TokenResponse = { access_token: access, token_type: 'Bearer', expires_in: ttl, refresh_token: refresh, scope };
