@@ -44,7 +44,7 @@ export function localStorage(root: string): Storage {
       const st = fs.lstatSync(p);
       return st.isFile() || st.isDirectory() ? st : null;
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === 'ENOENT' || (e as NodeJS.ErrnoException).code === 'ENOTDIR') return null;
+      if (['ENOENT', 'ENOTDIR', 'ENAMETOOLONG'].includes(String((e as NodeJS.ErrnoException).code))) return null;
       throw e;
     }
   }
@@ -84,7 +84,7 @@ export function localStorage(root: string): Storage {
         dirents = await fsp.readdir(dir, { withFileTypes: true });
       } catch (e) {
         const code = (e as NodeJS.ErrnoException).code;
-        if (code === 'ENOENT' || code === 'ENOTDIR') return null;
+        if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'ENAMETOOLONG') return null;
         throw e;
       }
       const out: StoredEntry[] = [];
@@ -102,7 +102,7 @@ export function localStorage(root: string): Storage {
         handle = await fsp.open(resolve(key), fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
       } catch (e) {
         const code = (e as NodeJS.ErrnoException).code;
-        if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'ELOOP') return null;
+        if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'ELOOP' || code === 'ENAMETOOLONG') return null;
         throw e;
       }
       const st = await handle.stat();
@@ -139,7 +139,7 @@ export function localStorage(root: string): Storage {
         fd = fs.openSync(resolve(key), fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
       } catch (e) {
         const code = (e as NodeJS.ErrnoException).code;
-        if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'ELOOP' || code === 'EISDIR') return null;
+        if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'ELOOP' || code === 'EISDIR' || code === 'ENAMETOOLONG') return null;
         throw e;
       }
       try {

@@ -12,6 +12,9 @@ import { productIdProblem } from '../products/slug.js';
 
 const isProductId = (s: string) => productIdProblem(s) === null;
 
+/** Longest decoded path the download host looks up. */
+export const MAX_DOWNLOAD_PATH_BYTES = 1024;
+
 export interface DownloadTarget {
   productId: string;
   area: 'update-site' | 'assets' | 'workflows';
@@ -46,6 +49,9 @@ export function parseDownloadPath(pathname: string): ParsedPath {
     if (s.startsWith(RESERVED_NAME_PREFIX)) return { ok: false, status: 404, reason: 'not found' };
     segments.push(s);
   }
+  // The whole path is bounded like the SFTP tree's (a longer one cannot name a stored file):
+  // 404, never the file system's ENAMETOOLONG.
+  if (Buffer.byteLength(segments.join('/')) > MAX_DOWNLOAD_PATH_BYTES) return { ok: false, status: 404, reason: 'not found' };
   const [first, second, ...rest] = segments;
   if (first === 'assets' || first === 'workflows') {
     if (!second || !isProductId(second) || rest.length === 0) return { ok: false, status: 404, reason: 'not found' };

@@ -179,6 +179,9 @@ describe('download host', () => {
       '/assets/Bad_ID/x',
       '/assets/csv-nodes/%ff%fe',
       `/assets/csv-nodes/${'a'.repeat(300)}`,
+      // Every segment within 255 bytes, the whole path over the file system's limit.
+      `/csv-nodes/5.4/${Array.from({ length: 18 }, () => 'a'.repeat(250)).join('/')}`,
+      `/assets/csv-nodes/${Array.from({ length: 18 }, () => 'b'.repeat(250)).join('/')}/`,
     ];
     for (const p of attempts) {
       const r = await raw(base, p);
