@@ -28,12 +28,16 @@ export interface CrawlLimits extends ReadLimits {
   maxIconBytes: number;
   /** Bundles read at once. */
   concurrency: number;
+  /** Requests one crawl may make in all (composites of composites multiply quickly). */
+  maxRequests: number;
 }
 
 export const DEFAULT_CRAWL_LIMITS: CrawlLimits = {
   timeoutMs: 30_000,
   maxBytes: 256 * 1024 * 1024,
-  maxXmlBytes: 64 * 1024 * 1024,
+  // A vendor's own repository metadata is a few MB at most; parsed XML takes ~60x its size
+  // in memory, and crawls run in the serving process.
+  maxXmlBytes: 16 * 1024 * 1024,
   maxCompositeDepth: 5,
   maxChildren: 100,
   jar: DEFAULT_JAR_LIMITS,
@@ -41,6 +45,7 @@ export const DEFAULT_CRAWL_LIMITS: CrawlLimits = {
   maxDescriptionBytes: 1024 * 1024,
   maxIconBytes: 256 * 1024,
   concurrency: 4,
+  maxRequests: 10_000,
 };
 
 export interface CrawledNode {
@@ -91,8 +96,10 @@ async function pool<T>(items: T[], n: number, fn: (t: T) => Promise<void>): Prom
   );
 }
 
-export async function crawlRepository(url: string, limits: CrawlLimits = DEFAULT_CRAWL_LIMITS): Promise<CrawlResult> {
+export async function crawlRepository(url: string, crawlLimits: CrawlLimits = DEFAULT_CRAWL_LIMITS): Promise<CrawlResult> {
   const base = url.endsWith('/') ? url : `${url}/`;
+  // Every fetch of this crawl stays on the label's own host and shares one request budget.
+  const limits: CrawlLimits = { ...crawlLimits, origin: new URL(base).origin, budget: { left: crawlLimits.maxRequests } };
   const problems = new ProblemList();
   const repo = await readRepository(base, problems, limits);
   if (!repo.readable) {

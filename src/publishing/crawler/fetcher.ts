@@ -8,6 +8,42 @@ export interface FetchLimits {
   timeoutMs: number;
   /** Largest body read into memory. */
   maxBytes: number;
+  /**
+   * The only origin a crawl may fetch from (the download host serving the label). Composite
+   * children, artifact mapping rules and redirects come from vendor files: without this a
+   * vendor could make the server fetch internal hosts and read the outcome in the crawl report.
+   */
+  origin?: string;
+  /** Requests this crawl may still make; a repository that keeps asking for more is cut off. */
+  budget?: { left: number };
+}
+
+const MAX_REDIRECTS = 5;
+
+/** Refuses a URL outside the crawl's origin and spends one request of its budget. */
+function admit(url: URL, limits: FetchLimits): void {
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new FetchProblem(url.href, `unsupported URL scheme ${url.protocol}`);
+  if (limits.origin !== undefined && url.origin !== limits.origin) {
+    throw new FetchProblem(url.href, `not fetched: outside the download host ${limits.origin}`);
+  }
+  if (limits.budget) {
+    if (limits.budget.left <= 0) throw new FetchProblem(url.href, 'not fetched: the crawl made too many requests');
+    limits.budget.left -= 1;
+  }
+}
+
+/** fetch() that follows redirects itself, only within the crawl's origin. */
+async function fetchAdmitted(url: URL, limits: FetchLimits, init: { method: 'GET' | 'HEAD'; signal: AbortSignal }): Promise<Response> {
+  let target = url;
+  for (let hop = 0; ; hop++) {
+    admit(target, limits);
+    const res = await fetch(target, { ...init, redirect: 'manual', headers: { 'user-agent': 'pier-crawler' } });
+    const location = res.headers.get('location');
+    if (res.status < 300 || res.status >= 400 || location === null) return res;
+    await res.body?.cancel();
+    if (hop >= MAX_REDIRECTS) throw new FetchProblem(url.href, `more than ${MAX_REDIRECTS} redirects`);
+    target = new URL(location, target);
+  }
 }
 
 export class FetchProblem extends Error {
@@ -23,12 +59,12 @@ export class FetchProblem extends Error {
 /** The body of `url`, or null on 404/410; throws FetchProblem on anything else. */
 export async function fetchBytes(url: string, limits: FetchLimits, maxBytes = limits.maxBytes): Promise<Buffer | null> {
   const u = new URL(url);
-  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new FetchProblem(url, `unsupported URL scheme ${u.protocol}`);
   const signal = AbortSignal.timeout(limits.timeoutMs);
   let res: Response;
   try {
-    res = await fetch(u, { signal, redirect: 'follow', headers: { 'user-agent': 'pier-crawler' } });
+    res = await fetchAdmitted(u, limits, { method: 'GET', signal });
   } catch (e) {
+    if (e instanceof FetchProblem) throw e;
     throw new FetchProblem(url, signal.aborted ? `no answer within ${limits.timeoutMs} ms` : `unreachable: ${causeOf(e)}`);
   }
   if (res.status === 404 || res.status === 410) {
@@ -66,9 +102,10 @@ export async function fetchBytes(url: string, limits: FetchLimits, maxBytes = li
 export async function exists(url: string, limits: FetchLimits): Promise<boolean> {
   const signal = AbortSignal.timeout(limits.timeoutMs);
   try {
-    const res = await fetch(url, { method: 'HEAD', signal, redirect: 'follow' });
+    const res = await fetchAdmitted(new URL(url), limits, { method: 'HEAD', signal });
     return res.ok;
   } catch (e) {
+    if (e instanceof FetchProblem) throw e;
     throw new FetchProblem(url, signal.aborted ? `no answer within ${limits.timeoutMs} ms` : `unreachable: ${causeOf(e)}`);
   }
 }

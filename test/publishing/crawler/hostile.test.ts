@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { test } from 'node:test';
 import { zipSync } from 'fflate';
@@ -162,13 +164,45 @@ test('slow, endless and unreachable URLs end with a problem within the timeout',
   });
   assert.ok(endless.problems.some((p) => p.code === 'fetch_failed' && /more than/.test(p.message)), JSON.stringify(endless.problems));
 
+});
+
+test('the crawl never leaves the download host: other origins and redirects to them are not fetched', async () => {
+  // An "internal" server the vendor names in a composite, and one a redirect points at.
+  const seen: string[] = [];
+  const internal = http.createServer((req, res) => {
+    seen.push(req.url ?? '');
+    res.writeHead(500).end();
+  });
+  await new Promise<void>((r) => internal.listen(0, '127.0.0.1', r));
+  const internalUrl = `http://127.0.0.1:${(internal.address() as AddressInfo).port}`;
   const root = tempDir('pier-hostile-');
-  buildComposite(path.join(root, 'top'), ['http://127.0.0.1:1/nothing/']);
-  const server = await serveDir(root);
+  buildComposite(path.join(root, 'top'), [`${internalUrl}/internal-secret/`, 'http://127.0.0.1:1/nothing/']);
+  buildComposite(path.join(root, 'redirecting'), ['../moved/']);
+  const server = await serveDir(root, {
+    '/moved/p2.index': (res: http.ServerResponse) => res.writeHead(302, { location: `${internalUrl}/via-redirect/p2.index` }).end(),
+    '/moved/compositeContent.xml': (res: http.ServerResponse) => res.writeHead(302, { location: `${internalUrl}/via-redirect/c.xml` }).end(),
+    '/moved/content.jar': (res: http.ServerResponse) => res.writeHead(302, { location: `${internalUrl}/via-redirect/content.jar` }).end(),
+  });
   try {
     const r = await crawlRepository(`${server.url}/top/`, LIMITS);
-    assert.ok(r.problems.some((p) => p.code === 'fetch_failed' && /unreachable/.test(p.message)), JSON.stringify(r.problems));
+    assert.ok(r.problems.some((p) => p.code === 'fetch_failed' && /outside the download host/.test(p.message)), JSON.stringify(r.problems));
     assert.equal(r.summary.fatal, true);
+    await crawlRepository(`${server.url}/redirecting/`, LIMITS);
+    assert.deepEqual(seen, [], 'no request reached another origin');
+  } finally {
+    await server.close();
+    await new Promise<void>((r) => internal.close(() => r()));
+    fs.rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test('a crawl stops at its request budget with a problem', async () => {
+  const root = tempDir('pier-hostile-');
+  buildSite(path.join(root, 'site'), exampleSpec('jar'));
+  const server = await serveDir(root);
+  try {
+    const r = await crawlRepository(`${server.url}/site/`, { ...LIMITS, maxRequests: 3 });
+    assert.ok(r.problems.some((p) => /too many requests/.test(p.message)), JSON.stringify(r.problems));
   } finally {
     await server.close();
     fs.rmSync(root, { recursive: true, force: true });
