@@ -11,6 +11,9 @@ import type { FilesService } from '../files/service.js';
 import type { HostKey } from './host-keys.js';
 import { type SessionLog, serveSftp } from './session.js';
 
+
+/** SFTP channels open at once on one connection (OpenSSH, lftp and rclone use one each). */
+const MAX_CHANNELS_PER_CONNECTION = 2;
 export interface SftpAuthenticator {
   /** The product whose SFTP credentials these are, or null. */
   authenticateSftp(username: string, password: string): Promise<{ id: string } | null>;
@@ -142,8 +145,21 @@ export function createSftpServer(options: SftpServerOptions): SftpServer {
       client.on('ready', () => {
         clearTimeout(timer);
         const id = productId as string;
-        client.on('session', (acceptSession) => {
+        let channels = 0;
+        client.on('session', (acceptSession, rejectSession) => {
+          // Sessions per product are capped by connection; channels per connection are capped
+          // here, or one login could open hundreds of SFTP channels of 64 handles each and use
+          // up the descriptors of the whole process (every product's web, downloads and SFTP).
+          if (channels >= MAX_CHANNELS_PER_CONNECTION) {
+            log.warn({ ip, productId: id }, `sftp: channel refused, ${channels} already open on this connection`);
+            rejectSession();
+            return;
+          }
+          channels += 1;
           const session = acceptSession();
+          session.on('close', () => {
+            channels -= 1;
+          });
           // Accepted synchronously: OpenSSH sends INIT right behind the subsystem request, and
           // data arriving before accept() would be dropped.
           session.on('sftp', (acceptSftp) => serveSftp(acceptSftp(), { productId: id, files, log }));

@@ -27,8 +27,12 @@ export interface SessionContext {
   log: SessionLog;
 }
 
-/** Open handles per session: enough for lftp/rclone parallel transfers, bounded against abuse. */
-const MAX_HANDLES = 256;
+/**
+ * Open handles per session: enough for lftp/rclone parallel transfers, bounded against abuse
+ * (with at most 2 channels per connection and the per-product session cap, this bounds the
+ * descriptors one product can hold).
+ */
+const MAX_HANDLES = 64;
 /** Largest READ answered (OpenSSH's own server caps at 256 KiB too). */
 const MAX_READ = 256 * 1024;
 const READDIR_BATCH = 128;

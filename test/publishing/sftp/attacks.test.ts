@@ -138,6 +138,27 @@ for (const target of dialects()) {
       assert.deepEqual(tree(stack), before);
     });
 
+    test('one connection gets at most two SFTP channels', async () => {
+      const client = new ssh2.Client();
+      await new Promise<void>((resolve, reject) => {
+        client.on('ready', () => resolve());
+        client.on('error', reject);
+        client.connect({ host: '127.0.0.1', port: stack.sftp.port, username: victim.username, password: victim.password, tryKeyboard: false });
+      });
+      try {
+        const channel = () => new Promise<ssh2.SFTPWrapper>((resolve, reject) => client.sftp((err, sftp) => (err ? reject(err) : resolve(sftp))));
+        const first = await channel();
+        const second = await channel();
+        await assert.rejects(channel(), 'the third channel is refused');
+        second.end();
+        await new Promise((r) => setTimeout(r, 100));
+        (await channel()).end();
+        first.end();
+      } finally {
+        client.end();
+      }
+    });
+
     test('a rotated password stops working for new logins at once; sessions per product are capped', async () => {
       const rotated = await stack.products.rotateSftpPassword('other-ext');
       await assert.rejects(ssh2Sftp(stack.sftp.port, other.username, other.password), /authentication methods failed/);
