@@ -104,13 +104,18 @@ for (const target of dialects()) {
       return res;
     }
 
-    test('PKCE: missing or plain challenges are refused at the redirect URI; a wrong verifier gets invalid_grant', async () => {
+    test('PKCE: missing or plain challenges are refused, never redirected automatically; a wrong verifier gets invalid_grant', async () => {
       const { client_id } = await register();
       const base = { client_id, redirect_uri: REDIRECT, response_type: 'code', state: 'xyz' };
       for (const extra of [{}, { code_challenge: 'a'.repeat(43), code_challenge_method: 'plain' }, { code_challenge: 'a'.repeat(43) }]) {
         const res = await authorizeRedirect({ ...base, ...extra });
-        assert.equal(res.status, 303);
-        const loc = new URL(res.headers.get('location')!);
+        // An error page with the error response as a link: a self-registered redirect URI must
+        // not turn this server into an open redirector (RFC 9700 §4.11.2).
+        assert.equal(res.status, 400);
+        assert.equal(res.headers.get('location'), null);
+        const href = /<a href="([^"]+)"/.exec(await res.text())?.[1]?.replaceAll('&amp;', '&');
+        assert.ok(href, 'a link back to the application');
+        const loc = new URL(href);
         assert.equal(loc.origin + loc.pathname, REDIRECT);
         assert.equal(loc.searchParams.get('error'), 'invalid_request');
         assert.equal(loc.searchParams.get('state'), 'xyz');
@@ -286,7 +291,8 @@ for (const target of dialects()) {
       assert.equal(again.statusCode, 200, 'the refresh token keeps the granted scope (RFC 6749 §6)');
       const restricted = await register({ scope: 'read' });
       const res = await authorizeRedirect({ client_id: restricted.client_id, redirect_uri: REDIRECT, response_type: 'code', code_challenge: pkce().challenge, code_challenge_method: 'S256', scope: 'write' });
-      assert.equal(new URL(res.headers.get('location')!).searchParams.get('error'), 'invalid_scope');
+      assert.equal(res.status, 400);
+      assert.match(await res.text(), /error=invalid_scope/);
     });
 
     test('consent: CSRF token required, not frameable, deny returns access_denied', async () => {

@@ -83,13 +83,27 @@ export function consentPage(v: ConsentView): string {
   );
 }
 
-export function errorPage(message: string): string {
+/**
+ * `back`: the error response for a trusted redirect URI. It is a link the user follows, not an
+ * automatic redirect: clients register themselves (RFC 7591), so an automatic error redirect
+ * would make this server an open redirector for anyone who registers (RFC 9700 §4.11.2).
+ */
+export function errorPage(message: string, back?: { href: string; host: string }): string {
   return page(
     'Authorization error',
     <main>
       <h1>This authorization request cannot be processed</h1>
       <p class="error">{message}</p>
-      <p>You were not sent back to the application, because its address could not be trusted.</p>
+      {back ? (
+        <p>
+          <a href={back.href} rel="noreferrer">
+            Return to {back.host}
+          </a>{' '}
+          (the application's address, not verified by this runner).
+        </p>
+      ) : (
+        <p>You were not sent back to the application, because its address could not be trusted.</p>
+      )}
     </main>,
   );
 }

@@ -93,7 +93,10 @@ export function registerWebRoutes(app: HttpApp, ctx: RunnerContext): void {
         return null;
       }
       if (e instanceof AuthorizationRedirectError) {
-        reply.redirect(ctx.oauth.errorRedirect(e.redirectUri, e.error, e.message, e.state), 303);
+        // Before the user has seen a consent screen an error is shown, with the error response
+        // as a link (pages.tsx errorPage): never an automatic redirect to a self-registered URI.
+        const href = ctx.oauth.errorRedirect(e.redirectUri, e.error, e.message, e.state);
+        html(reply, 400, errorPage(e.message, { href, host: new URL(e.redirectUri).host }));
         return null;
       }
       throw e;
