@@ -6,7 +6,7 @@
  * skips the web app's plugin pipeline.
  */
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { listenOn } from '../../infra/listen.js';
 import type { Storage, StoredReader } from '../../infra/storage.js';
 import { contentTypeOf, etagOf, notModified, rangeOf } from './http-file.js';
 import { folderIndex } from './index-page.js';
@@ -172,16 +172,10 @@ export function createDownloadServer(options: { storage: Storage; log: DownloadL
 
   return {
     server,
-    listen(port, host) {
-      return new Promise((resolve, reject) => {
-        server.once('error', reject);
-        server.listen(port, host, () => {
-          server.off('error', reject);
-          const a = server.address() as AddressInfo;
-          const h = a.family === 'IPv6' ? `[${a.address}]` : a.address;
-          resolve({ host: a.address, port: a.port, url: `http://${h}:${a.port}` });
-        });
-      });
+    async listen(port, host) {
+      const a = await listenOn(server, port, host);
+      const h = a.family === 'IPv6' ? `[${a.address}]` : a.address;
+      return { host: a.address, port: a.port, url: `http://${h}:${a.port}` };
     },
     close() {
       return new Promise((resolve) => {

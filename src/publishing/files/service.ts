@@ -1,5 +1,5 @@
 import type { FileLimits } from '../../infra/config.js';
-import type { PendingWrite, Storage, StoredEntry } from '../../infra/storage.js';
+import type { PendingWrite, Storage } from '../../infra/storage.js';
 import { type LabelSummary, productFilesReader } from './reader.js';
 import type { FilesRepository, StorageRow } from './repository.js';
 import { AREAS } from './tree.js';
@@ -20,14 +20,8 @@ export interface FilesServiceDeps {
   now?: () => Date;
 }
 
-/** An upload in progress, checked against the product's limits on every write. */
-export interface Upload {
-  readonly size: number;
-  write(buffer: Buffer, offset: number, length: number, position: number): Promise<void>;
-  read(buffer: Buffer, offset: number, length: number, position: number): Promise<number>;
-  commit(times?: { atimeMs: number; mtimeMs: number }): Promise<StoredEntry>;
-  abort(): Promise<void>;
-}
+/** An upload in progress: a storage write checked against the product's limits on every write. */
+export type Upload = Omit<PendingWrite, 'key'>;
 
 export interface FilesSummary {
   files: number;

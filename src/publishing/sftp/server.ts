@@ -4,9 +4,9 @@
  * product registry on every attempt (a rotated password stops working at once); failed logins
  * scored per client address with growing bans; a cap on concurrent sessions per product.
  */
-import type { AddressInfo } from 'node:net';
 import ssh2, { type Connection, type ServerConfig } from 'ssh2';
 import { FailureLimiter, type FailureLimiterOptions } from '../../infra/failure-limiter.js';
+import { listenOn } from '../../infra/listen.js';
 import type { FilesService } from '../files/service.js';
 import type { HostKey } from './host-keys.js';
 import { type SessionLog, serveSftp } from './session.js';
@@ -188,15 +188,9 @@ export function createSftpServer(options: SftpServerOptions): SftpServer {
   );
 
   return {
-    listen(port, host) {
-      return new Promise((resolve, reject) => {
-        server.once('error', reject);
-        server.listen(port, host, () => {
-          server.off('error', reject);
-          const a = server.address() as AddressInfo;
-          resolve({ host: a.address, port: a.port });
-        });
-      });
+    async listen(port, host) {
+      const a = await listenOn(server, port, host);
+      return { host: a.address, port: a.port };
     },
     close() {
       return new Promise((resolve) => {
