@@ -273,7 +273,7 @@ describe('permission table: every route × every principal', () => {
     );
     const run = (status: RunRow['status'], extra: Partial<RunRow> = {}): RunRow => ({
       id: randomUUID(), project_id: projectId, workflow_id: workflowId, workflow_version: 1, status, parameters: '{}',
-      created_by: memberId, created_at: now, started_at: null, finished_at: null, attempt: 0, executor_id: null,
+      created_by: memberId, created_at: now, started_at: null, finished_at: null, attempt: 0, executor_id: null, required_labels: '[]', schedule_id: null,
       lease_hash: null, lease_expires_at: null, exit_code: null, error: null, ...extra,
     });
     const queued = await runs.create(run('queued'));

@@ -155,7 +155,7 @@ for (const target of dialects()) {
     let workflowId: string;
     const run = (extra: Partial<RunRow> = {}): RunRow => ({
       id: randomUUID(), project_id: projectId, workflow_id: workflowId, workflow_version: 1, status: 'queued', parameters: '{}',
-      created_by: null, created_at: T0, started_at: null, finished_at: null, attempt: 0, executor_id: null, lease_hash: null,
+      created_by: null, created_at: T0, started_at: null, finished_at: null, attempt: 0, executor_id: null, required_labels: '[]', schedule_id: null, lease_hash: null,
       lease_expires_at: null, exit_code: null, error: null, ...extra,
     });
 

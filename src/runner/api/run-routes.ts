@@ -6,7 +6,7 @@ import { access, principalOf } from '../auth/authenticate.js';
 import type { RunnerContext } from '../context.js';
 import type { LogEvent } from '../runs/service.js';
 import { LogChunk, Output, ParameterValue, presentLog, presentOutput, presentRun, Run, RunStatusSchema } from './presenters.js';
-import { CounterString, errors, Id, IdParams, items, MAX_COUNTER, page, PROTECTED } from './schemas.js';
+import { CounterString, errors, Id, IdParams, items, MAX_COUNTER, page, PROTECTED, RequiredLabels } from './schemas.js';
 
 const Parameters = Type.Record(Type.String({ minLength: 1, maxLength: 200 }), ParameterValue, { maxProperties: 200 });
 const Seq = CounterString('a log sequence number (0-999999999)');
@@ -43,7 +43,11 @@ export function registerRunRoutes(app: HttpApp, ctx: RunnerContext): void {
         operationId: 'startRun',
         params: IdParams,
         body: Type.Object(
-          { version: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_COUNTER })), parameters: Type.Optional(Parameters) },
+          {
+            version: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_COUNTER })),
+            parameters: Type.Optional(Parameters),
+            requiredLabels: Type.Optional(RequiredLabels),
+          },
           { additionalProperties: false },
         ),
         response: { 201: Run, ...errors(...PROTECTED, 404) },

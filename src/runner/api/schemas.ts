@@ -115,3 +115,8 @@ export const Session = Type.Object({
   token: Type.String({ description: 'JWT for `Authorization: Bearer`' }),
   expiresAt: Timestamp,
 });
+
+/** An executor label: what executors offer and runs or schedules require. */
+export const Label = Type.String({ pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$', description: 'letters, digits, `.`, `_`, `-`; at most 63' });
+/** Labels a run needs; an executor claims it only if it has every one. */
+export const RequiredLabels = Type.Array(Label, { maxItems: 16, uniqueItems: true });

@@ -231,4 +231,13 @@ export const runnerMigrations: Record<string, Migration> = {
       await db.schema.createIndex('oauth_refresh_tokens_parent').on('oauth_refresh_tokens').column('parent_id').execute();
     },
   },
+  '0007_run_origin': {
+    async up(db: Kysely<unknown>) {
+      // Labels an executor must have to claim the run (JSON array), and the schedule that
+      // started it (null for a run started by hand).
+      await db.schema.alterTable('runs').addColumn('required_labels', 'text', (c) => c.notNull().defaultTo('[]')).execute();
+      await db.schema.alterTable('runs').addColumn('schedule_id', 'text').execute();
+      await db.schema.createIndex('runs_schedule').on('runs').columns(['schedule_id', 'status']).execute();
+    },
+  },
 };

@@ -169,6 +169,10 @@ export interface RunsTable {
   lease_expires_at: string | null;
   exit_code: number | null;
   error: string | null;
+  /** JSON array of labels an executor must have to claim the run. */
+  required_labels: string;
+  /** The schedule that queued the run; null when started by hand. */
+  schedule_id: string | null;
 }
 
 export interface RunLogsTable {

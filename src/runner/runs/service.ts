@@ -4,6 +4,7 @@ import { randomUUID } from '../../infra/secrets.js';
 import type { Principal } from '../auth/authenticate.js';
 import type { RunStatus } from '../db/schema.js';
 import { loadRun, loadWorkflow, type ScopeRepositories } from '../projects/access.js';
+import type { WorkflowRow } from '../workflows/repository.js';
 import { isTerminal, type RunLogRow, type RunOutputRow, type RunRow } from './repository.js';
 
 export interface RunsDeps extends ScopeRepositories {
@@ -25,6 +26,22 @@ export type LogEvent =
   | { type: 'end'; status: RunStatus | 'deleted' }
   | { type: 'denied'; status: number; code: string; detail: string }
   | { type: 'keep-alive' };
+
+export interface StartInput {
+  version?: number;
+  parameters?: Record<string, unknown>;
+  /** Labels an executor must have to claim the run. */
+  requiredLabels?: string[];
+}
+
+export interface EnqueueInput {
+  workflow: Pick<WorkflowRow, 'id' | 'project_id'>;
+  version: number;
+  parameters?: Record<string, unknown>;
+  requiredLabels?: string[];
+  createdBy: string | null;
+  scheduleId: string | null;
+}
 
 export interface RunFilterInput {
   project?: string;
@@ -53,20 +70,30 @@ export class RunsService {
   constructor(private readonly d: RunsDeps) {}
 
   /** Queues a run of a workflow version (default: the latest). Needs the editor role. */
-  async start(p: Principal, workflowId: string, input: { version?: number; parameters?: Record<string, unknown> }): Promise<RunRow> {
+  async start(p: Principal, workflowId: string, input: StartInput): Promise<RunRow> {
     const wf = await loadWorkflow(this.d, p, workflowId, 'write');
     const version = input.version ?? wf.latest_version;
     if (!(await this.d.workflows.version(wf.id, version))) {
       throw new ValidationError(`workflow has no version ${version}`, [{ field: 'version', message: 'does not exist' }]);
     }
+    return this.enqueue({ ...input, workflow: wf, version, createdBy: p.type === 'user' ? p.user.id : null, scheduleId: null });
+  }
+
+  /**
+   * Queues a run without checking the caller: `start` after its checks, and the scheduler,
+   * which acts for a schedule its editors set up. The workflow version must exist.
+   */
+  enqueue(input: EnqueueInput): Promise<RunRow> {
     return this.d.runs.create({
       id: randomUUID(),
-      project_id: wf.project_id,
-      workflow_id: wf.id,
-      workflow_version: version,
+      project_id: input.workflow.project_id,
+      workflow_id: input.workflow.id,
+      workflow_version: input.version,
       status: 'queued',
       parameters: JSON.stringify(input.parameters ?? {}),
-      created_by: p.type === 'user' ? p.user.id : null,
+      required_labels: JSON.stringify(input.requiredLabels ?? []),
+      schedule_id: input.scheduleId,
+      created_by: input.createdBy,
       created_at: this.d.now().toISOString(),
       started_at: null,
       finished_at: null,
