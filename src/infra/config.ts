@@ -55,6 +55,8 @@ export interface Config {
     storageDir: string;
     /** Lifetime of OAuth access tokens in seconds (RUNNER_OAUTH_ACCESS_TOKEN_TTL, default 1 hour). */
     oauthAccessTokenTtl: number;
+    /** Days finished runs are kept (RUNNER_RETENTION_DAYS, default 30); 0 keeps them forever. */
+    retentionDays: number;
   };
 }
 
@@ -114,6 +116,16 @@ function seconds(env: Env, name: string, fallback: number, min: number, max: num
   const n = Number(raw);
   if (n < min || n > max) throw new ConfigError(name, `must be between ${min} and ${max} seconds`);
   return n;
+}
+
+/** A whole number of days from 0 to `max`. */
+function days(env: Env, name: string, fallback: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw) || Number(raw) > max) {
+    throw new ConfigError(name, `expected a whole number of days from 0 (keep forever) to ${max}, got "${raw}"`);
+  }
+  return Number(raw);
 }
 
 function url(env: Env, name: string, fallback: string): string {
@@ -220,6 +232,7 @@ export function loadConfig(env: Env = process.env): Config {
       jwtSecret,
       storageDir: path.resolve(env.RUNNER_STORAGE_DIR || path.join(dataDir, 'runner')),
       oauthAccessTokenTtl: seconds(env, 'RUNNER_OAUTH_ACCESS_TOKEN_TTL', 3600, 60, 86_400),
+      retentionDays: days(env, 'RUNNER_RETENTION_DAYS', 30, 36_500),
     },
   };
 }

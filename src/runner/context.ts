@@ -5,6 +5,7 @@ import type { ExecutorsService } from './executors/service.js';
 import type { OAuthService } from './oauth/service.js';
 import type { ProjectsService } from './projects/service.js';
 import type { RunsService } from './runs/service.js';
+import type { SchedulesService } from './schedules/service.js';
 import type { UsersRepository } from './users/repository.js';
 import type { WorkflowsService } from './workflows/service.js';
 
@@ -19,6 +20,7 @@ export interface RunnerContext {
   projects: ProjectsService;
   workflows: WorkflowsService;
   runs: RunsService;
+  schedules: SchedulesService;
   executors: ExecutorsService;
   oauth: OAuthService;
 }

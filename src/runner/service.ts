@@ -8,6 +8,7 @@ import { registerProjectRoutes } from './api/project-routes.js';
 import { registerRunRoutes } from './api/run-routes.js';
 import { registerExecutorRoutes } from './api/executor-routes.js';
 import { registerWorkflowRoutes } from './api/workflow-routes.js';
+import { registerScheduleRoutes } from './api/schedule-routes.js';
 import { registerMetaRoutes } from './api/meta-routes.js';
 import { registerOAuthRoutes } from './api/oauth-routes.js';
 import { registerConnectedAppRoutes } from './api/connected-app-routes.js';
@@ -36,9 +37,21 @@ import { ProjectsService } from './projects/service.js';
 import { RunsService } from './runs/service.js';
 import { WorkflowsService } from './workflows/service.js';
 import { SettingsRepository } from './settings/repository.js';
+import { BackgroundLoop } from '../infra/background-loop.js';
+import { LocalRunOutputStorage } from './runs/output-storage.js';
+import { RetentionRepository } from './retention/repository.js';
+import { RETENTION_INTERVAL_MS, RunRetention } from './retention/service.js';
+import { SchedulesRepository } from './schedules/repository.js';
+import { SCHEDULER_INTERVAL_MS, Scheduler } from './schedules/scheduler.js';
+import { SchedulesService } from './schedules/service.js';
 
 export interface RunnerService {
   app: HttpApp;
+  /** Fires due schedules; the background loop calls `tick(now)` every second (tests call it directly). */
+  scheduler: Scheduler;
+  /** Prunes finished runs past RUNNER_RETENTION_DAYS; the background loop calls `prune(now)`. */
+  retention: RunRetention;
+  /** Stops the background loops (waiting for a pass in progress), the HTTP app and the database. */
   close(): Promise<void>;
 }
 
@@ -49,6 +62,8 @@ export interface RunnerServiceOptions {
   guardLimits?: CredentialGuardLimits;
   /** Client registrations per address (tests lower them). */
   registrationLimits?: RegistrationLimits;
+  /** false: no scheduler or retention loop runs on its own (tests drive them with an injected clock). */
+  backgroundLoops?: boolean;
 }
 
 
@@ -81,6 +96,8 @@ export async function createRunnerService(config: Config, options: RunnerService
     });
     const storage = new LocalWorkflowStorage(config.runner.storageDir);
     const scope = { projects: new ProjectsRepository(db), workflows: new WorkflowsRepository(db), runs: new RunsRepository(db, database.dialect) };
+    const schedules = new SchedulesRepository(db);
+    const runs = new RunsService({ ...scope, now });
     const ctx: RunnerContext = {
       config,
       now,
@@ -89,7 +106,8 @@ export async function createRunnerService(config: Config, options: RunnerService
       users,
       projects: new ProjectsService({ ...scope, users, storage, now }),
       workflows: new WorkflowsService({ ...scope, storage, now }),
-      runs: new RunsService({ ...scope, now }),
+      runs,
+      schedules: new SchedulesService({ ...scope, schedules, now }),
       executors: new ExecutorsService({ executors: new ExecutorsRepository(db), runs: scope.runs, now }),
       oauth: new OAuthService({
         clients: new OAuthClientsRepository(db),
@@ -129,6 +147,7 @@ export async function createRunnerService(config: Config, options: RunnerService
         registerProjectRoutes(a, ctx);
         await registerWorkflowRoutes(a, ctx);
         registerRunRoutes(a, ctx);
+        registerScheduleRoutes(a, ctx);
         registerExecutorRoutes(a, ctx);
         registerConnectedAppRoutes(a, ctx);
       },
@@ -141,12 +160,45 @@ export async function createRunnerService(config: Config, options: RunnerService
       registerOAuthRoutes(oauth as unknown as HttpApp, ctx);
       registerWebRoutes(oauth as unknown as HttpApp, ctx);
     });
+    const scheduler = new Scheduler({ schedules, workflows: scope.workflows, runs, log: app.log });
+    const retention = new RunRetention({
+      repository: new RetentionRepository(db),
+      outputs: new LocalRunOutputStorage(config.runner.storageDir),
+      days: config.runner.retentionDays,
+    });
+    const loops: BackgroundLoop[] = [];
+    if (options.backgroundLoops !== false) {
+      loops.push(
+        new BackgroundLoop({
+          intervalMs: SCHEDULER_INTERVAL_MS,
+          run: async () => void (await scheduler.tick(now())),
+          onError: (err) => app.log.error({ err }, 'scheduler tick failed'),
+        }),
+      );
+      if (retention.enabled) {
+        loops.push(
+          new BackgroundLoop({
+            intervalMs: RETENTION_INTERVAL_MS,
+            firstDelayMs: 30_000,
+            run: async (signal) => {
+              const deleted = await retention.prune(now(), signal);
+              if (deleted > 0) app.log.info({ deleted, retentionDays: config.runner.retentionDays }, 'retention: deleted finished runs');
+            },
+            onError: (err) => app.log.error({ err }, 'retention pass failed'),
+          }),
+        );
+      }
+      for (const loop of loops) loop.start();
+    }
     let closed = false;
     return {
       app,
+      scheduler,
+      retention,
       async close() {
         if (closed) return;
         closed = true;
+        await Promise.all(loops.map((l) => l.stop()));
         await app.close();
         await database.close();
       },

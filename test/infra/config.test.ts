@@ -63,6 +63,9 @@ test('a bad value names the variable', () => {
     [{ PIER_MAX_FILE_BYTES: '-5M' }, 'PIER_MAX_FILE_BYTES'],
     [{ PIER_QUOTA_FILES: '1.5' }, 'PIER_QUOTA_FILES'],
     [{ PIER_SFTP_MAX_SESSIONS: '0' }, 'PIER_SFTP_MAX_SESSIONS'],
+    [{ RUNNER_RETENTION_DAYS: '-1' }, 'RUNNER_RETENTION_DAYS'],
+    [{ RUNNER_RETENTION_DAYS: '7d' }, 'RUNNER_RETENTION_DAYS'],
+    [{ RUNNER_RETENTION_DAYS: '36501' }, 'RUNNER_RETENTION_DAYS'],
   ];
   for (const [env, variable] of cases) {
     assert.throws(
@@ -71,4 +74,10 @@ test('a bad value names the variable', () => {
       variable,
     );
   }
+});
+
+test('RUNNER_RETENTION_DAYS: default 30, 0 keeps runs forever', () => {
+  assert.equal(loadConfig({}).runner.retentionDays, 30);
+  assert.equal(loadConfig({ RUNNER_RETENTION_DAYS: '0' }).runner.retentionDays, 0);
+  assert.equal(loadConfig({ RUNNER_RETENTION_DAYS: '365' }).runner.retentionDays, 365);
 });

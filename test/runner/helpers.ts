@@ -54,6 +54,8 @@ export async function startRunner(
     apiKey?: string | null;
     env?: Record<string, string>;
     registrationLimits?: RegistrationLimits;
+    /** false: the scheduler and retention loops do not run on their own (call tick/prune). */
+    backgroundLoops?: boolean;
   } = {},
 ): Promise<TestRunner> {
   const dataDir = opts.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'pier-runner-'));
@@ -67,7 +69,11 @@ export async function startRunner(
   };
   const config = loadConfig(env);
   const clock = opts.clock ?? new TestClock();
-  const service = await createRunnerService(config, { now: clock.now, registrationLimits: opts.registrationLimits });
+  const service = await createRunnerService(config, {
+    now: clock.now,
+    registrationLimits: opts.registrationLimits,
+    backgroundLoops: opts.backgroundLoops,
+  });
   await service.app.ready();
   return {
     service,

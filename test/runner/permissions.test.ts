@@ -21,6 +21,7 @@ import { openRunnerDatabase, type RunnerDatabase } from '../../src/runner/db/ind
 import { ExecutorsRepository } from '../../src/runner/executors/repository.js';
 import { ProjectsRepository } from '../../src/runner/projects/repository.js';
 import { RunsRepository, type RunRow } from '../../src/runner/runs/repository.js';
+import { SchedulesRepository } from '../../src/runner/schedules/repository.js';
 import { UsersRepository } from '../../src/runner/users/repository.js';
 import { createUser } from '../../src/runner/users/service.js';
 import { WorkflowsRepository } from '../../src/runner/workflows/repository.js';
@@ -58,6 +59,7 @@ interface Fixture {
   victimId: string;
   editorId: string;
   ownTokenId: string;
+  scheduleId: string;
 }
 
 interface Request {
@@ -116,6 +118,11 @@ const CASES: Case[] = [
   { method: 'POST', path: '/api/workflows/{id}/versions', access: USER_WRITE, ok: 201, request: upload(false) },
   { method: 'GET', path: '/api/workflows/{id}/versions/{version}/download', access: RUN_READ, ok: 200 },
   { method: 'POST', path: '/api/workflows/{id}/runs', access: USER_WRITE, ok: 201, request: json({ parameters: { rows: 10 } }) },
+  { method: 'GET', path: '/api/workflows/{id}/schedules', access: USER_READ, ok: 200 },
+  { method: 'POST', path: '/api/workflows/{id}/schedules', access: USER_WRITE, ok: 201, request: json({ cron: '0 * * * *', timeZone: 'Europe/Berlin' }) },
+  { method: 'GET', path: '/api/schedules/{id}', access: USER_READ, ok: 200 },
+  { method: 'PATCH', path: '/api/schedules/{id}', access: USER_WRITE, ok: 200, request: json({ enabled: false }) },
+  { method: 'DELETE', path: '/api/schedules/{id}', access: USER_WRITE, ok: 204 },
   { method: 'GET', path: '/api/runs', access: RUN_READ, ok: 200 },
   { method: 'GET', path: '/api/runs/{id}', access: RUN_READ, ok: 200 },
   { method: 'POST', path: '/api/runs/{id}/cancel', access: RUN_WRITE, ok: 200 },
@@ -164,6 +171,11 @@ const PROJECT_NEEDS: Record<string, 'read' | 'write' | 'manage'> = {
   'POST /api/workflows/{id}/versions': 'write',
   'GET /api/workflows/{id}/versions/{version}/download': 'read',
   'POST /api/workflows/{id}/runs': 'write',
+  'GET /api/workflows/{id}/schedules': 'read',
+  'POST /api/workflows/{id}/schedules': 'write',
+  'GET /api/schedules/{id}': 'read',
+  'PATCH /api/schedules/{id}': 'write',
+  'DELETE /api/schedules/{id}': 'write',
   'GET /api/runs/{id}': 'read',
   'POST /api/runs/{id}/cancel': 'write',
   'GET /api/runs/{id}/logs': 'read',
@@ -187,6 +199,7 @@ function resolvePath(path: string, f: Fixture): string {
     if (path.startsWith('/api/connected-apps/')) return 'rnr_cid_none';
     if (path.startsWith('/api/projects/')) return f.projectId;
     if (path.startsWith('/api/workflows/')) return f.workflowId;
+    if (path.startsWith('/api/schedules/')) return f.scheduleId;
     if (path.startsWith('/api/executors/')) return f.executorId;
     if (path === '/api/runs/{id}/logs' || path === '/api/runs/{id}/complete') return f.leased.runId;
     if (path === '/api/runs/{id}/cancel') return f.queuedRunId;
@@ -293,9 +306,15 @@ describe('permission table: every route × every principal', () => {
       id: ownTokenId, user_id: p === 'jwtAdmin' ? adminId : memberId, name: 'own', scope: 'read',
       token_hash: sha256(generateToken('rnr_pat_')), token_hint: 'xxxx', created_at: now, expires_at: null,
     });
+    const scheduleId = randomUUID();
+    await new SchedulesRepository(db).create({
+      id: scheduleId, project_id: projectId, workflow_id: workflowId, name: '', cron: '0 * * * *', time_zone: 'UTC', enabled: 1,
+      parameters: '{}', required_labels: '[]', workflow_version: null, overlap: 'skip', next_fire_at: '2999-01-01T00:00:00.000Z',
+      last_fire_at: null, last_outcome: null, last_run_id: null, created_by: memberId, created_at: now, updated_at: now,
+    });
     return {
       projectId, workflowId, queuedRunId: queued.id, finishedRunId: finished.id,
-      leased: { runId: leased.id, token: lease, attempt: 1 }, executorId, victimId, editorId, ownTokenId,
+      leased: { runId: leased.id, token: lease, attempt: 1 }, executorId, victimId, editorId, ownTokenId, scheduleId,
     };
   }
 
@@ -323,7 +342,7 @@ describe('permission table: every route × every principal', () => {
   });
 
   test('every route with a project in its path is in the project-role table', () => {
-    const scoped = CASES.filter((c) => /^\/api\/(projects|workflows|runs)\/\{id\}/.test(c.path) && c.access !== EXECUTORS)
+    const scoped = CASES.filter((c) => /^\/api\/(projects|workflows|runs|schedules)\/\{id\}/.test(c.path) && c.access !== EXECUTORS)
       .map((c) => `${c.method} ${c.path}`);
     assert.deepEqual([...scoped].sort(), Object.keys(PROJECT_NEEDS).sort());
   });

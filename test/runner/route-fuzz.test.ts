@@ -92,6 +92,9 @@ for (const target of dialects()) {
       const m = multipart([{ name: 'file', file: makeZip() }]);
       const wf = await app.inject({ method: 'POST', url: `/api/projects/${ids.projectId}/workflows`, headers: { ...bearer(session), ...m.headers }, payload: m.payload });
       ids.workflowId = wf.json().id;
+      ids.scheduleId = (
+        await app.inject({ method: 'POST', url: `/api/workflows/${ids.workflowId}/schedules`, headers: bearer(session), payload: { cron: '0 * * * *' } })
+      ).json().id;
       ids.executorId = (await app.inject({ method: 'POST', url: '/api/executors/register', headers: apiKey(API_KEY), payload: { name: 'x' } })).json().id;
       // A finished run (the log stream ends at once) that still has a (now stale) lease history.
       ids.runId = (await app.inject({ method: 'POST', url: `/api/workflows/${ids.workflowId}/runs`, headers: bearer(session), payload: {} })).json().id;
@@ -109,7 +112,9 @@ for (const target of dialects()) {
         .replace('{userId}', ids.userId!)
         .replace('{version}', '1')
         .replace(/\/api\/(\w+)\/\{id\}/, (_m, kind: string) => {
-          const id = { projects: ids.projectId, workflows: ids.workflowId, runs: ids.runId, executors: ids.executorId, users: ids.userId, tokens: 'none' }[kind];
+          const id = {
+            projects: ids.projectId, workflows: ids.workflowId, runs: ids.runId, executors: ids.executorId, users: ids.userId, schedules: ids.scheduleId, tokens: 'none',
+          }[kind];
           return `/api/${kind}/${id}`;
         });
 
@@ -118,6 +123,7 @@ for (const target of dialects()) {
       // A floor, so a documentation change cannot silently empty this suite.
       assert.ok(fuzzed.length >= 17, fuzzed.join(', '));
       assert.ok(fuzzed.includes('POST /api/runs/{id}/complete') && fuzzed.includes('GET /api/runs/{id}/logs'));
+      assert.ok(fuzzed.includes('POST /api/workflows/{id}/schedules') && fuzzed.includes('PATCH /api/schedules/{id}'));
     });
 
     function routes(): [string, string, Operation][] {
@@ -159,6 +165,8 @@ for (const target of dialects()) {
         ['POST', `/api/runs/${ids.runId}/complete`, { ...lease, status: 'failed', exitCode: 3e9 }],
         ['POST', `/api/runs/${ids.runId}/complete`, { ...lease, status: 'succeeded', outputs: [{ name: 'o', size: 1e20 }] }],
         ['GET', `/api/runs/${ids.runId}/logs?after=9999999999`, undefined],
+        ['POST', `/api/workflows/${ids.workflowId}/schedules`, { cron: '0 * * * *', workflowVersion: 3e9 }],
+        ['PATCH', `/api/schedules/${ids.scheduleId}`, { workflowVersion: 2 ** 31 }],
       ];
       for (const [method, url, payload] of cases) {
         const res = await app.inject({ method: method as 'GET', url, headers: bearer(session), ...(payload ? { payload: payload as object } : {}) });

@@ -67,6 +67,7 @@ export async function registerOpenApi(app: HttpApp, serverUrl: string, oauth: Op
         { name: 'projects', description: 'Projects and members' },
         { name: 'workflows', description: 'Workflow archives (.knwf) and versions' },
         { name: 'runs', description: 'Runs, logs and outputs' },
+        { name: 'schedules', description: 'Cron schedules that queue runs of a workflow' },
         { name: 'executors', description: 'Executor protocol and management' },
         { name: 'meta', description: 'Service information' },
       ],

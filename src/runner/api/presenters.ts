@@ -4,6 +4,7 @@ import type { ConnectedAppRow } from '../oauth/grants-repository.js';
 import type { ExecutorView } from '../executors/service.js';
 import type { MemberRow, ProjectRow } from '../projects/repository.js';
 import type { RunLogRow, RunOutputRow, RunRow } from '../runs/repository.js';
+import type { ScheduleView } from '../schedules/service.js';
 import type { UserRow } from '../users/repository.js';
 import type { WorkflowRow, WorkflowVersionRow } from '../workflows/repository.js';
 import { Nullable, NullableTimestamp, StringEnum, Timestamp, User } from './schemas.js';
@@ -201,6 +202,54 @@ export const Output = Type.Object({
 
 export function presentOutput(o: RunOutputRow) {
   return { name: o.name, size: o.size, sha256: o.sha256, contentType: o.content_type, createdAt: o.created_at };
+}
+
+// --- schedules ----------------------------------------------------------------------------
+
+export const Schedule = Type.Object({
+  id: Type.String(),
+  projectId: Type.String(),
+  workflowId: Type.String(),
+  name: Type.String(),
+  cron: Type.String({ description: 'cron expression (croner syntax: 5 fields, or 6 with a fixed leading second, or @daily etc.)' }),
+  timeZone: Type.String({ description: 'IANA time zone the expression is read in' }),
+  enabled: Type.Boolean(),
+  parameters: Type.Record(Type.String(), ParameterValue),
+  requiredLabels: Type.Array(Type.String()),
+  workflowVersion: Nullable(Type.Integer({ description: 'the pinned version; null = the latest version when it fires' })),
+  overlap: StringEnum(['skip', 'queue'], { description: 'when its previous run is still queued or running: skip this fire, or queue another run' }),
+  nextFireTimes: Type.Array(Timestamp, { description: 'the next five fire instants (UTC); empty while disabled' }),
+  lastFireAt: NullableTimestamp,
+  lastOutcome: Type.Unsafe<'queued' | 'skipped' | 'failed' | null>({
+    type: ['string', 'null'],
+    enum: ['queued', 'skipped', 'failed', null],
+    description: 'what the last fire did: queued a run, skipped it (overlap), or failed to queue; null before the first fire',
+  }),
+  lastRunId: Nullable(Type.String({ description: 'the run the last fire queued' })),
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+});
+
+export function presentSchedule({ row: s, nextFireTimes }: ScheduleView) {
+  return {
+    id: s.id,
+    projectId: s.project_id,
+    workflowId: s.workflow_id,
+    name: s.name,
+    cron: s.cron,
+    timeZone: s.time_zone,
+    enabled: s.enabled === 1,
+    parameters: JSON.parse(s.parameters) as Record<string, string | number | boolean | null>,
+    requiredLabels: JSON.parse(s.required_labels) as string[],
+    workflowVersion: s.workflow_version,
+    overlap: s.overlap,
+    nextFireTimes,
+    lastFireAt: s.last_fire_at,
+    lastOutcome: s.last_outcome,
+    lastRunId: s.last_run_id,
+    createdAt: s.created_at,
+    updatedAt: s.updated_at,
+  };
 }
 
 // --- executors ----------------------------------------------------------------------------

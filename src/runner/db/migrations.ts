@@ -240,4 +240,35 @@ export const runnerMigrations: Record<string, Migration> = {
       await db.schema.createIndex('runs_schedule').on('runs').columns(['schedule_id', 'status']).execute();
     },
   },
+  '0009_schedules': {
+    async up(db: Kysely<unknown>) {
+      // Cron schedules of a workflow. `next_fire_at` is the instant of the next fire (null while
+      // disabled); instances take a fire by compare-and-set on it (schedules/repository.ts).
+      await db.schema
+        .createTable('schedules')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('project_id', 'text', (c) => c.notNull().references('projects.id').onDelete('cascade'))
+        .addColumn('workflow_id', 'text', (c) => c.notNull().references('workflows.id').onDelete('cascade'))
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('cron', 'text', (c) => c.notNull())
+        .addColumn('time_zone', 'text', (c) => c.notNull())
+        .addColumn('enabled', 'integer', (c) => c.notNull())
+        .addColumn('parameters', 'text', (c) => c.notNull())
+        .addColumn('required_labels', 'text', (c) => c.notNull())
+        .addColumn('workflow_version', 'integer')
+        .addColumn('overlap', 'text', (c) => c.notNull())
+        .addColumn('next_fire_at', 'text')
+        .addColumn('last_fire_at', 'text')
+        .addColumn('last_outcome', 'text')
+        .addColumn('last_run_id', 'text')
+        .addColumn('created_by', 'text', (c) => c.references('users.id').onDelete('set null'))
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .addColumn('updated_at', 'text', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('schedules_workflow').on('schedules').column('workflow_id').execute();
+      await db.schema.createIndex('schedules_due').on('schedules').column('next_fire_at').execute();
+      // Retention walks finished runs by age (retention/repository.ts).
+      await db.schema.createIndex('runs_finished').on('runs').column('finished_at').execute();
+    },
+  },
 };

@@ -205,6 +205,36 @@ export interface ExecutorsTable {
   last_ip: string | null;
 }
 
+export type OverlapPolicy = 'skip' | 'queue';
+
+/** A cron schedule of a workflow (schedules/). */
+export interface SchedulesTable {
+  id: string;
+  project_id: string;
+  workflow_id: string;
+  name: string;
+  /** Cron expression as croner reads it (5 fields, or 6 with a fixed second). */
+  cron: string;
+  /** IANA time zone the expression is read in. */
+  time_zone: string;
+  enabled: number;
+  /** JSON object: the parameters of every run it queues. */
+  parameters: string;
+  /** JSON array of labels its runs require. */
+  required_labels: string;
+  /** Pinned workflow version; null = the latest version at fire time. */
+  workflow_version: number | null;
+  overlap: OverlapPolicy;
+  /** The next instant it fires; null while disabled (or when the expression has no future time). */
+  next_fire_at: string | null;
+  last_fire_at: string | null;
+  last_outcome: 'queued' | 'skipped' | 'failed' | null;
+  last_run_id: string | null;
+  created_by: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
 export interface RunnerDB {
   users: UsersTable;
   runner_meta: MetaTable;
@@ -223,4 +253,5 @@ export interface RunnerDB {
   run_logs: RunLogsTable;
   run_outputs: RunOutputsTable;
   executors: ExecutorsTable;
+  schedules: SchedulesTable;
 }

@@ -1,0 +1,48 @@
+import type { Kysely } from 'kysely';
+import type { RunnerDB } from '../db/schema.js';
+import { TERMINAL } from '../runs/repository.js';
+
+/** The runs retention may delete: finished (terminal status) before the cutoff. */
+export class RetentionRepository {
+  constructor(private readonly db: Kysely<RunnerDB>) {}
+
+  /** Ids of up to `limit` runs that finished before `cutoff`, oldest first. Queued and running runs never qualify. */
+  async finishedBefore(cutoff: string, limit: number): Promise<string[]> {
+    const rows = await this.db
+      .selectFrom('runs')
+      .select('id')
+      .where('finished_at', '<', cutoff)
+      .where('status', 'in', TERMINAL)
+      .orderBy('finished_at')
+      .orderBy('id')
+      .limit(limit)
+      .execute();
+    return rows.map((r) => r.id);
+  }
+
+  /**
+   * Deletes these runs with their log chunks and output rows in one short transaction. The
+   * conditions are checked again, so a run can never be deleted unless it is still finished
+   * before the cutoff. Returns how many runs were deleted.
+   */
+  async deleteRuns(ids: string[], cutoff: string): Promise<number> {
+    if (ids.length === 0) return 0;
+    return this.db.transaction().execute(async (trx) => {
+      const doomed = trx
+        .selectFrom('runs')
+        .select('id')
+        .where('id', 'in', ids)
+        .where('finished_at', '<', cutoff)
+        .where('status', 'in', TERMINAL);
+      await trx.deleteFrom('run_logs').where('run_id', 'in', doomed).execute();
+      await trx.deleteFrom('run_outputs').where('run_id', 'in', doomed).execute();
+      const r = await trx
+        .deleteFrom('runs')
+        .where('id', 'in', ids)
+        .where('finished_at', '<', cutoff)
+        .where('status', 'in', TERMINAL)
+        .executeTakeFirst();
+      return Number(r.numDeletedRows);
+    });
+  }
+}

@@ -1,0 +1,99 @@
+import { Cron } from 'croner';
+import { ValidationError } from '../../infra/errors.js';
+
+/** Longest cron expression and time-zone name accepted (both well beyond any real one). */
+export const MAX_CRON_LENGTH = 200;
+export const MAX_TIME_ZONE_LENGTH = 64;
+
+/** How many fire times every schedule answer lists. */
+export const NEXT_FIRE_TIMES = 5;
+
+/** A cron expression read in a time zone: what decides when a schedule fires. */
+export interface CronSpec {
+  cron: string;
+  timeZone: string;
+}
+
+const NICKNAME = /^@(yearly|annually|monthly|weekly|daily|hourly)$/i;
+
+/**
+ * The cron rule of the runner, on top of croner's syntax (https://croner.56k.guru/usage/pattern/):
+ * 5 fields (minute hour day-of-month month day-of-week), or 6 with a leading seconds field that
+ * must be one fixed second (0-59), or a nickname (@hourly, @daily, @weekly, @monthly, @yearly).
+ * A fixed second keeps every schedule at most once a minute: a scheduler ticks about once a
+ * second and each fire queues a run, so `* * * * * *` would flood the queue.
+ */
+function shapeProblem(cron: string): string | null {
+  const expr = cron.trim();
+  if (expr === '') return 'must not be empty';
+  if (NICKNAME.test(expr)) return null;
+  const fields = expr.split(/\s+/);
+  if (fields.length !== 5 && fields.length !== 6) return `has ${fields.length} fields; use 5 (minute hour day month weekday) or 6 with a leading fixed second`;
+  if (fields.length === 6 && !/^[0-5]?[0-9]$/.test(fields[0]!)) return 'the seconds field (first of 6) must be one number from 0 to 59: a schedule fires at most once a minute';
+  return null;
+}
+
+/**
+ * The IANA time zone as given, in ICU's spelling of its case (`utc` → `UTC`); 400 naming `timeZone` when
+ * neither Intl nor croner knows it. UTC offsets (`+01:00`) are refused: they ignore daylight
+ * saving time, which is the reason to give a zone at all.
+ */
+export function canonicalTimeZone(timeZone: string): string {
+  const fail = (message: string) => new ValidationError(`timeZone ${message}`, [{ field: 'timeZone', message }]);
+  if (!/^[A-Za-z][A-Za-z0-9_+\-/]{0,63}$/.test(timeZone)) throw fail('is not an IANA time zone name such as Europe/Berlin or UTC');
+  let canonical: string;
+  try {
+    // ICU answers some zones by an older alias (Asia/Kolkata → Asia/Calcutta): keep the name the
+    // user gave, only in ICU's spelling when they differ in case alone (utc → UTC).
+    const resolved = new Intl.DateTimeFormat('en-US', { timeZone }).resolvedOptions().timeZone;
+    canonical = resolved.toLowerCase() === timeZone.toLowerCase() ? resolved : timeZone;
+  } catch {
+    throw fail(`"${timeZone}" is not a known IANA time zone`);
+  }
+  try {
+    new Cron('* * * * *', { timezone: canonical, paused: true });
+  } catch {
+    throw fail(`"${timeZone}" is not a known IANA time zone`);
+  }
+  return canonical;
+}
+
+/** A croner job (never started: it only computes times) for a valid spec; 400 naming `cron` otherwise. */
+function cronOf(spec: CronSpec): Cron {
+  const fail = (message: string) => new ValidationError(`cron ${message}`, [{ field: 'cron', message }]);
+  const shape = shapeProblem(spec.cron);
+  if (shape) throw fail(shape);
+  try {
+    return new Cron(spec.cron.trim(), { timezone: spec.timeZone, paused: true });
+  } catch (e) {
+    throw fail(e instanceof Error ? e.message.replace(/^CronPattern: /, '') : 'is not a valid cron expression');
+  }
+}
+
+/**
+ * Checks a spec and returns it normalised (canonical zone, trimmed expression). Raises a 400
+ * naming `timeZone` or `cron`; an expression that never fires (`0 0 30 2 *`) is refused too.
+ */
+export function checkCronSpec(spec: CronSpec, now: Date): CronSpec {
+  const timeZone = canonicalTimeZone(spec.timeZone);
+  const normalised = { cron: spec.cron.trim(), timeZone };
+  if (!cronOf(normalised).nextRun(now)) {
+    throw new ValidationError('cron never fires', [{ field: 'cron', message: 'never fires (no such date)' }]);
+  }
+  return normalised;
+}
+
+/**
+ * The next `count` fire instants strictly after `after`, in order. Daylight saving time follows
+ * croner: a wall-clock time that does not exist (skipped at spring-forward) fires at the same
+ * minute of the next hour, once; a wall-clock time that occurs twice (fall-back) fires once, at
+ * its second occurrence (test/runner/schedule-cron.test.ts pins both).
+ */
+export function nextFireTimes(spec: CronSpec, after: Date, count: number): Date[] {
+  return cronOf(spec).nextRuns(count, after);
+}
+
+/** The next fire strictly after `after`, or null when the expression has no later time. */
+export function nextFireAfter(spec: CronSpec, after: Date): Date | null {
+  return cronOf(spec).nextRun(after);
+}

@@ -1,0 +1,87 @@
+import type { RunsService } from '../runs/service.js';
+import type { WorkflowsRepository } from '../workflows/repository.js';
+import { nextFireAfter } from './cron.js';
+import type { ScheduleRow, SchedulesRepository } from './repository.js';
+
+/** How often the runner process looks for due schedules. */
+export const SCHEDULER_INTERVAL_MS = 1000;
+/** Due schedules read per query; a tick keeps reading until none is due. */
+const DUE_BATCH = 100;
+
+export interface SchedulerLog {
+  info(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+}
+
+export interface SchedulerDeps {
+  schedules: SchedulesRepository;
+  workflows: WorkflowsRepository;
+  /** Runs are queued only through RunsService.enqueue (it wakes idle executors). */
+  runs: RunsService;
+  log: SchedulerLog;
+}
+
+export interface TickResult {
+  queued: string[];
+  skipped: string[];
+}
+
+/**
+ * Fires due schedules. Each tick reads the enabled schedules whose `next_fire_at` has passed and,
+ * for each, moves `next_fire_at` to the next time after *now* by compare-and-set: of any number of
+ * instances ticking at once exactly one wins a given fire, and a runner that was down for hours
+ * fires each schedule once for all the ticks it missed, not once per missed tick. The winner
+ * alone applies the overlap policy and queues the run.
+ *
+ * The compare-and-set commits before the run is queued: a process killed between the two loses
+ * that one fire rather than ever queueing it twice.
+ */
+export class Scheduler {
+  constructor(private readonly d: SchedulerDeps) {}
+
+  async tick(now: Date): Promise<TickResult> {
+    const result: TickResult = { queued: [], skipped: [] };
+    const at = now.toISOString();
+    const seen = new Set<string>();
+    for (;;) {
+      const due = (await this.d.schedules.due(at, DUE_BATCH)).filter((s) => !seen.has(s.id));
+      if (due.length === 0) return result;
+      for (const s of due) {
+        seen.add(s.id);
+        await this.fire(s, now, result);
+      }
+    }
+  }
+
+  private async fire(s: ScheduleRow, now: Date, result: TickResult): Promise<void> {
+    const expected = s.next_fire_at!;
+    const next = nextFireAfter({ cron: s.cron, timeZone: s.time_zone }, now)?.toISOString() ?? null;
+    const firedAt = now.toISOString();
+    // Read before taking the fire so the outcome is written with it; only the winner acts on it.
+    const skip = s.overlap === 'skip' && (await this.d.schedules.hasActiveRun(s.id));
+    if (!(await this.d.schedules.takeFire(s.id, expected, next, firedAt, skip ? 'skipped' : 'queued'))) return;
+    if (skip) {
+      this.d.log.info({ scheduleId: s.id, due: expected }, 'schedule skipped: its previous run is still queued or running');
+      result.skipped.push(s.id);
+      return;
+    }
+    try {
+      const workflow = await this.d.workflows.findById(s.workflow_id);
+      if (!workflow) throw new Error('the workflow is gone');
+      const run = await this.d.runs.enqueue({
+        workflow,
+        version: s.workflow_version ?? workflow.latest_version,
+        parameters: JSON.parse(s.parameters) as Record<string, unknown>,
+        requiredLabels: JSON.parse(s.required_labels) as string[],
+        createdBy: null,
+        scheduleId: s.id,
+      });
+      await this.d.schedules.recordFire(s.id, firedAt, 'queued', run.id);
+      this.d.log.info({ scheduleId: s.id, runId: run.id, workflowVersion: run.workflow_version, due: expected }, 'schedule fired');
+      result.queued.push(run.id);
+    } catch (e) {
+      await this.d.schedules.recordFire(s.id, firedAt, 'failed', null).catch(() => undefined);
+      this.d.log.error({ scheduleId: s.id, err: e }, 'schedule could not queue its run');
+    }
+  }
+}

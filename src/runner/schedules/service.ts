@@ -1,0 +1,148 @@
+import { NotFoundError, ValidationError } from '../../infra/errors.js';
+import { randomUUID } from '../../infra/secrets.js';
+import type { Principal } from '../auth/authenticate.js';
+import type { OverlapPolicy } from '../db/schema.js';
+import { checkMembership, loadWorkflow, type ProjectNeed, type ScopeRepositories } from '../projects/access.js';
+import { type CronSpec, checkCronSpec, NEXT_FIRE_TIMES, nextFireAfter, nextFireTimes } from './cron.js';
+import type { SchedulePatch, ScheduleRow, SchedulesRepository } from './repository.js';
+
+export interface SchedulesDeps extends ScopeRepositories {
+  schedules: SchedulesRepository;
+  now: () => Date;
+}
+
+/** A workflow keeps at most this many schedules (each is read on every tick while due). */
+export const MAX_SCHEDULES_PER_WORKFLOW = 100;
+
+export type Parameters = Record<string, string | number | boolean | null>;
+
+export interface ScheduleInput {
+  name?: string;
+  cron: string;
+  timeZone?: string;
+  enabled?: boolean;
+  parameters?: Parameters;
+  requiredLabels?: string[];
+  /** A pinned version, or null/absent for the latest version at fire time. */
+  workflowVersion?: number | null;
+  overlap?: OverlapPolicy;
+}
+
+export type SchedulePatchInput = Partial<ScheduleInput>;
+
+/** A schedule with the instants it will fire next (empty while disabled). */
+export interface ScheduleView {
+  row: ScheduleRow;
+  nextFireTimes: string[];
+}
+
+/** Schedules of a workflow: viewers of its project read them, editors change them. */
+export class SchedulesService {
+  constructor(private readonly d: SchedulesDeps) {}
+
+  /**
+   * The next fire times as the scheduler will take them: from the stored next fire (which may
+   * be due but not yet taken), then onwards.
+   */
+  private view(row: ScheduleRow): ScheduleView {
+    if (!row.enabled || !row.next_fire_at) return { row, nextFireTimes: [] };
+    const first = new Date(row.next_fire_at);
+    const later = nextFireTimes({ cron: row.cron, timeZone: row.time_zone }, first, NEXT_FIRE_TIMES - 1);
+    return { row, nextFireTimes: [first, ...later].map((d) => d.toISOString()) };
+  }
+
+  private async load(p: Principal, id: string, need: ProjectNeed): Promise<ScheduleRow> {
+    const row = await this.d.schedules.findById(id);
+    if (!row) throw new NotFoundError('no such schedule');
+    await checkMembership(this.d.projects, p, row.project_id, need, 'no such schedule');
+    return row;
+  }
+
+  private async checkVersion(workflowId: string, version: number | null | undefined): Promise<void> {
+    if (version == null) return;
+    if (!(await this.d.workflows.version(workflowId, version))) {
+      throw new ValidationError(`workflow has no version ${version}`, [{ field: 'workflowVersion', message: 'does not exist' }]);
+    }
+  }
+
+  /** The next fire strictly after now, for an enabled schedule; null while disabled. */
+  private nextFire(spec: CronSpec, enabled: boolean): string | null {
+    if (!enabled) return null;
+    return nextFireAfter(spec, this.d.now())?.toISOString() ?? null;
+  }
+
+  async list(p: Principal, workflowId: string): Promise<ScheduleView[]> {
+    const wf = await loadWorkflow(this.d, p, workflowId, 'read');
+    return (await this.d.schedules.listByWorkflow(wf.id)).map((r) => this.view(r));
+  }
+
+  async get(p: Principal, id: string): Promise<ScheduleView> {
+    return this.view(await this.load(p, id, 'read'));
+  }
+
+  /** Needs the editor role. The first fire is the next time the expression matches after now. */
+  async create(p: Principal, workflowId: string, input: ScheduleInput): Promise<ScheduleView> {
+    const wf = await loadWorkflow(this.d, p, workflowId, 'write');
+    const now = this.d.now();
+    const spec = checkCronSpec({ cron: input.cron, timeZone: input.timeZone ?? 'UTC' }, now);
+    await this.checkVersion(wf.id, input.workflowVersion);
+    if ((await this.d.schedules.countByWorkflow(wf.id)) >= MAX_SCHEDULES_PER_WORKFLOW) {
+      throw new ValidationError(`a workflow has at most ${MAX_SCHEDULES_PER_WORKFLOW} schedules`, [
+        { field: '(body)', message: `at most ${MAX_SCHEDULES_PER_WORKFLOW} schedules per workflow` },
+      ]);
+    }
+    const enabled = input.enabled ?? true;
+    const stamp = now.toISOString();
+    const row = await this.d.schedules.create({
+      id: randomUUID(),
+      project_id: wf.project_id,
+      workflow_id: wf.id,
+      name: input.name?.trim() ?? '',
+      cron: spec.cron,
+      time_zone: spec.timeZone,
+      enabled: enabled ? 1 : 0,
+      parameters: JSON.stringify(input.parameters ?? {}),
+      required_labels: JSON.stringify(input.requiredLabels ?? []),
+      workflow_version: input.workflowVersion ?? null,
+      overlap: input.overlap ?? 'skip',
+      next_fire_at: this.nextFire(spec, enabled),
+      last_fire_at: null,
+      last_outcome: null,
+      last_run_id: null,
+      created_by: p.type === 'user' ? p.user.id : null,
+      created_at: stamp,
+      updated_at: stamp,
+    });
+    return this.view(row);
+  }
+
+  /**
+   * Changes the fields sent (needs the editor role). A new expression, time zone or enabling
+   * computes the next fire afresh from now; other changes keep it.
+   */
+  async update(p: Principal, id: string, input: SchedulePatchInput): Promise<ScheduleView> {
+    const current = await this.load(p, id, 'write');
+    const spec = checkCronSpec({ cron: input.cron ?? current.cron, timeZone: input.timeZone ?? current.time_zone }, this.d.now());
+    await this.checkVersion(current.workflow_id, input.workflowVersion);
+    const enabled = input.enabled ?? current.enabled === 1;
+    const timing = spec.cron !== current.cron || spec.timeZone !== current.time_zone || enabled !== (current.enabled === 1);
+    const patch: SchedulePatch = { updated_at: this.d.now().toISOString() };
+    if (input.name !== undefined) patch.name = input.name.trim();
+    if (input.parameters !== undefined) patch.parameters = JSON.stringify(input.parameters);
+    if (input.requiredLabels !== undefined) patch.required_labels = JSON.stringify(input.requiredLabels);
+    if (input.workflowVersion !== undefined) patch.workflow_version = input.workflowVersion;
+    if (input.overlap !== undefined) patch.overlap = input.overlap;
+    if (timing) {
+      Object.assign(patch, { cron: spec.cron, time_zone: spec.timeZone, enabled: enabled ? 1 : 0, next_fire_at: this.nextFire(spec, enabled) });
+    }
+    const row = await this.d.schedules.update(current.id, patch);
+    if (!row) throw new NotFoundError('no such schedule');
+    return this.view(row);
+  }
+
+  /** Needs the editor role. Runs it queued keep their `scheduleId`. */
+  async delete(p: Principal, id: string): Promise<void> {
+    const row = await this.load(p, id, 'write');
+    await this.d.schedules.delete(row.id);
+  }
+}
