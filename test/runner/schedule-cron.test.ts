@@ -43,6 +43,13 @@ describe('cron expressions and time zones', () => {
     }
   });
 
+  test('a bad expression and a bad zone are both named in one answer', () => {
+    assert.throws(
+      () => checkCronSpec({ cron: '61 * * * *', timeZone: 'Mars/Base' }, NOW),
+      (e: unknown) => e instanceof ValidationError && e.errors.map((x) => x.field).join() === 'timeZone,cron',
+    );
+  });
+
   test('property: any string is either accepted (and then fires in the future) or refused naming cron or timeZone', () => {
     const part = fc.oneof(fc.constantFrom('*', '*/5', '0', '59', '1-5', 'MON', 'L', '?', '1#2', '60', '-1', ','), fc.string({ maxLength: 4 }));
     const cron = fc.oneof(fc.string({ maxLength: 30 }), fc.array(part, { minLength: 0, maxLength: 8 }).map((p) => p.join(' ')));

@@ -1,5 +1,5 @@
 import { Cron } from 'croner';
-import { ValidationError } from '../../infra/errors.js';
+import { type FieldProblem, ValidationError } from '../../infra/errors.js';
 
 /** Longest cron expression and time-zone name accepted (both well beyond any real one). */
 export const MAX_CRON_LENGTH = 200;
@@ -75,11 +75,23 @@ function cronOf(spec: CronSpec): Cron {
  * naming `timeZone` or `cron`; an expression that never fires (`0 0 30 2 *`) is refused too.
  */
 export function checkCronSpec(spec: CronSpec, now: Date): CronSpec {
-  const timeZone = canonicalTimeZone(spec.timeZone);
-  const normalised = { cron: spec.cron.trim(), timeZone };
-  if (!cronOf(normalised).nextRun(now)) {
-    throw new ValidationError('cron never fires', [{ field: 'cron', message: 'never fires (no such date)' }]);
-  }
+  const problems: FieldProblem[] = [];
+  const attempt = <T>(f: () => T): T | null => {
+    try {
+      return f();
+    } catch (e) {
+      if (!(e instanceof ValidationError)) throw e;
+      problems.push(...e.errors);
+      return null;
+    }
+  };
+  // Both fields are checked, so one answer names every problem (the expression in UTC when the
+  // zone itself is wrong).
+  const timeZone = attempt(() => canonicalTimeZone(spec.timeZone));
+  const normalised = { cron: spec.cron.trim(), timeZone: timeZone ?? 'UTC' };
+  const cron = attempt(() => cronOf(normalised));
+  if (cron && !cron.nextRun(now)) problems.push({ field: 'cron', message: 'never fires (no such date)' });
+  if (problems.length) throw new ValidationError(problems.map((p) => `${p.field} ${p.message}`).join('; '), problems);
   return normalised;
 }
 
