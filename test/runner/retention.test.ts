@@ -107,7 +107,8 @@ for (const target of dialects()) {
       const ids: string[] = [];
       for (let i = 0; i < 7; i++) ids.push(await makeRun('succeeded', 100, 100 - i));
       const repository = new RetentionRepository(database.db);
-      const retention = new RunRetention({ repository, outputs, days: 30, batchSize: 3, pauseMs: 0 });
+      // One log chunk per statement: a run's chunks take several statements, all done before its row goes.
+      const retention = new RunRetention({ repository, outputs, days: 30, batchSize: 3, pauseMs: 0, logChunk: 1 });
       // Stop after the first batch's files are removed: that batch completes, no further one starts.
       const stop = new AbortController();
       let removed = 0;
@@ -122,7 +123,21 @@ for (const target of dialects()) {
       // Oldest first (finished 100, 99, 98 days ago).
       assert.deepEqual((await Promise.all(ids.map(async (id) => (await rowsOf(id)).run))), [false, false, false, true, true, true, true]);
       assert.equal(await retention.prune(new Date(NOW)), 4);
-      for (const id of ids) assert.equal((await rowsOf(id)).run, false);
+      for (const id of ids) assert.deepEqual(await rowsOf(id), { run: false, logs: 0, outputs: 0, file: false });
+    });
+
+    test('log chunks go a bounded number per statement, and only of runs that qualify', async () => {
+      const old = await makeRun('failed', 50, 50);
+      const active = await makeRun('running', 50, 50);
+      const repository = new RetentionRepository(database.db);
+      const cutoff = ago(30);
+      assert.equal(await repository.deleteLogChunk([old, active], cutoff, 1), 1);
+      assert.equal((await rowsOf(old)).logs, 1);
+      assert.equal(await repository.deleteLogChunk([old, active], cutoff, 5), 1);
+      assert.equal(await repository.deleteLogChunk([old, active], cutoff, 5), 0);
+      assert.deepEqual(await rowsOf(active), { run: true, logs: 2, outputs: 1, file: true });
+      assert.equal(await repository.deleteRuns([old, active], cutoff), 1);
+      await database.db.deleteFrom('runs').where('id', '=', active).execute();
     });
 
     test('RUNNER_RETENTION_DAYS=0 keeps every run', async () => {

@@ -152,6 +152,9 @@ for (const target of dialects()) {
       assert.equal(bad.statusCode, 400);
       assert.equal(bad.json().errors[0].field, 'timeZone');
       assert.equal((await inject({ method: 'PATCH', url: `/api/schedules/${s.id}`, payload: {} })).statusCode, 400);
+      assert.equal((await inject({ method: 'PATCH', url: `/api/schedules/${s.id}`, payload: { cron: '0 * * * *', projectId: 'x' } })).statusCode, 400);
+      assert.equal((await inject({ method: 'PATCH', url: `/api/schedules/${s.id}`, payload: { workflowVersion: 7 } })).json().errors[0].field, 'workflowVersion');
+      assert.equal((await inject({ method: 'POST', url: `/api/workflows/${wf}/schedules`, payload: { cron: '0 * * * *', nextFireAt: 'now' } })).statusCode, 400);
       assert.deepEqual((await inject({ method: 'GET', url: `/api/schedules/${s.id}` })).json(), s, 'unchanged');
       assert.equal((await inject({ method: 'GET', url: `/api/workflows/${wf}/schedules` })).json().items.length, 1);
     });

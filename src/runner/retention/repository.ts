@@ -21,6 +21,32 @@ export class RetentionRepository {
   }
 
   /**
+   * Deletes up to `limit` log chunks of these runs (if they are still finished before the
+   * cutoff); returns how many. A chatty run has many thousands of chunks: deleting them a bounded
+   * number at a time keeps every write statement short.
+   */
+  async deleteLogChunk(ids: string[], cutoff: string, limit: number): Promise<number> {
+    if (ids.length === 0) return 0;
+    const r = await this.db
+      .deleteFrom('run_logs')
+      .where(({ eb, refTuple, selectFrom }) =>
+        eb(
+          refTuple('run_id', 'seq'),
+          'in',
+          selectFrom('run_logs')
+            .select(['run_id', 'seq'])
+            .where('run_id', 'in', (sub) =>
+              sub.selectFrom('runs').select('id').where('id', 'in', ids).where('finished_at', '<', cutoff).where('status', 'in', TERMINAL),
+            )
+            .limit(limit)
+            .$asTuple('run_id', 'seq'),
+        ),
+      )
+      .executeTakeFirst();
+    return Number(r.numDeletedRows);
+  }
+
+  /**
    * Deletes these runs with their log chunks and output rows in one short transaction. The
    * conditions are checked again, so a run can never be deleted unless it is still finished
    * before the cutoff. Returns how many runs were deleted.

@@ -13,14 +13,17 @@ export interface RetentionDeps {
   days: number;
   /** Runs per transaction (default 500). */
   batchSize?: number;
+  /** Log chunks deleted per statement (default 10,000). */
+  logChunk?: number;
   /** Pause between batches (default 200 ms), so other writers get the SQLite write lock in between. */
   pauseMs?: number;
 }
 
 /**
  * Deletes finished runs (succeeded, failed, cancelled) whose `finished_at` is older than the
- * retention period, with their logs, output rows and output files. Works in small batches, each
- * its own short transaction with a pause after it, so API writes never wait long behind it.
+ * retention period, with their logs, output rows and output files. Works in small batches (their
+ * log chunks a bounded number per statement first, then the runs and output rows in one short
+ * transaction) with a pause after each, so API writes never wait long behind it.
  * Output files go first: a crash in between leaves rows whose files are gone (the next pass
  * deletes them), never files nobody can find.
  */
@@ -40,6 +43,10 @@ export class RunRetention {
     while (!signal.aborted) {
       const ids = await this.d.repository.finishedBefore(cutoff, batchSize);
       for (const id of ids) await this.d.outputs.removeRun(id);
+      const logChunk = this.d.logChunk ?? 10_000;
+      while ((await this.d.repository.deleteLogChunk(ids, cutoff, logChunk)) === logChunk) {
+        if (signal.aborted) return deleted;
+      }
       deleted += await this.d.repository.deleteRuns(ids, cutoff);
       if (ids.length < batchSize) break;
       await pause(this.d.pauseMs ?? 200, signal);
