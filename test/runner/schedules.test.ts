@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict';
 import type { InjectOptions } from 'fastify';
 import { after, afterEach, before, describe, test } from 'node:test';
+import { randomUUID } from '../../src/infra/secrets.js';
+import { openRunnerDatabase } from '../../src/runner/db/index.js';
+import { SchedulesRepository } from '../../src/runner/schedules/repository.js';
 import { dialects } from '../helpers/db.js';
 import { bearer, makeZip, multipart, startRunner, TestClock, type TestRunner } from './helpers.js';
 
@@ -288,6 +291,33 @@ for (const target of dialects()) {
       } finally {
         await second.close();
       }
+    });
+
+    test('a stored schedule that can no longer be read stops with lastOutcome failed; the others still fire', async () => {
+      clock.t = Date.parse('2030-09-01T00:00:00Z');
+      const wf = await newWorkflow();
+      const good = await createSchedule(wf, { cron: '* * * * *', overlap: 'queue' });
+      const database = await openRunnerDatabase(dbh.url);
+      const badId = randomUUID();
+      try {
+        // As if the platform's time-zone data had dropped the zone after the schedule was stored.
+        const now = clock.now().toISOString();
+        await new SchedulesRepository(database.db).create({
+          id: badId, project_id: projectId, workflow_id: wf, name: '', cron: '* * * * *', time_zone: 'Gone/Zone', enabled: 1, parameters: '{}',
+          required_labels: '[]', workflow_version: null, overlap: 'queue', next_fire_at: '2030-09-01T00:01:00.000Z', last_fire_at: null,
+          last_outcome: null, last_run_id: null, created_by: null, created_at: now, updated_at: now,
+        });
+        made.push(badId);
+      } finally {
+        await database.close();
+      }
+      const result = await tickAt('2030-09-01T00:01:00Z');
+      assert.equal(result.queued.length, 1);
+      assert.deepEqual((await runsOf(wf)).map((x) => x.scheduleId), [good.id]);
+      const bad = (await inject({ method: 'GET', url: `/api/schedules/${badId}` })).json();
+      assert.equal(bad.lastOutcome, 'failed');
+      assert.deepEqual(bad.nextFireTimes, []);
+      assert.equal((await tickAt('2030-09-01T00:02:00Z')).queued.length, 1);
     });
 
     test('deleting the workflow deletes its schedules', async () => {

@@ -55,8 +55,17 @@ export class Scheduler {
 
   private async fire(s: ScheduleRow, now: Date, result: TickResult): Promise<void> {
     const expected = s.next_fire_at!;
-    const next = nextFireAfter({ cron: s.cron, timeZone: s.time_zone }, now)?.toISOString() ?? null;
     const firedAt = now.toISOString();
+    let next: string | null;
+    try {
+      next = nextFireAfter({ cron: s.cron, timeZone: s.time_zone }, now)?.toISOString() ?? null;
+    } catch (e) {
+      // Checked when stored, so only a time zone the platform no longer knows gets here: the
+      // schedule stops (no next fire) rather than failing every tick, and says why.
+      await this.d.schedules.takeFire(s.id, expected, null, firedAt, 'failed');
+      this.d.log.error({ scheduleId: s.id, err: e }, 'schedule stopped: its expression or time zone cannot be read');
+      return;
+    }
     // Read before taking the fire so the outcome is written with it; only the winner acts on it.
     const skip = s.overlap === 'skip' && (await this.d.schedules.hasActiveRun(s.id));
     if (!(await this.d.schedules.takeFire(s.id, expected, next, firedAt, skip ? 'skipped' : 'queued'))) return;
