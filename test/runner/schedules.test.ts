@@ -142,6 +142,8 @@ for (const target of dialects()) {
         [{ cron: '0 * * * *', requiredLabels: ['bad label'] }, 'requiredLabels'],
         [{ cron: 'x'.repeat(201) }, 'cron'],
         [{ cron: '0 * * * *', timeZone: 'x'.repeat(65) }, 'timeZone'],
+        [{ cron: '0 * * * *', name: 'two\nlines' }, 'name'],
+        [{ cron: '0 * * * *', name: 'n'.repeat(201) }, 'name'],
       ];
       for (const [payload, field] of cases) {
         const res = await inject({ method: 'POST', url: `/api/workflows/${wf}/schedules`, payload });

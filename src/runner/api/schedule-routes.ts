@@ -11,7 +11,7 @@ import { errors, IdParams, items, MAX_COUNTER, NoContent, PROTECTED, RequiredLab
 const Parameters = Type.Record(Type.String({ minLength: 1, maxLength: 200 }), ParameterValue, { maxProperties: 200 });
 
 const fields = {
-  name: Type.String({ maxLength: 200, description: 'a label for people (default empty)' }),
+  name: Type.String({ maxLength: 200, pattern: '^[^\\u0000-\\u001f\\u007f]*$', description: 'a label for people, one line (default empty)' }),
   cron: Type.String({
     minLength: 1,
     maxLength: MAX_CRON_LENGTH,
