@@ -59,7 +59,10 @@ for (const target of dialects()) {
         created_by: null, created_at: ago(createdDaysAgo), started_at: null, finished_at: finishedDaysAgo === null ? null : ago(finishedDaysAgo),
         attempt: 1, executor_id: null, lease_hash: null, lease_expires_at: null, exit_code: null, error: null,
       });
-      await runs.appendLogs(id, 1, [{ seq: 1, text: 'one' }, { seq: 2, text: 'two' }], ago(createdDaysAgo));
+      await database.db
+        .insertInto('run_logs')
+        .values([1, 2].map((seq) => ({ run_id: id, attempt: 1, seq, text: `line ${seq}`, created_at: ago(createdDaysAgo) })))
+        .execute();
       const stored = await outputs.save(id, 'result.csv', Readable.from([Buffer.from(`run ${id}\n`)]), 1e6);
       await database.db
         .insertInto('run_outputs')

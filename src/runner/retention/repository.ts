@@ -31,15 +31,16 @@ export class RetentionRepository {
       .deleteFrom('run_logs')
       .where(({ eb, refTuple, selectFrom }) =>
         eb(
-          refTuple('run_id', 'seq'),
+          // (run_id, attempt, seq) names one chunk whether sequences run per run or per attempt.
+          refTuple('run_id', 'attempt', 'seq'),
           'in',
           selectFrom('run_logs')
-            .select(['run_id', 'seq'])
+            .select(['run_id', 'attempt', 'seq'])
             .where('run_id', 'in', (sub) =>
               sub.selectFrom('runs').select('id').where('id', 'in', ids).where('finished_at', '<', cutoff).where('status', 'in', TERMINAL),
             )
             .limit(limit)
-            .$asTuple('run_id', 'seq'),
+            .$asTuple('run_id', 'attempt', 'seq'),
         ),
       )
       .executeTakeFirst();

@@ -44,7 +44,7 @@ export class RunRetention {
       const ids = await this.d.repository.finishedBefore(cutoff, batchSize);
       for (const id of ids) await this.d.outputs.removeRun(id);
       const logChunk = this.d.logChunk ?? 10_000;
-      while ((await this.d.repository.deleteLogChunk(ids, cutoff, logChunk)) === logChunk) {
+      while ((await this.d.repository.deleteLogChunk(ids, cutoff, logChunk)) >= logChunk) {
         if (signal.aborted) return deleted;
       }
       deleted += await this.d.repository.deleteRuns(ids, cutoff);
