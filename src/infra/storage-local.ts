@@ -220,20 +220,22 @@ export function localStorage(root: string): Storage {
           if (state !== 'open') throw new Error(`read of ${key} already ${state}`);
           return onFd(() => readAt(fd, buffer, offset, length, position));
         },
-        async commit(times) {
+        async commit(times, gate) {
           if (state !== 'open') throw new Error(`write of ${key} already ${state}`);
           state = 'committed';
+          let finished: StoredEntry;
           try {
             if (times) fs.futimesSync(fd, times.atimeMs / 1000, times.mtimeMs / 1000);
+            finished = entry(path.posix.basename(key), fs.fstatSync(fd));
             closeFd();
+            if (gate) await gate(finished);
             fs.renameSync(temp, target);
           } catch (e) {
             closeFd();
             await fsp.rm(temp, { force: true });
             throw e;
           }
-          const st = fs.lstatSync(target);
-          return entry(path.posix.basename(key), st);
+          return finished;
         },
         async abort() {
           if (state !== 'open') return;

@@ -33,8 +33,13 @@ export interface PendingWrite {
   readonly size: number;
   write(buffer: Buffer, offset: number, length: number, position: number): Promise<void>;
   read(buffer: Buffer, offset: number, length: number, position: number): Promise<number>;
-  /** Renames the temporary file over the key; returns the stored entry. */
-  commit(times?: { atimeMs: number; mtimeMs: number }): Promise<StoredEntry>;
+  /**
+   * Renames the temporary file over the key; returns the stored entry. `gate`, when given, runs
+   * with the finished file's entry just before the rename (quota checks, the record of
+   * uploads): if it throws, the temporary file is deleted, the previous file stays in place,
+   * and the error is rethrown.
+   */
+  commit(times?: { atimeMs: number; mtimeMs: number }, gate?: (entry: StoredEntry) => Promise<void>): Promise<StoredEntry>;
   /** Deletes the temporary file. Safe to call twice or after commit. */
   abort(): Promise<void>;
 }
