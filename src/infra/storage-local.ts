@@ -22,8 +22,12 @@ const readAt = (fd: number, buffer: Buffer, offset: number, length: number, posi
     fs.read(fd, buffer, offset, length, position, (err, n) => (err ? reject(err) : resolve(n))),
   );
 
+/** Uploads rename a new file into place: a new inode, and a new ctime for anything else. */
+const versionOf = (st: fs.Stats) => `${st.ino}:${st.ctimeMs}`;
+
 function entry(name: string, st: fs.Stats): StoredEntry {
-  return { name, type: st.isDirectory() ? 'dir' : 'file', size: st.isDirectory() ? 0 : st.size, mtimeMs: Math.floor(st.mtimeMs) };
+  const dir = st.isDirectory();
+  return { name, type: dir ? 'dir' : 'file', size: dir ? 0 : st.size, mtimeMs: Math.floor(st.mtimeMs), version: versionOf(st) };
 }
 
 /**
@@ -145,7 +149,7 @@ export function localStorage(root: string): Storage {
       try {
         const st = fs.fstatSync(fd);
         if (!st.isFile()) return null;
-        const base = { size: st.size, mtimeMs: Math.floor(st.mtimeMs) };
+        const base = { size: st.size, mtimeMs: Math.floor(st.mtimeMs), version: versionOf(st) };
         if (st.size > maxBytes) return { ...base, data: null };
         const data = Buffer.allocUnsafe(st.size);
         let got = 0;

@@ -1,0 +1,33 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { type CachedFile, FileCache } from '../../../src/publishing/downloads/file-cache.js';
+
+const file = (bytes: number, version = 'v1'): CachedFile => ({
+  version,
+  data: Buffer.alloc(bytes),
+  size: bytes,
+  mtimeMs: 0,
+  etag: '"x"',
+  lastModified: '',
+  headers: {},
+  full: {},
+});
+
+test('the small-file cache stays within its byte budget, oldest out first', () => {
+  const cache = new FileCache(100);
+  cache.set('a', file(40));
+  cache.set('b', file(40));
+  cache.set('c', file(40));
+  assert.equal(cache.get('a'), undefined, 'the oldest left to make room');
+  assert.ok(cache.get('b') && cache.get('c'));
+  assert.equal(cache.bytes, 80);
+  cache.set('b', file(10, 'v2'));
+  assert.equal(cache.get('b')?.version, 'v2');
+  assert.equal(cache.bytes, 50, 'a replaced entry no longer counts');
+  cache.set('huge', file(101));
+  assert.equal(cache.get('huge'), undefined, 'larger than the whole budget: not kept');
+  assert.equal(cache.bytes, 50);
+  cache.delete('c');
+  cache.delete('c');
+  assert.equal(cache.bytes, 10);
+});
