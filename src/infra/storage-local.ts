@@ -38,7 +38,13 @@ function entry(name: string, st: fs.Stats): StoredEntry {
  */
 export function localStorage(root: string): Storage {
   fs.mkdirSync(root, { recursive: true });
-  const resolve = (key: string) => path.join(root, ...checkKey(key));
+  const base = `${path.resolve(root)}${path.sep}`;
+  // checkKey leaves only plain names joined by `/`, so appending is what path.join would give
+  // (and it is on the download host's per-request path).
+  const resolve = (key: string) => {
+    checkKey(key);
+    return base + key;
+  };
 
   // Metadata calls (lstat, rename) are synchronous: each takes microseconds on a local disk,
   // while a thread-pool round trip per call added up to most of the per-file cost of SFTP
@@ -123,7 +129,9 @@ export function localStorage(root: string): Storage {
         },
         stream(start, end) {
           closed = true;
-          return fs.createReadStream('', { fd: handle, start, end, autoClose: true, highWaterMark: 256 * 1024 });
+          // 1 MiB reads: a quarter of the read and write calls of 256 KiB, about a fifth more
+          // throughput for large downloads (bench/downloads.ts); 4 MiB added little more.
+          return fs.createReadStream('', { fd: handle, start, end, autoClose: true, highWaterMark: 1024 * 1024 });
         },
         async close() {
           if (closed) return;

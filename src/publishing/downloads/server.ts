@@ -30,6 +30,8 @@ export interface DownloadServer {
 const SMALL_FILE = 128 * 1024;
 /** Memory for small files' contents (at least 256 files of the largest small size). */
 const CACHE_BYTES = 32 * 1024 * 1024;
+/** Parsed paths remembered; a path decoding to more than 1 KiB is refused and not kept, so a key is a few KiB at most. */
+const MAX_TARGETS = 4096;
 
 /** Uploaded bytes are never run as a page here (SVG, HTML uploaded as assets…). */
 const COMMON_HEADERS = {
@@ -51,6 +53,8 @@ function problem(res: http.ServerResponse, status: number, code: string, detail:
 export function createDownloadServer(options: { storage: Storage; log: DownloadLog; cacheBytes?: number }): DownloadServer {
   const { storage, log } = options;
   const cache = new FileCache(options.cacheBytes ?? CACHE_BYTES);
+  /** Parsed URL paths (parsing is pure): repeated requests skip the decoding and checks. */
+  const targets = new Map<string, DownloadTarget>();
 
   async function serveFolder(res: http.ServerResponse, t: DownloadTarget, pathname: string, head: boolean) {
     // Only update-site folders have an index (a label folder and below: `<product>/update-site/<label>…`).
@@ -147,9 +151,14 @@ export function createDownloadServer(options: { storage: Storage; log: DownloadL
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const pathname = q >= 0 ? url.slice(0, q) : url;
-    const parsed = parseDownloadPath(pathname);
-    if (!parsed.ok) return problem(res, parsed.status, parsed.status === 400 ? 'invalid_path' : 'not_found', parsed.reason, head);
-    const t = parsed.target;
+    let t = targets.get(pathname);
+    if (!t) {
+      const parsed = parseDownloadPath(pathname);
+      if (!parsed.ok) return problem(res, parsed.status, parsed.status === 400 ? 'invalid_path' : 'not_found', parsed.reason, head);
+      t = parsed.target;
+      if (targets.size >= MAX_TARGETS) targets.delete(targets.keys().next().value as string);
+      targets.set(pathname, t);
+    }
     const cached = t.slash ? undefined : cache.get(t.key);
     if (cached) {
       const st = await storage.stat(t.key);
