@@ -107,36 +107,64 @@ export function localStorage(root: string): Storage {
     },
 
     async openRead(key) {
-      let handle: fsp.FileHandle;
+      // A raw descriptor opened, checked and closed synchronously (metadata work of
+      // microseconds; FileHandle's thread-pool round trips were most of an SFTP OPEN and CLOSE
+      // of a small file). Contents are read asynchronously.
+      let fd: number;
       try {
-        handle = await fsp.open(resolve(key), fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
+        fd = fs.openSync(resolve(key), fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
       } catch (e) {
         const code = (e as NodeJS.ErrnoException).code;
         if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'ELOOP' || code === 'ENAMETOOLONG') return null;
         throw e;
       }
-      const st = await handle.stat();
+      let st: fs.Stats;
+      try {
+        st = fs.fstatSync(fd);
+      } catch (e) {
+        fs.closeSync(fd);
+        throw e;
+      }
       if (!st.isFile()) {
-        await handle.close();
+        fs.closeSync(fd);
         return null;
       }
+      // Closed exactly once, and only when no read is in flight (a client may close while its
+      // reads still run): a closed number is reused by the next open, and a late read would
+      // then return another file's bytes.
+      let busy = 0;
+      let closing = false;
       let closed = false;
+      const closeFd = () => {
+        closing = true;
+        if (busy > 0 || closed) return;
+        closed = true;
+        fs.closeSync(fd);
+      };
       const reader: StoredReader = {
         size: st.size,
         mtimeMs: Math.floor(st.mtimeMs),
         async read(buffer, offset, length, position) {
-          return (await handle.read(buffer, offset, length, position)).bytesRead;
+          if (closing) throw new Error(`read of ${key} after close`);
+          busy++;
+          try {
+            return await readAt(fd, buffer, offset, length, position);
+          } finally {
+            busy--;
+            if (closing && busy === 0) closeFd();
+          }
         },
         stream(start, end) {
+          if (closing || busy > 0) throw new Error(`stream of ${key} after close or while reading`);
+          // The stream owns the descriptor from here and closes it when done.
+          closing = true;
           closed = true;
           // 1 MiB reads: a quarter of the read and write calls of 256 KiB, about a fifth more
           // throughput for large downloads (bench/downloads.ts); 4 MiB added little more.
-          return fs.createReadStream('', { fd: handle, start, end, autoClose: true, highWaterMark: 1024 * 1024 });
+          return fs.createReadStream('', { fd, start, end, autoClose: true, highWaterMark: 1024 * 1024 });
         },
         async close() {
-          if (closed) return;
-          closed = true;
-          await handle.close();
+          closeFd();
         },
       };
       return reader;
@@ -190,7 +218,8 @@ export function localStorage(root: string): Storage {
       // written file is metadata work of microseconds, while a FileHandle costs two thread-pool
       // round trips per uploaded file, which the SFTP client waits for (OPEN and CLOSE replies;
       // bench/sftp.ts, many small files). Contents are still written asynchronously.
-      const fd = fs.openSync(temp, size > 0 ? 'r+' : 'wx', 0o644);
+      // Read-write: SFTP clients may read back what they wrote through the same handle.
+      const fd = fs.openSync(temp, size > 0 ? 'r+' : 'wx+', 0o644);
       let state: 'open' | 'committed' | 'aborted' = 'open';
       // The descriptor is closed exactly once and only when no read or write on it is in flight
       // (an abort may come while pipelined writes still run): a closed number can be reused by
