@@ -1,8 +1,9 @@
 // Download host against nginx (Debian package, one worker, sendfile, no access log) serving the
 // same stored files in the same run: requests/s for small update-site files (32 connections,
 // BENCH_ROUNDS (5) rounds of BENCH_SECONDS (2) each, median of the paired ratios) and MB/s for
-// one large file (BENCH_DOWNLOAD_MB, median of 3). Ratios ours/nginx; target >= 0.7. A third
-// row per small file shows the floor: node:http with the bytes in memory.
+// one large file (BENCH_DOWNLOAD_MB, median of 3). Ratios ours/nginx; target >= 0.7. Two more
+// rows per small file are data points: node:http with the bytes in memory (the floor of any
+// node:http handler) and a raw socket answering without parsing (what node:http itself costs).
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
@@ -106,12 +107,17 @@ http {
     ['small file 2 KB', '/bench-ext/5.4/content.jar', path.join(site, 'content.jar')],
     ['jar 30 KB', '/bench-ext/5.4/plugins/org.example.b_1.0.0.jar', path.join(site, 'plugins', 'org.example.b_1.0.0.jar')],
   ] as const;
-  // Not a reference but a data point: what any node:http handler can reach here at most.
+  // Not references but data points: what any node:http handler can reach here at most, and
+  // what a socket answering without any HTTP parsing reaches (node:http's own cost).
+  const floorArgs = smallFiles.map(([, p, f]) => `${p}=${f}`);
   const floorPort = await freePort();
-  const floor: ChildProcess = spawn(
-    process.execPath,
-    ['--import', 'tsx', 'bench/downloads-floor.ts', String(floorPort), ...smallFiles.map(([, p, f]) => `${p}=${f}`)],
-    { stdio: 'ignore' },
+  const floor: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'bench/downloads-floor.ts', 'http', String(floorPort), ...floorArgs], { stdio: 'ignore' });
+  const rawFloors = await Promise.all(
+    smallFiles.map(async (_, i) => {
+      const port = await freePort();
+      const child = spawn(process.execPath, ['--import', 'tsx', 'bench/downloads-floor.ts', 'net', String(port), floorArgs[i] as string], { stdio: 'ignore' });
+      return { port, child };
+    }),
   );
   const oursUrl = `http://127.0.0.1:${oursPort}`;
   const nginxUrl = `http://127.0.0.1:${nginxPort}`;
@@ -120,29 +126,31 @@ http {
     await waitHttp(`${oursUrl}/bench-ext/5.4/content.jar`);
     await waitHttp(`${nginxUrl}/bench-ext/5.4/content.jar`);
     await waitHttp(`${floorUrl}/bench-ext/5.4/content.jar`);
+    for (const r of rawFloors) await waitHttp(`http://127.0.0.1:${r.port}/`);
     pinToCpu(ours.pid as number, 1);
     pinToCpu(floor.pid as number, 1);
+    for (const r of rawFloors) pinToCpu(r.child.pid as number, 1);
     // nginx's worker is a child of the master: pin every process of the group.
     spawnSync('sh', ['-c', `for p in $(pgrep -P ${nginx.pid}) ${nginx.pid}; do taskset -p -c 1 $p >/dev/null; done`]);
     pinToCpu(process.pid, 0);
     const lines: string[] = [];
-    for (const [name, p] of smallFiles) {
-      // Ours, the reference and the floor back to back, ROUNDS times: the ratio of each round
+    for (const [i, [name, p]] of smallFiles.entries()) {
+      // Ours, the reference and the floors back to back, ROUNDS times: the ratio of each round
       // compares runs seconds apart, and the median of those ratios resists the noise of this
       // shared machine better than either side's best run.
-      const runs = Array.from({ length: ROUNDS }, () => [load({ url: oursUrl + p }), load({ url: nginxUrl + p }), load({ url: floorUrl + p })] as const);
+      const rawUrl = `http://127.0.0.1:${rawFloors[i]?.port}${p}`;
+      const runs = Array.from({ length: ROUNDS }, () => [load({ url: oursUrl + p }), load({ url: nginxUrl + p }), load({ url: floorUrl + p }), load({ url: rawUrl })] as const);
       const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
-      const middle = (i: 0 | 1 | 2) => {
-        const sorted = [...runs].sort((a, b) => a[i].rps - b[i].rps);
-        return (sorted[Math.floor(sorted.length / 2)] as (typeof runs)[number])[i];
+      const middle = (k: 0 | 1 | 2 | 3) => {
+        const sorted = [...runs].sort((a, b) => a[k].rps - b[k].rps);
+        return (sorted[Math.floor(sorted.length / 2)] as (typeof runs)[number])[k];
       };
-      const ratio = med(runs.map((r) => r[0].rps / r[1].rps));
-      const floorRatio = med(runs.map((r) => r[2].rps / r[1].rps));
-      const ofFloor = med(runs.map((r) => r[0].rps / r[2].rps));
-      lines.push(fmt(name, middle(0), middle(1), ratio));
+      const ofNginx = (k: 0 | 2 | 3) => med(runs.map((r) => r[k].rps / r[1].rps));
+      lines.push(fmt(name, middle(0), middle(1), ofNginx(0)));
       lines.push(
-        `${'  node:http floor (bytes in memory)'.padEnd(34)}      ${middle(2).rps.toFixed(0).padStart(7)} req/s  ${floorRatio.toFixed(2)} of nginx; Pier ${ofFloor.toFixed(2)} of the floor`,
+        `${'  node:http floor (bytes in memory)'.padEnd(34)}      ${middle(2).rps.toFixed(0).padStart(7)} req/s  ${ofNginx(2).toFixed(2)} of nginx; Pier ${med(runs.map((r) => r[0].rps / r[2].rps)).toFixed(2)} of this floor`,
       );
+      lines.push(`${'  raw socket, no HTTP parsing'.padEnd(34)}      ${middle(3).rps.toFixed(0).padStart(7)} req/s  ${ofNginx(3).toFixed(2)} of nginx`);
     }
     const mbOurs = throughput(`${oursUrl}/bench-ext/5.4.zip`);
     const mbNginx = throughput(`${nginxUrl}/bench-ext/5.4.zip`);
@@ -154,6 +162,7 @@ http {
     ours.kill('SIGTERM');
     nginx.kill('SIGTERM');
     floor.kill('SIGTERM');
+    for (const r of rawFloors) r.child.kill('SIGTERM');
     fs.rmSync(dataDir, { recursive: true, force: true });
   }
 }
