@@ -85,6 +85,23 @@ export function filesRepository(db: Kysely<PublishingDB>, hot: { readNow?: ReadN
       on conflict (product_id, path) do update set size = excluded.size, modified_at = excluded.modified_at, uploaded_at = excluded.uploaded_at
       returning size`.execute(trx);
 
+  /**
+   * On PostgreSQL, takes the product's storage row lock (creating the row if need be) before
+   * any product_files row: the triggers lock that row after the file row, and a commit holding
+   * it while waiting for a file row another statement holds would deadlock. So every change of
+   * a product's files takes it first, and they queue instead.
+   */
+  const lockUsage = async (trx: Db, productId: string) => {
+    if (!postgres) return;
+    await sql`insert into product_storage (product_id, change_seq) values (${productId}, 0)
+      on conflict (product_id) do update set change_seq = product_storage.change_seq`.execute(trx);
+  };
+  const writeFiles = (productId: string, work: (trx: Transaction<PublishingDB>) => Promise<void>) =>
+    db.transaction().execute(async (trx) => {
+      await lockUsage(trx, productId);
+      await work(trx);
+    });
+
   return {
     async uploadContext(productId: string, path: string): Promise<UploadContext> {
       const [r = {}] = await uploadContextRead([productId, productId, path]);
@@ -107,33 +124,35 @@ export function filesRepository(db: Kysely<PublishingDB>, hot: { readNow?: ReadN
     async recordUploadWithin(row: FileRow, limits: CommitLimits): Promise<boolean> {
       if (!postgres) return (await insertWithinQuota(db, row, limits)).rows.length > 0;
       return db.transaction().execute(async (trx) => {
-        // Creates the row or locks it (ON CONFLICT DO UPDATE takes the row lock), until commit.
-        await sql`insert into product_storage (product_id, change_seq) values (${row.product_id}, 0)
-          on conflict (product_id) do update set change_seq = product_storage.change_seq`.execute(trx);
+        await lockUsage(trx, row.product_id);
         return (await insertWithinQuota(trx, row, limits)).rows.length > 0;
       });
     },
 
     /** Makes the record of one path match storage again (a commit whose rename failed). */
     async reconcile(productId: string, path: string, stored: { size: number; modified_at: string; uploaded_at: string } | null): Promise<void> {
-      if (!stored) {
-        await db.deleteFrom('product_files').where('product_id', '=', productId).where('path', '=', path).execute();
-        return;
-      }
-      await db
-        .insertInto('product_files')
-        .values({ product_id: productId, path, ...stored })
-        .onConflict((oc) => oc.columns(['product_id', 'path']).doUpdateSet({ size: stored.size, modified_at: stored.modified_at }))
-        .execute();
+      await writeFiles(productId, async (trx) => {
+        if (!stored) {
+          await trx.deleteFrom('product_files').where('product_id', '=', productId).where('path', '=', path).execute();
+          return;
+        }
+        await trx
+          .insertInto('product_files')
+          .values({ product_id: productId, path, ...stored })
+          .onConflict((oc) => oc.columns(['product_id', 'path']).doUpdateSet({ size: stored.size, modified_at: stored.modified_at }))
+          .execute();
+      });
     },
 
     /** The update trigger counts the change (migration 0004) when a row was there. */
     async setModifiedAt(productId: string, path: string, modifiedAt: string): Promise<void> {
-      await db.updateTable('product_files').set({ modified_at: modifiedAt }).where('product_id', '=', productId).where('path', '=', path).execute();
+      await writeFiles(productId, async (trx) => {
+        await trx.updateTable('product_files').set({ modified_at: modifiedAt }).where('product_id', '=', productId).where('path', '=', path).execute();
+      });
     },
 
     async removeFile(productId: string, path: string): Promise<void> {
-      await db.transaction().execute(async (trx) => {
+      await writeFiles(productId, async (trx) => {
         await trx.deleteFrom('product_files').where('product_id', '=', productId).where('path', '=', path).execute();
         await bumpOnly(trx, productId);
       });
@@ -141,7 +160,7 @@ export function filesRepository(db: Kysely<PublishingDB>, hot: { readNow?: ReadN
 
     /** Moves one file's row, or every row below a folder, replacing rows at the target. */
     async move(productId: string, from: string, to: string, now: string): Promise<void> {
-      await db.transaction().execute(async (trx) => {
+      await writeFiles(productId, async (trx) => {
         const rows = await trx
           .selectFrom('product_files')
           .selectAll()

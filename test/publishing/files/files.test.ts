@@ -245,6 +245,28 @@ for (const target of dialects()) {
       await check(1, 10);
     });
 
+    test('uploads, time changes, renames and removals of the same files at once from two instances all complete', async () => {
+      await addProduct(db, 'busy-ext');
+      await files.ensureTree('busy-ext');
+      const second = filesService({ storage: localStorage(root), repo: filesRepository(other.db), limits: DEFAULT_LIMITS });
+      for (let round = 0; round < 10; round++) {
+        await Promise.all([0, 1, 2].map((i) => put(files, 'busy-ext', `assets/f${i}`, `r${round}`)));
+        // Each kind of change of the same rows, interleaved across the two database handles.
+        const results = await Promise.allSettled([
+          ...[0, 1, 2].map((i) => put(i % 2 ? second : files, 'busy-ext', `assets/f${i}`, `again ${round}`)),
+          ...[0, 1, 2].map((i) => (i % 2 ? files : second).setTimes('busy-ext', `assets/f${i}`, 1_600_000_000_000, 1_600_000_000_000)),
+          second.rename('busy-ext', 'assets/f1', 'assets/g1'),
+          files.remove('busy-ext', 'assets/f2'),
+        ]);
+        // Files may be gone when a later change comes (ENOENT); the database must never refuse.
+        for (const r of results) if (r.status === 'rejected') assert.match(String(r.reason), /ENOENT/);
+        await files.remove('busy-ext', 'assets/g1').catch(() => {});
+      }
+      const repo = filesRepository(db.db);
+      const context = await repo.uploadContext('busy-ext', 'assets/none');
+      assert.deepEqual([context.files, context.bytes], Object.values(await repo.usage('busy-ext')), 'totals match the rows');
+    });
+
     test('concurrent commits from two instances sharing the database stay within the quota', async () => {
       await addProduct(db, 'burst-ext');
       await files.ensureTree('burst-ext');
