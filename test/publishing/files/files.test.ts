@@ -245,6 +245,21 @@ for (const target of dialects()) {
       await check(1, 10);
     });
 
+    test('a commit whose rename fails (its folder was removed meanwhile) leaves no record behind', async () => {
+      await addProduct(db, 'gone-ext');
+      await files.ensureTree('gone-ext');
+      await files.makeDir('gone-ext', 'assets/sub');
+      const upload = await files.beginUpload('gone-ext', 'assets/sub/x');
+      await upload.write(Buffer.from('data'), 0, 4, 0);
+      // An empty folder (its only entry is the temporary file) may be removed by the client.
+      await files.removeDir('gone-ext', 'assets/sub');
+      await assert.rejects(upload.commit(), /ENOENT/);
+      assert.equal(await filesRepository(db.db).find('gone-ext', 'assets/sub/x'), undefined);
+      assert.deepEqual(await files.summary('gone-ext').then((s) => [s.files, s.bytes]), [0, 0]);
+      const context = await filesRepository(db.db).uploadContext('gone-ext', 'assets/none');
+      assert.deepEqual([context.files, context.bytes], [0, 0]);
+    });
+
     test('uploads, time changes, renames and removals of the same files at once from two instances all complete', async () => {
       await addProduct(db, 'busy-ext');
       await files.ensureTree('busy-ext');
