@@ -187,7 +187,9 @@ export function localStorage(root: string): Storage {
         if (!st.isFile()) return null;
         const base = { size: st.size, mtimeMs: Math.floor(st.mtimeMs), version: versionOf(st) };
         if (st.size > maxBytes) return { ...base, data: null };
-        const data = Buffer.allocUnsafe(st.size);
+        // Its own memory, not a slice of Node's shared 8 KiB pool: callers may keep small files
+        // (the download host's cache), and a kept slice would pin a whole pool slab.
+        const data = Buffer.allocUnsafeSlow(st.size);
         let got = 0;
         while (got < st.size) {
           const n = fs.readSync(fd, data, got, st.size - got, got);

@@ -23,7 +23,15 @@ export interface CachedFile extends FileMeta {
   data: Buffer;
 }
 
-/** A byte-bounded map; the oldest entry goes first (no reordering on hits: they stay cheap). */
+/** What an entry costs beside its bytes (headers, strings, the map slot), charged to the budget. */
+const ENTRY_OVERHEAD = 1024;
+
+const cost = (file: CachedFile) => file.data.length + ENTRY_OVERHEAD;
+
+/**
+ * A byte-bounded map; the oldest entry goes first (no reordering on hits: they stay cheap).
+ * Each entry is charged its bytes plus a fixed overhead, so many tiny files stay bounded too.
+ */
 export class FileCache {
   readonly #entries = new Map<string, CachedFile>();
   #bytes = 0;
@@ -35,23 +43,24 @@ export class FileCache {
   }
 
   set(key: string, file: CachedFile): void {
-    if (file.data.length > this.maxBytes) return;
+    if (cost(file) > this.maxBytes) return;
     this.delete(key);
-    while (this.#bytes + file.data.length > this.maxBytes) {
+    while (this.#bytes + cost(file) > this.maxBytes) {
       const oldest = this.#entries.keys().next().value as string;
       this.delete(oldest);
     }
     this.#entries.set(key, file);
-    this.#bytes += file.data.length;
+    this.#bytes += cost(file);
   }
 
   delete(key: string): void {
     const old = this.#entries.get(key);
     if (!old) return;
     this.#entries.delete(key);
-    this.#bytes -= old.data.length;
+    this.#bytes -= cost(old);
   }
 
+  /** Bytes charged to the budget (contents plus a fixed overhead per entry). */
   get bytes(): number {
     return this.#bytes;
   }
