@@ -10,6 +10,11 @@ export interface StoredEntry {
   type: 'file' | 'dir';
   size: number;
   mtimeMs: number;
+  /**
+   * Changes whenever the stored bytes may have changed, even to the same size and time (every
+   * upload is a new file): lets a caller keep a file's contents and check them with `stat`.
+   */
+  version?: string;
 }
 
 /** An open stored file for reading; `close` must be called. */
@@ -33,8 +38,13 @@ export interface PendingWrite {
   readonly size: number;
   write(buffer: Buffer, offset: number, length: number, position: number): Promise<void>;
   read(buffer: Buffer, offset: number, length: number, position: number): Promise<number>;
-  /** Renames the temporary file over the key; returns the stored entry. */
-  commit(times?: { atimeMs: number; mtimeMs: number }): Promise<StoredEntry>;
+  /**
+   * Renames the temporary file over the key; returns the stored entry. `gate`, when given, runs
+   * with the finished file's entry just before the rename (quota checks, the record of
+   * uploads): if it throws, the temporary file is deleted, the previous file stays in place,
+   * and the error is rethrown.
+   */
+  commit(times?: { atimeMs: number; mtimeMs: number }, gate?: (entry: StoredEntry) => Promise<void>): Promise<StoredEntry>;
   /** Deletes the temporary file. Safe to call twice or after commit. */
   abort(): Promise<void>;
 }
@@ -48,7 +58,7 @@ export interface Storage {
    * A whole small file in one call (`data` null when it is larger than `maxBytes`: open it with
    * `openRead` to stream it). The download host's hot path: most update-site files are small.
    */
-  readSmall(key: string, maxBytes: number): Promise<{ size: number; mtimeMs: number; data: Buffer | null } | null>;
+  readSmall(key: string, maxBytes: number): Promise<{ size: number; mtimeMs: number; version: string; data: Buffer | null } | null>;
   /** `keepExisting` copies the current contents first (resumed uploads, SFTP open without TRUNC). */
   beginWrite(key: string, options?: { keepExisting?: boolean }): Promise<PendingWrite>;
   /** Removes a file; false when there was none. */

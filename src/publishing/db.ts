@@ -1,4 +1,4 @@
-import { type Kysely, type Migration, PostgresAdapter, sql } from 'kysely';
+import { type Generated, type Kysely, type Migration, PostgresAdapter, sql } from 'kysely';
 import { openMigratedDatabase } from '../infra/database/index.js';
 
 export interface ProductsTable {
@@ -43,11 +43,18 @@ export interface ProductFilesTable {
   uploaded_at: string;
 }
 
-/** Per-product file state: the change counter behind `changeStamp` and staff-set limits. */
+/** Per-product file state: the change counter behind `changeStamp`, usage totals and staff-set limits. */
 export interface ProductStorageTable {
   product_id: string;
   change_seq: number;
   last_upload_at: string | null;
+  /**
+   * Sum of sizes and count of the product's `product_files` rows, kept by triggers on that table
+   * (migration 0004) so an SFTP OPEN reads one row instead of summing every file, and the quota
+   * check at commit sees a total that cannot drift from the rows.
+   */
+  used_bytes: Generated<number>;
+  used_files: Generated<number>;
   /** null = the configured default. */
   quota_bytes: number | null;
   quota_files: number | null;
@@ -214,6 +221,62 @@ const migrations: Record<string, Migration> = {
         await sql`CREATE TRIGGER crawl_nodes_fts_ad AFTER DELETE ON crawl_nodes BEGIN
           INSERT INTO crawl_nodes_fts(crawl_nodes_fts, rowid, name, short_description, category_names, product_name, product_id)
           VALUES ('delete', old.rowid, old.name, old.short_description, old.category_names, old.product_name, old.product_id); END`.execute(db);
+      }
+    },
+  },
+  '0004_file_usage_totals': {
+    async up(db: Kysely<unknown>) {
+      await sql`ALTER TABLE product_storage ADD COLUMN used_bytes bigint NOT NULL DEFAULT 0`.execute(db);
+      await sql`ALTER TABLE product_storage ADD COLUMN used_files bigint NOT NULL DEFAULT 0`.execute(db);
+      await sql`INSERT INTO product_storage (product_id, change_seq, used_bytes, used_files)
+        SELECT product_id, 1, sum(size), count(*) FROM product_files GROUP BY product_id
+        ON CONFLICT (product_id) DO UPDATE SET used_bytes = excluded.used_bytes, used_files = excluded.used_files`.execute(db);
+      // Every change of a product_files row moves the totals and counts as a change of the
+      // product's files (change_seq), in the statement that changes the row. Deletions only
+      // update: a product's rows and its storage row go together when the product is deleted.
+      if (db.getExecutor().adapter instanceof PostgresAdapter) {
+        await sql`CREATE FUNCTION pier_product_files_usage() RETURNS trigger LANGUAGE plpgsql AS $$
+          BEGIN
+            IF TG_OP = 'INSERT' THEN
+              INSERT INTO product_storage (product_id, change_seq, last_upload_at, used_bytes, used_files)
+                VALUES (NEW.product_id, 1, NEW.uploaded_at, NEW.size, 1)
+                ON CONFLICT (product_id) DO UPDATE SET change_seq = product_storage.change_seq + 1,
+                  last_upload_at = NEW.uploaded_at, used_bytes = product_storage.used_bytes + NEW.size,
+                  used_files = product_storage.used_files + 1;
+            ELSIF TG_OP = 'UPDATE' THEN
+              UPDATE product_storage SET used_bytes = used_bytes - OLD.size, used_files = used_files - 1
+                WHERE product_id = OLD.product_id;
+              UPDATE product_storage SET used_bytes = used_bytes + NEW.size, used_files = used_files + 1,
+                change_seq = change_seq + 1,
+                last_upload_at = CASE WHEN NEW.uploaded_at <> OLD.uploaded_at THEN NEW.uploaded_at ELSE last_upload_at END
+                WHERE product_id = NEW.product_id;
+            ELSE
+              UPDATE product_storage SET used_bytes = used_bytes - OLD.size, used_files = used_files - 1,
+                change_seq = change_seq + 1 WHERE product_id = OLD.product_id;
+            END IF;
+            RETURN NULL;
+          END $$`.execute(db);
+        await sql`CREATE TRIGGER product_files_usage AFTER INSERT OR UPDATE OR DELETE ON product_files
+          FOR EACH ROW EXECUTE FUNCTION pier_product_files_usage()`.execute(db);
+      } else {
+        await sql`CREATE TRIGGER product_files_usage_ai AFTER INSERT ON product_files BEGIN
+          INSERT INTO product_storage (product_id, change_seq, last_upload_at, used_bytes, used_files)
+            VALUES (new.product_id, 1, new.uploaded_at, new.size, 1)
+            ON CONFLICT (product_id) DO UPDATE SET change_seq = change_seq + 1, last_upload_at = excluded.last_upload_at,
+              used_bytes = used_bytes + excluded.used_bytes, used_files = used_files + 1;
+          END`.execute(db);
+        await sql`CREATE TRIGGER product_files_usage_au AFTER UPDATE ON product_files BEGIN
+          UPDATE product_storage SET used_bytes = used_bytes - old.size, used_files = used_files - 1
+            WHERE product_id = old.product_id;
+          UPDATE product_storage SET used_bytes = used_bytes + new.size, used_files = used_files + 1,
+            change_seq = change_seq + 1,
+            last_upload_at = CASE WHEN new.uploaded_at <> old.uploaded_at THEN new.uploaded_at ELSE last_upload_at END
+            WHERE product_id = new.product_id;
+          END`.execute(db);
+        await sql`CREATE TRIGGER product_files_usage_ad AFTER DELETE ON product_files BEGIN
+          UPDATE product_storage SET used_bytes = used_bytes - old.size, used_files = used_files - 1,
+            change_seq = change_seq + 1 WHERE product_id = old.product_id;
+          END`.execute(db);
       }
     },
   },

@@ -8,6 +8,7 @@
 import http from 'node:http';
 import { listenOn } from '../../infra/listen.js';
 import type { Storage, StoredReader } from '../../infra/storage.js';
+import { FileCache, type FileMeta } from './file-cache.js';
 import { contentTypeOf, etagOf, notModified, rangeOf } from './http-file.js';
 import { folderIndex } from './index-page.js';
 import { type DownloadTarget, parseDownloadPath } from './paths.js';
@@ -27,6 +28,10 @@ export interface DownloadServer {
 
 /** Files up to this size are read in one go and sent with one write (most of an update site). */
 const SMALL_FILE = 128 * 1024;
+/** Memory for small files' contents (at least 256 files of the largest small size). */
+const CACHE_BYTES = 32 * 1024 * 1024;
+/** Parsed paths remembered; a path decoding to more than 1 KiB is refused and not kept, so a key is a few KiB at most. */
+const MAX_TARGETS = 4096;
 
 /** Uploaded bytes are never run as a page here (SVG, HTML uploaded as assets…). */
 const COMMON_HEADERS = {
@@ -45,8 +50,11 @@ function problem(res: http.ServerResponse, status: number, code: string, detail:
   res.end(head ? undefined : body);
 }
 
-export function createDownloadServer(options: { storage: Storage; log: DownloadLog }): DownloadServer {
+export function createDownloadServer(options: { storage: Storage; log: DownloadLog; cacheBytes?: number }): DownloadServer {
   const { storage, log } = options;
+  const cache = new FileCache(options.cacheBytes ?? CACHE_BYTES);
+  /** Parsed URL paths (parsing is pure): repeated requests skip the decoding and checks. */
+  const targets = new Map<string, DownloadTarget>();
 
   async function serveFolder(res: http.ServerResponse, t: DownloadTarget, pathname: string, head: boolean) {
     // Only update-site folders have an index (a label folder and below: `<product>/update-site/<label>…`).
@@ -67,16 +75,8 @@ export function createDownloadServer(options: { storage: Storage; log: DownloadL
     res.end(head ? undefined : body);
   }
 
-  /** Answers for one file whose bytes are either in `data` (small files) or behind `reader`. */
-  async function serveFile(
-    req: http.IncomingMessage,
-    res: http.ServerResponse,
-    t: DownloadTarget,
-    file: { size: number; mtimeMs: number; data: Buffer | null; reader: StoredReader | null },
-    head: boolean,
-  ) {
-    const { size, mtimeMs } = file;
-    const release = () => file.reader?.close();
+  /** What every answer about one file carries, built once per version of a cached file. */
+  function describeFile(t: DownloadTarget, size: number, mtimeMs: number): FileMeta {
     const etag = etagOf(size, mtimeMs);
     const lastModified = new Date(mtimeMs).toUTCString();
     const headers: http.OutgoingHttpHeaders = {
@@ -89,27 +89,42 @@ export function createDownloadServer(options: { storage: Storage; log: DownloadL
       'cache-control': 'public, no-cache',
     };
     if (t.area === 'assets') headers['access-control-allow-origin'] = '*';
-    if (notModified({ ifNoneMatch: req.headers['if-none-match'], ifModifiedSince: req.headers['if-modified-since'] }, etag, mtimeMs)) {
-      await release();
-      res.writeHead(304, headers);
-      return res.end();
+    return { size, mtimeMs, etag, lastModified, headers, full: { ...headers, 'content-length': size } };
+  }
+
+  /** Answers for one file whose bytes are either in `data` (small files) or behind `reader`. */
+  function serveFile(req: http.IncomingMessage, res: http.ServerResponse, meta: FileMeta, data: Buffer | null, reader: StoredReader | null, head: boolean) {
+    const { size, etag, lastModified } = meta;
+    const ifNoneMatch = req.headers['if-none-match'];
+    const ifModifiedSince = req.headers['if-modified-since'];
+    const rangeHeader = req.headers.range;
+    if (ifNoneMatch === undefined && ifModifiedSince === undefined && rangeHeader === undefined && (data || head || size === 0)) {
+      // The common case (a p2 client fetching a file): headers built once per file version.
+      void reader?.close();
+      res.writeHead(200, meta.full);
+      return void res.end(head || !data ? undefined : data);
     }
-    const range = rangeOf(req.headers.range, req.headers['if-range'] as string | undefined, size, etag, lastModified);
+    if (notModified({ ifNoneMatch, ifModifiedSince }, etag, meta.mtimeMs)) {
+      void reader?.close();
+      res.writeHead(304, meta.headers);
+      return void res.end();
+    }
+    const range = rangeOf(rangeHeader, req.headers['if-range'] as string | undefined, size, etag, lastModified);
     if (range.kind === 'unsatisfiable') {
-      await release();
-      res.writeHead(416, { ...headers, 'content-range': `bytes */${size}`, 'content-length': 0 });
-      return res.end();
+      void reader?.close();
+      res.writeHead(416, { ...meta.headers, 'content-range': `bytes */${size}`, 'content-length': 0 });
+      return void res.end();
     }
     const [start, end] = range.kind === 'partial' ? [range.start, range.end] : [0, size - 1];
+    const headers: http.OutgoingHttpHeaders = { ...meta.headers, 'content-length': size === 0 ? 0 : end - start + 1 };
     if (range.kind === 'partial') headers['content-range'] = `bytes ${start}-${end}/${size}`;
-    headers['content-length'] = size === 0 ? 0 : end - start + 1;
     const status = range.kind === 'partial' ? 206 : 200;
-    if (head || size === 0 || file.data) {
-      await release();
+    if (head || size === 0 || data) {
+      void reader?.close();
       res.writeHead(status, headers);
-      return res.end(head || !file.data ? undefined : range.kind === 'partial' ? file.data.subarray(start, end + 1) : file.data);
+      return void res.end(head || !data ? undefined : range.kind === 'partial' ? data.subarray(start, end + 1) : data);
     }
-    const stream = (file.reader as StoredReader).stream(start, end);
+    const stream = (reader as StoredReader).stream(start, end);
     res.writeHead(status, headers);
     stream.on('error', () => res.destroy());
     res.on('close', () => stream.destroy());
@@ -136,16 +151,32 @@ export function createDownloadServer(options: { storage: Storage; log: DownloadL
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const pathname = q >= 0 ? url.slice(0, q) : url;
-    const parsed = parseDownloadPath(pathname);
-    if (!parsed.ok) return problem(res, parsed.status, parsed.status === 400 ? 'invalid_path' : 'not_found', parsed.reason, head);
-    const t = parsed.target;
+    let t = targets.get(pathname);
+    if (!t) {
+      const parsed = parseDownloadPath(pathname);
+      if (!parsed.ok) return problem(res, parsed.status, parsed.status === 400 ? 'invalid_path' : 'not_found', parsed.reason, head);
+      t = parsed.target;
+      if (targets.size >= MAX_TARGETS) targets.delete(targets.keys().next().value as string);
+      targets.set(pathname, t);
+    }
+    const cached = t.slash ? undefined : cache.get(t.key);
+    if (cached) {
+      const st = await storage.stat(t.key);
+      if (st?.version === cached.version) return serveFile(req, res, cached, cached.data, null, head);
+      cache.delete(t.key);
+    }
     const small = await storage.readSmall(t.key, SMALL_FILE);
     if (small) {
       if (t.slash) return problem(res, 404, 'not_found', 'No such folder', head);
-      if (small.data || head) return serveFile(req, res, t, { ...small, reader: null }, head);
+      if (small.data) {
+        const file = { ...describeFile(t, small.size, small.mtimeMs), version: small.version, data: small.data };
+        cache.set(t.key, file);
+        return serveFile(req, res, file, small.data, null, head);
+      }
+      if (head) return serveFile(req, res, describeFile(t, small.size, small.mtimeMs), null, null, head);
       const reader = await storage.openRead(t.key);
       if (!reader) return problem(res, 404, 'not_found', 'No such file', head);
-      return serveFile(req, res, t, { size: reader.size, mtimeMs: reader.mtimeMs, data: null, reader }, head);
+      return serveFile(req, res, describeFile(t, reader.size, reader.mtimeMs), null, reader, head);
     }
     const st = await storage.stat(t.key);
     if (st?.type === 'dir') return serveFolder(res, t, pathname, head);

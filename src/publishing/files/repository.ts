@@ -1,10 +1,10 @@
-import { type Kysely, sql, type Transaction } from 'kysely';
+import { type Kysely, PostgresAdapter, type Selectable, sql, type Transaction } from 'kysely';
 import { preparedRead, type ReadNow } from '../../infra/database/index.js';
 import type { ProductFilesTable, ProductStorageTable, PublishingDB } from '../db.js';
 
 /** All SQL about finished uploads (`product_files`) and per-product file state (`product_storage`). */
 export type FileRow = ProductFilesTable;
-export type StorageRow = ProductStorageTable;
+export type StorageRow = Selectable<ProductStorageTable>;
 
 type Db = Kysely<PublishingDB> | Transaction<PublishingDB>;
 
@@ -46,22 +46,65 @@ export interface UploadContext {
   existing_size: number | null;
 }
 
+/** The limits a commit is checked against (the product's own, else the configured defaults). */
+export interface CommitLimits {
+  quotaBytes: number;
+  quotaFiles: number;
+}
+
 const num = (v: unknown) => (v == null ? null : Number(v));
 
 /** `hot.readNow` lets the one read on every SFTP OPEN run synchronously on an idle SQLite connection. */
 export function filesRepository(db: Kysely<PublishingDB>, hot: { readNow?: ReadNow } = {}) {
+  const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
   // One statement instead of three (limits, usage, the file replaced): an SFTP client waits for
-  // the OPEN reply of every file, and each query through the pool costs a round trip.
+  // the OPEN reply of every file. Usage is the running total (migration 0004), one row by key.
   const uploadContextRead = preparedRead<Record<string, unknown>>(
     { db, readNow: hot.readNow ?? (() => null) },
-    sql<Record<string, unknown>>`select u.files, u.bytes, s.quota_bytes, s.quota_files, s.max_file_bytes, f.size as existing_size
-      from (select count(*) as files, coalesce(sum(size), 0) as bytes from product_files where product_id = ${''}) u
+    sql<Record<string, unknown>>`select s.used_files as files, s.used_bytes as bytes, s.quota_bytes, s.quota_files, s.max_file_bytes, f.size as existing_size
+      from (select 1 as one) o
       left join product_storage s on s.product_id = ${''}
       left join product_files f on f.product_id = ${''} and f.path = ${''}`.compile(db),
   );
+
+  /**
+   * Records a finished upload only if the product's files still fit its quotas with it: usage
+   * now (other uploads may have finished since this one began), minus the file it replaces.
+   * One statement; the totals follow through the triggers in the same statement.
+   */
+  const insertWithinQuota = (trx: Db, row: FileRow, limits: CommitLimits) =>
+    sql<{ size: number }>`insert into product_files (product_id, path, size, modified_at, uploaded_at)
+      select ${row.product_id}, ${row.path}, cast(${row.size} as bigint), ${row.modified_at}, ${row.uploaded_at}
+      where (
+        select coalesce(s.used_bytes, 0) - coalesce(f.size, 0) + cast(${row.size} as bigint) <= coalesce(s.quota_bytes, cast(${limits.quotaBytes} as bigint))
+          and (f.size is not null or coalesce(s.used_files, 0) + 1 <= coalesce(s.quota_files, cast(${limits.quotaFiles} as bigint)))
+        from (select 1 as one) o
+        left join product_storage s on s.product_id = ${row.product_id}
+        left join product_files f on f.product_id = ${row.product_id} and f.path = ${row.path}
+      )
+      on conflict (product_id, path) do update set size = excluded.size, modified_at = excluded.modified_at, uploaded_at = excluded.uploaded_at
+      returning size`.execute(trx);
+
+  /**
+   * On PostgreSQL, takes the product's storage row lock (creating the row if need be) before
+   * any product_files row: the triggers lock that row after the file row, and a commit holding
+   * it while waiting for a file row another statement holds would deadlock. So every change of
+   * a product's files takes it first, and they queue instead.
+   */
+  const lockUsage = async (trx: Db, productId: string) => {
+    if (!postgres) return;
+    await sql`insert into product_storage (product_id, change_seq) values (${productId}, 0)
+      on conflict (product_id) do update set change_seq = product_storage.change_seq`.execute(trx);
+  };
+  const writeFiles = (productId: string, work: (trx: Transaction<PublishingDB>) => Promise<void>) =>
+    db.transaction().execute(async (trx) => {
+      await lockUsage(trx, productId);
+      await work(trx);
+    });
+
   return {
     async uploadContext(productId: string, path: string): Promise<UploadContext> {
-      const [r = {}] = await uploadContextRead([productId, productId, productId, path]);
+      const [r = {}] = await uploadContextRead([productId, productId, path]);
       return {
         files: Number(r.files ?? 0),
         bytes: Number(r.bytes ?? 0),
@@ -72,34 +115,44 @@ export function filesRepository(db: Kysely<PublishingDB>, hot: { readNow?: ReadN
       };
     },
 
-    /** Records a finished upload (new or replacing) and counts the change. */
-    async recordUpload(row: FileRow): Promise<void> {
-      await db.transaction().execute(async (trx) => {
-        await trx
-          .insertInto('product_files')
-          .values(row)
-          .onConflict((oc) =>
-            oc.columns(['product_id', 'path']).doUpdateSet({ size: row.size, modified_at: row.modified_at, uploaded_at: row.uploaded_at }),
-          )
-          .execute();
-        await bump(trx, row.product_id, row.uploaded_at);
+    /**
+     * Records a finished upload (new or replacing) if it fits the quotas; false when it does
+     * not (nothing changed). Parallel uploads of one product are checked one after the other:
+     * a single SQLite statement runs alone, and on PostgreSQL the product's storage row is
+     * locked first, so each check sees every commit before it.
+     */
+    async recordUploadWithin(row: FileRow, limits: CommitLimits): Promise<boolean> {
+      if (!postgres) return (await insertWithinQuota(db, row, limits)).rows.length > 0;
+      return db.transaction().execute(async (trx) => {
+        await lockUsage(trx, row.product_id);
+        return (await insertWithinQuota(trx, row, limits)).rows.length > 0;
       });
     },
 
+    /** Makes the record of one path match storage again (a commit whose rename failed). */
+    async reconcile(productId: string, path: string, stored: { size: number; modified_at: string; uploaded_at: string } | null): Promise<void> {
+      await writeFiles(productId, async (trx) => {
+        if (!stored) {
+          await trx.deleteFrom('product_files').where('product_id', '=', productId).where('path', '=', path).execute();
+          return;
+        }
+        await trx
+          .insertInto('product_files')
+          .values({ product_id: productId, path, ...stored })
+          .onConflict((oc) => oc.columns(['product_id', 'path']).doUpdateSet({ size: stored.size, modified_at: stored.modified_at }))
+          .execute();
+      });
+    },
+
+    /** The update trigger counts the change (migration 0004) when a row was there. */
     async setModifiedAt(productId: string, path: string, modifiedAt: string): Promise<void> {
-      await db.transaction().execute(async (trx) => {
-        const r = await trx
-          .updateTable('product_files')
-          .set({ modified_at: modifiedAt })
-          .where('product_id', '=', productId)
-          .where('path', '=', path)
-          .executeTakeFirst();
-        if (Number(r.numUpdatedRows) > 0) await bumpOnly(trx, productId);
+      await writeFiles(productId, async (trx) => {
+        await trx.updateTable('product_files').set({ modified_at: modifiedAt }).where('product_id', '=', productId).where('path', '=', path).execute();
       });
     },
 
     async removeFile(productId: string, path: string): Promise<void> {
-      await db.transaction().execute(async (trx) => {
+      await writeFiles(productId, async (trx) => {
         await trx.deleteFrom('product_files').where('product_id', '=', productId).where('path', '=', path).execute();
         await bumpOnly(trx, productId);
       });
@@ -107,7 +160,7 @@ export function filesRepository(db: Kysely<PublishingDB>, hot: { readNow?: ReadN
 
     /** Moves one file's row, or every row below a folder, replacing rows at the target. */
     async move(productId: string, from: string, to: string, now: string): Promise<void> {
-      await db.transaction().execute(async (trx) => {
+      await writeFiles(productId, async (trx) => {
         const rows = await trx
           .selectFrom('product_files')
           .selectAll()

@@ -1,5 +1,5 @@
 import type { FileLimits } from '../../infra/config.js';
-import type { PendingWrite, Storage } from '../../infra/storage.js';
+import type { PendingWrite, Storage, StoredEntry } from '../../infra/storage.js';
 import { type LabelSummary, productFilesReader } from './reader.js';
 import type { FilesRepository, StorageRow } from './repository.js';
 import { AREAS } from './tree.js';
@@ -20,8 +20,14 @@ export interface FilesServiceDeps {
   now?: () => Date;
 }
 
-/** An upload in progress: a storage write checked against the product's limits on every write. */
-export type Upload = Omit<PendingWrite, 'key'>;
+/**
+ * An upload in progress: a storage write checked against the product's limits on every write,
+ * and once more when it is committed (other uploads of the product may have finished since it
+ * began); a refused commit throws QuotaExceededError and leaves the previous file in place.
+ */
+export interface Upload extends Omit<PendingWrite, 'key' | 'commit'> {
+  commit(times?: { atimeMs: number; mtimeMs: number }): Promise<StoredEntry>;
+}
 
 export interface FilesSummary {
   files: number;
@@ -51,6 +57,28 @@ export function filesService({ storage, repo, limits: defaults, now = () => new 
     if (state?.quota_files != null) custom.quotaFiles = Number(state.quota_files);
     if (state?.max_file_bytes != null) custom.maxFileBytes = Number(state.max_file_bytes);
     return { ...defaults, ...custom, custom };
+  }
+
+  /** Which limit a refused commit ran into, read after the fact (refusals are rare). */
+  async function commitRefusal(productId: string, path: string, size: number): Promise<QuotaExceededError> {
+    const context = await repo.uploadContext(productId, path);
+    const limits = limitsOf(context);
+    if (context.existing_size === null && context.files + 1 > limits.quotaFiles) {
+      return new QuotaExceededError(`file-count quota exceeded: this product may store ${limits.quotaFiles} files`);
+    }
+    const used = context.bytes - (context.existing_size ?? 0);
+    return new QuotaExceededError(
+      `storage quota exceeded: this product may store ${limits.quotaBytes} bytes (${used} used by other files, this one has ${size})`,
+    );
+  }
+
+  async function reconcile(productId: string, path: string): Promise<void> {
+    const st = await storage.stat(key(productId, path));
+    await repo.reconcile(
+      productId,
+      path,
+      st?.type === 'file' ? { size: st.size, modified_at: iso(st.mtimeMs), uploaded_at: now().toISOString() } : null,
+    );
   }
 
   return {
@@ -113,15 +141,19 @@ export function filesService({ storage, repo, limits: defaults, now = () => new 
         },
         read: (buffer, offset, length, position) => pending.read(buffer, offset, length, position),
         async commit(times) {
-          const entry = await pending.commit(times);
-          await repo.recordUpload({
-            product_id: productId,
-            path,
-            size: entry.size,
-            modified_at: iso(entry.mtimeMs),
-            uploaded_at: now().toISOString(),
-          });
-          return entry;
+          let recorded = false;
+          try {
+            return await pending.commit(times, async (entry) => {
+              const row = { product_id: productId, path, size: entry.size, modified_at: iso(entry.mtimeMs), uploaded_at: now().toISOString() };
+              if (!(await repo.recordUploadWithin(row, defaults))) throw await commitRefusal(productId, path, entry.size);
+              recorded = true;
+            });
+          } catch (e) {
+            // Recorded, but the rename failed (the folder was removed meanwhile…): the record
+            // follows what storage holds at the path now.
+            if (recorded) await reconcile(productId, path).catch(() => {});
+            throw e;
+          }
         },
         abort: () => pending.abort(),
       };

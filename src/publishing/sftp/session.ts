@@ -236,8 +236,12 @@ export function serveSftp(sftp: SFTPWrapper, ctx: SessionContext): void {
           await h.upload.abort();
           throw failure(h.failed);
         }
-        // The upload becomes visible only now, in one rename (spec: uploads overwrite).
-        const entry = await h.upload.commit(h.times ?? undefined);
+        // The upload becomes visible only now, in one rename (spec: uploads overwrite), if the
+        // product's files still fit its quotas with it (parallel uploads finish in between).
+        const entry = await h.upload.commit(h.times ?? undefined).catch((e: unknown) => {
+          if (e instanceof QuotaExceededError) log.warn({ productId, path: h.path }, `upload refused: ${e.message}`);
+          throw e;
+        });
         log.info({ productId, path: h.path, size: entry.size }, 'sftp upload finished');
       }
       ok(reqid);

@@ -114,6 +114,32 @@ describe('download host', () => {
     assert.notEqual(after.headers.etag, etag);
   });
 
+  test('small files kept in memory follow every replacement, even to the same size and time, and removal', async () => {
+    const p = path.join(root, 'csv-nodes/update-site/5.4/features/f_1.0.0.jar');
+    const url = '/csv-nodes/5.4/features/f_1.0.0.jar';
+    fs.mkdirSync(path.dirname(p), { recursive: true });
+    const at = new Date('2024-01-01T00:00:00Z');
+    // As an upload does: a new file renamed over the old one, here with the same size and time
+    // (reproducible builds stamp every file alike).
+    const upload = (content: string) => {
+      const temp = path.join(path.dirname(p), '.pier-tmp-test');
+      fs.writeFileSync(temp, content);
+      fs.utimesSync(temp, at, at);
+      fs.renameSync(temp, p);
+    };
+    upload('first');
+    for (let i = 0; i < 2; i++) assert.equal((await raw(base, url)).body.toString(), 'first');
+    assert.equal((await raw(base, url, { range: 'bytes=1-2' })).body.toString(), 'ir');
+    upload('other');
+    const r = await raw(base, url);
+    assert.equal(r.body.toString(), 'other');
+    assert.equal(r.headers['content-length'], '5');
+    assert.equal((await raw(base, url, { range: 'bytes=1-2' })).body.toString(), 'th');
+    fs.rmSync(p);
+    assert.equal((await raw(base, url)).status, 404);
+    assert.equal((await raw(base, `${url}/`)).status, 404);
+  });
+
   test('byte ranges: single ranges, suffixes, unsatisfiable, several ranges and If-Range', async () => {
     const url = '/csv-nodes/5.4/plugins/big_1.0.0.jar';
     let r = await raw(base, url, { range: 'bytes=10-19' });

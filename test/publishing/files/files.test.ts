@@ -187,6 +187,120 @@ for (const target of dialects()) {
       await files.setLimits('quota-ext', { quotaFiles: null });
       assert.deepEqual((await files.limitsFor('quota-ext')).custom, { quotaBytes: 100, maxFileBytes: 60 });
     });
+
+    test('parallel uploads of one product cannot together exceed the storage or file-count quota', async () => {
+      await addProduct(db, 'race-ext');
+      await files.ensureTree('race-ext');
+      await files.setLimits('race-ext', { quotaBytes: 100, quotaFiles: 3 });
+      await put(files, 'race-ext', 'assets/keep', 'previous');
+      const before = allNames(root).filter((n) => n.startsWith('race-ext'));
+
+      // Both start while 92 bytes are free, and each alone fits: only one may be committed.
+      const a = await files.beginUpload('race-ext', 'assets/a');
+      const b = await files.beginUpload('race-ext', 'assets/keep');
+      await a.write(Buffer.alloc(60, 1), 0, 60, 0);
+      await b.write(Buffer.alloc(60, 2), 0, 60, 0);
+      await a.commit();
+      await assert.rejects(b.commit(), (e: Error) => e instanceof QuotaExceededError && /storage quota exceeded/.test(e.message));
+      // The refused replacement left the previous file and no temporary file.
+      assert.equal(fs.readFileSync(path.join(root, 'race-ext/assets/keep'), 'utf8'), 'previous');
+      assert.deepEqual(allNames(root).filter((n) => n.startsWith('race-ext')), [...before, 'race-ext/assets/a'].sort());
+      assert.deepEqual(await files.summary('race-ext').then((s) => [s.files, s.bytes]), [2, 68]);
+      await b.abort();
+
+      // Two new files while one slot is free: the second commit is refused.
+      const c = await files.beginUpload('race-ext', 'assets/c');
+      const d = await files.beginUpload('race-ext', 'assets/d');
+      await c.write(Buffer.alloc(1), 0, 1, 0);
+      await d.write(Buffer.alloc(1), 0, 1, 0);
+      await c.commit();
+      await assert.rejects(d.commit(), (e: Error) => e instanceof QuotaExceededError && /file-count quota exceeded/.test(e.message));
+      assert.equal(fs.existsSync(path.join(root, 'race-ext/assets/d')), false);
+      assert.deepEqual(await files.summary('race-ext').then((s) => [s.files, s.bytes]), [3, 69]);
+    });
+
+    test('the usage totals read at OPEN follow uploads, replacements, renames, removals and time changes', async () => {
+      await addProduct(db, 'totals-ext');
+      await files.ensureTree('totals-ext');
+      await files.makeDir('totals-ext', 'update-site/1.0');
+      const repo = filesRepository(db.db);
+      const check = async (files: number, bytes: number) => {
+        assert.deepEqual(await repo.usage('totals-ext'), { files, bytes }, 'the rows');
+        const context = await repo.uploadContext('totals-ext', 'assets/none');
+        assert.deepEqual([context.files, context.bytes], [files, bytes], 'the running totals');
+      };
+      await put(files, 'totals-ext', 'update-site/1.0/a.jar', Buffer.alloc(10));
+      await put(files, 'totals-ext', 'update-site/1.0/b.jar', Buffer.alloc(20));
+      await put(files, 'totals-ext', 'assets/x', Buffer.alloc(5));
+      await check(3, 35);
+      await put(files, 'totals-ext', 'assets/x', Buffer.alloc(7));
+      await check(3, 37);
+      await files.makeDir('totals-ext', 'update-site/2.0');
+      await files.rename('totals-ext', 'update-site/1.0/a.jar', 'update-site/1.0/b.jar');
+      await check(2, 17);
+      await files.rename('totals-ext', 'update-site/1.0', 'update-site/3.0');
+      await files.setTimes('totals-ext', 'assets/x', 1_600_000_000_000, 1_600_000_000_000);
+      await check(2, 17);
+      assert.equal(await files.remove('totals-ext', 'assets/x'), true);
+      await check(1, 10);
+    });
+
+    test('a commit whose rename fails (its folder was removed meanwhile) leaves no record behind', async () => {
+      await addProduct(db, 'gone-ext');
+      await files.ensureTree('gone-ext');
+      await files.makeDir('gone-ext', 'assets/sub');
+      const upload = await files.beginUpload('gone-ext', 'assets/sub/x');
+      await upload.write(Buffer.from('data'), 0, 4, 0);
+      // An empty folder (its only entry is the temporary file) may be removed by the client.
+      await files.removeDir('gone-ext', 'assets/sub');
+      await assert.rejects(upload.commit(), /ENOENT/);
+      assert.equal(await filesRepository(db.db).find('gone-ext', 'assets/sub/x'), undefined);
+      assert.deepEqual(await files.summary('gone-ext').then((s) => [s.files, s.bytes]), [0, 0]);
+      const context = await filesRepository(db.db).uploadContext('gone-ext', 'assets/none');
+      assert.deepEqual([context.files, context.bytes], [0, 0]);
+    });
+
+    test('uploads, time changes, renames and removals of the same files at once from two instances all complete', async () => {
+      await addProduct(db, 'busy-ext');
+      await files.ensureTree('busy-ext');
+      const second = filesService({ storage: localStorage(root), repo: filesRepository(other.db), limits: DEFAULT_LIMITS });
+      for (let round = 0; round < 10; round++) {
+        await Promise.all([0, 1, 2].map((i) => put(files, 'busy-ext', `assets/f${i}`, `r${round}`)));
+        // Each kind of change of the same rows, interleaved across the two database handles.
+        const results = await Promise.allSettled([
+          ...[0, 1, 2].map((i) => put(i % 2 ? second : files, 'busy-ext', `assets/f${i}`, `again ${round}`)),
+          ...[0, 1, 2].map((i) => (i % 2 ? files : second).setTimes('busy-ext', `assets/f${i}`, 1_600_000_000_000, 1_600_000_000_000)),
+          second.rename('busy-ext', 'assets/f1', 'assets/g1'),
+          files.remove('busy-ext', 'assets/f2'),
+        ]);
+        // Files may be gone when a later change comes (ENOENT); the database must never refuse.
+        for (const r of results) if (r.status === 'rejected') assert.match(String(r.reason), /ENOENT/);
+        await files.remove('busy-ext', 'assets/g1').catch(() => {});
+      }
+      const repo = filesRepository(db.db);
+      const context = await repo.uploadContext('busy-ext', 'assets/none');
+      assert.deepEqual([context.files, context.bytes], Object.values(await repo.usage('busy-ext')), 'totals match the rows');
+    });
+
+    test('concurrent commits from two instances sharing the database stay within the quota', async () => {
+      await addProduct(db, 'burst-ext');
+      await files.ensureTree('burst-ext');
+      await files.setLimits('burst-ext', { quotaBytes: 1000, quotaFiles: 1000 });
+      const second = filesService({ storage: localStorage(root), repo: filesRepository(other.db), limits: DEFAULT_LIMITS });
+      // 20 uploads of 100 bytes, all begun before any commit, committed at once through both
+      // instances: exactly 10 fit.
+      const uploads = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => (i % 2 ? second : files).beginUpload('burst-ext', `assets/f${i}`)),
+      );
+      await Promise.all(uploads.map((u) => u.write(Buffer.alloc(100), 0, 100, 0)));
+      const results = await Promise.allSettled(uploads.map((u) => u.commit()));
+      const refused = results.filter((r) => r.status === 'rejected');
+      assert.equal(refused.length, 10);
+      for (const r of refused) assert.ok((r as PromiseRejectedResult).reason instanceof QuotaExceededError);
+      await Promise.all(uploads.map((u) => u.abort()));
+      assert.deepEqual(await files.summary('burst-ext').then((s) => [s.files, s.bytes]), [10, 1000]);
+      assert.equal(allNames(path.join(root, 'burst-ext/assets')).length, 10, 'refused uploads left no file behind');
+    });
   });
 
   describe(`createPublishingService exposes files on ${target.name}`, () => {
