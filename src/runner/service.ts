@@ -36,11 +36,25 @@ import { ProjectsService } from './projects/service.js';
 import { RunsService } from './runs/service.js';
 import { WorkflowsService } from './workflows/service.js';
 import { SettingsRepository } from './settings/repository.js';
+import { sql } from 'kysely';
+import { type Listener, listen } from '../infra/database/notifications.js';
+import { ExecutorSweeper } from './executors/sweeper.js';
+import { LocalRunOutputStorage } from './runs/output-storage.js';
+import { QueueSignal } from './runs/queue-signal.js';
 
 export interface RunnerService {
   app: HttpApp;
+  /** The lost-executor sweeper (tests call `sweep()` with a moved clock). */
+  sweeper: ExecutorSweeper;
+  /** Wakes waiting claims (benchmarks read `waiting`). */
+  queue: QueueSignal;
   close(): Promise<void>;
 }
+
+/** PostgreSQL channel on which instances tell each other that a run was queued. */
+const QUEUE_CHANNEL = 'pier_runner_queue';
+/** Advisory-lock key under which one instance at a time sweeps for lost executors. */
+const SWEEP_LOCK_KEY = 0x70696572_01;
 
 export interface RunnerServiceOptions {
   /** Injectable clock (tests): JWT issue/verify, token expiry, timestamps, rate limits. */
@@ -49,6 +63,8 @@ export interface RunnerServiceOptions {
   guardLimits?: CredentialGuardLimits;
   /** Client registrations per address (tests lower them). */
   registrationLimits?: RegistrationLimits;
+  /** false: the lost-executor sweeper does not run on its own (tests call `sweeper.sweep()`). */
+  sweeper?: boolean;
 }
 
 
@@ -59,6 +75,7 @@ export interface RunnerServiceOptions {
 export async function createRunnerService(config: Config, options: RunnerServiceOptions = {}): Promise<RunnerService> {
   const now = options.now ?? (() => new Date());
   const database = await openRunnerDatabase(config.runner.databaseUrl);
+  let listener: Listener | null = null;
   try {
     const app = createHttpApp({
       logLevel: config.logLevel,
@@ -80,7 +97,17 @@ export async function createRunnerService(config: Config, options: RunnerService
       resourceMetadataUrl: resourceMetadataUrl(config.runner.url),
     });
     const storage = new LocalWorkflowStorage(config.runner.storageDir);
+    const outputs = new LocalRunOutputStorage(config.runner.storageDir);
     const scope = { projects: new ProjectsRepository(db), workflows: new WorkflowsRepository(db), runs: new RunsRepository(db, database.dialect) };
+    const queue = new QueueSignal();
+    if (database.dialect === 'postgres') {
+      // Runs queued through another instance wake this instance's waiting claims (issue #8).
+      listener = await listen(config.runner.databaseUrl, QUEUE_CHANNEL, () => queue.wakeLocal());
+      queue.setBroadcast(async () => {
+        await sql`SELECT pg_notify(${QUEUE_CHANNEL}, '')`.execute(db);
+      });
+    }
+    const leaseMs = config.runner.leaseSeconds * 1000;
     const ctx: RunnerContext = {
       config,
       now,
@@ -89,8 +116,22 @@ export async function createRunnerService(config: Config, options: RunnerService
       users,
       projects: new ProjectsService({ ...scope, users, storage, now }),
       workflows: new WorkflowsService({ ...scope, storage, now }),
-      runs: new RunsService({ ...scope, now }),
-      executors: new ExecutorsService({ executors: new ExecutorsRepository(db), runs: scope.runs, now }),
+      runs: new RunsService({ ...scope, now, queue, outputs }),
+      executors: new ExecutorsService({
+        executors: new ExecutorsRepository(db),
+        runs: scope.runs,
+        outputs,
+        queue,
+        now,
+        settings: {
+          leaseMs,
+          maxAttempts: config.runner.maxAttempts,
+          maxOutputBytes: config.runner.maxOutputBytes,
+          // With LISTEN/NOTIFY a re-check is only a safety net; without it (SQLite) it is how a
+          // run queued by another process on the same file is seen.
+          recheckMs: database.dialect === 'postgres' ? 5000 : 1000,
+        },
+      }),
       oauth: new OAuthService({
         clients: new OAuthClientsRepository(db),
         grants: new OAuthGrantsRepository(db),
@@ -141,17 +182,35 @@ export async function createRunnerService(config: Config, options: RunnerService
       registerOAuthRoutes(oauth as unknown as HttpApp, ctx);
       registerWebRoutes(oauth as unknown as HttpApp, ctx);
     });
+    const sweeper = new ExecutorSweeper({
+      runs: scope.runs,
+      queue,
+      now,
+      maxAttempts: config.runner.maxAttempts,
+      intervalMs: config.runner.sweepSeconds * 1000,
+      exclusive: (work) => scope.runs.exclusively(SWEEP_LOCK_KEY, work),
+      onError: (e) => app.log.error({ err: e }, 'executor sweep failed'),
+      onSweep: (r) => app.log.info({ requeued: r.requeued, failed: r.failed, cancelled: r.cancelled }, 'lost executors: runs swept'),
+    });
+    if (options.sweeper !== false) sweeper.start();
     let closed = false;
     return {
       app,
+      sweeper,
+      queue,
       async close() {
         if (closed) return;
         closed = true;
+        // Held claims answer 204 now, so closing does not wait for their long-poll to run out.
+        queue.close();
+        await sweeper.close();
         await app.close();
+        await listener?.close();
         await database.close();
       },
     };
   } catch (e) {
+    await listener?.close();
     await database.close();
     throw e;
   }

@@ -1,4 +1,4 @@
-import type { Kysely, Migration } from 'kysely';
+import { type Kysely, type Migration, sql } from 'kysely';
 
 /**
  * Forward-only migrations of the runner database. Portable subset only: text ids, text
@@ -238,6 +238,33 @@ export const runnerMigrations: Record<string, Migration> = {
       await db.schema.alterTable('runs').addColumn('required_labels', 'text', (c) => c.notNull().defaultTo('[]')).execute();
       await db.schema.alterTable('runs').addColumn('schedule_id', 'text').execute();
       await db.schema.createIndex('runs_schedule').on('runs').columns(['schedule_id', 'status']).execute();
+    },
+  },
+  '0008_executor_protocol': {
+    async up(db: Kysely<unknown>) {
+      // Log sequences are per attempt (issue #8): a retried run starts again at 1, so the
+      // acknowledged sequence (`runs.log_ack`, of the current attempt) can advance again.
+      // Earlier rows continued across attempts; they are renumbered from 1 within each attempt.
+      await db.schema
+        .createTable('run_logs_v2')
+        .addColumn('run_id', 'text', (c) => c.notNull().references('runs.id').onDelete('cascade'))
+        .addColumn('attempt', 'integer', (c) => c.notNull())
+        .addColumn('seq', 'integer', (c) => c.notNull())
+        .addColumn('text', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .addPrimaryKeyConstraint('run_logs_v2_pk', ['run_id', 'attempt', 'seq'])
+        .execute();
+      await sql`INSERT INTO run_logs_v2 (run_id, attempt, seq, text, created_at)
+        SELECT run_id, attempt, ROW_NUMBER() OVER (PARTITION BY run_id, attempt ORDER BY seq), text, created_at FROM run_logs`.execute(db);
+      await db.schema.dropTable('run_logs').execute();
+      await db.schema.alterTable('run_logs_v2').renameTo('run_logs').execute();
+      // The highest gap-free log sequence of the current attempt (what `ack` answers).
+      await db.schema.alterTable('runs').addColumn('log_ack', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+      await sql`UPDATE runs SET log_ack = COALESCE((SELECT MAX(seq) FROM run_logs l WHERE l.run_id = runs.id AND l.attempt = runs.attempt), 0)`.execute(db);
+      // Capacity is counted per executor on every claim.
+      await db.schema.createIndex('runs_executor').on('runs').columns(['executor_id', 'status']).execute();
+      // The sweeper looks for leases that ran out.
+      await db.schema.createIndex('runs_lease').on('runs').columns(['status', 'lease_expires_at']).execute();
     },
   },
 };
