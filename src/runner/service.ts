@@ -65,6 +65,8 @@ export interface RunnerServiceOptions {
   registrationLimits?: RegistrationLimits;
   /** false: the lost-executor sweeper does not run on its own (tests call `sweeper.sweep()`). */
   sweeper?: boolean;
+  /** How long a waiting claim goes without looking at the queue when not notified (tests raise it). */
+  claimRecheckMs?: number;
 }
 
 
@@ -129,7 +131,7 @@ export async function createRunnerService(config: Config, options: RunnerService
           maxOutputBytes: config.runner.maxOutputBytes,
           // With LISTEN/NOTIFY a re-check is only a safety net; without it (SQLite) it is how a
           // run queued by another process on the same file is seen.
-          recheckMs: database.dialect === 'postgres' ? 5000 : 1000,
+          recheckMs: options.claimRecheckMs ?? (database.dialect === 'postgres' ? 5000 : 1000),
         },
       }),
       oauth: new OAuthService({

@@ -54,6 +54,7 @@ export async function startRunner(
     apiKey?: string | null;
     env?: Record<string, string>;
     registrationLimits?: RegistrationLimits;
+    claimRecheckMs?: number;
   } = {},
 ): Promise<TestRunner> {
   const dataDir = opts.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'pier-runner-'));
@@ -67,7 +68,7 @@ export async function startRunner(
   };
   const config = loadConfig(env);
   const clock = opts.clock ?? new TestClock();
-  const service = await createRunnerService(config, { now: clock.now, registrationLimits: opts.registrationLimits });
+  const service = await createRunnerService(config, { now: clock.now, registrationLimits: opts.registrationLimits, claimRecheckMs: opts.claimRecheckMs });
   await service.app.ready();
   return {
     service,
