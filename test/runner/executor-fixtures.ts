@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { type ChildProcess, spawn } from 'node:child_process';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { API_KEY, apiKey, bearer, makeZip, multipart, type TestRunner } from './helpers.js';
 
@@ -92,3 +93,20 @@ export async function protocolFixture(r: TestRunner, setup = true): Promise<Prot
     },
   };
 }
+
+/** A real `pier runner executor` process (its JSON log lines collected in `output`). */
+export function startExecutor(url: string, name: string, workDir: string, command: string, extra: string[] = []): ChildProcess & { output: string[] } {
+  const child = spawn(process.execPath, ['bin/pier.js', 'runner', 'executor', '--url', url, '--name', name, '--work-dir', workDir, '--command', command, ...extra], {
+    env: { ...process.env, PIER_EXECUTOR_API_KEY: API_KEY },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  }) as ChildProcess & { output: string[] };
+  child.output = [];
+  child.stdout!.setEncoding('utf8').on('data', (d: string) => child.output.push(d));
+  child.stderr!.setEncoding('utf8').on('data', (d: string) => child.output.push(d));
+  return child;
+}
+
+export function exited(child: ChildProcess): Promise<number | null> {
+  return child.exitCode !== null || child.signalCode !== null ? Promise.resolve(child.exitCode) : new Promise((resolve) => child.once('exit', (code) => resolve(code)));
+}
+
