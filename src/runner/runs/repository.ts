@@ -159,15 +159,16 @@ export class RunsRepository {
 
   /**
    * Takes the oldest queued run the executor may run, in ONE write transaction that also checks
-   * its capacity (issue #8: checked outside, ten parallel claims got ten runs):
+   * its capacity (issue #8: checked outside, ten parallel claims got ten runs). On PostgreSQL
+   * the steps run as one function call (migration 0008 `pier_claim_run`), on SQLite as below:
    * 1. the executor row is written first (its heartbeat): on PostgreSQL that locks the row, so
    *    claims of one executor queue behind each other and each counts the runs of the previous
    *    one; on SQLite the first statement being a write makes the transaction a write
    *    transaction from its start (as BEGIN IMMEDIATE), and this process has one connection;
-   * 2. its held runs (running + cancelling) are counted against its capacity;
-   * 3. the oldest queued run whose required labels are all among the executor's labels is
-   *    picked (`FOR UPDATE SKIP LOCKED` on PostgreSQL: concurrent claimers, also on other
-   *    instances, skip each other's row) and marked running with attempt + 1.
+   * 2. one UPDATE marks the oldest queued run whose required labels are all among the
+   *    executor's labels running with attempt + 1, if its held runs (running + cancelling)
+   *    are fewer than its capacity; the run is picked `FOR UPDATE SKIP LOCKED` on PostgreSQL,
+   *    so concurrent claimers, also on other instances, skip each other's row.
    */
   async claim(
     executorId: string,
@@ -176,6 +177,14 @@ export class RunsRepository {
     leaseExpiresAt: string,
     now: string,
   ): Promise<ClaimOutcome> {
+    if (this.dialect === 'postgres') {
+      // The same steps in one round trip: migration 0008's pier_claim_run.
+      const { rows } = await sql<{ outcome: Exclude<ClaimOutcome, { run: RunRow }> | 'claimed'; claimed: RunRow | null }>`
+        SELECT outcome, claimed FROM pier_claim_run(${executorId}, ${address}, ${leaseHash}, ${leaseExpiresAt}, ${now})`.execute(this.db);
+      const row = rows[0];
+      if (!row) throw new Error('pier_claim_run answered nothing');
+      return row.outcome === 'claimed' && row.claimed ? { run: row.claimed } : row.outcome === 'claimed' ? 'nothing-queued' : row.outcome;
+    }
     return this.db.transaction().execute(async (trx): Promise<ClaimOutcome> => {
       const executor = await trx
         .updateTable('executors')
@@ -185,48 +194,36 @@ export class RunsRepository {
         .executeTakeFirst();
       if (!executor) return 'unknown-executor';
       if (executor.draining) return 'draining';
-      const held = await trx
-        .selectFrom('runs')
-        .where('executor_id', '=', executorId)
-        .where('status', 'in', HELD)
-        .select((eb) => eb.fn.countAll<number>().as('n'))
-        .executeTakeFirstOrThrow();
-      if (Number(held.n) >= executor.capacity) return 'at-capacity';
-      let pick = trx
-        .selectFrom('runs')
-        .select('id')
-        .where('status', '=', 'queued')
-        .where((eb) => eb.or([eb('required_labels', '=', '[]'), this.labelsSubset(executor.labels)]))
-        .orderBy('created_at')
-        .orderBy('id')
-        .limit(1);
-      if (this.dialect === 'postgres') pick = pick.forUpdate().skipLocked();
-      const picked = await pick.executeTakeFirst();
-      if (!picked) return 'nothing-queued';
-      const run = await trx
-        .updateTable('runs')
-        .set((eb) => ({
-          status: 'running',
-          executor_id: executorId,
-          lease_hash: leaseHash,
-          lease_expires_at: leaseExpiresAt,
-          attempt: eb('attempt', '+', 1),
-          started_at: now,
-          log_ack: 0,
-        }))
-        .where('id', '=', picked.id)
-        .where('status', '=', 'queued')
-        .returningAll()
-        .executeTakeFirst();
-      return run ? { run } : 'nothing-queued';
+      // One statement, inside the write transaction (nothing else writes meanwhile).
+      const { rows } = await sql<RunRow>`UPDATE runs SET status = 'running', executor_id = ${executorId}, lease_hash = ${leaseHash},
+          lease_expires_at = ${leaseExpiresAt}, attempt = attempt + 1, started_at = ${now}, log_ack = 0
+        WHERE id = (SELECT id FROM runs WHERE status = 'queued' AND (required_labels = '[]' OR ${this.labelsSubset(executor.labels)})
+                    ORDER BY created_at, id LIMIT 1)
+          AND status = 'queued'
+          AND (SELECT COUNT(*) FROM runs WHERE executor_id = ${executorId} AND status IN ('running', 'cancelling')) < ${executor.capacity}
+        RETURNING *`.execute(trx);
+      const run = rows[0];
+      if (run) return { run };
+      // Nothing taken: say why (the long-poll waits either way).
+      return (await this.heldCountIn(trx, executorId)) >= executor.capacity ? 'at-capacity' : 'nothing-queued';
     });
+  }
+
+  private async heldCountIn(db: Kysely<RunnerDB>, executorId: string): Promise<number> {
+    const r = await db
+      .selectFrom('runs')
+      .where('executor_id', '=', executorId)
+      .where('status', 'in', HELD)
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .executeTakeFirstOrThrow();
+    return Number(r.n);
   }
 
   /** SQL: every label of `runs.required_labels` (a JSON array) is in `labelsJson`. */
   private labelsSubset(labelsJson: string) {
     return this.dialect === 'postgres'
-      ? sql<boolean>`runs.required_labels::jsonb <@ ${labelsJson}::jsonb`
-      : sql<boolean>`NOT EXISTS (SELECT 1 FROM json_each(runs.required_labels) r WHERE r.value NOT IN (SELECT value FROM json_each(${labelsJson})))`;
+      ? sql<boolean>`required_labels::jsonb <@ ${labelsJson}::jsonb`
+      : sql<boolean>`NOT EXISTS (SELECT 1 FROM json_each(required_labels) r WHERE r.value NOT IN (SELECT value FROM json_each(${labelsJson})))`;
   }
 
   /** The run, if `lease` still holds it (running or cancelling, same lease and attempt); else null. */
