@@ -54,7 +54,7 @@ export interface RunnerService {
 /** PostgreSQL channel on which instances tell each other that a run was queued. */
 const QUEUE_CHANNEL = 'pier_runner_queue';
 /** Advisory-lock key under which one instance at a time sweeps for lost executors. */
-const SWEEP_LOCK_KEY = 0x70696572_01;
+export const SWEEP_LOCK_KEY = 0x70696572_01;
 
 export interface RunnerServiceOptions {
   /** Injectable clock (tests): JWT issue/verify, token expiry, timestamps, rate limits. */

@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, test } from 'node:test';
+import pg from 'pg';
+import { SWEEP_LOCK_KEY } from '../../src/runner/service.js';
 import { dialects } from '../helpers/db.js';
 import { leaseOf, type ProtocolFixture, protocolFixture } from './executor-fixtures.js';
 import { startRunner, type TestRunner } from './helpers.js';
@@ -142,6 +144,34 @@ describe('the sweeper runs by itself in the background', () => {
       assert.equal(status, 'queued');
     } finally {
       await r.close();
+    }
+  });
+});
+
+describe('the sweeper runs on one instance at a time (PostgreSQL)', { skip: !process.env.TEST_DATABASE_URL && !process.env.CI }, () => {
+  test('while another instance holds the sweep lock, a sweep does nothing; then it sweeps', async () => {
+    const target = dialects().find((d) => d.name === 'postgres');
+    assert.ok(target, 'TEST_DATABASE_URL is needed');
+    const dbh = await target.create();
+    const r = await startRunner({ databaseUrl: dbh.url, env: { RUNNER_SWEEP_SECONDS: '3600', RUNNER_LEASE_SECONDS: '60' } });
+    const other = new pg.Client({ connectionString: dbh.url });
+    await other.connect();
+    try {
+      const f = await protocolFixture(r);
+      const run = await f.start();
+      assert.equal((await f.claim(await f.register())).claim?.run.id, run.id);
+      r.clock.advance(61_000);
+      // "Another instance" sweeping right now: it holds the lock.
+      await other.query('SELECT pg_advisory_lock($1)', [SWEEP_LOCK_KEY]);
+      assert.equal(await r.service.sweeper.sweep(), null);
+      assert.equal((await f.run(run.id)).status, 'running');
+      await other.query('SELECT pg_advisory_unlock($1)', [SWEEP_LOCK_KEY]);
+      assert.deepEqual((await r.service.sweeper.sweep())?.requeued, [run.id]);
+      assert.equal((await f.run(run.id)).status, 'queued');
+    } finally {
+      await other.end();
+      await r.close();
+      await dbh.drop();
     }
   });
 });
