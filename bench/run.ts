@@ -19,6 +19,9 @@ if (runner?.benchRunnerAuth) benches['runner-auth'] = runner.benchRunnerAuth;
 const oauth = await import('./runner-oauth.js').catch(() => null);
 if (oauth?.benchRunnerOAuth) benches['runner-oauth'] = oauth.benchRunnerOAuth;
 
+const claim = await import('./runner-claim.js').catch(() => null);
+if (claim?.benchRunnerClaim) benches['runner-claim'] = claim.benchRunnerClaim;
+
 const wanted = process.argv.slice(2);
 for (const [name, fn] of Object.entries(benches)) {
   if (wanted.length && !wanted.includes(name)) continue;

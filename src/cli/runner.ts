@@ -1,3 +1,5 @@
+import os from 'node:os';
+import path from 'node:path';
 import type { Command } from 'commander';
 import { loadConfig } from '../infra/config.js';
 import { UsageError } from '../infra/errors.js';
@@ -52,5 +54,45 @@ export function registerRunnerCommands(program: Command): void {
       } finally {
         await database.close();
       }
+    });
+
+  runner
+    .command('executor')
+    .description('run workflows for a runner: register, claim runs (long-poll), run --command for each, send logs, outputs and results')
+    .option('--url <url>', 'runner URL (env PIER_EXECUTOR_URL)', process.env.PIER_EXECUTOR_URL)
+    .option('--api-key <key>', 'the runner\'s admin key (env PIER_EXECUTOR_API_KEY; prefer the env var: arguments show in ps)', process.env.PIER_EXECUTOR_API_KEY)
+    .option('--name <name>', 'executor name (env PIER_EXECUTOR_NAME)', process.env.PIER_EXECUTOR_NAME ?? os.hostname())
+    .option('--labels <a,b>', 'labels this executor offers (env PIER_EXECUTOR_LABELS)', process.env.PIER_EXECUTOR_LABELS ?? '')
+    .option('--capacity <n>', 'runs at once, 1-256 (env PIER_EXECUTOR_CAPACITY)', process.env.PIER_EXECUTOR_CAPACITY ?? '1')
+    .option('--work-dir <dir>', 'where runs are unpacked and run (env PIER_EXECUTOR_WORK_DIR)', process.env.PIER_EXECUTOR_WORK_DIR ?? path.join(os.tmpdir(), 'pier-executor'))
+    .option('--command <template>', 'command run by /bin/sh for each run (env PIER_EXECUTOR_COMMAND); placeholders {archive} {workdir} {workflow} {out} {runId} {attempt} {param.NAME}', process.env.PIER_EXECUTOR_COMMAND)
+    .option('--kill-grace <seconds>', 'seconds between SIGTERM and SIGKILL when a run is cancelled (env PIER_EXECUTOR_KILL_GRACE)', process.env.PIER_EXECUTOR_KILL_GRACE ?? '10')
+    .action(async (opts: Record<string, string | undefined>) => {
+      const url = opts.url;
+      if (!url || !/^https?:\/\//.test(url)) throw new UsageError('--url (or PIER_EXECUTOR_URL) must be the runner\'s http(s) URL');
+      if (!opts.apiKey) throw new UsageError('--api-key (or PIER_EXECUTOR_API_KEY) is required');
+      if (!opts.command) throw new UsageError('--command (or PIER_EXECUTOR_COMMAND) is required');
+      const capacity = Number(opts.capacity);
+      if (!Number.isInteger(capacity) || capacity < 1 || capacity > 256) throw new UsageError('--capacity must be a whole number from 1 to 256');
+      const grace = Number(opts.killGrace);
+      if (!Number.isInteger(grace) || grace < 0 || grace > 3600) throw new UsageError('--kill-grace must be 0-3600 seconds');
+      const labels = (opts.labels ?? '').split(',').map((l) => l.trim()).filter(Boolean);
+      // The executor is a client of the HTTP API only: nothing of the server is loaded.
+      const { ExecutorAgent } = await import('../runner/executor-agent/agent.js');
+      const { jsonLogger } = await import('../runner/executor-agent/client.js');
+      const agent = new ExecutorAgent({
+        url,
+        apiKey: opts.apiKey,
+        name: (opts.name ?? 'executor').slice(0, 200),
+        labels,
+        capacity,
+        workDir: path.resolve(opts.workDir ?? 'pier-executor'),
+        command: opts.command,
+        killGraceSeconds: grace,
+        log: jsonLogger,
+      });
+      process.on('SIGTERM', () => agent.stop());
+      process.on('SIGINT', () => agent.stop());
+      await agent.run();
     });
 }

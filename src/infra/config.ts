@@ -57,6 +57,14 @@ export interface Config {
     oauthAccessTokenTtl: number;
     /** Days finished runs are kept (RUNNER_RETENTION_DAYS, default 30); 0 keeps them forever. */
     retentionDays: number;
+    /** Executors: a held run is lost after this many seconds without a heartbeat (RUNNER_LEASE_SECONDS, 60). */
+    leaseSeconds: number;
+    /** A run is taken at most this many times before it fails as "executor lost" (RUNNER_MAX_ATTEMPTS, 3). */
+    maxAttempts: number;
+    /** Seconds between lost-executor sweeps (RUNNER_SWEEP_SECONDS, 5). */
+    sweepSeconds: number;
+    /** Largest output file an executor may upload (RUNNER_MAX_OUTPUT_BYTES, 1G). */
+    maxOutputBytes: number;
   };
 }
 
@@ -233,6 +241,10 @@ export function loadConfig(env: Env = process.env): Config {
       storageDir: path.resolve(env.RUNNER_STORAGE_DIR || path.join(dataDir, 'runner')),
       oauthAccessTokenTtl: seconds(env, 'RUNNER_OAUTH_ACCESS_TOKEN_TTL', 3600, 60, 86_400),
       retentionDays: days(env, 'RUNNER_RETENTION_DAYS', 30, 36_500),
+      leaseSeconds: seconds(env, 'RUNNER_LEASE_SECONDS', 60, 2, 3600),
+      maxAttempts: count(env, 'RUNNER_MAX_ATTEMPTS', 3, 100),
+      sweepSeconds: seconds(env, 'RUNNER_SWEEP_SECONDS', 5, 1, 3600),
+      maxOutputBytes: size(env, 'RUNNER_MAX_OUTPUT_BYTES', 1024 ** 3),
     },
   };
 }

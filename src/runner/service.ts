@@ -38,12 +38,16 @@ import { RunsService } from './runs/service.js';
 import { WorkflowsService } from './workflows/service.js';
 import { SettingsRepository } from './settings/repository.js';
 import { BackgroundLoop } from '../infra/background-loop.js';
-import { LocalRunOutputStorage } from './runs/output-storage.js';
 import { RetentionRepository } from './retention/repository.js';
 import { RETENTION_INTERVAL_MS, RunRetention } from './retention/service.js';
 import { SchedulesRepository } from './schedules/repository.js';
 import { SCHEDULER_INTERVAL_MS, Scheduler } from './schedules/scheduler.js';
 import { SchedulesService } from './schedules/service.js';
+import { sql } from 'kysely';
+import { type Listener, listen } from '../infra/database/notifications.js';
+import { ExecutorSweeper } from './executors/sweeper.js';
+import { LocalRunOutputStorage } from './runs/output-storage.js';
+import { QueueSignal } from './runs/queue-signal.js';
 
 export interface RunnerService {
   app: HttpApp;
@@ -51,9 +55,18 @@ export interface RunnerService {
   scheduler: Scheduler;
   /** Prunes finished runs past RUNNER_RETENTION_DAYS; the background loop calls `prune(now)`. */
   retention: RunRetention;
+  /** The lost-executor sweeper (tests call `sweep()` with a moved clock). */
+  sweeper: ExecutorSweeper;
+  /** Wakes waiting claims (benchmarks read `waiting`). */
+  queue: QueueSignal;
   /** Stops the background loops (waiting for a pass in progress), the HTTP app and the database. */
   close(): Promise<void>;
 }
+
+/** PostgreSQL channel on which instances tell each other that a run was queued. */
+const QUEUE_CHANNEL = 'pier_runner_queue';
+/** Advisory-lock key under which one instance at a time sweeps for lost executors. */
+export const SWEEP_LOCK_KEY = 0x70696572_01;
 
 export interface RunnerServiceOptions {
   /** Injectable clock (tests): JWT issue/verify, token expiry, timestamps, rate limits. */
@@ -64,6 +77,10 @@ export interface RunnerServiceOptions {
   registrationLimits?: RegistrationLimits;
   /** false: no scheduler or retention loop runs on its own (tests drive them with an injected clock). */
   backgroundLoops?: boolean;
+  /** false: the lost-executor sweeper does not run on its own (tests call `sweeper.sweep()`). */
+  sweeper?: boolean;
+  /** How long a waiting claim goes without looking at the queue when not notified (tests raise it). */
+  claimRecheckMs?: number;
 }
 
 
@@ -74,6 +91,7 @@ export interface RunnerServiceOptions {
 export async function createRunnerService(config: Config, options: RunnerServiceOptions = {}): Promise<RunnerService> {
   const now = options.now ?? (() => new Date());
   const database = await openRunnerDatabase(config.runner.databaseUrl);
+  let listener: Listener | null = null;
   try {
     const app = createHttpApp({
       logLevel: config.logLevel,
@@ -95,9 +113,19 @@ export async function createRunnerService(config: Config, options: RunnerService
       resourceMetadataUrl: resourceMetadataUrl(config.runner.url),
     });
     const storage = new LocalWorkflowStorage(config.runner.storageDir);
+    const outputs = new LocalRunOutputStorage(config.runner.storageDir);
     const scope = { projects: new ProjectsRepository(db), workflows: new WorkflowsRepository(db), runs: new RunsRepository(db, database.dialect) };
     const schedules = new SchedulesRepository(db);
-    const runs = new RunsService({ ...scope, now });
+    const queue = new QueueSignal();
+    if (database.dialect === 'postgres') {
+      // Runs queued through another instance wake this instance's waiting claims (issue #8).
+      listener = await listen(config.runner.databaseUrl, QUEUE_CHANNEL, () => queue.wakeLocal());
+      queue.setBroadcast(async () => {
+        await sql`SELECT pg_notify(${QUEUE_CHANNEL}, '')`.execute(db);
+      });
+    }
+    const leaseMs = config.runner.leaseSeconds * 1000;
+    const runs = new RunsService({ ...scope, now, queue, outputs });
     const ctx: RunnerContext = {
       config,
       now,
@@ -108,7 +136,21 @@ export async function createRunnerService(config: Config, options: RunnerService
       workflows: new WorkflowsService({ ...scope, storage, now }),
       runs,
       schedules: new SchedulesService({ ...scope, schedules, now }),
-      executors: new ExecutorsService({ executors: new ExecutorsRepository(db), runs: scope.runs, now }),
+      executors: new ExecutorsService({
+        executors: new ExecutorsRepository(db),
+        runs: scope.runs,
+        outputs,
+        queue,
+        now,
+        settings: {
+          leaseMs,
+          maxAttempts: config.runner.maxAttempts,
+          maxOutputBytes: config.runner.maxOutputBytes,
+          // With LISTEN/NOTIFY a re-check is only a safety net; without it (SQLite) it is how a
+          // run queued by another process on the same file is seen.
+          recheckMs: options.claimRecheckMs ?? (database.dialect === 'postgres' ? 5000 : 1000),
+        },
+      }),
       oauth: new OAuthService({
         clients: new OAuthClientsRepository(db),
         grants: new OAuthGrantsRepository(db),
@@ -163,7 +205,7 @@ export async function createRunnerService(config: Config, options: RunnerService
     const scheduler = new Scheduler({ schedules, workflows: scope.workflows, runs, log: app.log });
     const retention = new RunRetention({
       repository: new RetentionRepository(db),
-      outputs: new LocalRunOutputStorage(config.runner.storageDir),
+      outputs,
       days: config.runner.retentionDays,
     });
     const loops: BackgroundLoop[] = [];
@@ -190,20 +232,37 @@ export async function createRunnerService(config: Config, options: RunnerService
       }
       for (const loop of loops) loop.start();
     }
+    const sweeper = new ExecutorSweeper({
+      runs: scope.runs,
+      queue,
+      now,
+      maxAttempts: config.runner.maxAttempts,
+      intervalMs: config.runner.sweepSeconds * 1000,
+      exclusive: (work) => scope.runs.exclusively(SWEEP_LOCK_KEY, work),
+      onError: (e) => app.log.error({ err: e }, 'executor sweep failed'),
+      onSweep: (r) => app.log.info({ requeued: r.requeued, failed: r.failed, cancelled: r.cancelled }, 'lost executors: runs swept'),
+    });
+    if (options.sweeper !== false) sweeper.start();
     let closed = false;
     return {
       app,
       scheduler,
       retention,
+      sweeper,
+      queue,
       async close() {
         if (closed) return;
         closed = true;
-        await Promise.all(loops.map((l) => l.stop()));
+        // Held claims answer 204 now, so closing does not wait for their long-poll to run out.
+        queue.close();
+        await Promise.all([...loops.map((l) => l.stop()), sweeper.close()]);
         await app.close();
+        await listener?.close();
         await database.close();
       },
     };
   } catch (e) {
+    await listener?.close();
     await database.close();
     throw e;
   }

@@ -98,7 +98,7 @@ describe('projects, workflows, runs and executors over HTTP', () => {
     assert.equal((await inject({ method: 'POST', url: `/api/workflows/${workflowId}/runs`, headers: bearer(bob), payload: { version: 9 } })).statusCode, 400);
 
     const ex = (await inject({ method: 'POST', url: '/api/executors/register', headers: apiKey(API_KEY), payload: { name: 'ex-1', capacity: 2, labels: ['linux'] } })).json();
-    const claim = await inject({ method: 'POST', url: `/api/executors/${ex.id}/claim`, headers: apiKey(API_KEY) });
+    const claim = await inject({ method: 'POST', url: `/api/executors/${ex.id}/claim?wait=0`, headers: apiKey(API_KEY) });
     assert.equal(claim.statusCode, 200, claim.body);
     const c = claim.json();
     assert.equal(c.run.id, run.id);
@@ -116,7 +116,10 @@ describe('projects, workflows, runs and executors over HTTP', () => {
     assert.equal(page2.finished, false);
 
     const cancel = await inject({ method: 'POST', url: `/api/runs/${run.id}/cancel`, headers: bearer(bob) });
-    assert.equal(cancel.json().status, 'cancelled');
+    assert.equal(cancel.json().status, 'cancelling');
+    // The executor confirms the kill; the run ends cancelled whatever it reports.
+    const confirmed = await inject({ method: 'POST', url: `/api/runs/${run.id}/complete`, headers: apiKey(API_KEY), payload: { ...lease, status: 'succeeded' } });
+    assert.equal(confirmed.json().status, 'cancelled');
     assert.equal((await logs({ ...lease, chunks: [{ seq: 4, text: 'late' }] })).statusCode, 409);
     const late = await inject({ method: 'POST', url: `/api/runs/${run.id}/complete`, headers: apiKey(API_KEY), payload: { ...lease, status: 'succeeded' } });
     assert.equal(late.statusCode, 409);
@@ -125,19 +128,17 @@ describe('projects, workflows, runs and executors over HTTP', () => {
 
     // A second run completes with outputs.
     const run2 = (await inject({ method: 'POST', url: `/api/workflows/${workflowId}/runs`, headers: bearer(alice), payload: {} })).json();
-    const c2 = (await inject({ method: 'POST', url: `/api/executors/${ex.id}/claim`, headers: apiKey(API_KEY) })).json();
+    const c2 = (await inject({ method: 'POST', url: `/api/executors/${ex.id}/claim?wait=0`, headers: apiKey(API_KEY) })).json();
     assert.equal(c2.run.id, run2.id);
     assert.equal(c2.run.workflowVersion, 2);
     const done = await inject({
       method: 'POST', url: `/api/runs/${run2.id}/complete`, headers: apiKey(API_KEY),
-      payload: { leaseToken: c2.lease.token, attempt: 1, status: 'failed', exitCode: 3, error: 'node failed', outputs: [{ name: 'report.csv', size: 12 }] },
+      payload: { leaseToken: c2.lease.token, attempt: 1, status: 'failed', exitCode: 3, error: 'node failed' },
     });
     assert.equal(done.statusCode, 200);
     assert.equal(done.json().status, 'failed');
     assert.equal(done.json().exitCode, 3);
-    const outs = (await inject({ method: 'GET', url: `/api/runs/${run2.id}/outputs`, headers: bearer(bob) })).json().items;
-    assert.deepEqual(outs.map((o: { name: string; size: number }) => [o.name, o.size]), [['report.csv', 12]]);
-    assert.equal((await inject({ method: 'POST', url: `/api/executors/${ex.id}/claim`, headers: apiKey(API_KEY) })).statusCode, 204);
+    assert.equal((await inject({ method: 'POST', url: `/api/executors/${ex.id}/claim?wait=0`, headers: apiKey(API_KEY) })).statusCode, 204);
 
     for (let i = 0; i < 3; i++) await inject({ method: 'POST', url: `/api/workflows/${workflowId}/runs`, headers: bearer(bob), payload: {} });
     const seen: string[] = [];
@@ -159,12 +160,12 @@ describe('projects, workflows, runs and executors over HTTP', () => {
 
   test('executors: drain stops claims, delete requeues', async () => {
     const ex = (await inject({ method: 'POST', url: '/api/executors/register', headers: bearer(admin), payload: { name: 'ex-2' } })).json();
-    const claimed = (await inject({ method: 'POST', url: `/api/executors/${ex.id}/claim`, headers: apiKey(API_KEY) })).json();
+    const claimed = (await inject({ method: 'POST', url: `/api/executors/${ex.id}/claim?wait=0`, headers: apiKey(API_KEY) })).json();
     assert.equal(claimed.run.status, 'running');
     const drained = await inject({ method: 'POST', url: `/api/executors/${ex.id}/drain`, headers: apiKey(API_KEY) });
     assert.equal(drained.json().status, 'draining');
     assert.equal(drained.json().runningRuns, 1);
-    assert.equal((await inject({ method: 'POST', url: `/api/executors/${ex.id}/claim`, headers: apiKey(API_KEY) })).statusCode, 204);
+    assert.equal((await inject({ method: 'POST', url: `/api/executors/${ex.id}/claim?wait=0`, headers: apiKey(API_KEY) })).statusCode, 204);
     assert.equal((await inject({ method: 'DELETE', url: `/api/executors/${ex.id}`, headers: apiKey(API_KEY) })).statusCode, 204);
     const back = (await inject({ method: 'GET', url: `/api/runs/${claimed.run.id}`, headers: bearer(bob) })).json();
     assert.equal(back.status, 'queued');
@@ -178,7 +179,7 @@ describe('projects, workflows, runs and executors over HTTP', () => {
     // Claim until we hold this run (older queued runs are taken first).
     let c: { run: { id: string }; lease: { token: string; attempt: number } } | null = null;
     for (let i = 0; i < 10 && c?.run.id !== run.id; i++) {
-      c = (await inject({ method: 'POST', url: `/api/executors/${ex.id}/claim`, headers: apiKey(API_KEY) })).json();
+      c = (await inject({ method: 'POST', url: `/api/executors/${ex.id}/claim?wait=0`, headers: apiKey(API_KEY) })).json();
     }
     assert.equal(c?.run.id, run.id);
     const events: string[] = [];
@@ -206,8 +207,8 @@ describe('projects, workflows, runs and executors over HTTP', () => {
     await inject({ method: 'POST', url: `/api/runs/${run.id}/complete`, headers: apiKey(API_KEY), payload: { leaseToken: c!.lease.token, attempt: c!.lease.attempt, status: 'succeeded' } });
     await ended;
     assert.equal(events.length, 3, events.join('|'));
-    assert.match(events[0]!, /^id: 1\nevent: log\ndata: .*"text":"first"/);
-    assert.match(events[1]!, /^id: 2\nevent: log\ndata: .*"text":"second"/);
+    assert.match(events[0]!, /^id: 1\.1\nevent: log\ndata: .*"text":"first"/);
+    assert.match(events[1]!, /^id: 1\.2\nevent: log\ndata: .*"text":"second"/);
     assert.equal(events[2], 'event: end\ndata: {"status":"succeeded"}');
   });
 

@@ -56,6 +56,7 @@ export async function startRunner(
     registrationLimits?: RegistrationLimits;
     /** false: the scheduler and retention loops do not run on their own (call tick/prune). */
     backgroundLoops?: boolean;
+    claimRecheckMs?: number;
   } = {},
 ): Promise<TestRunner> {
   const dataDir = opts.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'pier-runner-'));
@@ -73,6 +74,7 @@ export async function startRunner(
     now: clock.now,
     registrationLimits: opts.registrationLimits,
     backgroundLoops: opts.backgroundLoops,
+    claimRecheckMs: opts.claimRecheckMs,
   });
   await service.app.ready();
   return {

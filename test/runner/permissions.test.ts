@@ -20,6 +20,7 @@ import { OAuthTokensRepository, PersonalTokensRepository } from '../../src/runne
 import { openRunnerDatabase, type RunnerDatabase } from '../../src/runner/db/index.js';
 import { ExecutorsRepository } from '../../src/runner/executors/repository.js';
 import { ProjectsRepository } from '../../src/runner/projects/repository.js';
+import { LocalRunOutputStorage } from '../../src/runner/runs/output-storage.js';
 import { RunsRepository, type RunRow } from '../../src/runner/runs/repository.js';
 import { SchedulesRepository } from '../../src/runner/schedules/repository.js';
 import { UsersRepository } from '../../src/runner/users/repository.js';
@@ -129,6 +130,29 @@ const CASES: Case[] = [
   { method: 'GET', path: '/api/runs/{id}/logs', access: RUN_READ, ok: 200 },
   { method: 'GET', path: '/api/runs/{id}/logs/stream', access: RUN_READ, ok: 200 },
   { method: 'GET', path: '/api/runs/{id}/outputs', access: RUN_READ, ok: 200 },
+  { method: 'GET', path: '/api/runs/{id}/outputs/{name}', access: RUN_READ, ok: 200 },
+  {
+    method: 'PUT',
+    path: '/api/runs/{id}/outputs/{name}',
+    access: EXECUTORS,
+    ok: 200,
+    request: (f) => {
+      const m = multipart([
+        { name: 'leaseToken', value: f.leased.token },
+        { name: 'attempt', value: String(f.leased.attempt) },
+        { name: 'sha256', value: sha256('out') },
+        { name: 'file', file: Buffer.from('out') },
+      ]);
+      return { payload: m.payload, headers: m.headers };
+    },
+  },
+  {
+    method: 'POST',
+    path: '/api/runs/{id}/release',
+    access: EXECUTORS,
+    ok: 200,
+    request: (f) => ({ payload: { leaseToken: f.leased.token, attempt: f.leased.attempt } }),
+  },
   {
     method: 'POST',
     path: '/api/runs/{id}/logs',
@@ -181,6 +205,7 @@ const PROJECT_NEEDS: Record<string, 'read' | 'write' | 'manage'> = {
   'GET /api/runs/{id}/logs': 'read',
   'GET /api/runs/{id}/logs/stream': 'read',
   'GET /api/runs/{id}/outputs': 'read',
+  'GET /api/runs/{id}/outputs/{name}': 'read',
 };
 
 type ProjectRoleName = 'owner' | 'editor' | 'viewer' | 'non-member';
@@ -192,7 +217,7 @@ function expectedForRole(need: 'read' | 'write' | 'manage', role: ProjectRoleNam
 }
 
 /** Fills path parameters with the fixture's resource of the right kind. */
-function resolvePath(path: string, f: Fixture): string {
+function resolvePath(path: string, f: Fixture, method = 'GET'): string {
   const idFor = (): string => {
     if (path.startsWith('/api/users/')) return f.victimId;
     if (path.startsWith('/api/tokens/')) return f.ownTokenId;
@@ -201,7 +226,8 @@ function resolvePath(path: string, f: Fixture): string {
     if (path.startsWith('/api/workflows/')) return f.workflowId;
     if (path.startsWith('/api/schedules/')) return f.scheduleId;
     if (path.startsWith('/api/executors/')) return f.executorId;
-    if (path === '/api/runs/{id}/logs' || path === '/api/runs/{id}/complete') return f.leased.runId;
+    if (method === 'POST' && ['/api/runs/{id}/logs', '/api/runs/{id}/complete', '/api/runs/{id}/release'].includes(path)) return f.leased.runId;
+    if (method === 'PUT' && path === '/api/runs/{id}/outputs/{name}') return f.leased.runId;
     if (path === '/api/runs/{id}/cancel') return f.queuedRunId;
     if (path.startsWith('/api/runs/')) return f.finishedRunId;
     throw new Error(`no fixture for ${path}`);
@@ -209,6 +235,7 @@ function resolvePath(path: string, f: Fixture): string {
   return path
     .replace('{id}', path.includes('{id}') ? idFor() : '')
     .replace('{userId}', f.editorId)
+    .replace('{name}', 'report.csv')
     .replace('{version}', '1');
 }
 
@@ -284,14 +311,16 @@ describe('permission table: every route × every principal', () => {
       { id: workflowId, project_id: projectId, name: 'wf', description: '', created_by: memberId, created_at: now, updated_at: now },
       { file_name: 'wf.knwf', size: file.size, sha256: file.sha256, storage_key: file.storageKey, created_by: memberId, created_at: now },
     );
-    const run = (status: RunRow['status'], extra: Partial<RunRow> = {}): RunRow => ({
+    const run = (status: RunRow['status'], extra: Partial<RunRow> = {}): Omit<RunRow, 'log_ack'> => ({
       id: randomUUID(), project_id: projectId, workflow_id: workflowId, workflow_version: 1, status, parameters: '{}',
       created_by: memberId, created_at: now, started_at: null, finished_at: null, attempt: 0, executor_id: null, required_labels: '[]', schedule_id: null,
       lease_hash: null, lease_expires_at: null, exit_code: null, error: null, ...extra,
     });
     const queued = await runs.create(run('queued'));
     const finished = await runs.create(run('succeeded', { finished_at: now, attempt: 1 }));
-    await runs.appendLogs(finished.id, 1, [{ seq: 1, text: 'done' }], now);
+    await db.insertInto('run_logs').values({ run_id: finished.id, attempt: 1, seq: 1, text: 'done', created_at: now }).execute();
+    const stored = await new LocalRunOutputStorage(r.config.runner.storageDir).save(finished.id, 'report.csv', Readable.from(['a,b\n']), 100);
+    await db.insertInto('run_outputs').values({ run_id: finished.id, name: 'report.csv', ...stored, content_type: 'text/csv', created_at: now }).execute();
     const executorId = randomUUID();
     await new ExecutorsRepository(db).insert({
       id: executorId, name: 'x', labels: '[]', capacity: 2, draining: 0, created_at: now, last_heartbeat_at: now, last_ip: null,
@@ -362,7 +391,7 @@ describe('permission table: every route × every principal', () => {
         const session = (await jwt.issue(caller.id, 0)).token;
         const res = await r.service.app.inject({
           method: c.method,
-          url: resolvePath(c.path, f),
+          url: resolvePath(c.path, f, c.method),
           headers: { authorization: `Bearer ${session}`, ...req.headers },
           ...(req.payload !== undefined ? { payload: req.payload as string } : {}),
         });
@@ -398,7 +427,7 @@ describe('permission table: every route × every principal', () => {
         const auth = await authHeader(p);
         const res = await r.service.app.inject({
           method: c.method,
-          url: resolvePath(c.path, f),
+          url: resolvePath(c.path, f, c.method),
           headers: { ...(auth ? { authorization: auth } : {}), ...req.headers },
           ...(req.payload !== undefined ? { payload: req.payload as string } : {}),
           // Rejected credentials are scored per address (auth/guard.ts); the table sends one

@@ -153,7 +153,7 @@ for (const target of dialects()) {
 
     let projectId: string;
     let workflowId: string;
-    const run = (extra: Partial<RunRow> = {}): RunRow => ({
+    const run = (extra: Partial<RunRow> = {}): Omit<RunRow, 'log_ack'> => ({
       id: randomUUID(), project_id: projectId, workflow_id: workflowId, workflow_version: 1, status: 'queued', parameters: '{}',
       created_by: null, created_at: T0, started_at: null, finished_at: null, attempt: 0, executor_id: null, required_labels: '[]', schedule_id: null, lease_hash: null,
       lease_expires_at: null, exit_code: null, error: null, ...extra,
@@ -185,8 +185,9 @@ for (const target of dialects()) {
       }
       const queued = [];
       for (let i = 0; i < 4; i++) queued.push(await runs.create(run({ created_at: at(i) })));
-      const claims = await Promise.all(exIds.map((e, i) => runs.claim(e, `lease-${i}`, at(120_000), at(1000))));
-      const got = claims.filter((c) => c !== null);
+      const outcomes = await Promise.all(exIds.map((e, i) => runs.claim(e, '127.0.0.1', `lease-${i}`, at(120_000), at(1000))));
+      const got = outcomes.map((o) => (typeof o === 'object' ? o.run : null)).filter((c) => c !== null);
+      assert.equal(outcomes.filter((o) => o === 'nothing-queued').length, 2);
       assert.equal(got.length, 4);
       assert.equal(new Set(got.map((c) => c!.id)).size, 4);
       assert.deepEqual(new Set(got.map((c) => c!.id)), new Set(queued.map((q) => q.id)));
@@ -194,38 +195,95 @@ for (const target of dialects()) {
         assert.equal(c!.status, 'running');
         assert.equal(c!.attempt, 1);
       }
+      // Finish them, so later tests find an empty queue.
+      for (const [i, o] of outcomes.entries()) {
+        if (typeof o === 'object') await runs.complete(o.run.id, { hash: `lease-${i}`, attempt: 1 }, { status: 'succeeded', exitCode: 0, error: null }, at(2000));
+      }
     });
 
     test('runs: leases fence, expire, requeue, then fail as executor lost', async () => {
       const ex = randomUUID();
       await executors.insert({ id: ex, name: 'lease', labels: '[]', capacity: 5, draining: 0, created_at: T0, last_heartbeat_at: T0, last_ip: null });
       const r = await runs.create(run({ created_at: at(-1) }));
-      let claimed = await runs.claim(ex, 'L1', at(60_000), at(0));
+      const take = async (hash: string, now: number) => {
+        const o = await runs.claim(ex, '127.0.0.1', hash, at(now + 60_000), at(now));
+        return typeof o === 'object' ? o.run : null;
+      };
+      let claimed = await take('L1', 0);
       assert.equal(claimed?.id, r.id);
       assert.ok(await runs.leased(r.id, { hash: 'L1', attempt: 1 }));
       assert.equal(await runs.leased(r.id, { hash: 'other', attempt: 1 }), null);
       for (let attempt = 1; attempt < MAX_ATTEMPTS; attempt++) {
-        await runs.expireLeases(at(attempt * 100_000));
+        assert.ok((await runs.sweepExpiredLeases(at(attempt * 100_000), MAX_ATTEMPTS)).requeued.includes(r.id));
         assert.equal((await runs.findById(r.id))?.status, 'queued');
         assert.equal(await runs.leased(r.id, { hash: `L${attempt}`, attempt }), null, 'the old lease no longer holds');
-        claimed = await runs.claim(ex, `L${attempt + 1}`, at(attempt * 100_000 + 60_000), at(attempt * 100_000));
+        claimed = await take(`L${attempt + 1}`, attempt * 100_000);
         assert.equal(claimed?.attempt, attempt + 1);
       }
-      await runs.expireLeases(at(10_000_000));
+      assert.ok((await runs.sweepExpiredLeases(at(10_000_000), MAX_ATTEMPTS)).failed.includes(r.id));
       const lost = await runs.findById(r.id);
       assert.equal(lost?.status, 'failed');
       assert.equal(lost?.error, 'executor lost');
-      assert.equal(await runs.complete(r.id, { hash: `L${MAX_ATTEMPTS}`, attempt: MAX_ATTEMPTS }, { status: 'succeeded', exitCode: 0, error: null }, [], at(1)), null);
+      assert.equal(await runs.complete(r.id, { hash: `L${MAX_ATTEMPTS}`, attempt: MAX_ATTEMPTS }, { status: 'succeeded', exitCode: 0, error: null }, at(1)), null);
     });
 
-    test('runs: logs are idempotent by sequence and acknowledged up to the first gap', async () => {
-      const r = await runs.create(run());
-      assert.equal(await runs.appendLogs(r.id, 1, [{ seq: 1, text: 'a' }, { seq: 2, text: 'b' }], T0), 2);
-      assert.equal(await runs.appendLogs(r.id, 1, [{ seq: 4, text: 'd' }], T0), 2);
-      assert.equal(await runs.appendLogs(r.id, 1, [{ seq: 2, text: 'CHANGED' }, { seq: 3, text: 'c' }], T0), 4);
-      assert.deepEqual((await runs.logs(r.id, 0, 10)).map((l) => l.text), ['a', 'b', 'c', 'd']);
-      assert.deepEqual((await runs.logs(r.id, 2, 1)).map((l) => l.seq), [3]);
-      assert.equal(await runs.nextLogSeq(r.id), 5);
+    test('runs: labels, capacity (running + cancelling) and draining decide what an executor claims', async () => {
+      const ex = randomUUID();
+      await executors.insert({ id: ex, name: 'gpu', labels: '["linux","gpu"]', capacity: 2, draining: 0, created_at: T0, last_heartbeat_at: T0, last_ip: null });
+      const other = randomUUID();
+      await executors.insert({ id: other, name: 'plain', labels: '["linux"]', capacity: 5, draining: 0, created_at: T0, last_heartbeat_at: T0, last_ip: null });
+      const win = await runs.create(run({ created_at: at(-300), required_labels: '["windows"]' }));
+      const gpu = await runs.create(run({ created_at: at(-200), required_labels: '["gpu","linux"]' }));
+      const any = await runs.create(run({ created_at: at(-100) }));
+      const pick = async (e: string) => {
+        const o = await runs.claim(e, '::1', randomUUID(), at(60_000), at(0));
+        return typeof o === 'object' ? o.run.id : o;
+      };
+      assert.equal(await pick(other), any.id, 'skips runs needing labels it lacks');
+      assert.equal(await pick(other), 'nothing-queued');
+      assert.equal(await pick(ex), gpu.id);
+      assert.equal(await runs.cancel(gpu.id, at(1)).then((x) => x?.status), 'cancelling');
+      const extra = await runs.create(run({ created_at: at(-50) }));
+      assert.equal(await pick(ex), extra.id);
+      assert.equal(await pick(ex), 'at-capacity', 'the run being cancelled still counts');
+      await executors.setDraining(other, true);
+      assert.equal(await pick(other), 'draining');
+      assert.equal(await pick(randomUUID()), 'unknown-executor');
+      assert.equal((await runs.findById(win.id))?.status, 'queued');
+      await runs.cancel(win.id, at(2));
+    });
+
+    test('runs: logs are idempotent by sequence, per attempt, and acknowledged up to the first gap', async () => {
+      const ex = randomUUID();
+      await executors.insert({ id: ex, name: 'logs', labels: '[]', capacity: 5, draining: 0, created_at: T0, last_heartbeat_at: T0, last_ip: null });
+      const r = await runs.create(run({ created_at: at(-10_000) }));
+      const o = await runs.claim(ex, '::1', 'LL', at(60_000), at(0));
+      assert.ok(typeof o === 'object' && o.run.id === r.id);
+      const lease = { hash: 'LL', attempt: 1 };
+      assert.deepEqual(await runs.appendLogs(r.id, lease, [{ seq: 1, text: 'a' }, { seq: 2, text: 'b' }], T0), { ack: 2 });
+      assert.deepEqual(await runs.appendLogs(r.id, lease, [{ seq: 4, text: 'd' }], T0), { ack: 2 });
+      assert.deepEqual(await runs.appendLogs(r.id, lease, [{ seq: 2, text: 'CHANGED' }, { seq: 3, text: 'c' }], T0), { ack: 4 });
+      assert.equal(await runs.appendLogs(r.id, lease, [{ seq: 4 + 10_001, text: 'far' }], T0), 'out-of-window');
+      assert.equal(await runs.appendLogs(r.id, { hash: 'other', attempt: 1 }, [{ seq: 5, text: 'x' }], T0), 'stale-lease');
+      assert.deepEqual((await runs.logs(r.id, { attempt: 1, seq: 0 }, 10)).map((l) => l.text), ['a', 'b', 'c', 'd']);
+      assert.deepEqual((await runs.logs(r.id, { attempt: 1, seq: 2 }, 1)).map((l) => l.seq), [3]);
+      assert.equal((await runs.findById(r.id))?.log_ack, 4);
+      await runs.complete(r.id, lease, { status: 'succeeded', exitCode: 0, error: null }, at(1));
+    });
+
+    test('runs: parallel appends to one run never move the acknowledged sequence back', async () => {
+      const ex = randomUUID();
+      await executors.insert({ id: ex, name: 'par', labels: '[]', capacity: 5, draining: 0, created_at: T0, last_heartbeat_at: T0, last_ip: null });
+      const r = await runs.create(run({ created_at: at(-20_000) }));
+      await runs.claim(ex, '::1', 'PP', at(60_000), at(0));
+      const lease = { hash: 'PP', attempt: 1 };
+      const results = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => runs.appendLogs(r.id, lease, [{ seq: 20 - i, text: `line ${20 - i}` }], T0)),
+      );
+      assert.ok(results.every((x) => typeof x === 'object'));
+      assert.equal((await runs.findById(r.id))?.log_ack, 20);
+      assert.deepEqual(await runs.appendLogs(r.id, lease, [], T0), { ack: 20 });
+      await runs.complete(r.id, lease, { status: 'succeeded', exitCode: 0, error: null }, at(1));
     });
 
     test('runs: keyset pagination lists every run once, newest first', async () => {
@@ -260,11 +318,11 @@ for (const target of dialects()) {
         { file_name: 'a', size: 1, sha256: 's', storage_key: 'k', created_by: null, created_at: T0 },
       );
       const r = await runs.create(run({ project_id: p.id, workflow_id: wid }));
-      await runs.appendLogs(r.id, 1, [{ seq: 1, text: 'x' }], T0);
+      await database.db.insertInto('run_logs').values({ run_id: r.id, attempt: 1, seq: 1, text: 'x', created_at: T0 }).execute();
       assert.equal(await projects.delete(p.id), true);
       assert.equal(await workflows.findById(wid), undefined);
       assert.equal(await runs.findById(r.id), undefined);
-      assert.deepEqual(await runs.logs(r.id, 0, 10), []);
+      assert.deepEqual(await runs.logs(r.id, { attempt: 1, seq: 0 }, 10), []);
     });
   });
 }

@@ -98,8 +98,16 @@ for (const target of dialects()) {
       ids.executorId = (await app.inject({ method: 'POST', url: '/api/executors/register', headers: apiKey(API_KEY), payload: { name: 'x' } })).json().id;
       // A finished run (the log stream ends at once) that still has a (now stale) lease history.
       ids.runId = (await app.inject({ method: 'POST', url: `/api/workflows/${ids.workflowId}/runs`, headers: bearer(session), payload: {} })).json().id;
-      await app.inject({ method: 'POST', url: `/api/executors/${ids.executorId}/claim`, headers: apiKey(API_KEY) });
+      const claimed = (await app.inject({ method: 'POST', url: `/api/executors/${ids.executorId}/claim?wait=0`, headers: apiKey(API_KEY) })).json();
       await app.inject({ method: 'POST', url: `/api/runs/${ids.runId}/cancel`, headers: bearer(session) });
+      // The executor confirms the cancel: the run has ended.
+      const confirmed = await app.inject({
+        method: 'POST', url: `/api/runs/${ids.runId}/complete`, headers: apiKey(API_KEY),
+        payload: { leaseToken: claimed.lease.token, attempt: claimed.lease.attempt, status: 'cancelled' },
+      });
+      assert.equal(confirmed.json().status, 'cancelled');
+      // Draining: fuzzed claims (`?wait=` up to 30 s) answer at once instead of long-polling.
+      await app.inject({ method: 'POST', url: `/api/executors/${ids.executorId}/drain`, headers: apiKey(API_KEY) });
       doc = (await app.inject({ method: 'GET', url: '/api/docs/json' })).json();
     });
     after(async () => {

@@ -4,17 +4,41 @@ import { EXECUTORS } from '../auth/access.js';
 import { access } from '../auth/authenticate.js';
 import type { RunnerContext } from '../context.js';
 import { Executor, presentExecutor, presentRun, Run } from './presenters.js';
-import { errors, IdParams, INT32_MAX, INT32_MIN, items, MAX_COUNTER, MAX_SIZE, Name, NoContent, Nullable, PROTECTED, StringEnum, Timestamp } from './schemas.js';
+import { UnsupportedMediaTypeError } from '../../infra/errors.js';
+import { multipartConfig } from './openapi.js';
+import { errors, Id, IdParams, INT32_MAX, INT32_MIN, items, MAX_COUNTER, Name, NoContent, Nullable, PROTECTED, StringEnum, Timestamp } from './schemas.js';
 
 const LeaseBody = {
   leaseToken: Type.String({ minLength: 1, maxLength: 200, description: 'the lease token from the claim' }),
   attempt: Type.Integer({ minimum: 1, maximum: MAX_COUNTER, description: 'the attempt from the claim' }),
 };
 
+/** Seconds a claim waits for a run when `wait` is not given (issue #8). */
+const DEFAULT_CLAIM_WAIT_SECONDS = 20;
+
+const Heartbeat = Type.Object({
+  ...Executor.properties,
+  cancel: Type.Array(Type.String(), { description: 'runs to kill now; then complete each with status cancelled' }),
+  drain: Type.Boolean({ description: 'claim nothing new; finish the runs held' }),
+  heartbeatMs: Type.Integer({ description: 'send the next heartbeat within this many milliseconds' }),
+});
+
+const OutputParams = Type.Object({ id: Id, name: Type.String({ minLength: 1, maxLength: 200, description: 'file name: no / or \\\\, not . or .., no control characters' }) });
+
+const OUTPUT_DOC = multipartConfig({
+  fields: {
+    leaseToken: { type: 'string', maxLength: 200, description: 'the lease token from the claim' },
+    attempt: { type: 'string', description: 'the attempt from the claim' },
+    sha256: { type: 'string', description: 'sha256 of the file, 64 hex digits' },
+    file: { type: 'string', format: 'binary', description: 'the output file' },
+  },
+  required: ['leaseToken', 'attempt', 'sha256', 'file'],
+});
+
 const Claim = Type.Object({
   run: Run,
   lease: Type.Object({ token: Type.String(), attempt: Type.Integer(), expiresAt: Timestamp }),
-  nextLogSeq: Type.Integer({ description: 'number the first log chunk of this attempt with this sequence' }),
+  nextLogSeq: Type.Integer({ description: 'number the first log chunk of this attempt with this sequence (sequences are per attempt: always 1)' }),
   download: Type.String({ description: 'path of the workflow archive to run (GET with the same credentials)' }),
 });
 
@@ -51,13 +75,27 @@ export function registerExecutorRoutes(app: HttpApp, ctx: RunnerContext): void {
       schema: {
         tags: ['executors'],
         summary: 'Executor heartbeat',
-        description: 'Marks the executor online and extends the leases of its running runs.',
+        description:
+          'Marks the executor online, extends the leases of the runs it holds and answers instructions: `cancel` lists runs to kill now ' +
+          '(cancelled by a user, or — of the `runs` the executor reports holding — those that are no longer its own), `drain` says to claim nothing new, ' +
+          '`heartbeatMs` when to send the next heartbeat. Runs held without a heartbeat for `RUNNER_LEASE_SECONDS` are re-queued.',
         operationId: 'executorHeartbeat',
         params: IdParams,
-        response: { 200: Executor, ...errors(...PROTECTED, 404) },
+        body: Type.Object(
+          { runs: Type.Optional(Type.Array(Id, { maxItems: 256, description: 'ids of the runs the executor is running now' })) },
+          { additionalProperties: false },
+        ),
+        response: { 200: Heartbeat, ...errors(...PROTECTED, 404) },
+      },
+      // The body is optional: an empty POST is a plain heartbeat.
+      preValidation: async (req) => {
+        if (req.body === undefined || req.body === null) req.body = {};
       },
     },
-    async (req) => presentExecutor(await executors.heartbeat(req.params.id, req.ip)),
+    async (req) => {
+      const { view, instructions } = await executors.heartbeat(req.params.id, req.ip, req.body.runs ?? []);
+      return { ...presentExecutor(view), ...instructions };
+    },
   );
 
   app.post(
@@ -68,22 +106,37 @@ export function registerExecutorRoutes(app: HttpApp, ctx: RunnerContext): void {
         tags: ['executors'],
         summary: 'Claim the next queued run',
         description:
-          'Atomically takes the oldest queued run and returns it with a lease (token + attempt) that every later call about the run must carry. ' +
-          '204 when nothing is queued, the executor is draining or at capacity.',
+          'Atomically takes the oldest queued run whose `requiredLabels` are all among the executor\'s labels, within its capacity ' +
+          '(runs being cancelled still count until the executor confirms the kill), and returns it with a lease (token + attempt) that every later call about the run must carry. ' +
+          'Waits up to `wait` seconds (0-30, default 20) for such a run to be queued and answers as soon as one is; ' +
+          '204 when the time is up, the executor is draining or at capacity.',
         operationId: 'claimRun',
         params: IdParams,
+        querystring: Type.Object(
+          { wait: Type.Optional(Type.String({ pattern: '^([0-9]|[12][0-9]|30)$', description: 'seconds to wait for a run, 0-30 (default 20)' })) },
+          { additionalProperties: false },
+        ),
         response: { 200: Claim, 204: Type.Null({ description: 'Nothing to run' }), ...errors(...PROTECTED, 404) },
       },
     },
     async (req, reply) => {
-      const claim = await executors.claim(req.params.id, req.ip);
-      if (!claim) return reply.code(204).send(null);
-      return {
-        run: presentRun(claim.run),
-        lease: claim.lease,
-        nextLogSeq: claim.nextLogSeq,
-        download: `/api/workflows/${claim.run.workflow_id}/versions/${claim.run.workflow_version}/download`,
-      };
+      // The held request ends when its client goes away: the response's socket closes.
+      const gone = new AbortController();
+      const onClose = () => gone.abort();
+      reply.raw.once('close', onClose);
+      try {
+        const waitMs = Number(req.query.wait ?? DEFAULT_CLAIM_WAIT_SECONDS) * 1000;
+        const claim = await executors.claim(req.params.id, req.ip, waitMs, gone.signal);
+        if (!claim) return reply.code(204).send(null);
+        return {
+          run: presentRun(claim.run),
+          lease: claim.lease,
+          nextLogSeq: claim.nextLogSeq,
+          download: `/api/workflows/${claim.run.workflow_id}/versions/${claim.run.workflow_version}/download`,
+        };
+      } finally {
+        reply.raw.off('close', onClose);
+      }
     },
   );
 
@@ -95,8 +148,9 @@ export function registerExecutorRoutes(app: HttpApp, ctx: RunnerContext): void {
         tags: ['executors'],
         summary: 'Append log chunks to a run (executor)',
         description:
-          'Numbered chunks; a sequence already stored is ignored, so retries are safe. Answers the highest sequence stored without a gap (`ack`). ' +
-          'A lease that no longer holds the run (cancelled, re-queued, finished) gets 409.',
+          'Numbered chunks of the lease\'s attempt (each attempt counts from 1); a sequence already stored is ignored, so retries are safe. ' +
+          'Answers the highest sequence of this attempt stored without a gap (`ack`); a chunk more than 10000 ahead of it gets 400 `log_seq_out_of_window`. ' +
+          'A lease that no longer holds the run (re-queued, finished) gets 409; a run being cancelled still takes its last lines.',
         operationId: 'appendRunLogs',
         params: IdParams,
         body: Type.Object(
@@ -115,6 +169,27 @@ export function registerExecutorRoutes(app: HttpApp, ctx: RunnerContext): void {
     async (req) => ({ ack: await executors.appendLogs(req.params.id, req.body, req.body.chunks) }),
   );
 
+  app.put(
+    '/api/runs/:id/outputs/:name',
+    {
+      config: { ...access(EXECUTORS), ...OUTPUT_DOC },
+      schema: {
+        tags: ['executors'],
+        summary: 'Upload an output file of a run (executor)',
+        description:
+          'Multipart: the fields `leaseToken`, `attempt` and `sha256` (hex, of the file), then the `file` part. The file is stored only if its sha256 matches ' +
+          '(else 400 `checksum_mismatch`), up to `RUNNER_MAX_OUTPUT_BYTES` (else 413). Uploading the same name again replaces it. Upload outputs before completing the run; a stale lease gets 409.',
+        operationId: 'uploadRunOutput',
+        params: OutputParams,
+        response: { 200: Type.Object({ name: Type.String(), size: Type.Integer(), sha256: Type.String() }), ...errors(...PROTECTED, 404, 409, 413, 415) },
+      },
+    },
+    async (req) => {
+      if (!req.isMultipart()) throw new UnsupportedMediaTypeError('send the output as multipart/form-data: leaseToken, attempt, sha256, then "file"');
+      return executors.uploadOutputParts(req.params.id, req.params.name, (limits) => req.parts({ limits }));
+    },
+  );
+
   app.post(
     '/api/runs/:id/complete',
     {
@@ -122,29 +197,17 @@ export function registerExecutorRoutes(app: HttpApp, ctx: RunnerContext): void {
       schema: {
         tags: ['executors'],
         summary: 'Finish a run (executor)',
-        description: 'Records the result and outputs of a leased run. A stale lease gets 409.',
+        description:
+          'Records the result of a leased run (upload its outputs first). `cancelled` confirms the kill of a run being cancelled; a run being cancelled ends as cancelled whatever is reported. ' +
+          'A stale lease gets 409.',
         operationId: 'completeRun',
         params: IdParams,
         body: Type.Object(
           {
             ...LeaseBody,
-            status: StringEnum(['succeeded', 'failed']),
+            status: StringEnum(['succeeded', 'failed', 'cancelled']),
             exitCode: Type.Optional(Nullable(Type.Integer({ minimum: INT32_MIN, maximum: INT32_MAX }))),
             error: Type.Optional(Nullable(Type.String({ maxLength: 10_000 }))),
-            outputs: Type.Optional(
-              Type.Array(
-                Type.Object(
-                  {
-                    name: Type.String({ minLength: 1, maxLength: 500 }),
-                    size: Type.Integer({ minimum: 0, maximum: MAX_SIZE }),
-                    sha256: Type.Optional(Type.String({ pattern: '^[0-9a-f]{64}$' })),
-                    contentType: Type.Optional(Type.String({ maxLength: 200 })),
-                  },
-                  { additionalProperties: false },
-                ),
-                { maxItems: 1000 },
-              ),
-            ),
           },
           { additionalProperties: false },
         ),
@@ -153,10 +216,25 @@ export function registerExecutorRoutes(app: HttpApp, ctx: RunnerContext): void {
     },
     async (req) => {
       const b = req.body;
-      const outputs = (b.outputs ?? []).map((o) => ({ name: o.name, size: o.size, sha256: o.sha256 ?? null, content_type: o.contentType ?? null }));
-      const result = { status: b.status, exitCode: b.exitCode ?? null, error: b.error ?? null };
-      return presentRun(await executors.complete(req.params.id, b, result, outputs));
+      return presentRun(await executors.complete(req.params.id, b, { status: b.status, exitCode: b.exitCode ?? null, error: b.error ?? null }));
     },
+  );
+
+  app.post(
+    '/api/runs/:id/release',
+    {
+      config: access(EXECUTORS),
+      schema: {
+        tags: ['executors'],
+        summary: 'Hand a run back (executor)',
+        description: 'The executor stops without finishing the run (it is shutting down): the run is queued again for another executor (a run being cancelled ends as cancelled). A stale lease gets 409.',
+        operationId: 'releaseRun',
+        params: IdParams,
+        body: Type.Object(LeaseBody, { additionalProperties: false }),
+        response: { 200: Run, ...errors(...PROTECTED, 404, 409) },
+      },
+    },
+    async (req) => presentRun(await executors.release(req.params.id, req.body)),
   );
 
   app.get(

@@ -16,7 +16,7 @@ import { Nullable, NullableTimestamp, StringEnum, Timestamp, User } from './sche
 
 export const TokenScopeSchema = StringEnum(['read', 'write']);
 export const MemberRoleSchema = StringEnum(['owner', 'editor', 'viewer']);
-export const RunStatusSchema = StringEnum(['queued', 'running', 'succeeded', 'failed', 'cancelled']);
+export const RunStatusSchema = StringEnum(['queued', 'running', 'cancelling', 'succeeded', 'failed', 'cancelled']);
 
 // --- users and tokens ---------------------------------------------------------------------
 

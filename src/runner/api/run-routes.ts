@@ -4,18 +4,23 @@ import type { HttpApp } from '../../infra/http.js';
 import { RUN_READ, RUN_WRITE, USER_WRITE } from '../auth/access.js';
 import { access, principalOf } from '../auth/authenticate.js';
 import type { RunnerContext } from '../context.js';
-import type { LogEvent } from '../runs/service.js';
+import { type LogEvent, parseLogPosition } from '../runs/service.js';
 import { LogChunk, Output, ParameterValue, presentLog, presentOutput, presentRun, Run, RunStatusSchema } from './presenters.js';
 import { CounterString, errors, Id, IdParams, items, MAX_COUNTER, page, PROTECTED, RequiredLabels } from './schemas.js';
 
+/** Characters that may not appear in a quoted Content-Disposition filename as is (RFC 6266). */
+const UNSAFE_FILENAME = /[^A-Za-z0-9._-]/g;
+
 const Parameters = Type.Record(Type.String({ minLength: 1, maxLength: 200 }), ParameterValue, { maxProperties: 200 });
-const Seq = CounterString('a log sequence number (0-999999999)');
+/** A log position: `S` (sequence S of attempt 1, or of `attempt` when given) or `A.S` (attempt A, sequence S). */
+const LogCursor = (description: string) => Type.String({ pattern: '^(0|[1-9][0-9]{0,8})(\\.(0|[1-9][0-9]{0,8}))?$', maxLength: 19, description });
+const Attempt = CounterString('only the chunks of this attempt (each attempt numbers its chunks from 1)');
 
 /** One Server-Sent Event per log event (https://html.spec.whatwg.org/multipage/server-sent-events.html). */
 function writeEvent(res: ServerResponse, e: LogEvent): void {
   switch (e.type) {
     case 'log':
-      res.write(`id: ${e.chunk.seq}\nevent: log\ndata: ${JSON.stringify(presentLog(e.chunk))}\n\n`);
+      res.write(`id: ${e.chunk.attempt}.${e.chunk.seq}\nevent: log\ndata: ${JSON.stringify(presentLog(e.chunk))}\n\n`);
       return;
     case 'end':
       res.write(`event: end\ndata: ${JSON.stringify({ status: e.status })}\n\n`);
@@ -116,17 +121,19 @@ export function registerRunRoutes(app: HttpApp, ctx: RunnerContext): void {
       schema: {
         tags: ['runs'],
         summary: 'Read run logs',
-        description: 'Chunks with sequence numbers greater than `after`, in order; pass `nextAfter` to page on.',
+        description:
+          'Chunks in order: of every attempt (attempt, then sequence; a retried run starts each attempt at sequence 1), or of one `attempt`. ' +
+          'Pass `nextAfter` as `after` to page on.',
         operationId: 'getRunLogs',
         params: IdParams,
         querystring: Type.Object(
-          { after: Type.Optional(Seq), limit: Type.Optional(Type.String({ pattern: '^([1-9]|[1-9][0-9]{1,2}|1000)$', description: '1-1000, default 200' })) },
+          { after: Type.Optional(LogCursor('chunks after this position: `A.S`, or `S` for attempt 1 (or for `attempt`)')), attempt: Type.Optional(Attempt), limit: Type.Optional(Type.String({ pattern: '^([1-9]|[1-9][0-9]{1,2}|1000)$', description: '1-1000, default 200' })) },
           { additionalProperties: false },
         ),
         response: {
           200: Type.Object({
             items: Type.Array(LogChunk),
-            nextAfter: Type.Integer({ description: 'sequence to pass as `after` for the next page' }),
+            nextAfter: Type.String({ description: 'position (`attempt.seq`) to pass as `after` for the next page' }),
             finished: Type.Boolean({ description: 'the run has ended (more chunks can still be on later pages)' }),
           }),
           ...errors(...PROTECTED, 404),
@@ -134,7 +141,9 @@ export function registerRunRoutes(app: HttpApp, ctx: RunnerContext): void {
       },
     },
     async (req) => {
-      const page = await runs.logs(principalOf(req), req.params.id, Number(req.query.after ?? 0), Number(req.query.limit ?? 200));
+      const attempt = req.query.attempt === undefined ? undefined : Number(req.query.attempt);
+      const after = parseLogPosition(req.query.after);
+      const page = await runs.logs(principalOf(req), req.params.id, after, Number(req.query.limit ?? 200), attempt);
       return { ...page, items: page.items.map(presentLog) };
     },
   );
@@ -147,13 +156,13 @@ export function registerRunRoutes(app: HttpApp, ctx: RunnerContext): void {
         tags: ['runs'],
         summary: 'Follow run logs live (Server-Sent Events)',
         description:
-          'Each chunk is an SSE `log` event whose `id` is its sequence number (reconnect with `Last-Event-ID` or `after`); ' +
+          'Each chunk is an SSE `log` event whose `id` is its position `attempt.seq` (reconnect with `Last-Event-ID` or `after`); ' +
           'an `end` event with the final run status closes the stream. The caller\'s access is checked again every few seconds; ' +
           'once it is gone (token revoked, membership removed, user deleted) an `error` event closes the stream.',
         operationId: 'streamRunLogs',
         params: IdParams,
-        querystring: Type.Object({ after: Type.Optional(Seq) }, { additionalProperties: false }),
-        headers: Type.Object({ 'last-event-id': Type.Optional(Seq) }),
+        querystring: Type.Object({ after: Type.Optional(LogCursor('chunks after this position (`A.S`, or `S` for attempt 1)')) }, { additionalProperties: false }),
+        headers: Type.Object({ 'last-event-id': Type.Optional(LogCursor('the `id` of the last event received')) }),
         response: {
           200: { description: 'An event stream', content: { 'text/event-stream': { schema: Type.String() } } },
           ...errors(...PROTECTED, 404),
@@ -166,7 +175,7 @@ export function registerRunRoutes(app: HttpApp, ctx: RunnerContext): void {
         open = false;
       });
       // Access is checked before the stream starts, so a 404/403 is still a normal answer.
-      const after = Number(req.headers['last-event-id'] ?? req.query.after ?? 0);
+      const after = parseLogPosition(req.headers['last-event-id'] ?? req.query.after);
       const events = await runs.follow(() => auth.reauthenticate(req), req.params.id, after, () => open);
       reply.hijack();
       const res = reply.raw;
@@ -200,5 +209,35 @@ export function registerRunRoutes(app: HttpApp, ctx: RunnerContext): void {
       },
     },
     async (req) => ({ items: (await runs.outputs(principalOf(req), req.params.id)).map(presentOutput) }),
+  );
+
+  app.get(
+    '/api/runs/:id/outputs/:name',
+    {
+      config: access(RUN_READ),
+      schema: {
+        tags: ['runs'],
+        summary: 'Download an output file of a run',
+        description: 'The file as the executor uploaded it (its sha256 in `x-content-sha256`). Needs read access to the run\'s project.',
+        operationId: 'downloadRunOutput',
+        params: Type.Object({ id: Id, name: Type.String({ minLength: 1, maxLength: 200 }) }),
+        response: {
+          200: { description: 'The output file', content: { 'application/octet-stream': { schema: Type.String({ format: 'binary' }) } } },
+          ...errors(...PROTECTED, 404),
+        },
+      },
+    },
+    async (req, reply) => {
+      const { output, stream } = await runs.openOutput(principalOf(req), req.params.id, req.params.name);
+      const ascii = output.name.replace(UNSAFE_FILENAME, '_');
+      return reply
+        // Served as bytes, never rendered: an output is whatever the workflow wrote.
+        .header('content-type', 'application/octet-stream')
+        .header('x-content-type-options', 'nosniff')
+        .header('content-length', String(output.size))
+        .header('content-disposition', `attachment; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(output.name)}`)
+        .header('x-content-sha256', output.sha256 ?? '')
+        .send(stream as unknown as string);
+    },
   );
 }

@@ -150,7 +150,11 @@ export interface WorkflowVersionsTable {
   created_at: string;
 }
 
-export type RunStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'cancelled';
+/**
+ * `cancelling`: cancel was asked while an executor runs it; it still holds the executor's
+ * capacity until the executor confirms the kill (issue #8), then it is `cancelled`.
+ */
+export type RunStatus = 'queued' | 'running' | 'cancelling' | 'succeeded' | 'failed' | 'cancelled';
 
 export interface RunsTable {
   id: string;
@@ -173,6 +177,8 @@ export interface RunsTable {
   required_labels: string;
   /** The schedule that queued the run; null when started by hand. */
   schedule_id: string | null;
+  /** Highest gap-free log sequence of the current attempt (sequences are per attempt). */
+  log_ack: number;
 }
 
 export interface RunLogsTable {

@@ -1,17 +1,37 @@
-import { ConflictError, NotFoundError } from '../../infra/errors.js';
-import { generateToken, randomUUID, sha256 } from '../../infra/secrets.js';
-import type { Lease, RunOutputRow, RunRow, RunsRepository } from '../runs/repository.js';
+import type { Readable } from 'node:stream';
+import { ConflictError, NotFoundError, PayloadTooLargeError, ValidationError } from '../../infra/errors.js';
+import type { PartSource } from '../workflows/upload.js';
+import { constantTimeEqual, generateToken, randomUUID, sha256 } from '../../infra/secrets.js';
+import type { RunOutputStorage } from '../runs/output-storage.js';
+import { outputNameProblem } from '../runs/output-storage.js';
+import type { QueueSignal } from '../runs/queue-signal.js';
+import { LOG_WINDOW, type Lease, type RunRow, type RunsRepository } from '../runs/repository.js';
 import type { ExecutorRow, ExecutorsRepository } from './repository.js';
 
-/** A claimed run stays with its executor this long after the claim or its last heartbeat. */
-export const LEASE_MS = 2 * 60_000;
-/** An executor without a heartbeat for this long is shown offline. */
-export const OFFLINE_AFTER_MS = 90_000;
 const LEASE_PREFIX = 'rnr_lease_';
+/** Longest long-poll of a claim (`?wait=`), seconds. */
+export const MAX_CLAIM_WAIT_SECONDS = 30;
+
+export interface ExecutorSettings {
+  /** A held run stays with its executor this long after the claim or its last heartbeat. */
+  leaseMs: number;
+  /** A run is taken at most this many times; then a lost executor fails it ("executor lost"). */
+  maxAttempts: number;
+  /** Largest output file an executor may upload. */
+  maxOutputBytes: number;
+  /**
+   * A waiting claim looks at the queue again after this long even without a notification
+   * (covers instances that cannot notify each other); never a tight loop.
+   */
+  recheckMs: number;
+}
 
 export interface ExecutorsDeps {
   executors: ExecutorsRepository;
   runs: RunsRepository;
+  outputs: RunOutputStorage;
+  queue: QueueSignal;
+  settings: ExecutorSettings;
   now: () => Date;
 }
 
@@ -21,9 +41,20 @@ export interface ExecutorView {
   runningRuns: number;
 }
 
+/** What a heartbeat answers besides the executor: what to do now (issue #8). */
+export interface Instructions {
+  /** Runs to stop now: cancelled by a user, or no longer this executor's (re-queued meanwhile). */
+  cancel: string[];
+  /** Claim nothing new; finish (or hand back) the runs held. */
+  drain: boolean;
+  /** Send the next heartbeat within this many milliseconds (a third of the lease). */
+  heartbeatMs: number;
+}
+
 export interface Claim {
   run: RunRow;
   lease: { token: string; attempt: number; expiresAt: string };
+  /** Log sequences are per attempt: every attempt starts at 1. */
   nextLogSeq: number;
 }
 
@@ -33,21 +64,43 @@ export interface LeaseProof {
   attempt: number;
 }
 
+export interface OutputUpload {
+  /** sha256 (hex) the executor computed; the stored file must match it. */
+  sha256: string;
+  contentType: string | null;
+  source: Readable;
+}
+
+/** The multipart fields that must come before the file: checked as strictly as JSON bodies are. */
+function outputProof(fields: Record<string, string>): LeaseProof {
+  const problems: { field: string; message: string }[] = [];
+  const token = fields.leaseToken ?? '';
+  if (token.length < 1 || token.length > 200) problems.push({ field: 'leaseToken', message: 'is required before the file (1-200 characters)' });
+  const attempt = fields.attempt ?? '';
+  if (!/^[1-9][0-9]{0,8}$/.test(attempt)) problems.push({ field: 'attempt', message: 'is required before the file (1-999999999)' });
+  if (!/^[0-9a-fA-F]{64}$/.test(fields.sha256 ?? '')) problems.push({ field: 'sha256', message: 'is required before the file (64 hex digits)' });
+  if (problems.length) throw new ValidationError('the upload needs leaseToken, attempt and sha256 before the file', problems);
+  return { leaseToken: token, attempt: Number(attempt) };
+}
+
 const leaseOf = (proof: LeaseProof): Lease => ({ hash: sha256(proof.leaseToken), attempt: proof.attempt });
 
 /**
- * The executor protocol (register, heartbeat, claim, logs, complete) and executor management.
- * Every call about a claimed run is fenced by its lease; a stale holder gets 409.
+ * The executor protocol (register, heartbeat, claim, logs, outputs, complete, release) and
+ * executor management. Every call about a claimed run is fenced by its lease; a stale holder
+ * gets 409.
  */
 export class ExecutorsService {
   constructor(private readonly d: ExecutorsDeps) {}
 
   private async view(row: ExecutorRow): Promise<ExecutorView> {
-    const stale = this.d.now().getTime() - Date.parse(row.last_heartbeat_at) > OFFLINE_AFTER_MS;
+    // Shown offline once it has missed heartbeats for a whole lease: by then the sweeper
+    // re-queues what it held.
+    const stale = this.d.now().getTime() - Date.parse(row.last_heartbeat_at) > this.d.settings.leaseMs;
     return {
       row,
       status: stale ? 'offline' : row.draining ? 'draining' : 'online',
-      runningRuns: await this.d.runs.runningCount(row.id),
+      runningRuns: await this.d.runs.heldCount(row.id),
     };
   }
 
@@ -57,12 +110,16 @@ export class ExecutorsService {
     return e;
   }
 
+  get heartbeatMs(): number {
+    return Math.max(250, Math.floor(this.d.settings.leaseMs / 3));
+  }
+
   async register(input: { name: string; labels?: string[]; capacity?: number }, address: string): Promise<ExecutorView> {
     const now = this.d.now().toISOString();
     const row = await this.d.executors.insert({
       id: randomUUID(),
       name: input.name.trim(),
-      labels: JSON.stringify(input.labels ?? []),
+      labels: JSON.stringify([...new Set(input.labels ?? [])]),
       capacity: input.capacity ?? 1,
       draining: 0,
       created_at: now,
@@ -72,50 +129,153 @@ export class ExecutorsService {
     return this.view(row);
   }
 
-  /** Marks the executor online and extends the leases of its running runs. */
-  async heartbeat(id: string, address: string): Promise<ExecutorView> {
-    await this.load(id);
+  /**
+   * Marks the executor online, extends the leases of the runs it holds and answers what to do:
+   * runs being cancelled, runs it reports (`runIds`) that are no longer its own, and drain.
+   */
+  async heartbeat(id: string, address: string, runIds: string[] = []): Promise<{ view: ExecutorView; instructions: Instructions }> {
     const now = this.d.now();
     const row = await this.d.executors.heartbeat(id, now.toISOString(), address);
     if (!row) throw new NotFoundError('no such executor');
-    await this.d.runs.extendLeases(row.id, new Date(now.getTime() + LEASE_MS).toISOString());
-    return this.view(row);
+    await this.d.runs.extendLeases(row.id, new Date(now.getTime() + this.d.settings.leaseMs).toISOString());
+    const cancel = new Set([...(await this.d.runs.cancellingIds(row.id)), ...(await this.d.runs.notHeldBy(row.id, runIds))]);
+    return {
+      view: await this.view(row),
+      instructions: { cancel: [...cancel], drain: row.draining === 1, heartbeatMs: this.heartbeatMs },
+    };
   }
 
-  /** The oldest queued run with a fresh lease, or null (nothing queued, draining, at capacity). */
-  async claim(id: string, address: string): Promise<Claim | null> {
-    const executor = await this.load(id);
-    const now = this.d.now();
-    const nowIso = now.toISOString();
-    await this.d.executors.heartbeat(executor.id, nowIso, address);
-    await this.d.runs.expireLeases(nowIso);
-    if (executor.draining || (await this.d.runs.runningCount(executor.id)) >= executor.capacity) return null;
-    const token = generateToken(LEASE_PREFIX);
-    const expiresAt = new Date(now.getTime() + LEASE_MS).toISOString();
-    const run = await this.d.runs.claim(executor.id, sha256(token), expiresAt, nowIso);
-    if (!run) return null;
-    return { run, lease: { token, attempt: run.attempt, expiresAt }, nextLogSeq: await this.d.runs.nextLogSeq(run.id) };
+  /**
+   * The oldest queued run this executor may run (labels, capacity, not draining) with a fresh
+   * lease; with `waitMs` > 0 the call is held until one is queued (woken by QueueSignal) or the
+   * time is up, the client went away (`abort`) or the server closes. Null: nothing to run.
+   */
+  async claim(id: string, address: string, waitMs = 0, abort?: AbortSignal): Promise<Claim | null> {
+    const deadline = Date.now() + waitMs;
+    for (;;) {
+      const ticket = this.d.queue.ticket();
+      const now = this.d.now();
+      const token = generateToken(LEASE_PREFIX);
+      const expiresAt = new Date(now.getTime() + this.d.settings.leaseMs).toISOString();
+      const outcome = await this.d.runs.claim(id, address, sha256(token), expiresAt, now.toISOString());
+      if (outcome === 'unknown-executor') throw new NotFoundError('no such executor');
+      if (typeof outcome === 'object') {
+        return { run: outcome.run, lease: { token, attempt: outcome.run.attempt, expiresAt }, nextLogSeq: 1 };
+      }
+      // A draining executor is told at once: waiting could only end the same way.
+      if (outcome === 'draining') return null;
+      const left = deadline - Date.now();
+      if (left <= 0 || abort?.aborted || this.d.queue.closed) return null;
+      await this.d.queue.wait(ticket, Math.min(left, this.d.settings.recheckMs), abort);
+    }
   }
 
-  /** Stores numbered chunks (retries are idempotent); answers the highest gap-free sequence. */
+  /**
+   * Stores numbered chunks of the lease's attempt (retries are idempotent); answers the highest
+   * gap-free sequence of this attempt. Chunks more than LOG_WINDOW ahead of it are refused.
+   */
   async appendLogs(runId: string, proof: LeaseProof, chunks: { seq: number; text: string }[]): Promise<number> {
-    const run = await this.d.runs.findById(runId);
-    if (!run) throw new NotFoundError('no such run');
-    if (!(await this.d.runs.leased(run.id, leaseOf(proof)))) throw staleLease();
-    return this.d.runs.appendLogs(run.id, proof.attempt, chunks, this.d.now().toISOString());
+    const outcome = await this.d.runs.appendLogs(runId, leaseOf(proof), chunks, this.d.now().toISOString());
+    if (outcome === 'stale-lease') throw await this.staleOrMissing(runId);
+    if (outcome === 'out-of-window') {
+      throw new ValidationError(`log sequences may run at most ${LOG_WINDOW} ahead of the acknowledged one; send the missing chunks first`, [
+        { field: 'chunks', message: `a sequence is more than ${LOG_WINDOW} ahead of ack` },
+      ], 'log_seq_out_of_window');
+    }
+    return outcome.ack;
   }
 
+  /**
+   * Stores one output file of a held run (before completing it): streamed to storage with the
+   * size limit, then its sha256 must equal the one the executor sent. A retry replaces it.
+   */
+  async uploadOutput(runId: string, proof: LeaseProof, name: string, upload: OutputUpload): Promise<{ name: string; size: number; sha256: string }> {
+    const problem = outputNameProblem(name);
+    if (problem) {
+      upload.source.resume();
+      throw new ValidationError(`invalid output name: ${problem}`, [{ field: 'name', message: problem }], 'invalid_output_name');
+    }
+    const lease = leaseOf(proof);
+    if (!(await this.d.runs.leased(runId, lease))) {
+      upload.source.resume();
+      throw await this.staleOrMissing(runId);
+    }
+    const stored = await this.d.outputs.save(runId, name, upload.source, this.d.settings.maxOutputBytes);
+    if (!constantTimeEqual(stored.sha256, upload.sha256.toLowerCase())) {
+      await this.d.outputs.remove(runId, name);
+      throw new ValidationError('the uploaded file does not match its sha256', [
+        { field: 'sha256', message: `the file's sha256 is ${stored.sha256}` },
+      ], 'checksum_mismatch');
+    }
+    const recorded = await this.d.runs.recordOutput(runId, lease, {
+      name,
+      size: stored.size,
+      sha256: stored.sha256,
+      content_type: upload.contentType,
+      created_at: this.d.now().toISOString(),
+    });
+    if (!recorded) throw await this.staleOrMissing(runId);
+    return { name, ...stored };
+  }
+
+  /**
+   * Reads a multipart output upload: text fields `leaseToken`, `attempt`, `sha256` first, then
+   * one `file` part, which is streamed to storage (see uploadOutput).
+   */
+  async uploadOutputParts(runId: string, name: string, parts: PartSource): Promise<{ name: string; size: number; sha256: string }> {
+    const fields: Record<string, string> = {};
+    let result: { name: string; size: number; sha256: string } | null = null;
+    try {
+      for await (const part of parts({ fileSize: this.d.settings.maxOutputBytes + 1, files: 1, fields: 3, fieldSize: 1000 })) {
+        if (part.type === 'file') {
+          if (part.fieldname !== 'file') {
+            part.file.resume();
+            throw new ValidationError(`unknown file part "${part.fieldname}"`, [{ field: part.fieldname, message: 'send the output as "file"' }]);
+          }
+          const proof = outputProof(fields);
+          result = await this.uploadOutput(runId, proof, name, { sha256: fields.sha256!, contentType: part.mimetype || null, source: part.file });
+        } else {
+          if (!['leaseToken', 'attempt', 'sha256'].includes(part.fieldname)) {
+            throw new ValidationError(`unknown field "${part.fieldname}"`, [{ field: part.fieldname, message: 'unknown field' }]);
+          }
+          fields[part.fieldname] = String(part.value);
+        }
+      }
+    } catch (e) {
+      const code = (e as { code?: string }).code;
+      if (code === 'FST_REQ_FILE_TOO_LARGE') throw new PayloadTooLargeError(`the output is larger than ${this.d.settings.maxOutputBytes} bytes`);
+      if (code === 'FST_FILES_LIMIT' || code === 'FST_FIELDS_LIMIT' || code === 'FST_PARTS_LIMIT') {
+        throw new ValidationError('too many parts: send leaseToken, attempt, sha256, then one "file"', [{ field: '(body)', message: 'too many parts' }]);
+      }
+      throw e;
+    }
+    if (!result) throw new ValidationError('the "file" part is required', [{ field: 'file', message: 'is required' }]);
+    return result;
+  }
+
+  /** Ends a held run. A run being cancelled ends as cancelled; that frees the executor's capacity. */
   async complete(
     runId: string,
     proof: LeaseProof,
-    result: { status: 'succeeded' | 'failed'; exitCode: number | null; error: string | null },
-    outputs: Omit<RunOutputRow, 'run_id' | 'created_at'>[],
+    result: { status: 'succeeded' | 'failed' | 'cancelled'; exitCode: number | null; error: string | null },
   ): Promise<RunRow> {
-    const run = await this.d.runs.findById(runId);
-    if (!run) throw new NotFoundError('no such run');
-    const done = await this.d.runs.complete(run.id, leaseOf(proof), result, outputs, this.d.now().toISOString());
-    if (!done) throw staleLease();
+    const done = await this.d.runs.complete(runId, leaseOf(proof), result, this.d.now().toISOString());
+    if (!done) throw await this.staleOrMissing(runId);
+    this.d.queue.notify();
     return done;
+  }
+
+  /** The executor hands a held run back (it is shutting down): queued again for another executor. */
+  async release(runId: string, proof: LeaseProof): Promise<RunRow> {
+    const row = await this.d.runs.release(runId, leaseOf(proof), this.d.now().toISOString());
+    if (!row) throw await this.staleOrMissing(runId);
+    this.d.queue.notify();
+    return row;
+  }
+
+  private async staleOrMissing(runId: string): Promise<Error> {
+    if (!(await this.d.runs.findById(runId))) return new NotFoundError('no such run');
+    return new ConflictError('the lease no longer holds this run', 'stale_lease');
   }
 
   async list(): Promise<ExecutorView[]> {
@@ -126,22 +286,19 @@ export class ExecutorsService {
     return this.view(await this.load(id));
   }
 
-  /** The executor finishes its running runs and claims no new ones. */
+  /** The executor finishes its running runs and claims no new ones; its next heartbeat says so. */
   async drain(id: string): Promise<ExecutorView> {
-    await this.load(id);
     const row = await this.d.executors.setDraining(id, true);
     if (!row) throw new NotFoundError('no such executor');
+    this.d.queue.wakeLocal();
     return this.view(row);
   }
 
   /** Its running runs go back to the queue. */
   async remove(id: string): Promise<void> {
     await this.load(id);
-    await this.d.runs.requeueExecutorRuns(id);
+    await this.d.runs.requeueExecutorRuns(id, this.d.now().toISOString());
     await this.d.executors.delete(id);
+    this.d.queue.notify();
   }
-}
-
-function staleLease(): ConflictError {
-  return new ConflictError('the lease no longer holds this run', 'stale_lease');
 }

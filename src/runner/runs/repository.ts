@@ -1,4 +1,4 @@
-import type { Kysely, Selectable } from 'kysely';
+import { type Kysely, type Selectable, sql } from 'kysely';
 import type { DialectName } from '../../infra/database/index.js';
 import type { RunLogsTable, RunnerDB, RunOutputsTable, RunsTable, RunStatus } from '../db/schema.js';
 
@@ -9,13 +9,20 @@ export type RunOutputRow = Selectable<RunOutputsTable>;
 /** The one list of statuses a run never leaves. */
 export const TERMINAL: readonly RunStatus[] = ['succeeded', 'failed', 'cancelled'];
 /** The statuses a run can still leave (cancel applies to these). */
-export const ACTIVE: readonly RunStatus[] = ['queued', 'running'];
+export const ACTIVE: readonly RunStatus[] = ['queued', 'running', 'cancelling'];
+/** The statuses in which an executor holds the run: they count against its capacity. */
+export const HELD: readonly RunStatus[] = ['running', 'cancelling'];
 
 export function isTerminal(status: RunStatus): boolean {
   return TERMINAL.includes(status);
 }
-/** A run whose executor vanished is retried this many times in all, then fails as "executor lost". */
+/** Default of RUNNER_MAX_ATTEMPTS: a run whose executor vanished is taken this many times in all. */
 export const MAX_ATTEMPTS = 3;
+/**
+ * A log chunk may run at most this far ahead of the acknowledged sequence: sequences stay
+ * bounded and nearly contiguous, so one stray chunk cannot push the log into nonsense numbers.
+ */
+export const LOG_WINDOW = 10_000;
 
 export interface RunFilter {
   /** Restrict to projects this user is a member of; null = all projects. */
@@ -33,15 +40,32 @@ export interface Lease {
   attempt: number;
 }
 
+/** A position in a run's log: chunks are ordered by attempt, then sequence. */
+export interface LogPosition {
+  attempt: number;
+  seq: number;
+}
+
+export type ClaimOutcome = { run: RunRow } | 'unknown-executor' | 'draining' | 'at-capacity' | 'nothing-queued';
+
+export type AppendOutcome = { ack: number } | 'stale-lease' | 'out-of-window';
+
+export interface SweepResult {
+  requeued: string[];
+  failed: string[];
+  cancelled: string[];
+}
+
 export class RunsRepository {
   constructor(
     private readonly db: Kysely<RunnerDB>,
     private readonly dialect: DialectName,
   ) {}
 
-  async create(row: RunRow): Promise<RunRow> {
-    await this.db.insertInto('runs').values(row).execute();
-    return row;
+  async create(row: Omit<RunRow, 'log_ack'>): Promise<RunRow> {
+    const full = { ...row, log_ack: 0 };
+    await this.db.insertInto('runs').values(full).execute();
+    return full;
   }
 
   findById(id: string): Promise<RunRow | undefined> {
@@ -66,174 +90,318 @@ export class RunsRepository {
     return q.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(f.limit).execute();
   }
 
-  /** Cancels a queued or running run; returns the updated row, or null when it already ended. */
+  /**
+   * Cancels a run: a queued one ends as `cancelled` at once; a running one becomes `cancelling`
+   * and keeps its lease, so it still counts against its executor's capacity until the executor
+   * confirms the kill (issue #8). Returns the updated row, or null when it already ended.
+   */
   async cancel(id: string, now: string): Promise<RunRow | null> {
-    const r = await this.db
+    const queued = await this.db
       .updateTable('runs')
       .set({ status: 'cancelled', finished_at: now, lease_hash: null, lease_expires_at: null })
       .where('id', '=', id)
-      .where('status', 'in', ACTIVE)
+      .where('status', '=', 'queued')
+      .returningAll()
       .executeTakeFirst();
-    if (Number(r.numUpdatedRows) === 0) return null;
-    return (await this.findById(id)) ?? null;
+    if (queued) return queued;
+    const held = await this.db
+      .updateTable('runs')
+      .set({ status: 'cancelling' })
+      .where('id', '=', id)
+      .where('status', 'in', HELD)
+      .returningAll()
+      .executeTakeFirst();
+    return held ?? null;
   }
 
   /**
-   * Runs whose lease ran out (their executor stopped sending heartbeats) go back to the queue,
-   * or fail as "executor lost" after MAX_ATTEMPTS.
+   * The lost-executor sweep (issue #8): runs whose lease ran out (their executor stopped sending
+   * heartbeats, or was removed) go back to the queue to be taken again as attempt + 1, or fail
+   * as "executor lost" once they were taken `maxAttempts` times; a run being cancelled ends as
+   * cancelled. Each statement only touches rows still matching, so racing sweeps are harmless.
    */
-  async expireLeases(now: string): Promise<void> {
-    await this.db
-      .updateTable('runs')
-      .set({ status: 'failed', finished_at: now, lease_hash: null, lease_expires_at: null, error: 'executor lost' })
-      .where('status', '=', 'running')
-      .where('lease_expires_at', '<', now)
-      .where('attempt', '>=', MAX_ATTEMPTS)
-      .execute();
-    await this.db
-      .updateTable('runs')
-      .set({ status: 'queued', executor_id: null, lease_hash: null, lease_expires_at: null })
-      .where('status', '=', 'running')
-      .where('lease_expires_at', '<', now)
-      .execute();
-  }
-
-  /**
-   * Atomically takes the oldest queued run for an executor: one UPDATE whose subquery picks the
-   * row (`FOR UPDATE SKIP LOCKED` on PostgreSQL, so concurrent claims skip each other's row;
-   * SQLite runs the single statement under its database write lock).
-   */
-  async claim(executorId: string, leaseHash: string, leaseExpiresAt: string, now: string): Promise<RunRow | null> {
+  async sweepExpiredLeases(now: string, maxAttempts: number): Promise<SweepResult> {
     return this.db.transaction().execute(async (trx) => {
-      const row = await trx
-        .updateTable('runs')
-        .set((eb) => ({
-          status: 'running',
-          executor_id: executorId,
-          lease_hash: leaseHash,
-          lease_expires_at: leaseExpiresAt,
-          attempt: eb('attempt', '+', 1),
-          started_at: now,
-        }))
-        .where('status', '=', 'queued')
-        .where('id', '=', (eb) => {
-          const pick = eb
-            .selectFrom('runs')
-            .select('id')
-            .where('status', '=', 'queued')
-            .orderBy('created_at')
-            .orderBy('id')
-            .limit(1);
-          return this.dialect === 'postgres' ? pick.forUpdate().skipLocked() : pick;
-        })
-        .returningAll()
-        .executeTakeFirst();
-      return row ?? null;
+      const expired = (q: typeof trx) => q.updateTable('runs').where('lease_expires_at', '<', now);
+      const cancelled = await expired(trx)
+        .set({ status: 'cancelled', finished_at: now, lease_hash: null, lease_expires_at: null, error: 'executor lost while cancelling' })
+        .where('status', '=', 'cancelling')
+        .returning('id')
+        .execute();
+      const failed = await expired(trx)
+        .set({ status: 'failed', finished_at: now, lease_hash: null, lease_expires_at: null, error: 'executor lost' })
+        .where('status', '=', 'running')
+        .where('attempt', '>=', maxAttempts)
+        .returning('id')
+        .execute();
+      const requeued = await expired(trx)
+        .set({ status: 'queued', executor_id: null, lease_hash: null, lease_expires_at: null, log_ack: 0 })
+        .where('status', '=', 'running')
+        .returning('id')
+        .execute();
+      return { requeued: requeued.map((r) => r.id), failed: failed.map((r) => r.id), cancelled: cancelled.map((r) => r.id) };
     });
   }
 
-  /** The run, if `lease` still holds it (status running, same lease and attempt); else null. */
-  async leased(id: string, lease: Lease): Promise<RunRow | null> {
-    const row = await this.findById(id);
-    if (row?.status !== 'running' || row.lease_hash !== lease.hash || row.attempt !== lease.attempt) return null;
-    return row;
+  /**
+   * Runs `work` unless another instance runs work under the same `lockKey` right now; null then.
+   * PostgreSQL: a transaction-level advisory lock held while `work` runs (released on commit,
+   * also if this process dies). SQLite: one process serves the file, `work` just runs.
+   */
+  async exclusively<T>(lockKey: number, work: () => Promise<T>): Promise<T | null> {
+    if (this.dialect !== 'postgres') return work();
+    return this.db.transaction().execute(async (trx) => {
+      const { rows } = await sql<{ locked: boolean }>`SELECT pg_try_advisory_xact_lock(${lockKey}) AS locked`.execute(trx);
+      if (!rows[0]?.locked) return null;
+      return work();
+    });
   }
 
-  /** Extends the leases of the executor's running runs (its heartbeat). */
-  async extendLeases(executorId: string, leaseExpiresAt: string): Promise<void> {
-    await this.db
-      .updateTable('runs')
-      .set({ lease_expires_at: leaseExpiresAt })
-      .where('executor_id', '=', executorId)
-      .where('status', '=', 'running')
-      .execute();
+  /**
+   * Takes the oldest queued run the executor may run, in ONE write transaction that also checks
+   * its capacity (issue #8: checked outside, ten parallel claims got ten runs). On PostgreSQL
+   * the steps run as one function call (migration 0008 `pier_claim_run`), on SQLite as below:
+   * 1. the executor row is written first (its heartbeat): on PostgreSQL that locks the row, so
+   *    claims of one executor queue behind each other and each counts the runs of the previous
+   *    one; on SQLite the first statement being a write makes the transaction a write
+   *    transaction from its start (as BEGIN IMMEDIATE), and this process has one connection;
+   * 2. one UPDATE marks the oldest queued run whose required labels are all among the
+   *    executor's labels running with attempt + 1, if its held runs (running + cancelling)
+   *    are fewer than its capacity; the run is picked `FOR UPDATE SKIP LOCKED` on PostgreSQL,
+   *    so concurrent claimers, also on other instances, skip each other's row.
+   */
+  async claim(
+    executorId: string,
+    address: string,
+    leaseHash: string,
+    leaseExpiresAt: string,
+    now: string,
+  ): Promise<ClaimOutcome> {
+    if (this.dialect === 'postgres') {
+      // The same steps in one round trip: migration 0008's pier_claim_run.
+      const { rows } = await sql<{ outcome: Exclude<ClaimOutcome, { run: RunRow }> | 'claimed'; claimed: RunRow | null }>`
+        SELECT outcome, claimed FROM pier_claim_run(${executorId}, ${address}, ${leaseHash}, ${leaseExpiresAt}, ${now})`.execute(this.db);
+      const row = rows[0];
+      if (!row) throw new Error('pier_claim_run answered nothing');
+      return row.outcome === 'claimed' && row.claimed ? { run: row.claimed } : row.outcome === 'claimed' ? 'nothing-queued' : row.outcome;
+    }
+    return this.db.transaction().execute(async (trx): Promise<ClaimOutcome> => {
+      const executor = await trx
+        .updateTable('executors')
+        .set({ last_heartbeat_at: now, last_ip: address })
+        .where('id', '=', executorId)
+        .returning(['labels', 'capacity', 'draining'])
+        .executeTakeFirst();
+      if (!executor) return 'unknown-executor';
+      if (executor.draining) return 'draining';
+      // One statement, inside the write transaction (nothing else writes meanwhile).
+      const { rows } = await sql<RunRow>`UPDATE runs SET status = 'running', executor_id = ${executorId}, lease_hash = ${leaseHash},
+          lease_expires_at = ${leaseExpiresAt}, attempt = attempt + 1, started_at = ${now}, log_ack = 0
+        WHERE id = (SELECT id FROM runs WHERE status = 'queued' AND (required_labels = '[]' OR ${this.labelsSubset(executor.labels)})
+                    ORDER BY created_at, id LIMIT 1)
+          AND status = 'queued'
+          AND (SELECT COUNT(*) FROM runs WHERE executor_id = ${executorId} AND status IN ('running', 'cancelling')) < ${executor.capacity}
+        RETURNING *`.execute(trx);
+      const run = rows[0];
+      if (run) return { run };
+      // Nothing taken: say why (the long-poll waits either way).
+      return (await this.heldCountIn(trx, executorId)) >= executor.capacity ? 'at-capacity' : 'nothing-queued';
+    });
   }
 
-  async runningCount(executorId: string): Promise<number> {
-    const r = await this.db
+  private async heldCountIn(db: Kysely<RunnerDB>, executorId: string): Promise<number> {
+    const r = await db
       .selectFrom('runs')
       .where('executor_id', '=', executorId)
-      .where('status', '=', 'running')
+      .where('status', 'in', HELD)
       .select((eb) => eb.fn.countAll<number>().as('n'))
       .executeTakeFirstOrThrow();
     return Number(r.n);
   }
 
-  /** Next log sequence number of a run (sequences continue across attempts). */
-  async nextLogSeq(runId: string): Promise<number> {
-    const r = await this.db
-      .selectFrom('run_logs')
-      .where('run_id', '=', runId)
-      .select((eb) => eb.fn.max<number | null>('seq').as('m'))
-      .executeTakeFirst();
-    return Number(r?.m ?? 0) + 1;
+  /** SQL: every label of `runs.required_labels` (a JSON array) is in `labelsJson`. */
+  private labelsSubset(labelsJson: string) {
+    return this.dialect === 'postgres'
+      ? sql<boolean>`required_labels::jsonb <@ ${labelsJson}::jsonb`
+      : sql<boolean>`NOT EXISTS (SELECT 1 FROM json_each(required_labels) r WHERE r.value NOT IN (SELECT value FROM json_each(${labelsJson})))`;
   }
 
-  /**
-   * Stores numbered chunks; a sequence already stored is kept as it was (retries are
-   * idempotent). Returns the highest sequence up to which the log has no gap.
-   */
-  async appendLogs(runId: string, attempt: number, chunks: { seq: number; text: string }[], now: string): Promise<number> {
-    if (chunks.length) {
-      await this.db
-        .insertInto('run_logs')
-        .values(chunks.map((c) => ({ run_id: runId, seq: c.seq, attempt, text: c.text, created_at: now })))
-        .onConflict((oc) => oc.columns(['run_id', 'seq']).doNothing())
-        .execute();
-    }
-    const seqs = await this.db.selectFrom('run_logs').select('seq').where('run_id', '=', runId).orderBy('seq').execute();
-    let ack = 0;
-    for (const { seq } of seqs) {
-      if (seq !== ack + 1) break;
-      ack = seq;
-    }
-    return ack;
+  /** The run, if `lease` still holds it (running or cancelling, same lease and attempt); else null. */
+  async leased(id: string, lease: Lease): Promise<RunRow | null> {
+    const row = await this.findById(id);
+    if (!row || !HELD.includes(row.status) || row.lease_hash !== lease.hash || row.attempt !== lease.attempt) return null;
+    return row;
   }
 
-  logs(runId: string, after: number, limit: number): Promise<RunLogRow[]> {
-    return this.db
-      .selectFrom('run_logs')
-      .selectAll()
-      .where('run_id', '=', runId)
-      .where('seq', '>', after)
-      .orderBy('seq')
-      .limit(limit)
+  /** Extends the leases of the executor's held runs (its heartbeat). */
+  async extendLeases(executorId: string, leaseExpiresAt: string): Promise<void> {
+    await this.db
+      .updateTable('runs')
+      .set({ lease_expires_at: leaseExpiresAt })
+      .where('executor_id', '=', executorId)
+      .where('status', 'in', HELD)
       .execute();
   }
 
-  /** Finishes a leased run and records its outputs; null when the lease no longer holds. */
+  /** Runs held by the executor (running and cancelling both use up its capacity). */
+  async heldCount(executorId: string): Promise<number> {
+    const r = await this.db
+      .selectFrom('runs')
+      .where('executor_id', '=', executorId)
+      .where('status', 'in', HELD)
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .executeTakeFirstOrThrow();
+    return Number(r.n);
+  }
+
+  /** Ids of the executor's runs that are being cancelled (its next heartbeat delivers them). */
+  async cancellingIds(executorId: string): Promise<string[]> {
+    const rows = await this.db.selectFrom('runs').select('id').where('executor_id', '=', executorId).where('status', '=', 'cancelling').execute();
+    return rows.map((r) => r.id);
+  }
+
+  /** Of `ids`, those the executor does not hold any more (re-queued, taken by another, ended). */
+  async notHeldBy(executorId: string, ids: string[]): Promise<string[]> {
+    if (ids.length === 0) return [];
+    const held = await this.db
+      .selectFrom('runs')
+      .select('id')
+      .where('id', 'in', ids)
+      .where('executor_id', '=', executorId)
+      .where('status', 'in', HELD)
+      .execute();
+    const keep = new Set(held.map((r) => r.id));
+    return ids.filter((id) => !keep.has(id));
+  }
+
+  /**
+   * Stores numbered chunks of the lease's attempt; a sequence already stored is kept as it was
+   * (retries are idempotent). Answers the highest sequence up to which this attempt's log has no
+   * gap. The first statement writes the run row, which checks the lease and serialises appends
+   * to one run (PostgreSQL row lock; SQLite write transaction), so `log_ack` never goes back.
+   */
+  async appendLogs(runId: string, lease: Lease, chunks: { seq: number; text: string }[], now: string): Promise<AppendOutcome> {
+    return this.db.transaction().execute(async (trx): Promise<AppendOutcome> => {
+      const run = await trx
+        .updateTable('runs')
+        .set((eb) => ({ log_ack: eb.ref('log_ack') }))
+        .where('id', '=', runId)
+        .where('status', 'in', HELD)
+        .where('lease_hash', '=', lease.hash)
+        .where('attempt', '=', lease.attempt)
+        .returning('log_ack')
+        .executeTakeFirst();
+      if (!run) return 'stale-lease';
+      let ack = run.log_ack;
+      if (chunks.some((c) => c.seq > ack + LOG_WINDOW)) return 'out-of-window';
+      const fresh = chunks.filter((c) => c.seq > ack);
+      if (fresh.length === 0) return { ack };
+      await trx
+        .insertInto('run_logs')
+        .values(fresh.map((c) => ({ run_id: runId, attempt: lease.attempt, seq: c.seq, text: c.text, created_at: now })))
+        .onConflict((oc) => oc.columns(['run_id', 'attempt', 'seq']).doNothing())
+        .execute();
+      const seqs = await trx
+        .selectFrom('run_logs')
+        .select('seq')
+        .where('run_id', '=', runId)
+        .where('attempt', '=', lease.attempt)
+        .where('seq', '>', ack)
+        .orderBy('seq')
+        .limit(LOG_WINDOW + 1)
+        .execute();
+      for (const { seq } of seqs) {
+        if (seq !== ack + 1) break;
+        ack = seq;
+      }
+      if (ack !== run.log_ack) await trx.updateTable('runs').set({ log_ack: ack }).where('id', '=', runId).execute();
+      return { ack };
+    });
+  }
+
+  /** Chunks after `after`, of one attempt or of all attempts in order (attempt, then sequence). */
+  logs(runId: string, after: LogPosition, limit: number, attempt?: number): Promise<RunLogRow[]> {
+    let q = this.db.selectFrom('run_logs').selectAll().where('run_id', '=', runId);
+    if (attempt !== undefined) q = q.where('attempt', '=', attempt).where('seq', '>', after.seq);
+    else q = q.where((eb) => eb.or([eb('attempt', '>', after.attempt), eb.and([eb('attempt', '=', after.attempt), eb('seq', '>', after.seq)])]));
+    return q.orderBy('attempt').orderBy('seq').limit(limit).execute();
+  }
+
+  /**
+   * Finishes a held run; null when the lease no longer holds it. A run being cancelled ends as
+   * `cancelled` whatever the executor reports: the user's cancel stands.
+   */
   async complete(
     id: string,
     lease: Lease,
-    result: { status: 'succeeded' | 'failed'; exitCode: number | null; error: string | null },
-    outputs: Omit<RunOutputRow, 'run_id' | 'created_at'>[],
+    result: { status: 'succeeded' | 'failed' | 'cancelled'; exitCode: number | null; error: string | null },
     now: string,
   ): Promise<RunRow | null> {
-    return this.db.transaction().execute(async (trx) => {
-      const r = await trx
+    return (
+      (await this.db
         .updateTable('runs')
-        .set({
-          status: result.status,
+        .set((eb) => ({
+          status: eb.case().when('status', '=', 'cancelling').then('cancelled').else(result.status).end().$castTo<RunStatus>(),
           exit_code: result.exitCode,
           error: result.error,
           finished_at: now,
           lease_hash: null,
           lease_expires_at: null,
-        })
+        }))
         .where('id', '=', id)
-        .where('status', '=', 'running')
+        .where('status', 'in', HELD)
         .where('lease_hash', '=', lease.hash)
         .where('attempt', '=', lease.attempt)
+        .returningAll()
+        .executeTakeFirst()) ?? null
+    );
+  }
+
+  /**
+   * Puts a held run back in the queue (its executor shuts down and hands it back); it is taken
+   * again as attempt + 1. A run being cancelled ends as cancelled instead. Null: lease gone.
+   */
+  async release(id: string, lease: Lease, now: string): Promise<RunRow | null> {
+    return this.db.transaction().execute(async (trx) => {
+      const held = (q: typeof trx) =>
+        q.updateTable('runs').where('id', '=', id).where('lease_hash', '=', lease.hash).where('attempt', '=', lease.attempt);
+      const cancelled = await held(trx)
+        .set({ status: 'cancelled', finished_at: now, lease_hash: null, lease_expires_at: null })
+        .where('status', '=', 'cancelling')
+        .returningAll()
         .executeTakeFirst();
-      if (Number(r.numUpdatedRows) === 0) return null;
-      if (outputs.length) {
-        await trx
-          .insertInto('run_outputs')
-          .values(outputs.map((o) => ({ ...o, run_id: id, created_at: now })))
-          .onConflict((oc) => oc.columns(['run_id', 'name']).doNothing())
-          .execute();
-      }
-      return (await trx.selectFrom('runs').selectAll().where('id', '=', id).executeTakeFirst()) ?? null;
+      if (cancelled) return cancelled;
+      return (
+        (await held(trx)
+          .set({ status: 'queued', executor_id: null, lease_hash: null, lease_expires_at: null, log_ack: 0 })
+          .where('status', '=', 'running')
+          .returningAll()
+          .executeTakeFirst()) ?? null
+      );
+    });
+  }
+
+  /** Records (or replaces) one uploaded output of a held run; false when the lease is gone. */
+  async recordOutput(id: string, lease: Lease, output: Omit<RunOutputRow, 'run_id'>): Promise<boolean> {
+    return this.db.transaction().execute(async (trx) => {
+      const run = await trx
+        .updateTable('runs')
+        .set((eb) => ({ log_ack: eb.ref('log_ack') }))
+        .where('id', '=', id)
+        .where('status', 'in', HELD)
+        .where('lease_hash', '=', lease.hash)
+        .where('attempt', '=', lease.attempt)
+        .returning('id')
+        .executeTakeFirst();
+      if (!run) return false;
+      await trx
+        .insertInto('run_outputs')
+        .values({ ...output, run_id: id })
+        .onConflict((oc) =>
+          oc.columns(['run_id', 'name']).doUpdateSet({ size: output.size, sha256: output.sha256, content_type: output.content_type, created_at: output.created_at }),
+        )
+        .execute();
+      return true;
     });
   }
 
@@ -241,13 +409,27 @@ export class RunsRepository {
     return this.db.selectFrom('run_outputs').selectAll().where('run_id', '=', runId).orderBy('name').execute();
   }
 
-  /** Puts the runs an executor was running back in the queue (executor removed). */
-  async requeueExecutorRuns(executorId: string): Promise<void> {
-    await this.db
-      .updateTable('runs')
-      .set({ status: 'queued', executor_id: null, lease_hash: null, lease_expires_at: null })
-      .where('executor_id', '=', executorId)
-      .where('status', '=', 'running')
-      .execute();
+  output(runId: string, name: string): Promise<RunOutputRow | undefined> {
+    return this.db.selectFrom('run_outputs').selectAll().where('run_id', '=', runId).where('name', '=', name).executeTakeFirst();
+  }
+
+  /** Puts the runs an executor held back in the queue (executor removed); cancelling ones end. */
+  async requeueExecutorRuns(executorId: string, now: string): Promise<string[]> {
+    return this.db.transaction().execute(async (trx) => {
+      await trx
+        .updateTable('runs')
+        .set({ status: 'cancelled', finished_at: now, lease_hash: null, lease_expires_at: null })
+        .where('executor_id', '=', executorId)
+        .where('status', '=', 'cancelling')
+        .execute();
+      const rows = await trx
+        .updateTable('runs')
+        .set({ status: 'queued', executor_id: null, lease_hash: null, lease_expires_at: null, log_ack: 0 })
+        .where('executor_id', '=', executorId)
+        .where('status', '=', 'running')
+        .returning('id')
+        .execute();
+      return rows.map((r) => r.id);
+    });
   }
 }

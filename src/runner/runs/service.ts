@@ -1,14 +1,32 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { AppError, ConflictError, ValidationError } from '../../infra/errors.js';
+import type { Readable } from 'node:stream';
+import { AppError, ConflictError, NotFoundError, ValidationError } from '../../infra/errors.js';
 import { randomUUID } from '../../infra/secrets.js';
 import type { Principal } from '../auth/authenticate.js';
 import type { RunStatus } from '../db/schema.js';
 import { loadRun, loadWorkflow, type ScopeRepositories } from '../projects/access.js';
 import type { WorkflowRow } from '../workflows/repository.js';
-import { isTerminal, type RunLogRow, type RunOutputRow, type RunRow } from './repository.js';
+import type { RunOutputStorage } from './output-storage.js';
+import type { QueueSignal } from './queue-signal.js';
+import { isTerminal, type LogPosition, type RunLogRow, type RunOutputRow, type RunRow } from './repository.js';
 
 export interface RunsDeps extends ScopeRepositories {
   now: () => Date;
+  /** Wakes executors waiting for work: every queued run goes through `enqueue`. */
+  queue: QueueSignal;
+  outputs: RunOutputStorage;
+}
+
+/** `A.S` (attempt A, sequence S): where a log page or stream continues. */
+export function formatLogPosition(p: LogPosition): string {
+  return `${p.attempt}.${p.seq}`;
+}
+
+/** `S` (sequence S of attempt 1) or `A.S`; the route's schema has checked the shape. */
+export function parseLogPosition(value: string | undefined): LogPosition {
+  if (!value) return { attempt: 1, seq: 0 };
+  const [a, b] = value.split('.');
+  return b === undefined ? { attempt: 1, seq: Number(a) } : { attempt: Number(a), seq: Number(b) };
 }
 
 /** Poll interval of the live log stream; the database is the source of truth across instances. */
@@ -83,8 +101,8 @@ export class RunsService {
    * Queues a run without checking the caller: `start` after its checks, and the scheduler,
    * which acts for a schedule its editors set up. The workflow version must exist.
    */
-  enqueue(input: EnqueueInput): Promise<RunRow> {
-    return this.d.runs.create({
+  async enqueue(input: EnqueueInput): Promise<RunRow> {
+    const run = await this.d.runs.create({
       id: randomUUID(),
       project_id: input.workflow.project_id,
       workflow_id: input.workflow.id,
@@ -104,6 +122,9 @@ export class RunsService {
       exit_code: null,
       error: null,
     });
+    // Issue #8: an idle executor's long-poll claim is woken at once, here and on other instances.
+    this.d.queue.notify();
+    return run;
   }
 
   /** Newest first with a keyset cursor; users see the runs of their projects. */
@@ -125,7 +146,11 @@ export class RunsService {
     return loadRun(this.d, p, id, 'read');
   }
 
-  /** A queued or running run becomes cancelled (its lease is fenced off); a finished one is 409. */
+  /**
+   * A queued run is cancelled at once. A running one becomes `cancelling`: its executor learns it
+   * at its next heartbeat, kills it and confirms, then it is `cancelled` (until then it still
+   * uses the executor's capacity). Cancelling again is harmless; a finished run is 409.
+   */
   async cancel(p: Principal, id: string): Promise<RunRow> {
     const run = await loadRun(this.d, p, id, 'write');
     const cancelled = await this.d.runs.cancel(run.id, this.d.now().toISOString());
@@ -133,16 +158,31 @@ export class RunsService {
     return cancelled;
   }
 
-  async logs(p: Principal, id: string, after: number, limit: number): Promise<{ items: RunLogRow[]; nextAfter: number; finished: boolean }> {
+  /** Chunks after `after`, of one attempt or of all attempts in order (attempt, then sequence). */
+  async logs(
+    p: Principal,
+    id: string,
+    after: LogPosition,
+    limit: number,
+    attempt?: number,
+  ): Promise<{ items: RunLogRow[]; nextAfter: string; finished: boolean }> {
     const run = await loadRun(this.d, p, id, 'read');
-    const items = await this.d.runs.logs(run.id, after, limit);
+    const items = await this.d.runs.logs(run.id, after, limit, attempt);
     const last = items[items.length - 1];
-    return { items, nextAfter: last ? last.seq : after, finished: isTerminal(run.status) };
+    return { items, nextAfter: formatLogPosition(last ?? after), finished: isTerminal(run.status) };
   }
 
   async outputs(p: Principal, id: string): Promise<RunOutputRow[]> {
     const run = await loadRun(this.d, p, id, 'read');
     return this.d.runs.outputs(run.id);
+  }
+
+  /** One output file of a run, with the project's read permission. */
+  async openOutput(p: Principal, id: string, name: string): Promise<{ output: RunOutputRow; stream: Readable }> {
+    const run = await loadRun(this.d, p, id, 'read');
+    const output = await this.d.runs.output(run.id, name);
+    if (!output) throw new NotFoundError(`run ${run.id} has no output ${name}`);
+    return { output, stream: await this.d.outputs.open(run.id, name) };
   }
 
   /**
@@ -151,18 +191,18 @@ export class RunsService {
    * seconds the stream re-checks it and the project membership, and ends with `denied` once the
    * caller may no longer read the run. Stops when `open()` turns false (client went away).
    */
-  async follow(principal: () => Promise<Principal>, id: string, after: number, open: () => boolean): Promise<AsyncGenerator<LogEvent>> {
+  async follow(principal: () => Promise<Principal>, id: string, after: LogPosition, open: () => boolean): Promise<AsyncGenerator<LogEvent>> {
     const run = await loadRun(this.d, await principal(), id, 'read');
     return this.tail(principal, run, after, open);
   }
 
-  private async *tail(principal: () => Promise<Principal>, run: RunRow, after: number, open: () => boolean): AsyncGenerator<LogEvent> {
+  private async *tail(principal: () => Promise<Principal>, run: RunRow, after: LogPosition, open: () => boolean): AsyncGenerator<LogEvent> {
     const id = run.id;
     for (let poll = 1; open(); poll++) {
       const rows = await this.d.runs.logs(run.id, after, 500);
       for (const chunk of rows) {
         yield { type: 'log', chunk };
-        after = chunk.seq;
+        after = { attempt: chunk.attempt, seq: chunk.seq };
       }
       if (rows.length < 500) {
         const current = await this.d.runs.findById(run.id);
