@@ -12,6 +12,9 @@ import { MAX_HEAD_BYTES, parseSimpleHead } from '../../../src/publishing/downloa
 import { createDownloadServer, type DownloadServer } from '../../../src/publishing/downloads/server.js';
 import { tempDir } from '../../helpers/db.js';
 
+/** What node:http answers to bytes it cannot parse. */
+const BAD_REQUEST = 'HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n';
+
 interface Exchange {
   /** Pieces written one after the other, each once the previous one was flushed. */
   writes: (string | Buffer)[];
@@ -112,9 +115,11 @@ describe('download host fast path: byte-identical to node:http', () => {
 
   /**
    * As `same`, but allowing node:http's one known inconsistency (see the table test): for data
-   * holding a request with a body and an error further on, node:http given the bytes through
-   * the stream leaves out some of the answers it sends when reading the socket itself: the
-   * answers sent are then the plain server's, in order, with some missing, never different.
+   * holding a request with a body followed by more bytes, node:http given the bytes through the
+   * stream (a hand-over) answers the error differently than when reading the socket itself:
+   * it leaves out answers it had not written yet, or sends its bare 400 where it would have
+   * closed. The answers sent are then the plain server's, in order, some missing, plus at most
+   * node:http's bare 400 (which the fast path never sends itself).
    */
   async function sameOrBodyThenError(name: string, ex: Exchange, text: string): Promise<void> {
     const [a, b] = await Promise.all([exchange(fastPort, ex), exchange(plainPort, ex)]);
@@ -126,6 +131,7 @@ describe('download host fast path: byte-identical to node:http', () => {
     const plainAnswers = answers(fb);
     let at = 0;
     for (const answer of answers(fa)) {
+      if (answer === BAD_REQUEST) continue;
       while (at < plainAnswers.length && plainAnswers[at] !== answer) at++;
       assert.ok(at < plainAnswers.length, why);
       at++;
@@ -187,6 +193,7 @@ describe('download host fast path: byte-identical to node:http', () => {
       ['Transfer-Encoding', { writes: [closing(jar, 'Transfer-Encoding: chunked\r\n') + '0\r\n\r\n'] }],
       ['Transfer-Encoding and Content-Length', { writes: [closing(jar, 'Transfer-Encoding: chunked\r\nContent-Length: 3\r\n') + '0\r\n\r\n'] }],
       ['Content-Length with a body', { writes: [closing(jar, 'Content-Length: 5\r\n') + 'hello'] }],
+      ['a request smuggled as a chunked body', { writes: [get(jar, 'Transfer-Encoding: chunked\r\n') + closing(jar)] }],
       ['Expect', { writes: [closing(jar, 'Expect: 100-continue\r\n')] }],
       ['Upgrade', { writes: [get(jar, 'Connection: Upgrade\r\nUpgrade: websocket\r\n')], halfClose: true }],
       ['Connection: close, keep-alive', { writes: [get(jar, 'Connection: close, keep-alive\r\n')], halfClose: true }],
@@ -209,9 +216,10 @@ describe('download host fast path: byte-identical to node:http', () => {
     // the client gets a 400 and a closed connection (RFC 9112 §9.3.2: it retries the rest).
     const smuggled = { writes: [get(jar, 'Content-Length: 44\r\n') + closing('/assets/csv-nodes/logo.svg')] };
     const [viaFast, viaPlain] = await Promise.all([exchange(fastPort, smuggled), exchange(plainPort, smuggled)]);
-    const badRequest = 'HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n';
-    assert.equal(normalise(viaFast), badRequest);
-    assert.ok(normalise(viaPlain).startsWith('HTTP/1.1 200 OK') && normalise(viaPlain).endsWith(`content jar bytes${badRequest}`));
+    assert.equal(normalise(viaFast), BAD_REQUEST);
+    assert.ok(normalise(viaPlain).startsWith('HTTP/1.1 200 OK') && normalise(viaPlain).endsWith(`content jar bytes${BAD_REQUEST}`));
+    const body10 = `GET ${jar} HTTP/1.0\r\nContent-Length: 3\r\n\r\nGET / HTTP/1.1\r\n\r\n`;
+    await sameOrBodyThenError('HTTP/1.0 with a body, then garbage', { writes: [body10], halfClose: true }, body10);
     const pipelined = await same('pipelined answers come in order', { writes: [`${get(jar)}${get('/csv-nodes/5.4/artifacts.xml')}${closing('/csv-nodes/5.4.zip')}`] });
     assert.ok(pipelined.indexOf('content jar bytes') < pipelined.indexOf('<artifacts/>') && pipelined.indexOf('<artifacts/>') < pipelined.lastIndexOf('zip'));
     // The comparison means something only if the fast path answered some of them itself.
