@@ -13,6 +13,7 @@ import { type CachedFile, FileCache, type FileMeta } from './file-cache.js';
 import { contentTypeOf, etagOf, notModified, rangeOf } from './http-file.js';
 import { folderIndex } from './index-page.js';
 import { type DownloadTarget, type ParsedPath, parseDownloadPath } from './paths.js';
+import { sendRange } from './send-file.js';
 
 export interface DownloadLog {
   info(obj: object, msg: string): void;
@@ -162,11 +163,8 @@ export function createDownloadServer(options: {
       res.writeHead(status, headers);
       return void res.end(head || !data ? undefined : range.kind === 'partial' ? data.subarray(start, end + 1) : data);
     }
-    const stream = (reader as StoredReader).stream(start, end);
     res.writeHead(status, headers);
-    stream.on('error', () => res.destroy());
-    res.on('close', () => stream.destroy());
-    stream.pipe(res);
+    void sendRange(res, reader as StoredReader, start, end);
   }
 
   async function handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<unknown> {
