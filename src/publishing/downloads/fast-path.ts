@@ -72,12 +72,11 @@ function headOf(file: CachedFile): string {
 }
 
 /**
- * Files up to this size are sent as one prebuilt buffer (head and bytes: one write call
- * instead of a writev of two), rebuilt once a second for the Date; bigger ones as two writes.
+ * Whole answers (head and bytes in one buffer: one write call instead of a writev of two)
+ * are kept for at most this many file variants, rebuilt once a second for the Date: at most
+ * 64 x 128 KiB = 8 MiB beside the file cache. When full, answers go out as two writes.
  */
-const WHOLE_MAX_BYTES = 16 * 1024;
-/** At most this many whole answers are kept (at most 4 MiB), dropped every second. */
-const WHOLE_MAX_ENTRIES = 256;
+const WHOLE_MAX_ENTRIES = 64;
 const whole = new Map<string, Buffer>();
 const wholeKeys = new WeakMap<CachedFile, string>();
 let wholeSeq = 0;
@@ -86,7 +85,6 @@ let wholeSeq = 0;
 function answerOf(file: CachedFile, body: boolean, tail: string): Buffer | [string, Buffer] {
   const head = `${headOf(file)}Date: ${dateHeader()}\r\n${tail}`;
   if (!body || file.data.length === 0) return Buffer.from(head, 'latin1');
-  if (file.data.length > WHOLE_MAX_BYTES) return [head, file.data];
   let id = wholeKeys.get(file);
   if (id === undefined) {
     id = String(wholeSeq++);
@@ -95,8 +93,9 @@ function answerOf(file: CachedFile, body: boolean, tail: string): Buffer | [stri
   const key = `${id} ${tail}`;
   let answer = whole.get(key);
   if (answer === undefined) {
+    if (whole.size >= WHOLE_MAX_ENTRIES) return [head, file.data];
     answer = Buffer.concat([Buffer.from(head, 'latin1'), file.data]);
-    if (whole.size < WHOLE_MAX_ENTRIES) whole.set(key, answer);
+    whole.set(key, answer);
   }
   return answer;
 }
