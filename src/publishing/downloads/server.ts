@@ -8,10 +8,12 @@
 import http from 'node:http';
 import { listenOn } from '../../infra/listen.js';
 import type { Storage, StoredReader } from '../../infra/storage.js';
-import { FileCache, type FileMeta } from './file-cache.js';
+import { installFastPath } from './fast-path.js';
+import { type CachedFile, FileCache, type FileMeta } from './file-cache.js';
 import { contentTypeOf, etagOf, notModified, rangeOf } from './http-file.js';
 import { folderIndex } from './index-page.js';
-import { type DownloadTarget, parseDownloadPath } from './paths.js';
+import { type DownloadTarget, type ParsedPath, parseDownloadPath } from './paths.js';
+import { sendRange } from './send-file.js';
 
 export interface DownloadLog {
   info(obj: object, msg: string): void;
@@ -50,11 +52,48 @@ function problem(res: http.ServerResponse, status: number, code: string, detail:
   res.end(head ? undefined : body);
 }
 
-export function createDownloadServer(options: { storage: Storage; log: DownloadLog; cacheBytes?: number }): DownloadServer {
+export function createDownloadServer(options: {
+  storage: Storage;
+  log: DownloadLog;
+  cacheBytes?: number;
+  /** Plain requests for cached files answered before node:http (fast-path.ts); on unless false. */
+  fastPath?: boolean;
+}): DownloadServer {
   const { storage, log } = options;
   const cache = new FileCache(options.cacheBytes ?? CACHE_BYTES);
   /** Parsed URL paths (parsing is pure): repeated requests skip the decoding and checks. */
   const targets = new Map<string, DownloadTarget>();
+
+  /** The request-target without its query (which nothing here reads). */
+  const pathOf = (url: string) => {
+    const q = url.indexOf('?');
+    return q >= 0 ? url.slice(0, q) : url;
+  };
+
+  function targetOf(pathname: string): ParsedPath {
+    const known = targets.get(pathname);
+    if (known) return { ok: true, target: known };
+    const parsed = parseDownloadPath(pathname);
+    if (parsed.ok) {
+      if (targets.size >= MAX_TARGETS) targets.delete(targets.keys().next().value as string);
+      targets.set(pathname, parsed.target);
+    }
+    return parsed;
+  }
+
+  /**
+   * For the fast path: the cached file a request-target names when the plain answer is the
+   * cached bytes, exactly as `handle` decides it (a file, not a folder; in memory; the same
+   * storage version). Anything else is null and handle() answers it.
+   */
+  async function currentCachedFile(url: string): Promise<CachedFile | null> {
+    const parsed = targetOf(pathOf(url));
+    if (!parsed.ok || parsed.target.slash) return null;
+    const cached = cache.get(parsed.target.key);
+    if (!cached) return null;
+    const st = await storage.stat(parsed.target.key);
+    return st?.version === cached.version ? cached : null;
+  }
 
   async function serveFolder(res: http.ServerResponse, t: DownloadTarget, pathname: string, head: boolean) {
     // Only update-site folders have an index (a label folder and below: `<product>/update-site/<label>…`).
@@ -124,11 +163,8 @@ export function createDownloadServer(options: { storage: Storage; log: DownloadL
       res.writeHead(status, headers);
       return void res.end(head || !data ? undefined : range.kind === 'partial' ? data.subarray(start, end + 1) : data);
     }
-    const stream = (reader as StoredReader).stream(start, end);
     res.writeHead(status, headers);
-    stream.on('error', () => res.destroy());
-    res.on('close', () => stream.destroy());
-    stream.pipe(res);
+    void sendRange(res, reader as StoredReader, start, end);
   }
 
   async function handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<unknown> {
@@ -148,17 +184,10 @@ export function createDownloadServer(options: { storage: Storage; log: DownloadL
       res.setHeader('allow', 'GET, HEAD, OPTIONS');
       return problem(res, 405, 'method_not_allowed', 'The download host only answers GET and HEAD', false);
     }
-    const url = req.url ?? '/';
-    const q = url.indexOf('?');
-    const pathname = q >= 0 ? url.slice(0, q) : url;
-    let t = targets.get(pathname);
-    if (!t) {
-      const parsed = parseDownloadPath(pathname);
-      if (!parsed.ok) return problem(res, parsed.status, parsed.status === 400 ? 'invalid_path' : 'not_found', parsed.reason, head);
-      t = parsed.target;
-      if (targets.size >= MAX_TARGETS) targets.delete(targets.keys().next().value as string);
-      targets.set(pathname, t);
-    }
+    const pathname = pathOf(req.url ?? '/');
+    const parsed = targetOf(pathname);
+    if (!parsed.ok) return problem(res, parsed.status, parsed.status === 400 ? 'invalid_path' : 'not_found', parsed.reason, head);
+    const t = parsed.target;
     const cached = t.slash ? undefined : cache.get(t.key);
     if (cached) {
       const st = await storage.stat(t.key);
@@ -201,6 +230,20 @@ export function createDownloadServer(options: { storage: Storage; log: DownloadL
     });
   });
 
+  const fast =
+    options.fastPath === false
+      ? null
+      : installFastPath(server, {
+          lookup: currentCachedFile,
+          served: logRequests
+            ? (r, started) =>
+                log.info(
+                  { method: r.method, path: pathOf(r.target), status: 200, ms: Number(process.hrtime.bigint() - started) / 1e6, fast: true },
+                  'request',
+                )
+            : undefined,
+        });
+
   return {
     server,
     async listen(port, host) {
@@ -212,6 +255,7 @@ export function createDownloadServer(options: { storage: Storage; log: DownloadL
       return new Promise((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();
+        fast?.closeAll();
       });
     },
   };

@@ -140,6 +140,58 @@ describe('download host', () => {
     assert.equal((await raw(base, `${url}/`)).status, 404);
   });
 
+  test('a file of several read buffers: whole, ranges across buffer edges, and a client leaving halfway', async () => {
+    const size = 24 * 1024 * 1024 + 7;
+    const data = Buffer.alloc(size);
+    for (let i = 0; i < size; i += 4) data.writeUInt32LE(i, i > size - 4 ? size - 4 : i);
+    fs.writeFileSync(path.join(root, 'csv-nodes/update-site/5.4/plugins/huge_1.0.0.jar'), data);
+    const url = '/csv-nodes/5.4/plugins/huge_1.0.0.jar';
+    const whole = await raw(base, url);
+    assert.equal(whole.status, 200);
+    assert.ok(whole.body.equals(data));
+    const M = 1024 * 1024;
+    for (const [a, b] of [
+      [M - 3, 3 * M + 2],
+      [0, M],
+      [2 * M, size - 1],
+    ] as const) {
+      const r = await raw(base, url, { range: `bytes=${a}-${b}` });
+      assert.equal(r.status, 206);
+      assert.ok(r.body.equals(data.subarray(a, b + 1)), `${a}-${b}`);
+    }
+    // A slow reader (reads nothing at first, so the kernel's buffers fill and the server's
+    // writes queue up): a read buffer reused before its write is out would show as wrong bytes.
+    const slow = await new Promise<Buffer>((resolve, reject) => {
+      const u = new URL(base);
+      http
+        .get({ host: u.hostname, port: u.port, path: url }, (res) => {
+          const chunks: Buffer[] = [];
+          res.pause();
+          setTimeout(() => res.resume(), 300);
+          res.on('data', (c: Buffer) => {
+            chunks.push(c);
+            res.pause();
+            setTimeout(() => res.resume(), 1);
+          });
+          res.on('end', () => resolve(Buffer.concat(chunks)));
+        })
+        .on('error', reject);
+    });
+    assert.ok(slow.equals(data));
+    // A client that goes away mid-download: the server stays up and serves the next one whole.
+    await new Promise<void>((resolve) => {
+      const u = new URL(base);
+      const req = http.get({ host: u.hostname, port: u.port, path: url }, (res) => {
+        res.once('data', () => {
+          req.destroy();
+          resolve();
+        });
+      });
+      req.on('error', () => {});
+    });
+    assert.ok((await raw(base, url)).body.equals(data));
+  });
+
   test('byte ranges: single ranges, suffixes, unsatisfiable, several ranges and If-Range', async () => {
     const url = '/csv-nodes/5.4/plugins/big_1.0.0.jar';
     let r = await raw(base, url, { range: 'bytes=10-19' });

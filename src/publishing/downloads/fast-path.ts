@@ -1,0 +1,253 @@
+/**
+ * The download host's fast path: a plain GET or HEAD of a small file already in memory is
+ * answered straight from the socket, without node:http's per-request machinery (about half
+ * of what a request costs here; bench/downloads.ts). Everything else goes to node:http.
+ *
+ * Correctness rests on three rules, each checked by test/publishing/downloads/fast-path.test.ts
+ * against the same server with the fast path off:
+ * 1. Only what request-head.ts recognises, for a file `lookup` finds cached and current, is
+ *    answered here, with the very bytes node:http sends for it (status line, the file's
+ *    prebuilt headers in the same order, Date, Connection/Keep-Alive).
+ * 2. The data read so far is answered here only when ALL of it is such requests (complete
+ *    heads, nothing after a `Connection: close`); otherwise the connection is handed to
+ *    node:http at the first unanswered request with every unanswered byte put back
+ *    (`socket.unshift`), so node:http parses exactly what it would have parsed. A connection
+ *    handed over stays with node:http; an error is never answered here.
+ * 3. Responses go out in request order; reading waits while the socket's buffer is full.
+ * One difference remains, node:http's own: bytes put back are parsed from the socket's stream,
+ * not by its native reader, and for data holding a request with a body followed by a malformed
+ * one it then leaves out answers it had not written when it met the error (the client gets a
+ * 400 or a closed connection either way, and retries the rest, RFC 9112 §9.3.2).
+ * Idle connections close like node:http's: after `headersTimeout` without a first request,
+ * after `keepAliveTimeout` (+1 s, as node:http does) between requests. A head that is not
+ * complete in the data read so far goes to node:http, which applies its own headers timeout.
+ */
+import type http from 'node:http';
+import type net from 'node:net';
+import type { CachedFile } from './file-cache.js';
+import { parseSimpleHead, type SimpleRequest } from './request-head.js';
+
+export interface FastPathOptions {
+  /** The cached file this request-target names, if it is in memory and current; else null. */
+  lookup(target: string): Promise<CachedFile | null>;
+  /** Called after each answer sent here (the request log line). */
+  served?(request: SimpleRequest, startedNs: bigint): void;
+}
+
+export interface FastPath {
+  /** Destroys every connection still held by the fast path (server shutdown). */
+  closeAll(): void;
+}
+
+/** node:http's own margin on the advertised keep-alive timeout (lib/_http_server.js). */
+const KEEP_ALIVE_TIMEOUT_BUFFER = 1000;
+
+/** node:http sends the Date of the current second, cached per second. */
+let dateSecond = -1;
+let dateValue = '';
+function dateHeader(): string {
+  const now = Date.now();
+  const second = Math.floor(now / 1000);
+  if (second !== dateSecond) {
+    dateSecond = second;
+    dateValue = new Date(now).toUTCString();
+    // Whole answers carry the Date: those built in the last second are stale now.
+    whole.clear();
+  }
+  return dateValue;
+}
+
+/** Status line and the file's headers as node:http writes them for `writeHead(200, file.full)`. */
+const heads = new WeakMap<CachedFile, string>();
+function headOf(file: CachedFile): string {
+  let head = heads.get(file);
+  if (head === undefined) {
+    head = 'HTTP/1.1 200 OK\r\n';
+    for (const [name, value] of Object.entries(file.full)) {
+      for (const v of Array.isArray(value) ? value : [value]) head += `${name}: ${v}\r\n`;
+    }
+    heads.set(file, head);
+  }
+  return head;
+}
+
+/**
+ * Whole answers (head and bytes in one buffer: one write call instead of a writev of two)
+ * are kept for at most this many file variants, rebuilt once a second for the Date: at most
+ * 64 x 128 KiB = 8 MiB beside the file cache. When full, answers go out as two writes.
+ */
+const WHOLE_MAX_ENTRIES = 64;
+const whole = new Map<string, Buffer>();
+const wholeKeys = new WeakMap<CachedFile, string>();
+let wholeSeq = 0;
+
+/** The complete answer to a plain GET or HEAD of `file`, as node:http writes it. */
+function answerOf(file: CachedFile, body: boolean, tail: string): Buffer | [string, Buffer] {
+  const head = `${headOf(file)}Date: ${dateHeader()}\r\n${tail}`;
+  if (!body || file.data.length === 0) return Buffer.from(head, 'latin1');
+  let id = wholeKeys.get(file);
+  if (id === undefined) {
+    id = String(wholeSeq++);
+    wholeKeys.set(file, id);
+  }
+  const key = `${id} ${tail}`;
+  let answer = whole.get(key);
+  if (answer === undefined) {
+    if (whole.size >= WHOLE_MAX_ENTRIES) return [head, file.data];
+    answer = Buffer.concat([Buffer.from(head, 'latin1'), file.data]);
+    whole.set(key, answer);
+  }
+  return answer;
+}
+
+/**
+ * Takes over `server`'s connections: each new one starts on the fast path and is given to
+ * node:http's own connection handler when needed. The server keeps listening, tracking
+ * handed-over connections and enforcing its timeouts itself.
+ */
+export function installFastPath(server: http.Server, options: FastPathOptions): FastPath {
+  const listeners = server.listeners('connection');
+  const nodeListener = listeners[0];
+  // node:http registers exactly one `connection` listener at construction; anything else means
+  // this is not the server this module was written against: fail at start, not per request.
+  if (listeners.length !== 1 || typeof nodeListener !== 'function' || nodeListener.name !== 'connectionListener') {
+    throw new Error('fast path: unexpected connection listeners on the HTTP server');
+  }
+  server.removeListener('connection', nodeListener as (s: net.Socket) => void);
+  const held = new Set<net.Socket>();
+  server.on('connection', (socket: net.Socket) => accept(socket));
+
+  function accept(socket: net.Socket): void {
+    held.add(socket);
+    let pending: Buffer | null = null;
+    let busy = false;
+    let ended = false;
+    let done = false;
+    let answered = false;
+
+    const onData = (chunk: Buffer) => {
+      pending = pending ? Buffer.concat([pending, chunk]) : chunk;
+      if (!busy) run().catch(() => finish(() => socket.destroy()));
+    };
+    const onEnd = () => {
+      ended = true;
+      // As node:http (httpAllowHalfOpen off): a client that stops sending is answered, then closed.
+      if (!busy) finish(() => socket.end());
+    };
+    const onTimeout = () => finish(() => socket.destroy());
+    const onError = () => finish(() => socket.destroy());
+    const onClose = () => finish(() => {});
+
+    function detach(): void {
+      done = true;
+      held.delete(socket);
+      socket.removeListener('data', onData);
+      socket.removeListener('end', onEnd);
+      socket.removeListener('timeout', onTimeout);
+      socket.removeListener('error', onError);
+      socket.removeListener('close', onClose);
+    }
+
+    function finish(last: () => void): void {
+      if (done) return;
+      detach();
+      // Still listening for errors: a reset after the last answer must not crash the process.
+      socket.on('error', () => socket.destroy());
+      last();
+    }
+
+    function handOver(unanswered: Buffer | null): void {
+      if (done) return;
+      if (ended) {
+        // Only reachable when a lookup waits for real I/O and the client half-closed meanwhile:
+        // a stream that has ended cannot take bytes back, so node:http cannot be given them.
+        finish(() => socket.destroy());
+        return;
+      }
+      detach();
+      socket.setTimeout(0);
+      if (unanswered && unanswered.length > 0) socket.unshift(unanswered);
+      nodeListener?.call(server, socket);
+      // node:http reads from here on (its 'data' listener sees the bytes put back first).
+      socket.resume();
+    }
+
+    async function run(): Promise<void> {
+      busy = true;
+      try {
+        while (pending && !done) {
+          const buf: Buffer = pending;
+          pending = null;
+          // Answered here only if ALL of the data read is plain requests. Otherwise node:http
+          // gets all of it, as if it had read it itself: what it answers for a chunk holding an
+          // error depends on the whole chunk (it drops answers not yet written when it meets
+          // the error), so answering the plain front of it here would answer differently.
+          const requests: SimpleRequest[] = [];
+          for (let at = 0; at < buf.length; ) {
+            const r = parseSimpleHead(buf, at);
+            if (typeof r === 'string' || (r.close && r.end < buf.length)) return handOver(pending ? Buffer.concat([buf, pending]) : buf);
+            requests.push(r);
+            at = r.end;
+          }
+          for (const [k, r] of requests.entries()) {
+            const started = options.served ? process.hrtime.bigint() : 0n;
+            const file = await options.lookup(r.target).catch(() => null);
+            if (done || socket.destroyed) return;
+            if (!file) {
+              const unanswered = buf.subarray(k === 0 ? 0 : (requests[k - 1] as SimpleRequest).end);
+              return handOver(pending ? Buffer.concat([unanswered, pending]) : unanswered);
+            }
+            const keepAlive = server.keepAliveTimeout > 0 ? `Keep-Alive: timeout=${Math.floor(server.keepAliveTimeout / 1000)}\r\n` : '';
+            const tail = r.close ? 'Connection: close\r\n\r\n' : `Connection: keep-alive\r\n${keepAlive}\r\n`;
+            const answer = answerOf(file, r.method === 'GET', tail);
+            if (Array.isArray(answer)) {
+              socket.cork();
+              socket.write(answer[0], 'latin1');
+              socket.write(answer[1]);
+              socket.uncork();
+            } else socket.write(answer);
+            options.served?.(r, started);
+            if (r.close) return finish(() => socket.end(() => socket.destroy()));
+            if (socket.writableNeedDrain) {
+              // Backpressure: read nothing more until the client has taken what was written.
+              socket.pause();
+              await new Promise<void>((resolve) => {
+                const go = () => {
+                  socket.removeListener('drain', go);
+                  socket.removeListener('close', go);
+                  resolve();
+                };
+                socket.on('drain', go);
+                socket.on('close', go);
+              });
+              if (done || socket.destroyed) return;
+              socket.resume();
+            }
+          }
+        }
+        if (!done) {
+          // An inactivity timer: set once when the first answer is out, reset by every read and write.
+          if (!answered) socket.setTimeout(server.keepAliveTimeout > 0 ? server.keepAliveTimeout + KEEP_ALIVE_TIMEOUT_BUFFER : 0);
+          answered = true;
+          if (ended) finish(() => socket.end());
+        }
+      } finally {
+        busy = false;
+      }
+    }
+
+    socket.on('data', onData);
+    socket.on('end', onEnd);
+    socket.on('timeout', onTimeout);
+    socket.on('error', onError);
+    socket.on('close', onClose);
+    socket.setTimeout(server.headersTimeout);
+  }
+
+  return {
+    closeAll() {
+      for (const socket of held) socket.destroy();
+      held.clear();
+    },
+  };
+}

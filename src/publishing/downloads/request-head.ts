@@ -1,0 +1,133 @@
+/**
+ * A deliberately narrow HTTP/1.1 request-head recogniser for the download host's fast path
+ * (fast-path.ts). It does not parse HTTP in general: it only says "this head is one of the
+ * plain cases the fast path may answer" or "not that", and "not that" always means the bytes
+ * go, untouched, to node:http, which answers everything else (errors included).
+ *
+ * Recognised, and only exactly this (RFC 9112 §3, §5; stricter than the grammar allows):
+ *   ("GET" / "HEAD") SP origin-form SP "HTTP/1.1" CRLF
+ *   *( field-name ":" OWS field-value OWS CRLF )
+ *   CRLF
+ * - origin-form: "/" followed by unreserved, sub-delims, ":", "@", "/", "%", "?" only (no
+ *   absolute-form, no "*", no spaces, no bytes >= 0x80, no leading empty lines);
+ * - field-name: 1*tchar; field-value: VCHAR, SP and HTAB only (no obs-text, no obs-fold, no
+ *   bare CR or LF, no whitespace before the colon);
+ * - exactly one Host; at most one Connection, whose value is `keep-alive` or `close`;
+ * - none of the fields that give a request a body or change its answer or its connection:
+ *   Content-Length, Transfer-Encoding, Expect, Upgrade, Proxy-Connection, Range, If-Range,
+ *   If-None-Match, If-Modified-Since, If-Match, If-Unmodified-Since;
+ * - at most MAX_HEAD_BYTES in all and MAX_HEADER_FIELDS fields.
+ */
+
+/** A head longer than this is left to node:http (its own limit is 16 KiB, answered with 431). */
+export const MAX_HEAD_BYTES = 8 * 1024;
+/** More fields than this: left to node:http. */
+export const MAX_HEADER_FIELDS = 32;
+
+export interface SimpleRequest {
+  method: 'GET' | 'HEAD';
+  /** The request-target as sent (ASCII only), query included. */
+  target: string;
+  /** `Connection: close` was sent: answer, then end the connection. */
+  close: boolean;
+  /** Offset just past the head's final CRLF CRLF. */
+  end: number;
+}
+
+export type HeadResult = SimpleRequest | 'incomplete' | 'other';
+
+const CR = 0x0d;
+const LF = 0x0a;
+const SP = 0x20;
+const HTAB = 0x09;
+
+const tableOf = (chars: string, ranges: [number, number][] = []) => {
+  const t = new Uint8Array(256);
+  for (const c of chars) t[c.charCodeAt(0)] = 1;
+  for (const [a, b] of ranges) for (let i = a; i <= b; i++) t[i] = 1;
+  return t;
+};
+const ALNUM: [number, number][] = [
+  [0x30, 0x39],
+  [0x41, 0x5a],
+  [0x61, 0x7a],
+];
+/** RFC 3986 unreserved / sub-delims / ":" / "@" (pchar without the percent rule), "/", "%" and "?". */
+const TARGET = tableOf("-._~!$&'()*+,;=:@/%?", ALNUM);
+/** RFC 9110 §5.6.2 tchar. */
+const TCHAR = tableOf("!#$%&'*+-.^_`|~", ALNUM);
+/** VCHAR, SP and HTAB (RFC 9110 §5.5 field-value without obs-text). */
+const VALUE = tableOf(' \t', [[0x21, 0x7e]]);
+
+/** Fields whose presence makes the request something else than a plain GET/HEAD of a file. */
+const REFUSED = new Set([
+  'content-length',
+  'transfer-encoding',
+  'expect',
+  'upgrade',
+  'proxy-connection',
+  'range',
+  'if-range',
+  'if-none-match',
+  'if-modified-since',
+  'if-match',
+  'if-unmodified-since',
+]);
+
+const VERSION = ' HTTP/1.1\r\n';
+
+/**
+ * Looks at the head starting at `start` in `buf`: a SimpleRequest, 'incomplete' (no final
+ * CRLF CRLF yet, and still within the size cap) or 'other' (anything else).
+ */
+export function parseSimpleHead(buf: Buffer, start: number): HeadResult {
+  const limit = Math.min(buf.length, start + MAX_HEAD_BYTES);
+  const headEnd = buf.indexOf('\r\n\r\n', start, 'latin1');
+  if (headEnd < 0 || headEnd + 4 > limit) return headEnd < 0 && buf.length - start < MAX_HEAD_BYTES ? 'incomplete' : 'other';
+  // Request line.
+  let method: 'GET' | 'HEAD';
+  let i: number;
+  if (buf[start] === 0x47 && buf[start + 1] === 0x45 && buf[start + 2] === 0x54 && buf[start + 3] === SP) {
+    method = 'GET';
+    i = start + 4;
+  } else if (buf[start] === 0x48 && buf[start + 1] === 0x45 && buf[start + 2] === 0x41 && buf[start + 3] === 0x44 && buf[start + 4] === SP) {
+    method = 'HEAD';
+    i = start + 5;
+  } else return 'other';
+  const targetStart = i;
+  if (buf[i] !== 0x2f) return 'other';
+  while (i < headEnd && TARGET[buf[i] as number] === 1) i++;
+  const target = buf.toString('latin1', targetStart, i);
+  if (buf.toString('latin1', i, i + VERSION.length) !== VERSION) return 'other';
+  i += VERSION.length;
+  // Header fields, up to the empty line at headEnd + 2.
+  let fields = 0;
+  let hosts = 0;
+  let connections = 0;
+  let close = false;
+  while (i < headEnd + 2) {
+    if (++fields > MAX_HEADER_FIELDS) return 'other';
+    const nameStart = i;
+    while (TCHAR[buf[i] as number] === 1) i++;
+    if (i === nameStart || buf[i] !== 0x3a) return 'other';
+    const name = buf.toString('latin1', nameStart, i).toLowerCase();
+    i++;
+    while (buf[i] === SP || buf[i] === HTAB) i++;
+    const valueStart = i;
+    while (VALUE[buf[i] as number] === 1) i++;
+    if (buf[i] !== CR || buf[i + 1] !== LF) return 'other';
+    let valueEnd = i;
+    while (valueEnd > valueStart && (buf[valueEnd - 1] === SP || buf[valueEnd - 1] === HTAB)) valueEnd--;
+    i += 2;
+    if (REFUSED.has(name)) return 'other';
+    if (name === 'host') hosts++;
+    else if (name === 'connection') {
+      connections++;
+      const value = buf.toString('latin1', valueStart, valueEnd).toLowerCase();
+      if (value === 'close') close = true;
+      else if (value !== 'keep-alive') return 'other';
+    }
+  }
+  if (hosts !== 1 || connections > 1) return 'other';
+  return { method, target, close, end: headEnd + 4 };
+}
