@@ -105,14 +105,13 @@ function answerOf(file: CachedFile, body: boolean, tail: string): Buffer | [stri
  * node:http's own connection handler when needed. The server keeps listening, tracking
  * handed-over connections and enforcing its timeouts itself.
  */
-export function installFastPath(server: http.Server, options: FastPathOptions): FastPath {
+export function installFastPath(server: http.Server, options: FastPathOptions): FastPath | null {
   const listeners = server.listeners('connection');
   const nodeListener = listeners[0];
   // node:http registers exactly one `connection` listener at construction; anything else means
-  // this is not the server this module was written against: fail at start, not per request.
-  if (listeners.length !== 1 || typeof nodeListener !== 'function' || nodeListener.name !== 'connectionListener') {
-    throw new Error('fast path: unexpected connection listeners on the HTTP server');
-  }
+  // this is not the server this module was written against: serve everything through
+  // node:http (slower, never wrong) rather than refuse to start.
+  if (listeners.length !== 1 || typeof nodeListener !== 'function' || nodeListener.name !== 'connectionListener') return null;
   server.removeListener('connection', nodeListener as (s: net.Socket) => void);
   const held = new Set<net.Socket>();
   server.on('connection', (socket: net.Socket) => accept(socket));

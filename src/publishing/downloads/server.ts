@@ -243,6 +243,7 @@ export function createDownloadServer(options: {
                 )
             : undefined,
         });
+  if (options.fastPath !== false && !fast) log.error({}, 'download host: this Node.js version does not allow the fast path; every request goes through node:http');
 
   return {
     server,

@@ -60,7 +60,8 @@ class LogShipper {
     private readonly lease: { leaseToken: string; attempt: number },
     private readonly onLost: () => void,
   ) {
-    this.#timer = setInterval(() => void this.flush(), FLUSH_MS);
+    // A failed periodic send keeps its chunks pending; the run's final flush reports the error.
+    this.#timer = setInterval(() => void this.flush().catch(() => {}), FLUSH_MS);
   }
 
   write(text: string): void {
