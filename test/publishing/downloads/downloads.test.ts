@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import http from 'node:http';
+import net from 'node:net';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import fc from 'fast-check';
@@ -190,6 +191,29 @@ describe('download host', () => {
       req.on('error', () => {});
     });
     assert.ok((await raw(base, url)).body.equals(data));
+  });
+
+  test('pipelined downloads of a large file that the client never reads release every descriptor when it leaves', async () => {
+    const data = Buffer.alloc(3 * 1024 * 1024 + 5, 7);
+    fs.writeFileSync(path.join(root, 'csv-nodes/update-site/5.4/plugins/pipe_1.0.0.jar'), data);
+    const fds = () => fs.readdirSync('/proc/self/fd').length;
+    const idle = fds();
+    const u = new URL(base);
+    const socket = net.connect(Number(u.port), u.hostname);
+    await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+    socket.pause();
+    socket.write('GET /csv-nodes/5.4/plugins/pipe_1.0.0.jar HTTP/1.1\r\nHost: a\r\n\r\n'.repeat(40));
+    // Wait until the server has read the requests (the first answer is written, later ones queue).
+    for (let i = 0; i < 200 && fds() <= idle + 1; i++) await new Promise((r) => setTimeout(r, 10));
+    socket.destroy();
+    // Queued responses never get node:http's 'close'; only the connection's close frees them.
+    let open = fds();
+    for (let i = 0; i < 300 && open > idle; i++) {
+      await new Promise((r) => setTimeout(r, 10));
+      open = fds();
+    }
+    assert.ok(open <= idle, `descriptors still open after the client left: ${open - idle}`);
+    assert.ok((await raw(base, '/csv-nodes/5.4/plugins/pipe_1.0.0.jar')).body.equals(data));
   });
 
   test('byte ranges: single ranges, suffixes, unsatisfiable, several ranges and If-Range', async () => {
