@@ -10,6 +10,25 @@ import type http from 'node:http';
 import type { StoredReader } from '../../infra/storage.js';
 
 const CHUNK = 1024 * 1024;
+/** Once this much is held in large buffers across all downloads, new buffers are SMALL. */
+const LARGE_BUDGET = 64 * CHUNK;
+const SMALL = 64 * 1024;
+/**
+ * Bytes held in buffers by downloads in progress: many slow clients (each holding two buffers
+ * while the kernel's send buffer is full) would otherwise pin 2 MiB each.
+ */
+let held = 0;
+
+function takeBuffer(wanted: number): Buffer {
+  const size = held + wanted > LARGE_BUDGET ? Math.min(wanted, SMALL) : wanted;
+  held += size;
+  return Buffer.allocUnsafeSlow(size);
+}
+
+/** Bytes currently held by downloads in progress (tests). */
+export function sendBuffersHeld(): number {
+  return held;
+}
 
 export async function sendRange(res: http.ServerResponse, reader: StoredReader, start: number, end: number): Promise<void> {
   // A pipelined response queued behind another never gets 'close' from node:http when the
@@ -39,7 +58,7 @@ export async function sendRange(res: http.ServerResponse, reader: StoredReader, 
       await Promise.race([written[i], closed]);
       if (gone) return;
       // Sized to what is left: a small range never takes two full chunks.
-      const buffer = (buffers[i] ??= Buffer.allocUnsafeSlow(Math.min(CHUNK, end + 1 - position)));
+      const buffer = (buffers[i] ??= takeBuffer(Math.min(CHUNK, end + 1 - position)));
       const n = await reader.read(buffer, 0, Math.min(buffer.length, end + 1 - position), position);
       if (gone) return;
       // The file shrank under us: the promised length cannot be sent, so the client must not
@@ -55,6 +74,7 @@ export async function sendRange(res: http.ServerResponse, reader: StoredReader, 
   } finally {
     res.removeListener('close', onGone);
     socket.removeListener('close', onGone);
+    for (const b of buffers) held -= b.length;
     await reader.close();
   }
 }

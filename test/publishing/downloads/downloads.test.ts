@@ -8,6 +8,7 @@ import fc from 'fast-check';
 import { localStorage } from '../../../src/infra/storage-local.js';
 import { createDownloadServer, type DownloadServer } from '../../../src/publishing/downloads/server.js';
 import { parseDownloadPath } from '../../../src/publishing/downloads/paths.js';
+import { sendBuffersHeld } from '../../../src/publishing/downloads/send-file.js';
 import { tempDir } from '../../helpers/db.js';
 
 const silent = { info() {}, error() {} };
@@ -213,7 +214,35 @@ describe('download host', () => {
       open = fds();
     }
     assert.ok(open <= idle, `descriptors still open after the client left: ${open - idle}`);
+    assert.equal(sendBuffersHeld(), 0);
     assert.ok((await raw(base, '/csv-nodes/5.4/plugins/pipe_1.0.0.jar')).body.equals(data));
+  });
+
+  test('many clients that stop reading a large file hold a bounded amount of buffer memory in all', async () => {
+    const data = Buffer.alloc(24 * 1024 * 1024, 3);
+    fs.writeFileSync(path.join(root, 'csv-nodes/update-site/5.4/plugins/slow_1.0.0.jar'), data);
+    const u = new URL(base);
+    const sockets: net.Socket[] = [];
+    for (let i = 0; i < 60; i++) {
+      const socket = net.connect(Number(u.port), u.hostname);
+      socket.on('error', () => {});
+      socket.pause();
+      socket.write('GET /csv-nodes/5.4/plugins/slow_1.0.0.jar HTTP/1.1\r\nHost: a\r\n\r\n');
+      sockets.push(socket);
+    }
+    // Until the kernel's buffers are full and every download waits for its client.
+    let peak = 0;
+    for (let i = 0, still = 0; i < 500 && still < 30; i++) {
+      await new Promise((r) => setTimeout(r, 10));
+      const now = sendBuffersHeld();
+      still = now === peak ? still + 1 : 0;
+      peak = Math.max(peak, now);
+    }
+    for (const s of sockets) s.destroy();
+    // 64 MiB of 1 MiB buffers in all, then 64 KiB ones: 60 clients x 2 MiB would be 120 MiB.
+    assert.ok(peak > 0 && peak <= 64 * 1024 * 1024 + 60 * 2 * 64 * 1024, `held ${peak}`);
+    for (let i = 0; i < 300 && sendBuffersHeld() > 0; i++) await new Promise((r) => setTimeout(r, 10));
+    assert.equal(sendBuffersHeld(), 0);
   });
 
   test('byte ranges: single ranges, suffixes, unsatisfiable, several ranges and If-Range', async () => {
