@@ -321,8 +321,15 @@ export function localStorage(root: string): Storage {
 
     async rename(from, to) {
       const source = resolve(from);
-      if (!(await lstat(source))) throw Object.assign(new Error(`${from} does not exist`), { code: 'ENOENT' });
-      fs.renameSync(source, resolve(to));
+      const st = await lstat(source);
+      if (!st) throw Object.assign(new Error(`${from} does not exist`), { code: 'ENOENT' });
+      const target = resolve(to);
+      fs.renameSync(source, target);
+      // Uploads still open below a moved folder can no longer be committed (their temporary
+      // files moved along, their rename into place fails): their bytes go now, instead of
+      // staying on disk uncounted until the next start's sweep (issue #10). Writes still in
+      // flight land in the unlinked file, freed when it is closed.
+      if (st.isDirectory()) await sweep(target, Number.POSITIVE_INFINITY).catch(() => 0);
     },
 
     async setTimes(key, atimeMs, mtimeMs) {

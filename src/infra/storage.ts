@@ -73,7 +73,10 @@ export interface Storage {
   makeDir(key: string, options?: { recursive?: boolean }): Promise<void>;
   /** Removes an empty folder (ignoring leftover temporary files). */
   removeDir(key: string): Promise<void>;
-  /** Renames a file or folder, replacing an existing file at `to`. */
+  /**
+   * Renames a file or folder, replacing an existing file at `to`. Uploads open below a renamed
+   * folder can no longer be committed; their temporary files are deleted.
+   */
   rename(from: string, to: string): Promise<void>;
   setTimes(key: string, atimeMs: number, mtimeMs: number): Promise<void>;
   /** Deletes temporary files under `key` ('' = everything) not written to for `olderThanMs` (left by a killed process). */
