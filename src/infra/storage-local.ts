@@ -46,9 +46,11 @@ export function localStorage(root: string): Storage {
     return base + key;
   };
 
-  // Metadata calls (lstat, rename) are synchronous: each takes microseconds on a local disk,
-  // while a thread-pool round trip per call added up to most of the per-file cost of SFTP
-  // uploads of many small files (bench/sftp.ts). Reads and writes of file contents stay async.
+  // Metadata calls (lstat, rename, unlink, utimes) are synchronous: each takes microseconds on
+  // a local disk, while a thread-pool round trip per call added up to most of the per-file cost
+  // of SFTP uploads of many small files (bench/sftp.ts); and the files service runs them inside
+  // a database transaction holding the product's lock, which they keep short. Reads and writes
+  // of file contents stay async.
   async function lstat(p: string): Promise<fs.Stats | null> {
     try {
       const st = fs.lstatSync(p);
@@ -263,19 +265,25 @@ export function localStorage(root: string): Storage {
           if (state !== 'open') throw new Error(`read of ${key} already ${state}`);
           return onFd(() => readAt(fd, buffer, offset, length, position));
         },
-        async commit(times, gate) {
+        async commit(times, record) {
           if (state !== 'open') throw new Error(`write of ${key} already ${state}`);
           state = 'committed';
           let finished: StoredEntry;
+          let placed = false;
+          const place = () => {
+            if (placed) return;
+            fs.renameSync(temp, target);
+            placed = true;
+          };
           try {
             if (times) fs.futimesSync(fd, times.atimeMs / 1000, times.mtimeMs / 1000);
             finished = entry(path.posix.basename(key), fs.fstatSync(fd));
             closeFd();
-            if (gate) await gate(finished);
-            fs.renameSync(temp, target);
+            if (record) await record(finished, place);
+            place();
           } catch (e) {
             closeFd();
-            await fsp.rm(temp, { force: true });
+            if (!placed) await fsp.rm(temp, { force: true });
             throw e;
           }
           return finished;
@@ -295,7 +303,7 @@ export function localStorage(root: string): Storage {
       const st = await lstat(p);
       if (!st) return false;
       if (st.isDirectory()) throw Object.assign(new Error(`${key} is a folder`), { code: 'EISDIR' });
-      await fsp.unlink(p);
+      fs.unlinkSync(p);
       return true;
     },
 
@@ -313,12 +321,19 @@ export function localStorage(root: string): Storage {
 
     async rename(from, to) {
       const source = resolve(from);
-      if (!(await lstat(source))) throw Object.assign(new Error(`${from} does not exist`), { code: 'ENOENT' });
-      await fsp.rename(source, resolve(to));
+      const st = await lstat(source);
+      if (!st) throw Object.assign(new Error(`${from} does not exist`), { code: 'ENOENT' });
+      const target = resolve(to);
+      fs.renameSync(source, target);
+      // Uploads still open below a moved folder can no longer be committed (their temporary
+      // files moved along, their rename into place fails): their bytes go now, instead of
+      // staying on disk uncounted until the next start's sweep (issue #10). Writes still in
+      // flight land in the unlinked file, freed when it is closed.
+      if (st.isDirectory()) await sweep(target, Number.POSITIVE_INFINITY).catch(() => 0);
     },
 
     async setTimes(key, atimeMs, mtimeMs) {
-      await fsp.lutimes(resolve(key), atimeMs / 1000, mtimeMs / 1000);
+      fs.lutimesSync(resolve(key), atimeMs / 1000, mtimeMs / 1000);
     },
 
     async sweepTemporary(key, olderThanMs) {

@@ -39,12 +39,17 @@ export interface PendingWrite {
   write(buffer: Buffer, offset: number, length: number, position: number): Promise<void>;
   read(buffer: Buffer, offset: number, length: number, position: number): Promise<number>;
   /**
-   * Renames the temporary file over the key; returns the stored entry. `gate`, when given, runs
-   * with the finished file's entry just before the rename (quota checks, the record of
-   * uploads): if it throws, the temporary file is deleted, the previous file stays in place,
-   * and the error is rethrown.
+   * Renames the temporary file over the key; returns the stored entry. `record`, when given,
+   * runs with the finished file's entry and calls `place` to do the rename itself, so a caller
+   * can make the rename and its record of the file one unit (inside its database transaction,
+   * under the product's lock). If `record` throws, the temporary file is deleted (the previous
+   * file stays in place unless `place` already ran) and the error is rethrown; if it returns
+   * without calling `place`, the rename happens then.
    */
-  commit(times?: { atimeMs: number; mtimeMs: number }, gate?: (entry: StoredEntry) => Promise<void>): Promise<StoredEntry>;
+  commit(
+    times?: { atimeMs: number; mtimeMs: number },
+    record?: (entry: StoredEntry, place: () => void) => Promise<void>,
+  ): Promise<StoredEntry>;
   /** Deletes the temporary file. Safe to call twice or after commit. */
   abort(): Promise<void>;
 }
@@ -61,12 +66,17 @@ export interface Storage {
   readSmall(key: string, maxBytes: number): Promise<{ size: number; mtimeMs: number; version: string; data: Buffer | null } | null>;
   /** `keepExisting` copies the current contents first (resumed uploads, SFTP open without TRUNC). */
   beginWrite(key: string, options?: { keepExisting?: boolean }): Promise<PendingWrite>;
+  // Metadata changes below are synchronous in the local backend (microseconds each), so a
+  // caller may run them inside a database transaction without holding it across I/O waits.
   /** Removes a file; false when there was none. */
   remove(key: string): Promise<boolean>;
   makeDir(key: string, options?: { recursive?: boolean }): Promise<void>;
   /** Removes an empty folder (ignoring leftover temporary files). */
   removeDir(key: string): Promise<void>;
-  /** Renames a file or folder, replacing an existing file at `to`. */
+  /**
+   * Renames a file or folder, replacing an existing file at `to`. Uploads open below a renamed
+   * folder can no longer be committed; their temporary files are deleted.
+   */
   rename(from: string, to: string): Promise<void>;
   setTimes(key: string, atimeMs: number, mtimeMs: number): Promise<void>;
   /** Deletes temporary files under `key` ('' = everything) not written to for `olderThanMs` (left by a killed process). */

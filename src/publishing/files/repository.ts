@@ -52,7 +52,32 @@ export interface CommitLimits {
   quotaFiles: number;
 }
 
+/** Row changes of one product inside `inProductLock` (see there). */
+export interface ProductRowChanges {
+  /** Records a finished upload (new or replacing) if it fits the quotas; false when it does not (nothing changed). */
+  recordUploadWithin(row: Omit<FileRow, 'product_id'>, limits: CommitLimits): Promise<boolean>;
+  /** The update trigger counts the change (migration 0004) when a row was there. */
+  setModifiedAt(path: string, modifiedAt: string): Promise<void>;
+  removeFile(path: string): Promise<void>;
+  /** Moves one file's row, or every row below a folder, replacing rows at the target. */
+  move(from: string, to: string, now: string): Promise<void>;
+}
+
 const num = (v: unknown) => (v == null ? null : Number(v));
+
+/**
+ * SQLite file changes of this process, one after the other. One connection already runs its
+ * transactions one at a time, but a second connection to the same file in the process (tests,
+ * tools) would block synchronously on the write lock held by a transaction that is waiting for
+ * the event loop ("database is locked"). One process serves a SQLite file (DESIGN.md), so a
+ * process-wide queue serialises every writer of product files.
+ */
+let sqliteQueue: Promise<unknown> = Promise.resolve();
+function inSqliteQueue<T>(run: () => Promise<T>): Promise<T> {
+  const result = sqliteQueue.then(run, run);
+  sqliteQueue = result.catch(() => {});
+  return result;
+}
 
 /** `hot.readNow` lets the one read on every SFTP OPEN run synchronously on an idle SQLite connection. */
 export function filesRepository(db: Kysely<PublishingDB>, hot: { readNow?: ReadNow } = {}) {
@@ -96,13 +121,66 @@ export function filesRepository(db: Kysely<PublishingDB>, hot: { readNow?: ReadN
     await sql`insert into product_storage (product_id, change_seq) values (${productId}, 0)
       on conflict (product_id) do update set change_seq = product_storage.change_seq`.execute(trx);
   };
-  const writeFiles = (productId: string, work: (trx: Transaction<PublishingDB>) => Promise<void>) =>
-    db.transaction().execute(async (trx) => {
-      await lockUsage(trx, productId);
-      await work(trx);
-    });
+
+  /** Changes of one product's rows, inside a transaction that holds the product's lock. */
+  const rowChanges = (trx: Transaction<PublishingDB>, productId: string): ProductRowChanges => ({
+    async recordUploadWithin(row: Omit<FileRow, 'product_id'>, limits: CommitLimits): Promise<boolean> {
+      return (await insertWithinQuota(trx, { ...row, product_id: productId }, limits)).rows.length > 0;
+    },
+
+    async setModifiedAt(path: string, modifiedAt: string): Promise<void> {
+      await trx.updateTable('product_files').set({ modified_at: modifiedAt }).where('product_id', '=', productId).where('path', '=', path).execute();
+    },
+
+    async removeFile(path: string): Promise<void> {
+      await trx.deleteFrom('product_files').where('product_id', '=', productId).where('path', '=', path).execute();
+      await bumpOnly(trx, productId);
+    },
+
+    async move(from: string, to: string, now: string): Promise<void> {
+      const rows = await trx
+        .selectFrom('product_files')
+        .selectAll()
+        .where('product_id', '=', productId)
+        .where((eb) => eb.or([eb('path', '=', from), startsWith(`${from}/`)]))
+        .execute();
+      await trx
+        .deleteFrom('product_files')
+        .where('product_id', '=', productId)
+        .where((eb) =>
+          eb.or([eb('path', '=', from), startsWith(`${from}/`), eb('path', '=', to), startsWith(`${to}/`)]),
+        )
+        .execute();
+      for (const r of rows) {
+        await trx
+          .insertInto('product_files')
+          .values({ ...r, path: to + r.path.slice(from.length), uploaded_at: now })
+          .execute();
+      }
+      await bump(trx, productId, now);
+    },
+  });
+
+  /**
+   * Runs `work` as one unit with the product's other file changes: in one transaction that
+   * holds the product's lock (PostgreSQL: its storage row, taken first; SQLite: the one
+   * connection, which a transaction holds until it ends). The files service does the storage
+   * step inside `work`, so a record and the file on disk change together, and a failed storage
+   * step rolls the record back (issue #10: a remove landing during a commit's quota check left
+   * a stored file uncounted).
+   */
+  const inProductLock = <T>(productId: string, work: (rows: ProductRowChanges) => Promise<T>): Promise<T> => {
+    const run = () =>
+      db.transaction().execute(async (trx) => {
+        await lockUsage(trx, productId);
+        return work(rowChanges(trx, productId));
+      });
+    return postgres ? run() : inSqliteQueue(run);
+  };
 
   return {
+    inProductLock,
+
     async uploadContext(productId: string, path: string): Promise<UploadContext> {
       const [r = {}] = await uploadContextRead([productId, productId, path]);
       return {
@@ -113,75 +191,6 @@ export function filesRepository(db: Kysely<PublishingDB>, hot: { readNow?: ReadN
         max_file_bytes: num(r.max_file_bytes),
         existing_size: num(r.existing_size),
       };
-    },
-
-    /**
-     * Records a finished upload (new or replacing) if it fits the quotas; false when it does
-     * not (nothing changed). Parallel uploads of one product are checked one after the other:
-     * a single SQLite statement runs alone, and on PostgreSQL the product's storage row is
-     * locked first, so each check sees every commit before it.
-     */
-    async recordUploadWithin(row: FileRow, limits: CommitLimits): Promise<boolean> {
-      if (!postgres) return (await insertWithinQuota(db, row, limits)).rows.length > 0;
-      return db.transaction().execute(async (trx) => {
-        await lockUsage(trx, row.product_id);
-        return (await insertWithinQuota(trx, row, limits)).rows.length > 0;
-      });
-    },
-
-    /** Makes the record of one path match storage again (a commit whose rename failed). */
-    async reconcile(productId: string, path: string, stored: { size: number; modified_at: string; uploaded_at: string } | null): Promise<void> {
-      await writeFiles(productId, async (trx) => {
-        if (!stored) {
-          await trx.deleteFrom('product_files').where('product_id', '=', productId).where('path', '=', path).execute();
-          return;
-        }
-        await trx
-          .insertInto('product_files')
-          .values({ product_id: productId, path, ...stored })
-          .onConflict((oc) => oc.columns(['product_id', 'path']).doUpdateSet({ size: stored.size, modified_at: stored.modified_at }))
-          .execute();
-      });
-    },
-
-    /** The update trigger counts the change (migration 0004) when a row was there. */
-    async setModifiedAt(productId: string, path: string, modifiedAt: string): Promise<void> {
-      await writeFiles(productId, async (trx) => {
-        await trx.updateTable('product_files').set({ modified_at: modifiedAt }).where('product_id', '=', productId).where('path', '=', path).execute();
-      });
-    },
-
-    async removeFile(productId: string, path: string): Promise<void> {
-      await writeFiles(productId, async (trx) => {
-        await trx.deleteFrom('product_files').where('product_id', '=', productId).where('path', '=', path).execute();
-        await bumpOnly(trx, productId);
-      });
-    },
-
-    /** Moves one file's row, or every row below a folder, replacing rows at the target. */
-    async move(productId: string, from: string, to: string, now: string): Promise<void> {
-      await writeFiles(productId, async (trx) => {
-        const rows = await trx
-          .selectFrom('product_files')
-          .selectAll()
-          .where('product_id', '=', productId)
-          .where((eb) => eb.or([eb('path', '=', from), startsWith(`${from}/`)]))
-          .execute();
-        await trx
-          .deleteFrom('product_files')
-          .where('product_id', '=', productId)
-          .where((eb) =>
-            eb.or([eb('path', '=', from), startsWith(`${from}/`), eb('path', '=', to), startsWith(`${to}/`)]),
-          )
-          .execute();
-        for (const r of rows) {
-          await trx
-            .insertInto('product_files')
-            .values({ ...r, path: to + r.path.slice(from.length), uploaded_at: now })
-            .execute();
-        }
-        await bump(trx, productId, now);
-      });
     },
 
     async find(productId: string, path: string): Promise<FileRow | undefined> {

@@ -72,15 +72,6 @@ export function filesService({ storage, repo, limits: defaults, now = () => new 
     );
   }
 
-  async function reconcile(productId: string, path: string): Promise<void> {
-    const st = await storage.stat(key(productId, path));
-    await repo.reconcile(
-      productId,
-      path,
-      st?.type === 'file' ? { size: st.size, modified_at: iso(st.mtimeMs), uploaded_at: now().toISOString() } : null,
-    );
-  }
-
   return {
     storage,
     key,
@@ -141,28 +132,32 @@ export function filesService({ storage, repo, limits: defaults, now = () => new 
         },
         read: (buffer, offset, length, position) => pending.read(buffer, offset, length, position),
         async commit(times) {
-          let recorded = false;
-          try {
-            return await pending.commit(times, async (entry) => {
-              const row = { product_id: productId, path, size: entry.size, modified_at: iso(entry.mtimeMs), uploaded_at: now().toISOString() };
-              if (!(await repo.recordUploadWithin(row, defaults))) throw await commitRefusal(productId, path, entry.size);
-              recorded = true;
+          // Record, rename, COMMIT as one unit under the product's lock: a remove or rename of
+          // the path or its folder comes wholly before or wholly after (issue #10), and a
+          // failed rename (its folder was removed meanwhile) rolls the record back.
+          // The refusal's reason is read after the transaction ends: on SQLite the transaction
+          // holds the only connection, so a read inside it would wait for itself.
+          return pending.commit(times, async (entry, place) => {
+            const recorded = await repo.inProductLock(productId, async (rows) => {
+              const row = { path, size: entry.size, modified_at: iso(entry.mtimeMs), uploaded_at: now().toISOString() };
+              if (!(await rows.recordUploadWithin(row, defaults))) return false;
+              place();
+              return true;
             });
-          } catch (e) {
-            // Recorded, but the rename failed (the folder was removed meanwhile…): the record
-            // follows what storage holds at the path now.
-            if (recorded) await reconcile(productId, path).catch(() => {});
-            throw e;
-          }
+            if (!recorded) throw await commitRefusal(productId, path, entry.size);
+          });
         },
         abort: () => pending.abort(),
       };
     },
 
+    // Each change below is one unit with its record (see `commit`): the row changes first,
+    // the storage step last, so a failed storage step rolls the row change back.
     async remove(productId: string, path: string): Promise<boolean> {
-      const removed = await storage.remove(key(productId, path));
-      await repo.removeFile(productId, path);
-      return removed;
+      return repo.inProductLock(productId, async (rows) => {
+        await rows.removeFile(path);
+        return storage.remove(key(productId, path));
+      });
     },
 
     async removeDir(productId: string, path: string): Promise<void> {
@@ -175,13 +170,17 @@ export function filesService({ storage, repo, limits: defaults, now = () => new 
 
     /** Renames a file or folder (replacing a file at `to`, as uploads overwrite). */
     async rename(productId: string, from: string, to: string): Promise<void> {
-      await storage.rename(key(productId, from), key(productId, to));
-      await repo.move(productId, from, to, now().toISOString());
+      await repo.inProductLock(productId, async (rows) => {
+        await rows.move(from, to, now().toISOString());
+        await storage.rename(key(productId, from), key(productId, to));
+      });
     },
 
     async setTimes(productId: string, path: string, atimeMs: number, mtimeMs: number): Promise<void> {
-      await storage.setTimes(key(productId, path), atimeMs, mtimeMs);
-      await repo.setModifiedAt(productId, path, iso(mtimeMs));
+      await repo.inProductLock(productId, async (rows) => {
+        await rows.setModifiedAt(path, iso(mtimeMs));
+        await storage.setTimes(key(productId, path), atimeMs, mtimeMs);
+      });
     },
 
     async summary(productId: string): Promise<FilesSummary> {
