@@ -76,13 +76,14 @@ export function registerExecutorRoutes(app: HttpApp, ctx: RunnerContext): void {
         tags: ['executors'],
         summary: 'Executor heartbeat',
         description:
-          'Marks the executor online, extends the leases of the runs it holds and answers instructions: `cancel` lists runs to kill now ' +
+          'Marks the executor online, extends the leases of the held runs listed in `runs` and answers instructions: `cancel` lists runs to kill now ' +
           '(cancelled by a user, or — of the `runs` the executor reports holding — those that are no longer its own), `drain` says to claim nothing new, ' +
-          '`heartbeatMs` when to send the next heartbeat. Runs held without a heartbeat for `RUNNER_LEASE_SECONDS` are re-queued.',
+          '`heartbeatMs` when to send the next heartbeat. Only the runs listed in `runs` are kept: a held run the executor does not list (for example one whose claim answer it never got) ' +
+          'is not extended, and like every run held without a heartbeat for `RUNNER_LEASE_SECONDS` it is re-queued by the sweeper. List every run being executed, also while killing it.',
         operationId: 'executorHeartbeat',
         params: IdParams,
         body: Type.Object(
-          { runs: Type.Optional(Type.Array(Id, { maxItems: 256, description: 'ids of the runs the executor is running now' })) },
+          { runs: Type.Optional(Type.Array(Id, { maxItems: 256, description: 'ids of the runs the executor is running now: only their leases are extended' })) },
           { additionalProperties: false },
         ),
         response: { 200: Heartbeat, ...errors(...PROTECTED, 404) },
@@ -128,6 +129,12 @@ export function registerExecutorRoutes(app: HttpApp, ctx: RunnerContext): void {
         const waitMs = Number(req.query.wait ?? DEFAULT_CLAIM_WAIT_SECONDS) * 1000;
         const claim = await executors.claim(req.params.id, req.ip, waitMs, gone.signal);
         if (!claim) return reply.code(204).send(null);
+        // The client left while the run was being taken: put it back (no attempt used up). If it
+        // leaves later, the run is not in its heartbeats' `runs`, so its lease runs out.
+        if (gone.signal.aborted || reply.raw.destroyed) {
+          await executors.unclaim(claim);
+          return reply.code(204).send(null);
+        }
         return {
           run: presentRun(claim.run),
           lease: claim.lease,

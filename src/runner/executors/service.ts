@@ -130,14 +130,15 @@ export class ExecutorsService {
   }
 
   /**
-   * Marks the executor online, extends the leases of the runs it holds and answers what to do:
-   * runs being cancelled, runs it reports (`runIds`) that are no longer its own, and drain.
+   * Marks the executor online, extends the leases of the held runs it reports (`runIds`; a held
+   * run it does not report is left to expire and is re-queued by the sweeper) and answers what to
+   * do: runs being cancelled, runs it reports that are no longer its own, and drain.
    */
   async heartbeat(id: string, address: string, runIds: string[] = []): Promise<{ view: ExecutorView; instructions: Instructions }> {
     const now = this.d.now();
     const row = await this.d.executors.heartbeat(id, now.toISOString(), address);
     if (!row) throw new NotFoundError('no such executor');
-    await this.d.runs.extendLeases(row.id, new Date(now.getTime() + this.d.settings.leaseMs).toISOString());
+    await this.d.runs.extendLeases(row.id, runIds, new Date(now.getTime() + this.d.settings.leaseMs).toISOString());
     const cancel = new Set([...(await this.d.runs.cancellingIds(row.id)), ...(await this.d.runs.notHeldBy(row.id, runIds))]);
     return {
       view: await this.view(row),
@@ -153,6 +154,8 @@ export class ExecutorsService {
   async claim(id: string, address: string, waitMs = 0, abort?: AbortSignal): Promise<Claim | null> {
     const deadline = Date.now() + waitMs;
     for (;;) {
+      // A client that went away takes nothing: the answer could not reach it (review of #8).
+      if (abort?.aborted) return null;
       const ticket = this.d.queue.ticket();
       const now = this.d.now();
       const token = generateToken(LEASE_PREFIX);
@@ -168,6 +171,14 @@ export class ExecutorsService {
       if (left <= 0 || abort?.aborted || this.d.queue.closed) return null;
       await this.d.queue.wait(ticket, Math.min(left, this.d.settings.recheckMs), abort);
     }
+  }
+
+  /**
+   * Puts back a run whose claim answer could not be delivered (the client went away after the
+   * run was taken): queued again without using up an attempt.
+   */
+  async unclaim(claim: Claim): Promise<void> {
+    if (await this.d.runs.unclaim(claim.run.id, { hash: sha256(claim.lease.token), attempt: claim.lease.attempt })) this.d.queue.notify();
   }
 
   /**

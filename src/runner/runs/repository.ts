@@ -233,14 +233,39 @@ export class RunsRepository {
     return row;
   }
 
-  /** Extends the leases of the executor's held runs (its heartbeat). */
-  async extendLeases(executorId: string, leaseExpiresAt: string): Promise<void> {
+  /**
+   * Extends the leases of the held runs the executor reported in its heartbeat (`runIds`). A
+   * held run it does not report (say the claim's answer never reached it) is left to expire, and
+   * the sweeper re-queues it: extending every held run would keep a forgotten one forever.
+   */
+  async extendLeases(executorId: string, runIds: string[], leaseExpiresAt: string): Promise<void> {
+    if (runIds.length === 0) return;
     await this.db
       .updateTable('runs')
       .set({ lease_expires_at: leaseExpiresAt })
       .where('executor_id', '=', executorId)
+      .where('id', 'in', runIds)
       .where('status', 'in', HELD)
       .execute();
+  }
+
+  /**
+   * Undoes a claim whose answer could not be delivered (the client went away): the run goes back
+   * to the queue as it was, without using up an attempt. Only while the claim's lease still holds
+   * it and nothing was logged or uploaded under it.
+   */
+  async unclaim(id: string, lease: Lease): Promise<boolean> {
+    const row = await this.db
+      .updateTable('runs')
+      .set((eb) => ({ status: 'queued', executor_id: null, lease_hash: null, lease_expires_at: null, log_ack: 0, attempt: eb('attempt', '-', 1) }))
+      .where('id', '=', id)
+      .where('status', '=', 'running')
+      .where('lease_hash', '=', lease.hash)
+      .where('attempt', '=', lease.attempt)
+      .where('log_ack', '=', 0)
+      .returning('id')
+      .executeTakeFirst();
+    return row !== undefined;
   }
 
   /** Runs held by the executor (running and cancelling both use up its capacity). */
