@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import { dialects } from '../helpers/db.js';
 import { leaseOf, type ProtocolFixture, protocolFixture } from './executor-fixtures.js';
-import { startRunner, type TestRunner } from './helpers.js';
+import { API_KEY, apiKey, startRunner, type TestRunner } from './helpers.js';
 
 /**
  * Server-side defects found by the review of issue #8, each through the HTTP API as an executor
@@ -50,6 +50,24 @@ for (const target of dialects()) {
       await sweep();
       assert.equal((await f.run(kept.id)).status, 'queued');
       assert.equal((await f.complete(kept.id, leaseOf(c2), 'succeeded')).statusCode, 409);
+    });
+
+    test('NUL in log text and in the error of complete is stored as U+FFFD (PostgreSQL text refuses NUL), not a 500', async () => {
+      const run = await f.start();
+      const c = (await f.claim(await f.register())).claim!;
+      const logged = await f.logs(run.id, leaseOf(c), [{ seq: 1, text: 'a\u0000b' }, { seq: 2, text: '\u0000' }]);
+      assert.equal(logged.statusCode, 200, JSON.stringify(logged.body));
+      assert.equal(logged.body.ack, 2);
+      const read = await f.inject({ method: 'GET', url: `/api/runs/${run.id}/logs`, headers: { authorization: `Bearer ${f.session}` } });
+      assert.deepEqual(read.json().items.map((l: { text: string }) => l.text), ['a\uFFFDb', '\uFFFD']);
+      const done = await f.inject({
+        method: 'POST',
+        url: `/api/runs/${run.id}/complete`,
+        headers: apiKey(API_KEY),
+        payload: { ...leaseOf(c), status: 'failed', exitCode: 1, error: 'bad\u0000byte' },
+      });
+      assert.equal(done.statusCode, 200, done.body);
+      assert.equal((await f.run(run.id)).error, 'bad\uFFFDbyte');
     });
   });
 }

@@ -164,7 +164,7 @@ export function registerExecutorRoutes(app: HttpApp, ctx: RunnerContext): void {
           {
             ...LeaseBody,
             chunks: Type.Array(
-              Type.Object({ seq: Type.Integer({ minimum: 1, maximum: MAX_COUNTER }), text: Type.String({ maxLength: 65_536 }) }, { additionalProperties: false }),
+              Type.Object({ seq: Type.Integer({ minimum: 1, maximum: MAX_COUNTER }), text: Type.String({ maxLength: 65_536, description: 'log text; NUL (U+0000) is stored as U+FFFD' }) }, { additionalProperties: false }),
               { minItems: 1, maxItems: 500 },
             ),
           },
@@ -214,7 +214,7 @@ export function registerExecutorRoutes(app: HttpApp, ctx: RunnerContext): void {
             ...LeaseBody,
             status: StringEnum(['succeeded', 'failed', 'cancelled']),
             exitCode: Type.Optional(Nullable(Type.Integer({ minimum: INT32_MIN, maximum: INT32_MAX }))),
-            error: Type.Optional(Nullable(Type.String({ maxLength: 10_000 }))),
+            error: Type.Optional(Nullable(Type.String({ maxLength: 10_000, description: 'why the run failed; NUL (U+0000) is stored as U+FFFD' }))),
           },
           { additionalProperties: false },
         ),

@@ -83,6 +83,12 @@ function outputProof(fields: Record<string, string>): LeaseProof {
   return { leaseToken: token, attempt: Number(attempt) };
 }
 
+/**
+ * Command output is arbitrary bytes; PostgreSQL text refuses NUL (U+0000), so it is stored as
+ * U+FFFD, the replacement character, on both databases alike.
+ */
+const withoutNul = (text: string): string => (text.includes('\u0000') ? text.replaceAll('\u0000', '\uFFFD') : text);
+
 const leaseOf = (proof: LeaseProof): Lease => ({ hash: sha256(proof.leaseToken), attempt: proof.attempt });
 
 /**
@@ -186,7 +192,8 @@ export class ExecutorsService {
    * gap-free sequence of this attempt. Chunks more than LOG_WINDOW ahead of it are refused.
    */
   async appendLogs(runId: string, proof: LeaseProof, chunks: { seq: number; text: string }[]): Promise<number> {
-    const outcome = await this.d.runs.appendLogs(runId, leaseOf(proof), chunks, this.d.now().toISOString());
+    const clean = chunks.map((c) => ({ seq: c.seq, text: withoutNul(c.text) }));
+    const outcome = await this.d.runs.appendLogs(runId, leaseOf(proof), clean, this.d.now().toISOString());
     if (outcome === 'stale-lease') throw await this.staleOrMissing(runId);
     if (outcome === 'out-of-window') {
       throw new ValidationError(`log sequences may run at most ${LOG_WINDOW} ahead of the acknowledged one; send the missing chunks first`, [
@@ -270,7 +277,7 @@ export class ExecutorsService {
     proof: LeaseProof,
     result: { status: 'succeeded' | 'failed' | 'cancelled'; exitCode: number | null; error: string | null },
   ): Promise<RunRow> {
-    const done = await this.d.runs.complete(runId, leaseOf(proof), result, this.d.now().toISOString());
+    const done = await this.d.runs.complete(runId, leaseOf(proof), { ...result, error: result.error === null ? null : withoutNul(result.error) }, this.d.now().toISOString());
     if (!done) throw await this.staleOrMissing(runId);
     this.d.queue.notify();
     return done;
