@@ -69,5 +69,30 @@ for (const target of dialects()) {
       assert.equal(done.statusCode, 200, done.body);
       assert.equal((await f.run(run.id)).error, 'bad\uFFFDbyte');
     });
+
+    test('a log batch as large as the schema allows fits the route\'s body limit; a larger body is a 413 problem', async () => {
+      const run = await f.start();
+      const c = (await f.claim(await f.register())).claim!;
+      // 200 chunks of 16,384 three-byte characters: 9.4 MiB of JSON, above the app-wide 1 MiB.
+      const big = Array.from({ length: 200 }, (_, i) => ({ seq: i + 1, text: '\u20ac'.repeat(16_384) }));
+      const ok = await f.logs(run.id, leaseOf(c), big);
+      assert.equal(ok.statusCode, 200, JSON.stringify(ok.body).slice(0, 300));
+      assert.equal(ok.body.ack, 200);
+      // Over the schema: one character more is a 400, not stored.
+      const long = await f.logs(run.id, leaseOf(c), [{ seq: 201, text: 'x'.repeat(16_385) }]);
+      assert.equal(long.statusCode, 400);
+      // Over the body limit: 413 problem+json, and nothing stored.
+      const huge = await f.inject({
+        method: 'POST',
+        url: `/api/runs/${run.id}/logs`,
+        headers: { ...apiKey(API_KEY), 'content-type': 'application/json' },
+        payload: JSON.stringify({ ...leaseOf(c), chunks: Array.from({ length: 200 }, (_, i) => ({ seq: 201 + i, text: '\u0001'.repeat(16_384) })) }),
+      });
+      assert.equal(huge.statusCode, 413, huge.body.slice(0, 300));
+      assert.match(String(huge.headers['content-type']), /application\/problem\+json/);
+      assert.equal(huge.json().code, 'payload_too_large');
+      const read = await f.inject({ method: 'GET', url: `/api/runs/${run.id}/logs?after=1.199&limit=10`, headers: { authorization: `Bearer ${f.session}` } });
+      assert.deepEqual(read.json().items.map((l: { seq: number }) => l.seq), [200]);
+    });
   });
 }

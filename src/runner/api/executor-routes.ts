@@ -13,6 +13,18 @@ const LeaseBody = {
   attempt: Type.Integer({ minimum: 1, maximum: MAX_COUNTER, description: 'the attempt from the claim' }),
 };
 
+/** Most log chunks in one request, and most UTF-16 units of one chunk's text. */
+const MAX_LOG_CHUNKS = 200;
+const MAX_LOG_CHUNK_LENGTH = 16_384;
+/**
+ * Body limit of POST /api/runs/{id}/logs: the largest batch the schema allows must fit, also in
+ * UTF-8 (up to 3 bytes per UTF-16 unit: 200 × 16,384 × 3 = 9.4 MiB) with the JSON around it; the
+ * app-wide 1 MiB limit turned a 3 MB burst of output into a 413 and a lost log (review of #8).
+ * Text JSON-escapes longer (control characters as \uXXXX), so such a batch may still get 413:
+ * send fewer chunks then.
+ */
+const LOG_BODY_LIMIT = 10 * 1024 * 1024;
+
 /** Seconds a claim waits for a run when `wait` is not given (issue #8). */
 const DEFAULT_CLAIM_WAIT_SECONDS = 20;
 
@@ -151,21 +163,29 @@ export function registerExecutorRoutes(app: HttpApp, ctx: RunnerContext): void {
     '/api/runs/:id/logs',
     {
       config: access(EXECUTORS),
+      bodyLimit: LOG_BODY_LIMIT,
       schema: {
         tags: ['executors'],
         summary: 'Append log chunks to a run (executor)',
         description:
           'Numbered chunks of the lease\'s attempt (each attempt counts from 1); a sequence already stored is ignored, so retries are safe. ' +
           'Answers the highest sequence of this attempt stored without a gap (`ack`); a chunk more than 10000 ahead of it gets 400 `log_seq_out_of_window`. ' +
-          'A lease that no longer holds the run (re-queued, finished) gets 409; a run being cancelled still takes its last lines.',
+          'A lease that no longer holds the run (re-queued, finished) gets 409; a run being cancelled still takes its last lines. ' +
+          `The body may be up to ${LOG_BODY_LIMIT / 1024 / 1024} MiB (enough for ${MAX_LOG_CHUNKS} chunks of ${MAX_LOG_CHUNK_LENGTH} characters in UTF-8); a larger one gets 413: send it in smaller batches.`,
         operationId: 'appendRunLogs',
         params: IdParams,
         body: Type.Object(
           {
             ...LeaseBody,
             chunks: Type.Array(
-              Type.Object({ seq: Type.Integer({ minimum: 1, maximum: MAX_COUNTER }), text: Type.String({ maxLength: 65_536, description: 'log text; NUL (U+0000) is stored as U+FFFD' }) }, { additionalProperties: false }),
-              { minItems: 1, maxItems: 500 },
+              Type.Object(
+                {
+                  seq: Type.Integer({ minimum: 1, maximum: MAX_COUNTER }),
+                  text: Type.String({ maxLength: MAX_LOG_CHUNK_LENGTH, description: 'log text (UTF-16 units); NUL (U+0000) is stored as U+FFFD' }),
+                },
+                { additionalProperties: false },
+              ),
+              { minItems: 1, maxItems: MAX_LOG_CHUNKS },
             ),
           },
           { additionalProperties: false },
