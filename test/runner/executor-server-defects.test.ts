@@ -1,8 +1,15 @@
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { PassThrough, type Readable } from 'node:stream';
+import { setTimeout as delay } from 'node:timers/promises';
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import { dialects } from '../helpers/db.js';
 import { leaseOf, type ProtocolFixture, protocolFixture } from './executor-fixtures.js';
-import { API_KEY, apiKey, startRunner, type TestRunner } from './helpers.js';
+import { API_KEY, apiKey, bearer, multipart, startRunner, type TestRunner } from './helpers.js';
+
+const sha = (b: string | Buffer) => createHash('sha256').update(b).digest('hex');
 
 /**
  * Server-side defects found by the review of issue #8, each through the HTTP API as an executor
@@ -93,6 +100,97 @@ for (const target of dialects()) {
       assert.equal(huge.json().code, 'payload_too_large');
       const read = await f.inject({ method: 'GET', url: `/api/runs/${run.id}/logs?after=1.199&limit=10`, headers: { authorization: `Bearer ${f.session}` } });
       assert.deepEqual(read.json().items.map((l: { seq: number }) => l.seq), [200]);
+    });
+
+    /** PUT of one output under a lease; `body` may be a stream (a slow upload). */
+    const put = (runId: string, name: string, lease: { leaseToken: string; attempt: number }, data: Buffer, digest = sha(data)) => {
+      const m = multipart([
+        { name: 'leaseToken', value: lease.leaseToken },
+        { name: 'attempt', value: String(lease.attempt) },
+        { name: 'sha256', value: digest },
+        { name: 'file', file: data, filename: name },
+      ]);
+      return { m, send: (payload: Buffer | Readable = m.payload) => f.inject({ method: 'PUT', url: `/api/runs/${runId}/outputs/${name}`, headers: { ...apiKey(API_KEY), ...m.headers }, payload }) };
+    };
+    const download = (runId: string, name: string) => f.inject({ method: 'GET', url: `/api/runs/${runId}/outputs/${name}`, headers: bearer(f.session) });
+    const listed = async (runId: string) =>
+      (await f.inject({ method: 'GET', url: `/api/runs/${runId}/outputs`, headers: bearer(f.session) })).json().items.map((o: { name: string }) => o.name);
+    const outputsDir = () => path.join(r.config.runner.storageDir, 'outputs');
+
+    test('a slow upload of a lost attempt never replaces the file of the attempt that holds the run now', async () => {
+      const run = await f.start();
+      const c1 = (await f.claim(await f.register())).claim!;
+      const stale = put(run.id, 'result.csv', leaseOf(c1), Buffer.alloc(64 * 1024, 'A'));
+      // Attempt 1 starts its upload: the lease holds, the bytes begin to flow, then stall.
+      const slow = new PassThrough();
+      const half = stale.m.payload.length - 1000;
+      slow.write(stale.m.payload.subarray(0, half));
+      const staleAnswer = stale.send(slow);
+      while (!fs.existsSync(path.join(outputsDir(), '.tmp')) || fs.readdirSync(path.join(outputsDir(), '.tmp')).length === 0) await delay(5);
+      // Its executor is lost meanwhile; attempt 2 uploads its own result.
+      r.clock.advance(61_000);
+      await sweep();
+      const c2 = (await f.claim(await f.register())).claim!;
+      assert.equal(c2.lease.attempt, 2);
+      const fresh = Buffer.from('from attempt 2\n');
+      assert.equal((await put(run.id, 'result.csv', leaseOf(c2), fresh).send()).statusCode, 200);
+      // Attempt 1's upload ends now: refused, and the file stays attempt 2's.
+      slow.end(stale.m.payload.subarray(half));
+      assert.equal((await staleAnswer).statusCode, 409);
+      assert.equal((await f.complete(run.id, leaseOf(c2), 'succeeded')).statusCode, 200);
+      const dl = await download(run.id, 'result.csv');
+      assert.equal(dl.statusCode, 200);
+      assert.equal(dl.body, fresh.toString());
+      assert.equal(dl.headers['x-content-sha256'], sha(fresh));
+    });
+
+    test('a re-upload with a wrong sha256 keeps the recorded file (was: deleted it, download 404)', async () => {
+      const run = await f.start();
+      const c = (await f.claim(await f.register())).claim!;
+      const good = Buffer.from('good\n');
+      assert.equal((await put(run.id, 'r.txt', leaseOf(c), good).send()).statusCode, 200);
+      const bad = await put(run.id, 'r.txt', leaseOf(c), Buffer.from('other\n'), sha('not it')).send();
+      assert.equal(bad.statusCode, 400);
+      assert.equal(bad.json().code, 'checksum_mismatch');
+      const dl = await download(run.id, 'r.txt');
+      assert.equal(dl.statusCode, 200);
+      assert.equal(dl.body, 'good\n');
+      assert.deepEqual(fs.readdirSync(path.join(outputsDir(), '.tmp')), []);
+    });
+
+    test('outputs of a lost attempt leave the run: requeued by the sweeper, handed back, or executor removed', async () => {
+      const run = await f.start();
+      const data = Buffer.from('attempt output\n');
+      // 1. the sweeper
+      let ex = await f.register();
+      let c = (await f.claim(ex)).claim!;
+      assert.equal((await put(run.id, 'result.csv', leaseOf(c), data).send()).statusCode, 200);
+      assert.deepEqual(await listed(run.id), ['result.csv']);
+      r.clock.advance(61_000);
+      await sweep();
+      assert.deepEqual(await listed(run.id), []);
+      assert.equal((await download(run.id, 'result.csv')).statusCode, 404);
+      assert.equal(fs.existsSync(path.join(outputsDir(), run.id, String(c.lease.attempt))), false, 'the lost attempt\'s files are removed');
+      // 2. release
+      c = (await f.claim(ex)).claim!;
+      assert.equal((await put(run.id, 'result.csv', leaseOf(c), data).send()).statusCode, 200);
+      const released = await f.inject({ method: 'POST', url: `/api/runs/${run.id}/release`, headers: apiKey(API_KEY), payload: leaseOf(c) });
+      assert.equal(released.statusCode, 200, released.body);
+      assert.deepEqual(await listed(run.id), []);
+      assert.equal(fs.existsSync(path.join(outputsDir(), run.id, String(c.lease.attempt))), false);
+      // 3. executor removal
+      ex = await f.register();
+      c = (await f.claim(ex)).claim!;
+      assert.equal((await put(run.id, 'result.csv', leaseOf(c), data).send()).statusCode, 200);
+      assert.equal((await f.inject({ method: 'DELETE', url: `/api/executors/${ex}`, headers: apiKey(API_KEY) })).statusCode, 204);
+      assert.deepEqual(await listed(run.id), []);
+      assert.equal(fs.existsSync(path.join(outputsDir(), run.id, String(c.lease.attempt))), false);
+      // The attempt that finishes shows only its own outputs.
+      c = (await f.claim(await f.register())).claim!;
+      assert.equal((await put(run.id, 'final.csv', leaseOf(c), data).send()).statusCode, 200);
+      assert.equal((await f.complete(run.id, leaseOf(c), 'succeeded')).statusCode, 200);
+      assert.deepEqual(await listed(run.id), ['final.csv']);
+      assert.equal((await download(run.id, 'final.csv')).body, data.toString());
     });
   });
 }

@@ -319,7 +319,7 @@ describe('permission table: every route × every principal', () => {
     const queued = await runs.create(run('queued'));
     const finished = await runs.create(run('succeeded', { finished_at: now, attempt: 1 }));
     await db.insertInto('run_logs').values({ run_id: finished.id, attempt: 1, seq: 1, text: 'done', created_at: now }).execute();
-    const stored = await new LocalRunOutputStorage(r.config.runner.storageDir).save(finished.id, 'report.csv', Readable.from(['a,b\n']), 100);
+    const stored = await new LocalRunOutputStorage(r.config.runner.storageDir).save(finished.id, 1, 'report.csv', Readable.from(['a,b\n']), 100);
     await db.insertInto('run_outputs').values({ run_id: finished.id, name: 'report.csv', ...stored, content_type: 'text/csv', created_at: now }).execute();
     const executorId = randomUUID();
     await new ExecutorsRepository(db).insert({

@@ -218,21 +218,30 @@ export class ExecutorsService {
       upload.source.resume();
       throw await this.staleOrMissing(runId);
     }
-    const stored = await this.d.outputs.save(runId, name, upload.source, this.d.settings.maxOutputBytes);
-    if (!constantTimeEqual(stored.sha256, upload.sha256.toLowerCase())) {
-      await this.d.outputs.remove(runId, name);
-      throw new ValidationError('the uploaded file does not match its sha256', [
-        { field: 'sha256', message: `the file's sha256 is ${stored.sha256}` },
-      ], 'checksum_mismatch');
+    // Into a temporary file first: checked, then recorded under the lease, only then in place.
+    // So a bad upload never touches the recorded file, and an upload of a lost attempt never
+    // becomes an output (files are kept per attempt besides; review of #8).
+    const received = await this.d.outputs.receive(runId, upload.source, this.d.settings.maxOutputBytes);
+    const stored = { size: received.size, sha256: received.sha256 };
+    try {
+      if (!constantTimeEqual(stored.sha256, upload.sha256.toLowerCase())) {
+        throw new ValidationError('the uploaded file does not match its sha256', [
+          { field: 'sha256', message: `the file's sha256 is ${stored.sha256}` },
+        ], 'checksum_mismatch');
+      }
+      const recorded = await this.d.runs.recordOutput(runId, lease, {
+        name,
+        size: stored.size,
+        sha256: stored.sha256,
+        content_type: upload.contentType,
+        created_at: this.d.now().toISOString(),
+      });
+      if (!recorded) throw await this.staleOrMissing(runId);
+      await this.d.outputs.place(received, runId, proof.attempt, name);
+    } catch (e) {
+      await this.d.outputs.discard(received);
+      throw e;
     }
-    const recorded = await this.d.runs.recordOutput(runId, lease, {
-      name,
-      size: stored.size,
-      sha256: stored.sha256,
-      content_type: upload.contentType,
-      created_at: this.d.now().toISOString(),
-    });
-    if (!recorded) throw await this.staleOrMissing(runId);
     return { name, ...stored };
   }
 
@@ -287,6 +296,7 @@ export class ExecutorsService {
   async release(runId: string, proof: LeaseProof): Promise<RunRow> {
     const row = await this.d.runs.release(runId, leaseOf(proof), this.d.now().toISOString());
     if (!row) throw await this.staleOrMissing(runId);
+    if (row.status === 'queued') await this.d.outputs.removeAttempt(runId, proof.attempt);
     this.d.queue.notify();
     return row;
   }
@@ -315,7 +325,8 @@ export class ExecutorsService {
   /** Its running runs go back to the queue. */
   async remove(id: string): Promise<void> {
     await this.load(id);
-    await this.d.runs.requeueExecutorRuns(id, this.d.now().toISOString());
+    const lost = await this.d.runs.requeueExecutorRuns(id, this.d.now().toISOString());
+    for (const l of lost) await this.d.outputs.removeAttempt(l.id, l.attempt);
     await this.d.executors.delete(id);
     this.d.queue.notify();
   }

@@ -50,10 +50,26 @@ export type ClaimOutcome = { run: RunRow } | 'unknown-executor' | 'draining' | '
 
 export type AppendOutcome = { ack: number } | 'stale-lease' | 'out-of-window';
 
+/** A run put back in the queue and the attempt it lost (whose outputs are dropped). */
+export interface LostAttempt {
+  id: string;
+  attempt: number;
+}
+
 export interface SweepResult {
   requeued: string[];
+  /** The requeued runs with the attempt each lost: their output rows are gone, files to remove. */
+  lost: LostAttempt[];
   failed: string[];
   cancelled: string[];
+}
+
+/**
+ * A requeued run loses the outputs its lost attempt uploaded: the next attempt starts clean, so
+ * a run never lists a file an earlier attempt left (review of #8). Same transaction as the requeue.
+ */
+async function dropOutputs(trx: Kysely<RunnerDB>, runIds: string[]): Promise<void> {
+  if (runIds.length > 0) await trx.deleteFrom('run_outputs').where('run_id', 'in', runIds).execute();
 }
 
 export class RunsRepository {
@@ -137,9 +153,15 @@ export class RunsRepository {
       const requeued = await expired(trx)
         .set({ status: 'queued', executor_id: null, lease_hash: null, lease_expires_at: null, log_ack: 0 })
         .where('status', '=', 'running')
-        .returning('id')
+        .returning(['id', 'attempt'])
         .execute();
-      return { requeued: requeued.map((r) => r.id), failed: failed.map((r) => r.id), cancelled: cancelled.map((r) => r.id) };
+      await dropOutputs(trx, requeued.map((r) => r.id));
+      return {
+        requeued: requeued.map((r) => r.id),
+        lost: requeued.map((r) => ({ id: r.id, attempt: r.attempt })),
+        failed: failed.map((r) => r.id),
+        cancelled: cancelled.map((r) => r.id),
+      };
     });
   }
 
@@ -396,13 +418,13 @@ export class RunsRepository {
         .returningAll()
         .executeTakeFirst();
       if (cancelled) return cancelled;
-      return (
-        (await held(trx)
-          .set({ status: 'queued', executor_id: null, lease_hash: null, lease_expires_at: null, log_ack: 0 })
-          .where('status', '=', 'running')
-          .returningAll()
-          .executeTakeFirst()) ?? null
-      );
+      const queued = await held(trx)
+        .set({ status: 'queued', executor_id: null, lease_hash: null, lease_expires_at: null, log_ack: 0 })
+        .where('status', '=', 'running')
+        .returningAll()
+        .executeTakeFirst();
+      if (queued) await dropOutputs(trx, [queued.id]);
+      return queued ?? null;
     });
   }
 
@@ -438,8 +460,11 @@ export class RunsRepository {
     return this.db.selectFrom('run_outputs').selectAll().where('run_id', '=', runId).where('name', '=', name).executeTakeFirst();
   }
 
-  /** Puts the runs an executor held back in the queue (executor removed); cancelling ones end. */
-  async requeueExecutorRuns(executorId: string, now: string): Promise<string[]> {
+  /**
+   * Puts the runs an executor held back in the queue (executor removed), dropping the lost
+   * attempts' output rows; cancelling ones end. Answers the requeued runs and attempts lost.
+   */
+  async requeueExecutorRuns(executorId: string, now: string): Promise<LostAttempt[]> {
     return this.db.transaction().execute(async (trx) => {
       await trx
         .updateTable('runs')
@@ -452,9 +477,10 @@ export class RunsRepository {
         .set({ status: 'queued', executor_id: null, lease_hash: null, lease_expires_at: null, log_ack: 0 })
         .where('executor_id', '=', executorId)
         .where('status', '=', 'running')
-        .returning('id')
+        .returning(['id', 'attempt'])
         .execute();
-      return rows.map((r) => r.id);
+      await dropOutputs(trx, rows.map((r) => r.id));
+      return rows.map((r) => ({ id: r.id, attempt: r.attempt }));
     });
   }
 }
