@@ -1,4 +1,4 @@
-import { type Kysely, type Selectable, sql } from 'kysely';
+import { type ExpressionBuilder, type Kysely, type Selectable, sql } from 'kysely';
 import type { DialectName } from '../../infra/database/index.js';
 import type { RunLogsTable, RunnerDB, RunOutputsTable, RunsTable, RunStatus } from '../db/schema.js';
 
@@ -112,22 +112,24 @@ export class RunsRepository {
    * confirms the kill (issue #8). Returns the updated row, or null when it already ended.
    */
   async cancel(id: string, now: string): Promise<RunRow | null> {
-    const queued = await this.db
-      .updateTable('runs')
-      .set({ status: 'cancelled', finished_at: now, lease_hash: null, lease_expires_at: null })
-      .where('id', '=', id)
-      .where('status', '=', 'queued')
-      .returningAll()
-      .executeTakeFirst();
-    if (queued) return queued;
-    const held = await this.db
-      .updateTable('runs')
-      .set({ status: 'cancelling' })
-      .where('id', '=', id)
-      .where('status', 'in', HELD)
-      .returningAll()
-      .executeTakeFirst();
-    return held ?? null;
+    // ONE statement for both cases: as two UPDATEs, a sweep requeueing the run between them made
+    // both miss (409 "already ended", and the run ran again; review of #8). On PostgreSQL a row
+    // changed meanwhile is re-read and the CASEs see its new status.
+    const queued = (eb: ExpressionBuilder<RunnerDB, 'runs'>) => eb('status', '=', 'queued');
+    return (
+      (await this.db
+        .updateTable('runs')
+        .set((eb) => ({
+          status: eb.case().when(queued(eb)).then('cancelled').else('cancelling').end().$castTo<RunStatus>(),
+          finished_at: eb.case().when(queued(eb)).then(now).else(eb.ref('finished_at')).end(),
+          lease_hash: eb.case().when(queued(eb)).then(null).else(eb.ref('lease_hash')).end(),
+          lease_expires_at: eb.case().when(queued(eb)).then(null).else(eb.ref('lease_expires_at')).end(),
+        }))
+        .where('id', '=', id)
+        .where('status', 'in', ACTIVE)
+        .returningAll()
+        .executeTakeFirst()) ?? null
+    );
   }
 
   /**
