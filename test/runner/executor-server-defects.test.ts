@@ -207,5 +207,32 @@ for (const target of dialects()) {
       assert.deepEqual(answers.map((a) => a.statusCode).filter((c) => c !== 200), [], 'every cancel of a live run succeeds');
       for (const id of ids) assert.equal((await f.run(id)).status, 'cancelled');
     });
+
+    test('hand-backs (release, executor removal) do not use up attempts; log attempts stay unique; lost executors still do', async () => {
+      const run = await f.start();
+      const ex = await f.register({ capacity: 5 });
+      for (let i = 1; i <= 5; i++) {
+        const c = (await f.claim(ex)).claim!;
+        assert.equal(c.lease.attempt, i);
+        assert.equal((await f.logs(run.id, leaseOf(c), [{ seq: 1, text: `attempt ${i}` }])).body.ack, 1);
+        const released = await f.inject({ method: 'POST', url: `/api/runs/${run.id}/release`, headers: apiKey(API_KEY), payload: leaseOf(c) });
+        assert.equal(released.statusCode, 200, released.body);
+        assert.equal(released.json().status, 'queued');
+      }
+      // Removing the executor that holds it is a hand-back too.
+      const doomed = await f.register();
+      assert.equal((await f.claim(doomed)).claim!.lease.attempt, 6);
+      assert.equal((await f.inject({ method: 'DELETE', url: `/api/executors/${doomed}`, headers: apiKey(API_KEY) })).statusCode, 204);
+      // RUNNER_MAX_ATTEMPTS=3 counts only lost executors: two losses are re-queued, the third fails.
+      for (let lost = 1; lost <= 3; lost++) {
+        const c = (await f.claim(ex)).claim!;
+        assert.equal(c.lease.attempt, 6 + lost);
+        r.clock.advance(61_000);
+        await sweep();
+        assert.equal((await f.run(run.id)).status, lost < 3 ? 'queued' : 'failed', `after loss ${lost}`);
+      }
+      const logs = (await f.inject({ method: 'GET', url: `/api/runs/${run.id}/logs`, headers: bearer(f.session) })).json().items;
+      assert.deepEqual(logs.map((l: { attempt: number; text: string }) => `${l.attempt}:${l.text}`), [1, 2, 3, 4, 5].map((i) => `${i}:attempt ${i}`));
+    });
   });
 }

@@ -311,7 +311,7 @@ describe('permission table: every route × every principal', () => {
       { id: workflowId, project_id: projectId, name: 'wf', description: '', created_by: memberId, created_at: now, updated_at: now },
       { file_name: 'wf.knwf', size: file.size, sha256: file.sha256, storage_key: file.storageKey, created_by: memberId, created_at: now },
     );
-    const run = (status: RunRow['status'], extra: Partial<RunRow> = {}): Omit<RunRow, 'log_ack'> => ({
+    const run = (status: RunRow['status'], extra: Partial<RunRow> = {}): Omit<RunRow, 'log_ack' | 'handbacks'> => ({
       id: randomUUID(), project_id: projectId, workflow_id: workflowId, workflow_version: 1, status, parameters: '{}',
       created_by: memberId, created_at: now, started_at: null, finished_at: null, attempt: 0, executor_id: null, required_labels: '[]', schedule_id: null,
       lease_hash: null, lease_expires_at: null, exit_code: null, error: null, ...extra,

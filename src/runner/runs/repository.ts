@@ -78,8 +78,8 @@ export class RunsRepository {
     private readonly dialect: DialectName,
   ) {}
 
-  async create(row: Omit<RunRow, 'log_ack'>): Promise<RunRow> {
-    const full = { ...row, log_ack: 0 };
+  async create(row: Omit<RunRow, 'log_ack' | 'handbacks'>): Promise<RunRow> {
+    const full = { ...row, log_ack: 0, handbacks: 0 };
     await this.db.insertInto('runs').values(full).execute();
     return full;
   }
@@ -149,7 +149,7 @@ export class RunsRepository {
       const failed = await expired(trx)
         .set({ status: 'failed', finished_at: now, lease_hash: null, lease_expires_at: null, error: 'executor lost' })
         .where('status', '=', 'running')
-        .where('attempt', '>=', maxAttempts)
+        .where((eb) => eb(eb('attempt', '-', eb.ref('handbacks')), '>=', maxAttempts))
         .returning('id')
         .execute();
       const requeued = await expired(trx)
@@ -408,7 +408,8 @@ export class RunsRepository {
 
   /**
    * Puts a held run back in the queue (its executor shuts down and hands it back); it is taken
-   * again as attempt + 1. A run being cancelled ends as cancelled instead. Null: lease gone.
+   * again as attempt + 1, but the hand-back does not count toward the maximum of attempts
+   * (`handbacks`). A run being cancelled ends as cancelled instead. Null: lease gone.
    */
   async release(id: string, lease: Lease, now: string): Promise<RunRow | null> {
     return this.db.transaction().execute(async (trx) => {
@@ -421,7 +422,7 @@ export class RunsRepository {
         .executeTakeFirst();
       if (cancelled) return cancelled;
       const queued = await held(trx)
-        .set({ status: 'queued', executor_id: null, lease_hash: null, lease_expires_at: null, log_ack: 0 })
+        .set((eb) => ({ status: 'queued', executor_id: null, lease_hash: null, lease_expires_at: null, log_ack: 0, handbacks: eb('handbacks', '+', 1) }))
         .where('status', '=', 'running')
         .returningAll()
         .executeTakeFirst();
@@ -476,7 +477,7 @@ export class RunsRepository {
         .execute();
       const rows = await trx
         .updateTable('runs')
-        .set({ status: 'queued', executor_id: null, lease_hash: null, lease_expires_at: null, log_ack: 0 })
+        .set((eb) => ({ status: 'queued', executor_id: null, lease_hash: null, lease_expires_at: null, log_ack: 0, handbacks: eb('handbacks', '+', 1) }))
         .where('executor_id', '=', executorId)
         .where('status', '=', 'running')
         .returning(['id', 'attempt'])
