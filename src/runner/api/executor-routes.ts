@@ -6,7 +6,7 @@ import type { RunnerContext } from '../context.js';
 import { Executor, presentExecutor, presentRun, Run } from './presenters.js';
 import { UnsupportedMediaTypeError } from '../../infra/errors.js';
 import { multipartConfig } from './openapi.js';
-import { errors, Id, IdParams, INT32_MAX, INT32_MIN, items, MAX_COUNTER, Name, NoContent, Nullable, PROTECTED, StringEnum, Timestamp } from './schemas.js';
+import { errors, Id, IdParams, INT32_MAX, INT32_MIN, items, Label, MAX_COUNTER, Name, NoContent, Nullable, PROTECTED, StringEnum, Timestamp } from './schemas.js';
 
 const LeaseBody = {
   leaseToken: Type.String({ minLength: 1, maxLength: 200, description: 'the lease token from the claim' }),
@@ -69,7 +69,7 @@ export function registerExecutorRoutes(app: HttpApp, ctx: RunnerContext): void {
         body: Type.Object(
           {
             name: Name,
-            labels: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { maxItems: 50 })),
+            labels: Type.Optional(Type.Array(Label, { maxItems: 50 })),
             capacity: Type.Optional(Type.Integer({ minimum: 1, maximum: 256 })),
           },
           { additionalProperties: false },
