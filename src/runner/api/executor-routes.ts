@@ -137,6 +137,7 @@ export function registerExecutorRoutes(app: HttpApp, ctx: RunnerContext): void {
       const gone = new AbortController();
       const onClose = () => gone.abort();
       reply.raw.once('close', onClose);
+      if (reply.raw.destroyed || req.raw.socket?.destroyed) gone.abort();
       try {
         const waitMs = Number(req.query.wait ?? DEFAULT_CLAIM_WAIT_SECONDS) * 1000;
         const claim = await executors.claim(req.params.id, req.ip, waitMs, gone.signal);
