@@ -255,7 +255,8 @@ export function registerExecutorRoutes(app: HttpApp, ctx: RunnerContext): void {
       schema: {
         tags: ['executors'],
         summary: 'Hand a run back (executor)',
-        description: 'The executor stops without finishing the run (it is shutting down): the run is queued again for another executor (a run being cancelled ends as cancelled). A stale lease gets 409.',
+        description: 'The executor stops without finishing the run (it is shutting down): the run is queued again for another executor (a run being cancelled ends as cancelled). ' +
+          'A hand-back does not count toward `RUNNER_MAX_ATTEMPTS`; the outputs uploaded under this attempt are dropped. A stale lease gets 409.',
         operationId: 'releaseRun',
         params: IdParams,
         body: Type.Object(LeaseBody, { additionalProperties: false }),
@@ -306,7 +307,7 @@ export function registerExecutorRoutes(app: HttpApp, ctx: RunnerContext): void {
       schema: {
         tags: ['executors'],
         summary: 'Remove an executor',
-        description: 'Its running runs go back to the queue.',
+        description: 'Its running runs go back to the queue (not counted toward `RUNNER_MAX_ATTEMPTS`; outputs of the attempts lost are dropped).',
         operationId: 'deleteExecutor',
         params: IdParams,
         response: { 204: NoContent, ...errors(...PROTECTED, 404) },
