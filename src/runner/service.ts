@@ -234,6 +234,7 @@ export async function createRunnerService(config: Config, options: RunnerService
     }
     const sweeper = new ExecutorSweeper({
       runs: scope.runs,
+      outputs,
       queue,
       now,
       maxAttempts: config.runner.maxAttempts,

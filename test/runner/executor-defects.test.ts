@@ -105,7 +105,7 @@ for (const target of dialects()) {
         assert.equal(c.lease.attempt, attempt);
         // Heartbeats keep it: 40 s, then 40 s more is past the first lease but not the extended one.
         r.clock.advance(40_000);
-        await f.heartbeat(dead);
+        await f.heartbeat(dead, [run.id]);
         r.clock.advance(40_000);
         await sweep();
         assert.equal((await f.run(run.id)).status, 'running');

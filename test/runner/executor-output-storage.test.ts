@@ -14,63 +14,73 @@ import { tempDir } from '../helpers/db.js';
 const sha = (s: string | Buffer) => createHash('sha256').update(s).digest('hex');
 
 describe('run output storage (local)', () => {
-  test('saves under outputs/<runId>/<name>, reports size and sha256, opens it again', async () => {
+  test('saves under outputs/<runId>/<attempt>/<name>, reports size and sha256, opens it again', async () => {
     const dir = tempDir();
     const storage = new LocalRunOutputStorage(dir);
     const runId = randomUUID();
     const body = 'line 1\nline 2\n'.repeat(1000);
-    const stored = await storage.save(runId, 'result.csv', Readable.from([Buffer.from(body.slice(0, 7)), Buffer.from(body.slice(7))]), 1e6);
+    const stored = await storage.save(runId, 1, 'result.csv', Readable.from([Buffer.from(body.slice(0, 7)), Buffer.from(body.slice(7))]), 1e6);
     assert.deepEqual(stored, { size: Buffer.byteLength(body), sha256: sha(body) });
-    assert.equal(fs.readFileSync(path.join(dir, 'outputs', runId, 'result.csv'), 'utf8'), body);
-    assert.equal(await text(await storage.open(runId, 'result.csv')), body);
+    assert.equal(fs.readFileSync(path.join(dir, 'outputs', runId, '1', 'result.csv'), 'utf8'), body);
+    assert.equal(await text(await storage.open(runId, 1, 'result.csv')), body);
   });
 
   test('a second upload of the same name replaces the first whole', async () => {
     const storage = new LocalRunOutputStorage(tempDir());
     const runId = randomUUID();
-    await storage.save(runId, 'a.txt', Readable.from(['first version, longer']), 100);
-    await storage.save(runId, 'a.txt', Readable.from(['second']), 100);
-    assert.equal(await text(await storage.open(runId, 'a.txt')), 'second');
+    await storage.save(runId, 1, 'a.txt', Readable.from(['first version, longer']), 100);
+    await storage.save(runId, 1, 'a.txt', Readable.from(['second']), 100);
+    assert.equal(await text(await storage.open(runId, 1, 'a.txt')), 'second');
   });
 
   test('beyond the size limit: PayloadTooLargeError, no file and no temporary left', async () => {
     const dir = tempDir();
     const storage = new LocalRunOutputStorage(dir);
     const runId = randomUUID();
-    await assert.rejects(storage.save(runId, 'big.bin', Readable.from([Buffer.alloc(60), Buffer.alloc(60)]), 100), PayloadTooLargeError);
-    await assert.rejects(storage.open(runId, 'big.bin'), NotFoundError);
+    await assert.rejects(storage.save(runId, 1, 'big.bin', Readable.from([Buffer.alloc(60), Buffer.alloc(60)]), 100), PayloadTooLargeError);
+    await assert.rejects(storage.open(runId, 1, 'big.bin'), NotFoundError);
     assert.deepEqual(fs.readdirSync(path.join(dir, 'outputs', '.tmp')), []);
     // Exactly at the limit is fine.
-    assert.equal((await storage.save(runId, 'big.bin', Readable.from([Buffer.alloc(100)]), 100)).size, 100);
+    assert.equal((await storage.save(runId, 1, 'big.bin', Readable.from([Buffer.alloc(100)]), 100)).size, 100);
   });
 
   test('a failing source leaves the earlier file in place and no temporary', async () => {
     const dir = tempDir();
     const storage = new LocalRunOutputStorage(dir);
     const runId = randomUUID();
-    await storage.save(runId, 'a.txt', Readable.from(['kept']), 100);
+    await storage.save(runId, 1, 'a.txt', Readable.from(['kept']), 100);
     const broken = new Readable({
       read() {
         this.push('partial');
         this.destroy(new Error('connection reset'));
       },
     });
-    await assert.rejects(storage.save(runId, 'a.txt', broken, 100), /connection reset/);
-    assert.equal(await text(await storage.open(runId, 'a.txt')), 'kept');
+    await assert.rejects(storage.save(runId, 1, 'a.txt', broken, 100), /connection reset/);
+    assert.equal(await text(await storage.open(runId, 1, 'a.txt')), 'kept');
     assert.deepEqual(fs.readdirSync(path.join(dir, 'outputs', '.tmp')), []);
   });
 
-  test('missing output → NotFoundError; remove and removeRun delete, missing is fine', async () => {
+  test('missing output → NotFoundError; attempts are apart; removeAttempt and removeRun delete, missing is fine', async () => {
     const dir = tempDir();
     const storage = new LocalRunOutputStorage(dir);
     const runId = randomUUID();
-    await assert.rejects(storage.open(runId, 'nope'), NotFoundError);
-    await storage.save(runId, 'a', Readable.from(['1']), 10);
-    await storage.save(runId, 'b', Readable.from(['2']), 10);
-    await storage.remove(runId, 'a');
-    await storage.remove(runId, 'a');
-    await assert.rejects(storage.open(runId, 'a'), NotFoundError);
-    assert.equal(await text(await storage.open(runId, 'b')), '2');
+    await assert.rejects(storage.open(runId, 1, 'nope'), NotFoundError);
+    await storage.save(runId, 1, 'a', Readable.from(['1']), 10);
+    await storage.save(runId, 2, 'a', Readable.from(['2']), 10);
+    await storage.removeAttempt(runId, 1);
+    await storage.removeAttempt(runId, 1);
+    await assert.rejects(storage.open(runId, 1, 'a'), NotFoundError);
+    assert.equal(await text(await storage.open(runId, 2, 'a')), '2');
+    // A file stored before outputs were kept per attempt is still found.
+    fs.writeFileSync(path.join(dir, 'outputs', runId, 'old.txt'), 'legacy');
+    assert.equal(await text(await storage.open(runId, 2, 'old.txt')), 'legacy');
+    // An output named like an attempt directory is no file.
+    await assert.rejects(storage.open(runId, 3, '2'), NotFoundError);
+    // A received upload is invisible until placed; discarded, it leaves nothing.
+    const received = await storage.receive(runId, Readable.from(['tmp']), 10);
+    await assert.rejects(storage.open(runId, 2, 'tmp.txt'), NotFoundError);
+    await storage.discard(received);
+    assert.deepEqual(fs.readdirSync(path.join(dir, 'outputs', '.tmp')), []);
     await storage.removeRun(runId);
     await storage.removeRun(runId);
     assert.equal(fs.existsSync(path.join(dir, 'outputs', runId)), false);
@@ -81,8 +91,8 @@ describe('run output storage (local)', () => {
     const storage = new LocalRunOutputStorage(dir);
     const runId = randomUUID();
     for (const name of ['', '.', '..', '../x', 'a/b', 'a\\b', 'a\u0000b', 'a\nb', 'x'.repeat(201)]) {
-      await assert.rejects(storage.save(runId, name, Readable.from(['x']), 10), ValidationError, JSON.stringify(name));
-      await assert.rejects(storage.open(runId, name), ValidationError);
+      await assert.rejects(storage.save(runId, 1, name, Readable.from(['x']), 10), ValidationError, JSON.stringify(name));
+      await assert.rejects(storage.open(runId, 1, name), ValidationError);
     }
     await assert.rejects(storage.removeRun('../etc'), /invalid run id/);
     assert.equal(fs.existsSync(path.join(dir, 'outputs', runId)), false);

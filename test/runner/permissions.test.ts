@@ -311,7 +311,7 @@ describe('permission table: every route × every principal', () => {
       { id: workflowId, project_id: projectId, name: 'wf', description: '', created_by: memberId, created_at: now, updated_at: now },
       { file_name: 'wf.knwf', size: file.size, sha256: file.sha256, storage_key: file.storageKey, created_by: memberId, created_at: now },
     );
-    const run = (status: RunRow['status'], extra: Partial<RunRow> = {}): Omit<RunRow, 'log_ack'> => ({
+    const run = (status: RunRow['status'], extra: Partial<RunRow> = {}): Omit<RunRow, 'log_ack' | 'handbacks'> => ({
       id: randomUUID(), project_id: projectId, workflow_id: workflowId, workflow_version: 1, status, parameters: '{}',
       created_by: memberId, created_at: now, started_at: null, finished_at: null, attempt: 0, executor_id: null, required_labels: '[]', schedule_id: null,
       lease_hash: null, lease_expires_at: null, exit_code: null, error: null, ...extra,
@@ -319,7 +319,7 @@ describe('permission table: every route × every principal', () => {
     const queued = await runs.create(run('queued'));
     const finished = await runs.create(run('succeeded', { finished_at: now, attempt: 1 }));
     await db.insertInto('run_logs').values({ run_id: finished.id, attempt: 1, seq: 1, text: 'done', created_at: now }).execute();
-    const stored = await new LocalRunOutputStorage(r.config.runner.storageDir).save(finished.id, 'report.csv', Readable.from(['a,b\n']), 100);
+    const stored = await new LocalRunOutputStorage(r.config.runner.storageDir).save(finished.id, 1, 'report.csv', Readable.from(['a,b\n']), 100);
     await db.insertInto('run_outputs').values({ run_id: finished.id, name: 'report.csv', ...stored, content_type: 'text/csv', created_at: now }).execute();
     const executorId = randomUUID();
     await new ExecutorsRepository(db).insert({

@@ -153,7 +153,7 @@ for (const target of dialects()) {
 
     let projectId: string;
     let workflowId: string;
-    const run = (extra: Partial<RunRow> = {}): Omit<RunRow, 'log_ack'> => ({
+    const run = (extra: Partial<RunRow> = {}): Omit<RunRow, 'log_ack' | 'handbacks'> => ({
       id: randomUUID(), project_id: projectId, workflow_id: workflowId, workflow_version: 1, status: 'queued', parameters: '{}',
       created_by: null, created_at: T0, started_at: null, finished_at: null, attempt: 0, executor_id: null, required_labels: '[]', schedule_id: null, lease_hash: null,
       lease_expires_at: null, exit_code: null, error: null, ...extra,

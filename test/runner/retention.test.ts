@@ -63,7 +63,7 @@ for (const target of dialects()) {
         .insertInto('run_logs')
         .values([1, 2].map((seq) => ({ run_id: id, attempt: 1, seq, text: `line ${seq}`, created_at: ago(createdDaysAgo) })))
         .execute();
-      const stored = await outputs.save(id, 'result.csv', Readable.from([Buffer.from(`run ${id}\n`)]), 1e6);
+      const stored = await outputs.save(id, 1, 'result.csv', Readable.from([Buffer.from(`run ${id}\n`)]), 1e6);
       await database.db
         .insertInto('run_outputs')
         .values({ run_id: id, name: 'result.csv', size: stored.size, sha256: stored.sha256, content_type: 'text/csv', created_at: ago(createdDaysAgo) })
@@ -71,7 +71,7 @@ for (const target of dialects()) {
       return id;
     }
 
-    const fileOf = (id: string) => path.join(outputs.root, id, 'result.csv');
+    const fileOf = (id: string) => path.join(outputs.root, id, '1', 'result.csv');
     async function rowsOf(id: string) {
       const logs = await database.db.selectFrom('run_logs').select('seq').where('run_id', '=', id).execute();
       const outs = await database.db.selectFrom('run_outputs').select('name').where('run_id', '=', id).execute();

@@ -182,5 +182,25 @@ for (const target of dialects()) {
         assert.equal(res.json().code, 'invalid_field');
       }
     });
+
+    test('NUL and other control characters in names, labels and path parameters: 4xx, never a 500 (PostgreSQL text refuses NUL)', async () => {
+      const app = r.service.app;
+      const cases: [string, string, unknown, number[]][] = [
+        ['GET', `/api/runs/${ids.runId}/outputs/a%00b`, undefined, [400, 404]],
+        ['GET', `/api/runs/${ids.runId}/outputs/a%0Ab`, undefined, [400, 404]],
+        ['POST', '/api/executors/register', { name: 'x\u0000' }, [400]],
+        ['POST', '/api/executors/register', { name: 'line\nbreak' }, [400]],
+        ['POST', '/api/executors/register', { name: 'ok', labels: ['gpu\u0000'] }, [400]],
+        ['POST', '/api/executors/register', { name: 'ok', labels: ['has space'] }, [400]],
+        ['POST', '/api/projects', { name: 'p\u0000' }, [400]],
+      ];
+      for (const [method, url, payload, expected] of cases) {
+        const res = await app.inject({ method: method as 'GET', url, headers: bearer(session), ...(payload ? { payload: payload as object } : {}) });
+        assert.ok(expected.includes(res.statusCode), `${method} ${url} ${JSON.stringify(payload)}: ${res.statusCode} ${res.body}`);
+      }
+      // Ordinary names and labels still register.
+      const ok = await app.inject({ method: 'POST', url: '/api/executors/register', headers: bearer(session), payload: { name: 'büro 1', labels: ['linux', 'gpu.a100'] } });
+      assert.equal(ok.statusCode, 201, ok.body);
+    });
   });
 }

@@ -6,12 +6,24 @@ import type { RunnerContext } from '../context.js';
 import { Executor, presentExecutor, presentRun, Run } from './presenters.js';
 import { UnsupportedMediaTypeError } from '../../infra/errors.js';
 import { multipartConfig } from './openapi.js';
-import { errors, Id, IdParams, INT32_MAX, INT32_MIN, items, MAX_COUNTER, Name, NoContent, Nullable, PROTECTED, StringEnum, Timestamp } from './schemas.js';
+import { errors, Id, IdParams, INT32_MAX, INT32_MIN, items, Label, MAX_COUNTER, Name, NoContent, Nullable, PROTECTED, StringEnum, Timestamp } from './schemas.js';
 
 const LeaseBody = {
   leaseToken: Type.String({ minLength: 1, maxLength: 200, description: 'the lease token from the claim' }),
   attempt: Type.Integer({ minimum: 1, maximum: MAX_COUNTER, description: 'the attempt from the claim' }),
 };
+
+/** Most log chunks in one request, and most UTF-16 units of one chunk's text. */
+const MAX_LOG_CHUNKS = 200;
+const MAX_LOG_CHUNK_LENGTH = 16_384;
+/**
+ * Body limit of POST /api/runs/{id}/logs: the largest batch the schema allows must fit, also in
+ * UTF-8 (up to 3 bytes per UTF-16 unit: 200 × 16,384 × 3 = 9.4 MiB) with the JSON around it; the
+ * app-wide 1 MiB limit turned a 3 MB burst of output into a 413 and a lost log (review of #8).
+ * Text JSON-escapes longer (control characters as \uXXXX), so such a batch may still get 413:
+ * send fewer chunks then.
+ */
+const LOG_BODY_LIMIT = 10 * 1024 * 1024;
 
 /** Seconds a claim waits for a run when `wait` is not given (issue #8). */
 const DEFAULT_CLAIM_WAIT_SECONDS = 20;
@@ -57,7 +69,7 @@ export function registerExecutorRoutes(app: HttpApp, ctx: RunnerContext): void {
         body: Type.Object(
           {
             name: Name,
-            labels: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { maxItems: 50 })),
+            labels: Type.Optional(Type.Array(Label, { maxItems: 50 })),
             capacity: Type.Optional(Type.Integer({ minimum: 1, maximum: 256 })),
           },
           { additionalProperties: false },
@@ -76,13 +88,14 @@ export function registerExecutorRoutes(app: HttpApp, ctx: RunnerContext): void {
         tags: ['executors'],
         summary: 'Executor heartbeat',
         description:
-          'Marks the executor online, extends the leases of the runs it holds and answers instructions: `cancel` lists runs to kill now ' +
+          'Marks the executor online, extends the leases of the held runs listed in `runs` and answers instructions: `cancel` lists runs to kill now ' +
           '(cancelled by a user, or — of the `runs` the executor reports holding — those that are no longer its own), `drain` says to claim nothing new, ' +
-          '`heartbeatMs` when to send the next heartbeat. Runs held without a heartbeat for `RUNNER_LEASE_SECONDS` are re-queued.',
+          '`heartbeatMs` when to send the next heartbeat. Only the runs listed in `runs` are kept: a held run the executor does not list (for example one whose claim answer it never got) ' +
+          'is not extended, and like every run held without a heartbeat for `RUNNER_LEASE_SECONDS` it is re-queued by the sweeper. List every run being executed, also while killing it.',
         operationId: 'executorHeartbeat',
         params: IdParams,
         body: Type.Object(
-          { runs: Type.Optional(Type.Array(Id, { maxItems: 256, description: 'ids of the runs the executor is running now' })) },
+          { runs: Type.Optional(Type.Array(Id, { maxItems: 256, description: 'ids of the runs the executor is running now: only their leases are extended' })) },
           { additionalProperties: false },
         ),
         response: { 200: Heartbeat, ...errors(...PROTECTED, 404) },
@@ -124,10 +137,17 @@ export function registerExecutorRoutes(app: HttpApp, ctx: RunnerContext): void {
       const gone = new AbortController();
       const onClose = () => gone.abort();
       reply.raw.once('close', onClose);
+      if (reply.raw.destroyed || req.raw.socket?.destroyed) gone.abort();
       try {
         const waitMs = Number(req.query.wait ?? DEFAULT_CLAIM_WAIT_SECONDS) * 1000;
         const claim = await executors.claim(req.params.id, req.ip, waitMs, gone.signal);
         if (!claim) return reply.code(204).send(null);
+        // The client left while the run was being taken: put it back (no attempt used up). If it
+        // leaves later, the run is not in its heartbeats' `runs`, so its lease runs out.
+        if (gone.signal.aborted || reply.raw.destroyed) {
+          await executors.unclaim(claim);
+          return reply.code(204).send(null);
+        }
         return {
           run: presentRun(claim.run),
           lease: claim.lease,
@@ -144,21 +164,29 @@ export function registerExecutorRoutes(app: HttpApp, ctx: RunnerContext): void {
     '/api/runs/:id/logs',
     {
       config: access(EXECUTORS),
+      bodyLimit: LOG_BODY_LIMIT,
       schema: {
         tags: ['executors'],
         summary: 'Append log chunks to a run (executor)',
         description:
           'Numbered chunks of the lease\'s attempt (each attempt counts from 1); a sequence already stored is ignored, so retries are safe. ' +
           'Answers the highest sequence of this attempt stored without a gap (`ack`); a chunk more than 10000 ahead of it gets 400 `log_seq_out_of_window`. ' +
-          'A lease that no longer holds the run (re-queued, finished) gets 409; a run being cancelled still takes its last lines.',
+          'A lease that no longer holds the run (re-queued, finished) gets 409; a run being cancelled still takes its last lines. ' +
+          `The body may be up to ${LOG_BODY_LIMIT / 1024 / 1024} MiB (enough for ${MAX_LOG_CHUNKS} chunks of ${MAX_LOG_CHUNK_LENGTH} characters in UTF-8); a larger one gets 413: send it in smaller batches.`,
         operationId: 'appendRunLogs',
         params: IdParams,
         body: Type.Object(
           {
             ...LeaseBody,
             chunks: Type.Array(
-              Type.Object({ seq: Type.Integer({ minimum: 1, maximum: MAX_COUNTER }), text: Type.String({ maxLength: 65_536 }) }, { additionalProperties: false }),
-              { minItems: 1, maxItems: 500 },
+              Type.Object(
+                {
+                  seq: Type.Integer({ minimum: 1, maximum: MAX_COUNTER }),
+                  text: Type.String({ maxLength: MAX_LOG_CHUNK_LENGTH, description: 'log text (UTF-16 units); NUL (U+0000) is stored as U+FFFD' }),
+                },
+                { additionalProperties: false },
+              ),
+              { minItems: 1, maxItems: MAX_LOG_CHUNKS },
             ),
           },
           { additionalProperties: false },
@@ -207,7 +235,7 @@ export function registerExecutorRoutes(app: HttpApp, ctx: RunnerContext): void {
             ...LeaseBody,
             status: StringEnum(['succeeded', 'failed', 'cancelled']),
             exitCode: Type.Optional(Nullable(Type.Integer({ minimum: INT32_MIN, maximum: INT32_MAX }))),
-            error: Type.Optional(Nullable(Type.String({ maxLength: 10_000 }))),
+            error: Type.Optional(Nullable(Type.String({ maxLength: 10_000, description: 'why the run failed; NUL (U+0000) is stored as U+FFFD' }))),
           },
           { additionalProperties: false },
         ),
@@ -227,7 +255,8 @@ export function registerExecutorRoutes(app: HttpApp, ctx: RunnerContext): void {
       schema: {
         tags: ['executors'],
         summary: 'Hand a run back (executor)',
-        description: 'The executor stops without finishing the run (it is shutting down): the run is queued again for another executor (a run being cancelled ends as cancelled). A stale lease gets 409.',
+        description: 'The executor stops without finishing the run (it is shutting down): the run is queued again for another executor (a run being cancelled ends as cancelled). ' +
+          'A hand-back does not count toward `RUNNER_MAX_ATTEMPTS`; the outputs uploaded under this attempt are dropped. A stale lease gets 409.',
         operationId: 'releaseRun',
         params: IdParams,
         body: Type.Object(LeaseBody, { additionalProperties: false }),
@@ -278,7 +307,7 @@ export function registerExecutorRoutes(app: HttpApp, ctx: RunnerContext): void {
       schema: {
         tags: ['executors'],
         summary: 'Remove an executor',
-        description: 'Its running runs go back to the queue.',
+        description: 'Its running runs go back to the queue (not counted toward `RUNNER_MAX_ATTEMPTS`; outputs of the attempts lost are dropped).',
         operationId: 'deleteExecutor',
         params: IdParams,
         response: { 204: NoContent, ...errors(...PROTECTED, 404) },

@@ -89,7 +89,13 @@ export const NullableTimestamp = Nullable(Timestamp);
 
 export const Email = Type.String({ format: 'email', minLength: 3, maxLength: 254 });
 export const Password = Type.String({ minLength: 10, maxLength: 1024, description: 'at least 10 characters' });
-export const Name = Type.String({ minLength: 1, maxLength: 200, pattern: '\\S' });
+/**
+ * A display name: not blank, no control characters (NUL is refused by PostgreSQL text, and a
+ * newline or escape has no place in a name; review of #8). Leading blanks, the first
+ * other character, the rest: each split is unique, so matching is linear (ajv checks the pattern
+ * even of a string over maxLength).
+ */
+export const Name = Type.String({ minLength: 1, maxLength: 200, pattern: '^[^\\S\\u0000-\\u001f\\u007f]*[^\\s\\u0000-\\u001f\\u007f][^\\u0000-\\u001f\\u007f]*$' });
 
 export function items<T extends TSchema>(schema: T) {
   return Type.Object({ items: Type.Array(schema) });

@@ -330,4 +330,11 @@ export const runnerMigrations: Record<string, Migration> = {
       await db.schema.createIndex('runs_finished').on('runs').column('finished_at').execute();
     },
   },
+  '0010_run_handbacks': {
+    async up(db: Kysely<unknown>) {
+      // Hand-backs (release, executor removal) do not use up an attempt (review of #8): counted
+      // apart, the sweeper fails a run once `attempt - handbacks` reaches RUNNER_MAX_ATTEMPTS.
+      await db.schema.alterTable('runs').addColumn('handbacks', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+    },
+  },
 };

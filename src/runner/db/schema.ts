@@ -1,3 +1,4 @@
+import type { ColumnType } from 'kysely';
 /**
  * Row types of the runner database. Timestamps are ISO-8601 UTC text (`toISOString()`, fixed
  * width so they sort as text on both dialects); flags are integers 0/1; JSON is text.
@@ -179,6 +180,11 @@ export interface RunsTable {
   schedule_id: string | null;
   /** Highest gap-free log sequence of the current attempt (sequences are per attempt). */
   log_ack: number;
+  /**
+   * Attempts that ended by a hand-back (the executor released the run, or was removed): counted
+   * in `attempt` (log numbering stays unique per attempt) but not toward RUNNER_MAX_ATTEMPTS.
+   */
+  handbacks: ColumnType<number, number | undefined, number>;
 }
 
 export interface RunLogsTable {

@@ -83,6 +83,12 @@ function outputProof(fields: Record<string, string>): LeaseProof {
   return { leaseToken: token, attempt: Number(attempt) };
 }
 
+/**
+ * Command output is arbitrary bytes; PostgreSQL text refuses NUL (U+0000), so it is stored as
+ * U+FFFD, the replacement character, on both databases alike.
+ */
+const withoutNul = (text: string): string => (text.includes('\u0000') ? text.replaceAll('\u0000', '\uFFFD') : text);
+
 const leaseOf = (proof: LeaseProof): Lease => ({ hash: sha256(proof.leaseToken), attempt: proof.attempt });
 
 /**
@@ -130,14 +136,15 @@ export class ExecutorsService {
   }
 
   /**
-   * Marks the executor online, extends the leases of the runs it holds and answers what to do:
-   * runs being cancelled, runs it reports (`runIds`) that are no longer its own, and drain.
+   * Marks the executor online, extends the leases of the held runs it reports (`runIds`; a held
+   * run it does not report is left to expire and is re-queued by the sweeper) and answers what to
+   * do: runs being cancelled, runs it reports that are no longer its own, and drain.
    */
   async heartbeat(id: string, address: string, runIds: string[] = []): Promise<{ view: ExecutorView; instructions: Instructions }> {
     const now = this.d.now();
     const row = await this.d.executors.heartbeat(id, now.toISOString(), address);
     if (!row) throw new NotFoundError('no such executor');
-    await this.d.runs.extendLeases(row.id, new Date(now.getTime() + this.d.settings.leaseMs).toISOString());
+    await this.d.runs.extendLeases(row.id, runIds, new Date(now.getTime() + this.d.settings.leaseMs).toISOString());
     const cancel = new Set([...(await this.d.runs.cancellingIds(row.id)), ...(await this.d.runs.notHeldBy(row.id, runIds))]);
     return {
       view: await this.view(row),
@@ -153,6 +160,8 @@ export class ExecutorsService {
   async claim(id: string, address: string, waitMs = 0, abort?: AbortSignal): Promise<Claim | null> {
     const deadline = Date.now() + waitMs;
     for (;;) {
+      // A client that went away takes nothing: the answer could not reach it (review of #8).
+      if (abort?.aborted) return null;
       const ticket = this.d.queue.ticket();
       const now = this.d.now();
       const token = generateToken(LEASE_PREFIX);
@@ -171,11 +180,20 @@ export class ExecutorsService {
   }
 
   /**
+   * Puts back a run whose claim answer could not be delivered (the client went away after the
+   * run was taken): queued again without using up an attempt.
+   */
+  async unclaim(claim: Claim): Promise<void> {
+    if (await this.d.runs.unclaim(claim.run.id, { hash: sha256(claim.lease.token), attempt: claim.lease.attempt })) this.d.queue.notify();
+  }
+
+  /**
    * Stores numbered chunks of the lease's attempt (retries are idempotent); answers the highest
    * gap-free sequence of this attempt. Chunks more than LOG_WINDOW ahead of it are refused.
    */
   async appendLogs(runId: string, proof: LeaseProof, chunks: { seq: number; text: string }[]): Promise<number> {
-    const outcome = await this.d.runs.appendLogs(runId, leaseOf(proof), chunks, this.d.now().toISOString());
+    const clean = chunks.map((c) => ({ seq: c.seq, text: withoutNul(c.text) }));
+    const outcome = await this.d.runs.appendLogs(runId, leaseOf(proof), clean, this.d.now().toISOString());
     if (outcome === 'stale-lease') throw await this.staleOrMissing(runId);
     if (outcome === 'out-of-window') {
       throw new ValidationError(`log sequences may run at most ${LOG_WINDOW} ahead of the acknowledged one; send the missing chunks first`, [
@@ -200,21 +218,30 @@ export class ExecutorsService {
       upload.source.resume();
       throw await this.staleOrMissing(runId);
     }
-    const stored = await this.d.outputs.save(runId, name, upload.source, this.d.settings.maxOutputBytes);
-    if (!constantTimeEqual(stored.sha256, upload.sha256.toLowerCase())) {
-      await this.d.outputs.remove(runId, name);
-      throw new ValidationError('the uploaded file does not match its sha256', [
-        { field: 'sha256', message: `the file's sha256 is ${stored.sha256}` },
-      ], 'checksum_mismatch');
+    // Into a temporary file first: checked, then recorded under the lease, only then in place.
+    // So a bad upload never touches the recorded file, and an upload of a lost attempt never
+    // becomes an output (files are kept per attempt besides; review of #8).
+    const received = await this.d.outputs.receive(runId, upload.source, this.d.settings.maxOutputBytes);
+    const stored = { size: received.size, sha256: received.sha256 };
+    try {
+      if (!constantTimeEqual(stored.sha256, upload.sha256.toLowerCase())) {
+        throw new ValidationError('the uploaded file does not match its sha256', [
+          { field: 'sha256', message: `the file's sha256 is ${stored.sha256}` },
+        ], 'checksum_mismatch');
+      }
+      const recorded = await this.d.runs.recordOutput(runId, lease, {
+        name,
+        size: stored.size,
+        sha256: stored.sha256,
+        content_type: upload.contentType,
+        created_at: this.d.now().toISOString(),
+      });
+      if (!recorded) throw await this.staleOrMissing(runId);
+      await this.d.outputs.place(received, runId, proof.attempt, name);
+    } catch (e) {
+      await this.d.outputs.discard(received);
+      throw e;
     }
-    const recorded = await this.d.runs.recordOutput(runId, lease, {
-      name,
-      size: stored.size,
-      sha256: stored.sha256,
-      content_type: upload.contentType,
-      created_at: this.d.now().toISOString(),
-    });
-    if (!recorded) throw await this.staleOrMissing(runId);
     return { name, ...stored };
   }
 
@@ -259,7 +286,7 @@ export class ExecutorsService {
     proof: LeaseProof,
     result: { status: 'succeeded' | 'failed' | 'cancelled'; exitCode: number | null; error: string | null },
   ): Promise<RunRow> {
-    const done = await this.d.runs.complete(runId, leaseOf(proof), result, this.d.now().toISOString());
+    const done = await this.d.runs.complete(runId, leaseOf(proof), { ...result, error: result.error === null ? null : withoutNul(result.error) }, this.d.now().toISOString());
     if (!done) throw await this.staleOrMissing(runId);
     this.d.queue.notify();
     return done;
@@ -269,6 +296,7 @@ export class ExecutorsService {
   async release(runId: string, proof: LeaseProof): Promise<RunRow> {
     const row = await this.d.runs.release(runId, leaseOf(proof), this.d.now().toISOString());
     if (!row) throw await this.staleOrMissing(runId);
+    if (row.status === 'queued') await this.d.outputs.removeAttempt(runId, proof.attempt);
     this.d.queue.notify();
     return row;
   }
@@ -297,7 +325,8 @@ export class ExecutorsService {
   /** Its running runs go back to the queue. */
   async remove(id: string): Promise<void> {
     await this.load(id);
-    await this.d.runs.requeueExecutorRuns(id, this.d.now().toISOString());
+    const lost = await this.d.runs.requeueExecutorRuns(id, this.d.now().toISOString());
+    for (const l of lost) await this.d.outputs.removeAttempt(l.id, l.attempt);
     await this.d.executors.delete(id);
     this.d.queue.notify();
   }

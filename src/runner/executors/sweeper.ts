@@ -1,9 +1,12 @@
 import { BackgroundLoop } from '../../infra/background-loop.js';
+import type { RunOutputStorage } from '../runs/output-storage.js';
 import type { QueueSignal } from '../runs/queue-signal.js';
 import type { RunsRepository, SweepResult } from '../runs/repository.js';
 
 export interface SweeperDeps {
   runs: RunsRepository;
+  /** Where the files of lost attempts are removed (their rows go with the requeue). */
+  outputs?: Pick<RunOutputStorage, 'removeAttempt'>;
   queue: QueueSignal;
   now: () => Date;
   maxAttempts: number;
@@ -41,6 +44,8 @@ export class ExecutorSweeper {
     const result = await this.d.exclusive(() => this.d.runs.sweepExpiredLeases(this.d.now().toISOString(), this.d.maxAttempts));
     if (result) {
       if (result.requeued.length > 0) this.d.queue.notify();
+      // After the commit: the next attempt writes to its own directory, so nothing it stores is hit.
+      for (const l of result.lost) await this.d.outputs?.removeAttempt(l.id, l.attempt);
       if (result.requeued.length + result.failed.length + result.cancelled.length > 0) this.d.onSweep?.(result);
     }
     return result;

@@ -28,28 +28,42 @@ export interface StoredOutput {
   sha256: string;
 }
 
+/** An upload received into a temporary file, not yet visible as an output. */
+export interface ReceivedOutput extends StoredOutput {
+  /** Opaque to callers: where the bytes wait until `place` or `discard`. */
+  readonly tmp: string;
+}
+
 /**
  * Where the files a run produced live. Like workflow archives, every instance of one runner must
  * use the same storage: an executor uploads through one instance, a user downloads through another.
+ * Outputs are kept per attempt of the run: an upload of a lost attempt can never replace a file
+ * of the attempt that holds the run now (review of #8).
  */
 export interface RunOutputStorage {
   /**
-   * Streams one output in, replacing an earlier upload of the same name (an executor retrying an
-   * upload) atomically. Fails with PayloadTooLargeError beyond `maxBytes`, leaving nothing behind.
+   * Streams an upload into a temporary file, counting and hashing it; nothing is visible yet.
+   * Fails with PayloadTooLargeError beyond `maxBytes`, leaving nothing behind.
    */
-  save(runId: string, name: string, source: Readable, maxBytes: number): Promise<StoredOutput>;
+  receive(runId: string, source: Readable, maxBytes: number): Promise<ReceivedOutput>;
+  /** Makes a received upload the output `name` of the attempt, replacing an earlier one in one step. */
+  place(received: ReceivedOutput, runId: string, attempt: number, name: string): Promise<void>;
+  /** Drops a received upload (checksum mismatch, lease gone). */
+  discard(received: ReceivedOutput): Promise<void>;
+  /** receive + place in one call. */
+  save(runId: string, attempt: number, name: string, source: Readable, maxBytes: number): Promise<StoredOutput>;
   /** A stream of the stored file; NotFoundError when there is none. */
-  open(runId: string, name: string): Promise<Readable>;
-  /** Removes one output (missing is fine). */
-  remove(runId: string, name: string): Promise<void>;
+  open(runId: string, attempt: number, name: string): Promise<Readable>;
+  /** Removes every output of one attempt (it was lost; missing is fine). */
+  removeAttempt(runId: string, attempt: number): Promise<void>;
   /** Removes every output of a run (missing is fine); used by retention. */
   removeRun(runId: string): Promise<void>;
 }
 
 /**
- * Outputs on disk under `<RUNNER_STORAGE_DIR>/outputs/<runId>/<name>`. Files are written to a
- * temporary name in the same directory and renamed, so readers never see half a file and a
- * retried upload replaces the earlier one in one step.
+ * Outputs on disk under `<RUNNER_STORAGE_DIR>/outputs/<runId>/<attempt>/<name>`. Files are
+ * written to a temporary name and renamed, so readers never see half a file and a retried upload
+ * replaces the earlier one in one step.
  */
 export class LocalRunOutputStorage implements RunOutputStorage {
   readonly root: string;
@@ -64,18 +78,21 @@ export class LocalRunOutputStorage implements RunOutputStorage {
     return path.join(this.root, runId);
   }
 
-  private pathOf(runId: string, name: string): string {
+  private attemptDir(runId: string, attempt: number): string {
+    if (!Number.isSafeInteger(attempt) || attempt < 0) throw new Error('invalid attempt for output storage');
+    return path.join(this.dirOf(runId), String(attempt));
+  }
+
+  private static inDir(dir: string, name: string): string {
     const problem = outputNameProblem(name);
     if (problem) throw new ValidationError(`invalid output name: ${problem}`, [{ field: 'name', message: problem }]);
-    const dir = this.dirOf(runId);
     const full = path.resolve(dir, name);
     if (path.dirname(full) !== dir) throw new Error('output name escapes the run directory');
     return full;
   }
 
-  async save(runId: string, name: string, source: Readable, maxBytes: number): Promise<StoredOutput> {
-    const target = this.pathOf(runId, name);
-    await fs.promises.mkdir(path.dirname(target), { recursive: true });
+  async receive(runId: string, source: Readable, maxBytes: number): Promise<ReceivedOutput> {
+    this.dirOf(runId);
     // Temporaries live in a sibling directory no run id can name (run ids have no dot), so a
     // half-written file is never visible under a run and concurrent uploads never collide.
     const tmpDir = path.join(this.root, '.tmp');
@@ -100,26 +117,57 @@ export class LocalRunOutputStorage implements RunOutputStorage {
     });
     try {
       await pipeline(source, count, fs.createWriteStream(tmp, { flags: 'wx', mode: 0o640 }));
-      await fs.promises.rename(tmp, target);
-      return { size, sha256: hash.digest('hex') };
+      return { size, sha256: hash.digest('hex'), tmp };
     } catch (e) {
       await fs.promises.rm(tmp, { force: true });
       throw e;
     }
   }
 
-  async open(runId: string, name: string): Promise<Readable> {
-    const file = this.pathOf(runId, name);
-    // Open first so a missing file is a NotFoundError here, not a stream error mid-response.
-    const handle = await fs.promises.open(file, 'r').catch((e: NodeJS.ErrnoException) => {
-      if (e.code === 'ENOENT') throw new NotFoundError(`run output ${name} not found`);
+  async place(received: ReceivedOutput, runId: string, attempt: number, name: string): Promise<void> {
+    const dir = this.attemptDir(runId, attempt);
+    const target = LocalRunOutputStorage.inDir(dir, name);
+    try {
+      await fs.promises.mkdir(dir, { recursive: true });
+      await fs.promises.rename(received.tmp, target);
+    } catch (e) {
+      await this.discard(received);
       throw e;
-    });
+    }
+  }
+
+  async discard(received: ReceivedOutput): Promise<void> {
+    await fs.promises.rm(received.tmp, { force: true });
+  }
+
+  async save(runId: string, attempt: number, name: string, source: Readable, maxBytes: number): Promise<StoredOutput> {
+    LocalRunOutputStorage.inDir(this.attemptDir(runId, attempt), name);
+    const received = await this.receive(runId, source, maxBytes);
+    await this.place(received, runId, attempt, name);
+    return { size: received.size, sha256: received.sha256 };
+  }
+
+  async open(runId: string, attempt: number, name: string): Promise<Readable> {
+    const file = LocalRunOutputStorage.inDir(this.attemptDir(runId, attempt), name);
+    // Outputs stored before they were kept per attempt lie directly in the run's directory.
+    const legacy = LocalRunOutputStorage.inDir(this.dirOf(runId), name);
+    // Open first so a missing file is a NotFoundError here, not a stream error mid-response.
+    const handle = await fs.promises
+      .open(file, 'r')
+      .catch((e: NodeJS.ErrnoException) => (e.code === 'ENOENT' ? fs.promises.open(legacy, 'r') : Promise.reject(e)))
+      .catch((e: NodeJS.ErrnoException) => {
+        if (e.code === 'ENOENT' || e.code === 'EISDIR') throw new NotFoundError(`run output ${name} not found`);
+        throw e;
+      });
+    if (!(await handle.stat()).isFile()) {
+      await handle.close();
+      throw new NotFoundError(`run output ${name} not found`);
+    }
     return handle.createReadStream();
   }
 
-  async remove(runId: string, name: string): Promise<void> {
-    await fs.promises.rm(this.pathOf(runId, name), { force: true });
+  async removeAttempt(runId: string, attempt: number): Promise<void> {
+    await fs.promises.rm(this.attemptDir(runId, attempt), { recursive: true, force: true });
   }
 
   async removeRun(runId: string): Promise<void> {

@@ -1,4 +1,4 @@
-import { type Kysely, type Selectable, sql } from 'kysely';
+import { type ExpressionBuilder, type Kysely, type Selectable, sql } from 'kysely';
 import type { DialectName } from '../../infra/database/index.js';
 import type { RunLogsTable, RunnerDB, RunOutputsTable, RunsTable, RunStatus } from '../db/schema.js';
 
@@ -50,10 +50,26 @@ export type ClaimOutcome = { run: RunRow } | 'unknown-executor' | 'draining' | '
 
 export type AppendOutcome = { ack: number } | 'stale-lease' | 'out-of-window';
 
+/** A run put back in the queue and the attempt it lost (whose outputs are dropped). */
+export interface LostAttempt {
+  id: string;
+  attempt: number;
+}
+
 export interface SweepResult {
   requeued: string[];
+  /** The requeued runs with the attempt each lost: their output rows are gone, files to remove. */
+  lost: LostAttempt[];
   failed: string[];
   cancelled: string[];
+}
+
+/**
+ * A requeued run loses the outputs its lost attempt uploaded: the next attempt starts clean, so
+ * a run never lists a file an earlier attempt left (review of #8). Same transaction as the requeue.
+ */
+async function dropOutputs(trx: Kysely<RunnerDB>, runIds: string[]): Promise<void> {
+  if (runIds.length > 0) await trx.deleteFrom('run_outputs').where('run_id', 'in', runIds).execute();
 }
 
 export class RunsRepository {
@@ -62,8 +78,8 @@ export class RunsRepository {
     private readonly dialect: DialectName,
   ) {}
 
-  async create(row: Omit<RunRow, 'log_ack'>): Promise<RunRow> {
-    const full = { ...row, log_ack: 0 };
+  async create(row: Omit<RunRow, 'log_ack' | 'handbacks'>): Promise<RunRow> {
+    const full = { ...row, log_ack: 0, handbacks: 0 };
     await this.db.insertInto('runs').values(full).execute();
     return full;
   }
@@ -96,22 +112,24 @@ export class RunsRepository {
    * confirms the kill (issue #8). Returns the updated row, or null when it already ended.
    */
   async cancel(id: string, now: string): Promise<RunRow | null> {
-    const queued = await this.db
-      .updateTable('runs')
-      .set({ status: 'cancelled', finished_at: now, lease_hash: null, lease_expires_at: null })
-      .where('id', '=', id)
-      .where('status', '=', 'queued')
-      .returningAll()
-      .executeTakeFirst();
-    if (queued) return queued;
-    const held = await this.db
-      .updateTable('runs')
-      .set({ status: 'cancelling' })
-      .where('id', '=', id)
-      .where('status', 'in', HELD)
-      .returningAll()
-      .executeTakeFirst();
-    return held ?? null;
+    // ONE statement for both cases: as two UPDATEs, a sweep requeueing the run between them made
+    // both miss (409 "already ended", and the run ran again; review of #8). On PostgreSQL a row
+    // changed meanwhile is re-read and the CASEs see its new status.
+    const queued = (eb: ExpressionBuilder<RunnerDB, 'runs'>) => eb('status', '=', 'queued');
+    return (
+      (await this.db
+        .updateTable('runs')
+        .set((eb) => ({
+          status: eb.case().when(queued(eb)).then('cancelled').else('cancelling').end().$castTo<RunStatus>(),
+          finished_at: eb.case().when(queued(eb)).then(now).else(eb.ref('finished_at')).end(),
+          lease_hash: eb.case().when(queued(eb)).then(null).else(eb.ref('lease_hash')).end(),
+          lease_expires_at: eb.case().when(queued(eb)).then(null).else(eb.ref('lease_expires_at')).end(),
+        }))
+        .where('id', '=', id)
+        .where('status', 'in', ACTIVE)
+        .returningAll()
+        .executeTakeFirst()) ?? null
+    );
   }
 
   /**
@@ -131,15 +149,21 @@ export class RunsRepository {
       const failed = await expired(trx)
         .set({ status: 'failed', finished_at: now, lease_hash: null, lease_expires_at: null, error: 'executor lost' })
         .where('status', '=', 'running')
-        .where('attempt', '>=', maxAttempts)
+        .where((eb) => eb(eb('attempt', '-', eb.ref('handbacks')), '>=', maxAttempts))
         .returning('id')
         .execute();
       const requeued = await expired(trx)
         .set({ status: 'queued', executor_id: null, lease_hash: null, lease_expires_at: null, log_ack: 0 })
         .where('status', '=', 'running')
-        .returning('id')
+        .returning(['id', 'attempt'])
         .execute();
-      return { requeued: requeued.map((r) => r.id), failed: failed.map((r) => r.id), cancelled: cancelled.map((r) => r.id) };
+      await dropOutputs(trx, requeued.map((r) => r.id));
+      return {
+        requeued: requeued.map((r) => r.id),
+        lost: requeued.map((r) => ({ id: r.id, attempt: r.attempt })),
+        failed: failed.map((r) => r.id),
+        cancelled: cancelled.map((r) => r.id),
+      };
     });
   }
 
@@ -233,14 +257,39 @@ export class RunsRepository {
     return row;
   }
 
-  /** Extends the leases of the executor's held runs (its heartbeat). */
-  async extendLeases(executorId: string, leaseExpiresAt: string): Promise<void> {
+  /**
+   * Extends the leases of the held runs the executor reported in its heartbeat (`runIds`). A
+   * held run it does not report (say the claim's answer never reached it) is left to expire, and
+   * the sweeper re-queues it: extending every held run would keep a forgotten one forever.
+   */
+  async extendLeases(executorId: string, runIds: string[], leaseExpiresAt: string): Promise<void> {
+    if (runIds.length === 0) return;
     await this.db
       .updateTable('runs')
       .set({ lease_expires_at: leaseExpiresAt })
       .where('executor_id', '=', executorId)
+      .where('id', 'in', runIds)
       .where('status', 'in', HELD)
       .execute();
+  }
+
+  /**
+   * Undoes a claim whose answer could not be delivered (the client went away): the run goes back
+   * to the queue as it was, without using up an attempt. Only while the claim's lease still holds
+   * it and nothing was logged or uploaded under it.
+   */
+  async unclaim(id: string, lease: Lease): Promise<boolean> {
+    const row = await this.db
+      .updateTable('runs')
+      .set((eb) => ({ status: 'queued', executor_id: null, lease_hash: null, lease_expires_at: null, log_ack: 0, attempt: eb('attempt', '-', 1) }))
+      .where('id', '=', id)
+      .where('status', '=', 'running')
+      .where('lease_hash', '=', lease.hash)
+      .where('attempt', '=', lease.attempt)
+      .where('log_ack', '=', 0)
+      .returning('id')
+      .executeTakeFirst();
+    return row !== undefined;
   }
 
   /** Runs held by the executor (running and cancelling both use up its capacity). */
@@ -359,7 +408,8 @@ export class RunsRepository {
 
   /**
    * Puts a held run back in the queue (its executor shuts down and hands it back); it is taken
-   * again as attempt + 1. A run being cancelled ends as cancelled instead. Null: lease gone.
+   * again as attempt + 1, but the hand-back does not count toward the maximum of attempts
+   * (`handbacks`). A run being cancelled ends as cancelled instead. Null: lease gone.
    */
   async release(id: string, lease: Lease, now: string): Promise<RunRow | null> {
     return this.db.transaction().execute(async (trx) => {
@@ -371,13 +421,13 @@ export class RunsRepository {
         .returningAll()
         .executeTakeFirst();
       if (cancelled) return cancelled;
-      return (
-        (await held(trx)
-          .set({ status: 'queued', executor_id: null, lease_hash: null, lease_expires_at: null, log_ack: 0 })
-          .where('status', '=', 'running')
-          .returningAll()
-          .executeTakeFirst()) ?? null
-      );
+      const queued = await held(trx)
+        .set((eb) => ({ status: 'queued', executor_id: null, lease_hash: null, lease_expires_at: null, log_ack: 0, handbacks: eb('handbacks', '+', 1) }))
+        .where('status', '=', 'running')
+        .returningAll()
+        .executeTakeFirst();
+      if (queued) await dropOutputs(trx, [queued.id]);
+      return queued ?? null;
     });
   }
 
@@ -413,8 +463,11 @@ export class RunsRepository {
     return this.db.selectFrom('run_outputs').selectAll().where('run_id', '=', runId).where('name', '=', name).executeTakeFirst();
   }
 
-  /** Puts the runs an executor held back in the queue (executor removed); cancelling ones end. */
-  async requeueExecutorRuns(executorId: string, now: string): Promise<string[]> {
+  /**
+   * Puts the runs an executor held back in the queue (executor removed), dropping the lost
+   * attempts' output rows; cancelling ones end. Answers the requeued runs and attempts lost.
+   */
+  async requeueExecutorRuns(executorId: string, now: string): Promise<LostAttempt[]> {
     return this.db.transaction().execute(async (trx) => {
       await trx
         .updateTable('runs')
@@ -424,12 +477,13 @@ export class RunsRepository {
         .execute();
       const rows = await trx
         .updateTable('runs')
-        .set({ status: 'queued', executor_id: null, lease_hash: null, lease_expires_at: null, log_ack: 0 })
+        .set((eb) => ({ status: 'queued', executor_id: null, lease_hash: null, lease_expires_at: null, log_ack: 0, handbacks: eb('handbacks', '+', 1) }))
         .where('executor_id', '=', executorId)
         .where('status', '=', 'running')
-        .returning('id')
+        .returning(['id', 'attempt'])
         .execute();
-      return rows.map((r) => r.id);
+      await dropOutputs(trx, rows.map((r) => r.id));
+      return rows.map((r) => ({ id: r.id, attempt: r.attempt }));
     });
   }
 }

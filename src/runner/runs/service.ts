@@ -6,7 +6,7 @@ import type { Principal } from '../auth/authenticate.js';
 import type { RunStatus } from '../db/schema.js';
 import { loadRun, loadWorkflow, type ScopeRepositories } from '../projects/access.js';
 import type { WorkflowRow } from '../workflows/repository.js';
-import type { RunOutputStorage } from './output-storage.js';
+import { outputNameProblem, type RunOutputStorage } from './output-storage.js';
 import type { QueueSignal } from './queue-signal.js';
 import { isTerminal, type LogPosition, type RunLogRow, type RunOutputRow, type RunRow } from './repository.js';
 
@@ -180,9 +180,11 @@ export class RunsService {
   /** One output file of a run, with the project's read permission. */
   async openOutput(p: Principal, id: string, name: string): Promise<{ output: RunOutputRow; stream: Readable }> {
     const run = await loadRun(this.d, p, id, 'read');
-    const output = await this.d.runs.output(run.id, name);
+    // A name no upload could have (NUL, separators…) is not looked up: PostgreSQL refuses NUL.
+    const output = outputNameProblem(name) ? undefined : await this.d.runs.output(run.id, name);
     if (!output) throw new NotFoundError(`run ${run.id} has no output ${name}`);
-    return { output, stream: await this.d.outputs.open(run.id, name) };
+    // The outputs listed are those of the run's latest attempt: a requeue drops the lost one's.
+    return { output, stream: await this.d.outputs.open(run.id, run.attempt, name) };
   }
 
   /**
