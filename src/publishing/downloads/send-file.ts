@@ -58,7 +58,11 @@ export async function sendRange(res: http.ServerResponse, reader: StoredReader, 
       await Promise.race([written[i], closed]);
       if (gone) return;
       // Sized to what is left: a small range never takes two full chunks.
-      const buffer = (buffers[i] ??= takeBuffer(Math.min(CHUNK, end + 1 - position)));
+      let buffer = buffers[i];
+      if (!buffer) {
+        buffer = takeBuffer(Math.min(CHUNK, end + 1 - position));
+        buffers[i] = buffer;
+      }
       const n = await reader.read(buffer, 0, Math.min(buffer.length, end + 1 - position), position);
       if (gone) return;
       // The file shrank under us: the promised length cannot be sent, so the client must not
