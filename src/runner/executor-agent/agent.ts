@@ -434,11 +434,7 @@ export class ExecutorAgent {
       await shipper.flush();
       if (shipper.lost) return;
       if (run.failure) throw new Error(run.failure);
-      if (run.handBack) {
-        await this.#client.json('POST', `/api/runs/${run.id}/release`, lease).catch(() => {});
-        this.o.log('handed_back', { runId: run.id });
-        return;
-      }
+      if (run.handBack) return await this.#handBack(run, lease);
       if (!run.cancelled) await this.#uploadOutputs(run, lease, outDir);
       const status = run.cancelled ? 'cancelled' : exit.code === 0 ? 'succeeded' : 'failed';
       const error = status === 'failed' ? (exit.signal ? `killed by ${exit.signal}` : `exit code ${exit.code}`) : null;
@@ -449,6 +445,8 @@ export class ExecutorAgent {
         this.o.log('lease_lost', { runId: run.id });
         return;
       }
+      // A second SIGTERM during the upload: the run goes back to the queue, it did not fail.
+      if (run.handBack) return await this.#handBack(run, lease);
       // Could not start (archive, unzip, spawn) or could not deliver the log: a failed run.
       run.failure ??= (e as Error).message;
       this.#kill(run);
@@ -468,6 +466,11 @@ export class ExecutorAgent {
       shipper.close();
       fs.rmSync(runDir, { recursive: true, force: true });
     }
+  }
+
+  async #handBack(run: ActiveRun, lease: { leaseToken: string; attempt: number }): Promise<void> {
+    await this.#client.json('POST', `/api/runs/${run.id}/release`, lease).catch(() => {});
+    this.o.log('handed_back', { runId: run.id });
   }
 
   /**
