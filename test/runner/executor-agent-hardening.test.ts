@@ -237,26 +237,81 @@ describe(`pier runner executor against a real runner (${target.name})`, () => {
   });
 });
 
+/** A proxy in front of a real runner that answers 500 to the requests `fail` picks. */
+async function faultProxy(upstream: string, fail: (req: http.IncomingMessage) => boolean): Promise<http.Server> {
+  const proxy = http.createServer(async (req, res) => {
+    if (fail(req)) {
+      req.resume();
+      res.writeHead(500, { 'content-type': 'application/json' }).end('{"status":500}');
+      return;
+    }
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => !['host', 'connection', 'content-length', 'transfer-encoding'].includes(k))) as Record<string, string>;
+    try {
+      const up = await fetch(upstream + (req.url ?? ''), { method: req.method, headers, body: chunks.length ? Buffer.concat(chunks) : undefined });
+      res.writeHead(up.status, { 'content-type': up.headers.get('content-type') ?? 'application/octet-stream' });
+      res.end(Buffer.from(await up.arrayBuffer()));
+    } catch {
+      res.writeHead(502).end();
+    }
+  });
+  await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+  return proxy;
+}
+
+describe('the same executor given its own re-queued run again (heartbeats lost longer than the lease)', () => {
+  test('both attempts are tracked apart: the old one ending does not drop the new one', { timeout: 120_000 }, async () => {
+    const dbh = await target.create();
+    const r = await startRunner({ databaseUrl: dbh.url, clock: realClock, env: { RUNNER_LEASE_SECONDS: '2', RUNNER_SWEEP_SECONDS: '1' } });
+    const upstream = await r.service.app.listen({ host: '127.0.0.1', port: 0 });
+    let blocked = false;
+    const proxy = await faultProxy(upstream, (req) => blocked && /\/(heartbeat|logs)$/.test(req.url ?? ''));
+    const work = tempDir('pier-executors-');
+    const mark = path.join(work, 'go');
+    const ex = startExecutor(`http://127.0.0.1:${(proxy.address() as AddressInfo).port}`, 'twice', path.join(work, 'x'), `while [ ! -f '${mark}' ]; do echo tick {attempt}; sleep 0.3; done; echo done {attempt}`, [
+      '--capacity',
+      '2',
+    ]);
+    try {
+      const f = await protocolFixture(r);
+      const run = await f.start();
+      await until(async () => (await f.run(run.id)).status === 'running', 'attempt 1 to run');
+      blocked = true;
+      // The sweeper re-queues the run; the executor (idle slot, long-poll claim) takes it again.
+      await until(async () => (await f.run(run.id)).attempt === 2, 'attempt 2 to be claimed');
+      await until(() => (ex.output.join('').match(/"event":"claimed"/g) ?? []).length === 2, () => `the second claim: ${ex.output.join('')}`);
+      blocked = false;
+      // Attempt 1 learns it lost its lease (409 on its next log batch) and is stopped.
+      await until(() => ex.output.join('').includes('lease_lost'), () => `attempt 1 to be stopped: ${ex.output.join('')}`);
+      // Stopping now must wait for attempt 2, which still runs.
+      ex.kill('SIGTERM');
+      await until(() => ex.output.join('').includes('"event":"stopping"'), 'the executor to stop claiming');
+      // Had the old attempt's end dropped the new one, the executor would think it holds nothing
+      // and exit at once (its heartbeat loop checks every 0.1 s), leaving attempt 2 orphaned.
+      await new Promise((resolve) => setTimeout(resolve, 2000));
+      assert.equal(ex.exitCode, null, `the executor exited while attempt 2 runs: ${ex.output.join('')}`);
+      fs.writeFileSync(mark, '');
+      await until(async () => (await f.run(run.id)).status === 'succeeded', () => `attempt 2 to finish: ${ex.output.join('')}`, 300);
+      assert.equal(await exited(ex), 0);
+    } finally {
+      if (ex.exitCode === null) ex.kill('SIGKILL');
+      await exited(ex);
+      proxy.close();
+      await r.close();
+      await dbh.drop();
+      fs.rmSync(work, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('a runner whose log endpoint keeps failing with 500', () => {
   test('the run is failed with an error naming the cause instead of being held forever', { timeout: 120_000 }, async () => {
     const dbh = await target.create();
     const r = await startRunner({ databaseUrl: dbh.url, clock: realClock });
     const upstream = await r.service.app.listen({ host: '127.0.0.1', port: 0 });
     // A proxy in front of the real runner that answers 500 to every log request.
-    const proxy = http.createServer(async (req, res) => {
-      if (req.method === 'POST' && /\/logs$/.test(req.url ?? '')) {
-        req.resume();
-        res.writeHead(500, { 'content-type': 'application/json' }).end('{"status":500}');
-        return;
-      }
-      const chunks: Buffer[] = [];
-      for await (const c of req) chunks.push(c as Buffer);
-      const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => !['host', 'connection', 'content-length', 'transfer-encoding'].includes(k))) as Record<string, string>;
-      const up = await fetch(upstream + (req.url ?? ''), { method: req.method, headers, body: chunks.length ? Buffer.concat(chunks) : undefined });
-      res.writeHead(up.status, { 'content-type': up.headers.get('content-type') ?? 'application/octet-stream' });
-      res.end(Buffer.from(await up.arrayBuffer()));
-    });
-    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    const proxy = await faultProxy(upstream, (req) => req.method === 'POST' && /\/logs$/.test(req.url ?? ''));
     const work = tempDir('pier-executors-');
     const ex = startExecutor(`http://127.0.0.1:${(proxy.address() as AddressInfo).port}`, 'flaky', work, 'echo hello; sleep 300', ['--give-up', '3', '--kill-grace', '1']);
     try {
