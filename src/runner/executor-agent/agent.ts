@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ApiError, GaveUpError, type Logger, RunnerClient } from './client.js';
@@ -369,7 +370,8 @@ export class ExecutorAgent {
         const file = path.join(dir, `${key}.knwf`);
         const res = await this.#client.request('GET', download);
         const tmp = `${file}.${process.pid}.tmp`;
-        await fs.promises.writeFile(tmp, Buffer.from(await res.arrayBuffer()));
+        // Streamed to disk: archives may be large.
+        await pipeline(Readable.fromWeb(res.body as import('node:stream/web').ReadableStream), fs.createWriteStream(tmp));
         await fs.promises.rename(tmp, file);
         return file;
       })();
