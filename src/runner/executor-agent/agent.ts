@@ -298,10 +298,12 @@ export class ExecutorAgent {
 
   async #heartbeatLoop(): Promise<void> {
     while (!(this.#stopping && this.#active.size === 0) && !this.#fatal) {
+      let ok = false;
       try {
         const runs = [...new Set([...this.#active.values()].map((r) => r.id))];
         const hb = await this.#client.json<HeartbeatAnswer>('POST', `/api/executors/${this.#id}/heartbeat`, { runs }, { retry: false });
         this.#heartbeatMs = hb.heartbeatMs;
+        ok = true;
         for (const id of hb.cancel) {
           for (const run of this.#active.values()) {
             if (run.id !== id || run.cancelled) continue;
@@ -323,7 +325,9 @@ export class ExecutorAgent {
         }
         this.o.log('heartbeat_failed', { error: (e as Error).message });
       }
-      await this.#pause(Math.min(this.#heartbeatMs, 10_000));
+      // A missed heartbeat is tried again within a second: waiting a whole interval (10 s before
+      // the runner first said how often) could let the leases of the runs held lapse.
+      await this.#pause(ok ? Math.min(this.#heartbeatMs, 10_000) : Math.min(this.#heartbeatMs, 1000));
     }
   }
 
