@@ -223,10 +223,11 @@ describe(`pier runner executor against a real runner (${target.name})`, () => {
 
   test('API down while outputs upload: two SIGTERMs and the executor exits', { timeout: 120_000 }, async () => {
     const mark = path.join(work, 'go');
-    const ex = startExecutor(base, 'upload', path.join(work, 'upload'), `echo data > {out}/a.txt; while [ ! -f '${mark}' ]; do sleep 0.1; done`, ['--kill-grace', '2']);
+    const ex = startExecutor(base, 'upload', path.join(work, 'upload'), `echo data > {out}/a.txt; touch '${mark}.started'; while [ ! -f '${mark}' ]; do sleep 0.1; done`, ['--kill-grace', '2']);
     started.push(ex);
-    const run = await f.start();
-    await until(async () => (await f.run(run.id)).status === 'running', 'the run to start');
+    await f.start();
+    // The command runs (archive downloaded): only the upload is left to reach the API.
+    await until(() => fs.existsSync(`${mark}.started`), 'the command to start');
     await r.service.app.close();
     fs.writeFileSync(mark, '');
     await until(() => ex.output.join('').includes('outputs/a.txt'), () => `the upload to be retried: ${ex.output.join('')}`);
