@@ -2,8 +2,10 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ApiError, type Logger, RunnerClient } from './client.js';
+import { ApiError, GaveUpError, type Logger, RunnerClient } from './client.js';
 import { expandTemplate } from './template.js';
 import { unzipInto } from './unzip.js';
 
@@ -18,6 +20,8 @@ export interface AgentOptions {
   /** Seconds between SIGTERM and SIGKILL when a run is cancelled or the executor stops. */
   killGraceSeconds: number;
   log: Logger;
+  /** How long a log batch or the final report may keep failing before the run fails (default 2 min). */
+  giveUpMs?: number;
 }
 
 interface ClaimAnswer {
@@ -37,6 +41,42 @@ interface HeartbeatAnswer {
 const CHUNK_CHARS = 16_000;
 /** Chunks per log request (the API takes up to 500). */
 const CHUNKS_PER_REQUEST = 200;
+/**
+ * Largest serialized size of one log request: the runner refuses bodies over 1 MiB (413), and a
+ * batch of 200 full chunks would be 3.2 MB or more.
+ */
+export const MAX_LOG_REQUEST_BYTES = 256 * 1024;
+/** A log batch (or the final report) failing this long fails the run instead of holding it forever. */
+const GIVE_UP_MS = 120_000;
+
+/** Environment variables of the executor itself that a command must never see (the admin key). */
+export function commandEnv(env: NodeJS.ProcessEnv, extra: Record<string, string>): NodeJS.ProcessEnv {
+  const out: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(env)) {
+    if (k.startsWith('PIER_EXECUTOR_') || k === 'API_KEY' || k === 'PIER_API_KEY') continue;
+    out[k] = v;
+  }
+  return { ...out, ...extra };
+}
+
+/** Where to cut `text` at most `n` UTF-16 units long without splitting a surrogate pair. */
+export function cutPoint(text: string, n: number): number {
+  if (n >= text.length) return text.length;
+  const c = text.charCodeAt(n - 1);
+  return n > 1 && c >= 0xd800 && c <= 0xdbff ? n - 1 : n;
+}
+
+/** The first chunks of `pending` whose request stays within `maxBytes` (always at least one). */
+export function takeBatch(pending: { seq: number; text: string }[], maxBytes: number): { seq: number; text: string }[] {
+  // Envelope (lease token, attempt, brackets) stays well under 1 KiB.
+  let bytes = 1024;
+  let i = 0;
+  for (; i < pending.length && i < CHUNKS_PER_REQUEST; i++) {
+    bytes += Buffer.byteLength(JSON.stringify(pending[i])) + 1;
+    if (bytes > maxBytes && i > 0) break;
+  }
+  return pending.slice(0, Math.max(1, i));
+}
 /** Logs are sent at least this often while a run writes. */
 const FLUSH_MS = 300;
 
@@ -52,13 +92,18 @@ class LogShipper {
   #pending: { seq: number; text: string }[] = [];
   #sending: Promise<void> | null = null;
   #timer: NodeJS.Timeout;
+  #maxBytes = MAX_LOG_REQUEST_BYTES;
   lost = false;
+  /** Set once sending failed for longer than the give-up time: the run must fail. */
+  failure: string | null = null;
 
   constructor(
     private readonly client: RunnerClient,
     private readonly runId: string,
     private readonly lease: { leaseToken: string; attempt: number },
     private readonly onLost: () => void,
+    private readonly onFailure: (why: string) => void = () => {},
+    private readonly giveUpMs = GIVE_UP_MS,
   ) {
     // A failed periodic send keeps its chunks pending; the run's final flush reports the error.
     this.#timer = setInterval(() => void this.flush().catch(() => {}), FLUSH_MS);
@@ -66,7 +111,7 @@ class LogShipper {
 
   write(text: string): void {
     this.#buffer += text;
-    while (this.#buffer.length >= CHUNK_CHARS) this.#cut(CHUNK_CHARS);
+    while (this.#buffer.length >= CHUNK_CHARS) this.#cut(cutPoint(this.#buffer, CHUNK_CHARS));
   }
 
   #cut(n: number): void {
@@ -78,7 +123,7 @@ class LogShipper {
   async flush(): Promise<void> {
     if (this.#buffer.length) this.#cut(this.#buffer.length);
     while (this.#sending) await this.#sending;
-    if (this.#pending.length === 0 || this.lost) return;
+    if (this.#pending.length === 0 || this.lost || this.failure) return;
     this.#sending = this.#send().finally(() => {
       this.#sending = null;
     });
@@ -86,15 +131,26 @@ class LogShipper {
   }
 
   async #send(): Promise<void> {
-    while (this.#pending.length && !this.lost) {
-      const batch = this.#pending.slice(0, CHUNKS_PER_REQUEST);
+    while (this.#pending.length && !this.lost && !this.failure) {
+      const batch = takeBatch(this.#pending, this.#maxBytes);
       try {
-        const { ack } = await this.client.json<{ ack: number }>('POST', `/api/runs/${this.runId}/logs`, { ...this.lease, chunks: batch });
+        const { ack } = await this.client.json<{ ack: number }>('POST', `/api/runs/${this.runId}/logs`, { ...this.lease, chunks: batch }, { giveUpAfterMs: this.giveUpMs });
         this.#pending = this.#pending.filter((c) => c.seq > ack);
       } catch (e) {
         if (e instanceof ApiError && e.status === 409) {
           this.lost = true;
           this.onLost();
+          return;
+        }
+        // Body too large for this runner (a proxy's limit, say): send smaller batches.
+        if (e instanceof ApiError && e.status === 413 && batch.length > 1) {
+          this.#maxBytes = Math.max(1, Math.floor(this.#maxBytes / 2));
+          continue;
+        }
+        if (e instanceof ApiError || e instanceof GaveUpError) {
+          // Retrying the same batch forever would hold the run (its lease renewed by heartbeats).
+          this.failure = `could not send the log: ${(e as Error).message}`;
+          this.onFailure(this.failure);
           return;
         }
         throw e;
@@ -109,10 +165,13 @@ class LogShipper {
 
 interface ActiveRun {
   id: string;
+  attempt: number;
   child: ChildProcess | null;
   cancelled: boolean;
   /** Set when the executor stops and hands the run back. */
   handBack: boolean;
+  /** Set when the run must fail on the executor's side (its log cannot be delivered). */
+  failure: string | null;
   killTimer?: NodeJS.Timeout;
   done: Promise<void>;
 }
@@ -126,11 +185,16 @@ interface ActiveRun {
  */
 export class ExecutorAgent {
   readonly #client: RunnerClient;
+  /**
+   * Runs held, keyed by run id and attempt: after a long outage the runner may hand this executor
+   * its own re-queued run again, and the old attempt must not overwrite or remove the new one.
+   */
   readonly #active = new Map<string, ActiveRun>();
   #id = '';
   #heartbeatMs = 10_000;
   #stopping = false;
   #draining = false;
+  #fatal: Error | null = null;
   #claimAbort = new AbortController();
   #slotFreed: (() => void) | null = null;
   #archives = new Map<string, Promise<string>>();
@@ -149,7 +213,7 @@ export class ExecutorAgent {
    */
   stop(): void {
     if (this.#stopping) {
-      this.o.log('stopping_now', { handBack: [...this.#active.keys()] });
+      this.o.log('stopping_now', { handBack: [...this.#active.values()].map((r) => r.id) });
       for (const run of this.#active.values()) {
         run.handBack = true;
         this.#kill(run);
@@ -162,6 +226,24 @@ export class ExecutorAgent {
     this.#slotFreed?.();
   }
 
+  /**
+   * Ends every command this executor started (SIGTERM to its process group, SIGKILL after the
+   * grace period) and resolves once they are gone: called on every exit path, so no command
+   * keeps running after the executor while the runner gives its run to another executor.
+   */
+  async killAll(): Promise<void> {
+    const children = [...this.#active.values()].map((r) => r.child).filter((c): c is ChildProcess => !!c?.pid && c.exitCode === null && c.signalCode === null);
+    for (const child of children) signalGroup(child, 'SIGTERM');
+    const deadline = Date.now() + this.o.killGraceSeconds * 1000;
+    while (Date.now() < deadline && children.some((c) => groupAlive(c))) await sleep(50);
+    for (const child of children) signalGroup(child, 'SIGKILL');
+  }
+
+  /** Synchronous last resort (a fatal error): SIGKILL every command's process group now. */
+  killAllNow(): void {
+    for (const run of this.#active.values()) if (run.child) signalGroup(run.child, 'SIGKILL');
+  }
+
   async run(): Promise<void> {
     fs.mkdirSync(this.o.workDir, { recursive: true });
     const reg = await this.#client.json<{ id: string }>('POST', '/api/executors/register', {
@@ -172,7 +254,7 @@ export class ExecutorAgent {
     this.#id = reg.id;
     this.o.log('registered', { executorId: this.#id, name: this.o.name, labels: this.o.labels, capacity: this.o.capacity });
     const heartbeats = this.#heartbeatLoop();
-    while (!this.#stopping && !this.#draining) {
+    while (!this.#stopping && !this.#draining && !this.#fatal) {
       if (this.#active.size >= this.o.capacity) {
         await new Promise<void>((resolve) => {
           this.#slotFreed = resolve;
@@ -185,13 +267,20 @@ export class ExecutorAgent {
         const res = await this.#client.request('POST', `/api/executors/${this.#id}/claim?wait=20`, undefined, { signal: this.#claimAbort.signal });
         claim = res.status === 200 ? ((await res.json()) as ClaimAnswer) : null;
       } catch (e) {
-        if (this.#stopping) break;
-        if (e instanceof ApiError && e.status === 404) throw new Error('the runner no longer knows this executor (removed?)');
-        this.o.log('claim_failed', { error: (e as Error).message });
-        await sleep(1000);
+        if (this.#stopping || this.#fatal) break;
+        if (e instanceof ApiError && e.status === 404) this.#fail(new Error('the runner no longer knows this executor (removed?)'));
+        else {
+          this.o.log('claim_failed', { error: (e as Error).message });
+          await sleep(1000);
+        }
         continue;
       }
       if (claim) this.#start(claim);
+    }
+    if (this.#fatal) {
+      this.#stopping = true;
+      await this.killAll();
+      throw this.#fatal;
     }
     await Promise.all([...this.#active.values()].map((r) => r.done));
     this.#stopping = true;
@@ -199,14 +288,25 @@ export class ExecutorAgent {
     this.o.log(this.#draining ? 'drained' : 'stopped', { executorId: this.#id });
   }
 
+  /** Ends the executor: the main loop kills what runs and `run()` throws `e`. */
+  #fail(e: Error): void {
+    if (this.#fatal) return;
+    this.#fatal = e;
+    this.#claimAbort.abort();
+    this.#slotFreed?.();
+  }
+
   async #heartbeatLoop(): Promise<void> {
-    while (!(this.#stopping && this.#active.size === 0)) {
+    while (!(this.#stopping && this.#active.size === 0) && !this.#fatal) {
+      let ok = false;
       try {
-        const hb = await this.#client.json<HeartbeatAnswer>('POST', `/api/executors/${this.#id}/heartbeat`, { runs: [...this.#active.keys()] }, { retry: false });
+        const runs = [...new Set([...this.#active.values()].map((r) => r.id))];
+        const hb = await this.#client.json<HeartbeatAnswer>('POST', `/api/executors/${this.#id}/heartbeat`, { runs }, { retry: false });
         this.#heartbeatMs = hb.heartbeatMs;
+        ok = true;
         for (const id of hb.cancel) {
-          const run = this.#active.get(id);
-          if (run && !run.cancelled) {
+          for (const run of this.#active.values()) {
+            if (run.id !== id || run.cancelled) continue;
             this.o.log('cancel', { runId: id });
             run.cancelled = true;
             this.#kill(run);
@@ -219,9 +319,15 @@ export class ExecutorAgent {
           this.#slotFreed?.();
         }
       } catch (e) {
+        if (e instanceof ApiError && e.status === 404) {
+          this.#fail(new Error('the runner no longer knows this executor (removed?)'));
+          return;
+        }
         this.o.log('heartbeat_failed', { error: (e as Error).message });
       }
-      await this.#pause(Math.min(this.#heartbeatMs, 10_000));
+      // A missed heartbeat is tried again within a second: waiting a whole interval (10 s before
+      // the runner first said how often) could let the leases of the runs held lapse.
+      await this.#pause(ok ? Math.min(this.#heartbeatMs, 10_000) : Math.min(this.#heartbeatMs, 1000));
     }
   }
 
@@ -229,7 +335,7 @@ export class ExecutorAgent {
   async #pause(ms: number): Promise<void> {
     const step = 100;
     for (let t = 0; t < ms; t += step) {
-      if (this.#stopping && this.#active.size === 0) return;
+      if ((this.#stopping && this.#active.size === 0) || this.#fatal) return;
       await sleep(step);
     }
   }
@@ -238,28 +344,22 @@ export class ExecutorAgent {
     const child = run.child;
     if (!child?.pid || child.exitCode !== null || child.signalCode !== null) return;
     // The command runs in its own process group: the shell and everything it started get it.
-    const signal = (s: NodeJS.Signals) => {
-      try {
-        process.kill(-child.pid!, s);
-      } catch {
-        // already gone
-      }
-    };
-    signal('SIGTERM');
+    signalGroup(child, 'SIGTERM');
     clearTimeout(run.killTimer);
-    run.killTimer = setTimeout(() => signal('SIGKILL'), this.o.killGraceSeconds * 1000);
+    run.killTimer = setTimeout(() => signalGroup(child, 'SIGKILL'), this.o.killGraceSeconds * 1000);
     run.killTimer.unref();
   }
 
   #start(claim: ClaimAnswer): void {
-    const run: ActiveRun = { id: claim.run.id, child: null, cancelled: false, handBack: false, done: Promise.resolve() };
-    this.#active.set(run.id, run);
+    const run: ActiveRun = { id: claim.run.id, attempt: claim.lease.attempt, child: null, cancelled: false, handBack: false, failure: null, done: Promise.resolve() };
+    const key = `${run.id}#${run.attempt}`;
+    this.#active.set(key, run);
     this.o.log('claimed', { runId: run.id, attempt: claim.lease.attempt });
     run.done = this.#execute(claim, run)
       .catch((e) => this.o.log('run_error', { runId: run.id, error: (e as Error).message }))
       .finally(() => {
         clearTimeout(run.killTimer);
-        this.#active.delete(run.id);
+        if (this.#active.get(key) === run) this.#active.delete(key);
         this.#slotFreed?.();
       });
   }
@@ -270,12 +370,13 @@ export class ExecutorAgent {
     if (!p) {
       p = (async () => {
         const dir = path.join(this.o.workDir, 'archives');
-        fs.mkdirSync(dir, { recursive: true });
+        await fs.promises.mkdir(dir, { recursive: true });
         const file = path.join(dir, `${key}.knwf`);
         const res = await this.#client.request('GET', download);
         const tmp = `${file}.${process.pid}.tmp`;
-        fs.writeFileSync(tmp, Buffer.from(await res.arrayBuffer()));
-        fs.renameSync(tmp, file);
+        // Streamed to disk: archives may be large.
+        await pipeline(Readable.fromWeb(res.body as import('node:stream/web').ReadableStream), fs.createWriteStream(tmp));
+        await fs.promises.rename(tmp, file);
         return file;
       })();
       p.catch(() => this.#archives.delete(key));
@@ -291,15 +392,26 @@ export class ExecutorAgent {
     const outDir = path.join(runDir, 'out');
     fs.rmSync(runDir, { recursive: true, force: true });
     fs.mkdirSync(outDir, { recursive: true });
-    const shipper = new LogShipper(this.#client, run.id, lease, () => {
-      // The run is no longer ours (re-queued after an outage, or ended): stop it.
-      this.o.log('lease_lost', { runId: run.id });
-      run.cancelled = true;
-      this.#kill(run);
-    });
+    const shipper = new LogShipper(
+      this.#client,
+      run.id,
+      lease,
+      () => {
+        // The run is no longer ours (re-queued after an outage, or ended): stop it.
+        this.o.log('lease_lost', { runId: run.id });
+        run.cancelled = true;
+        this.#kill(run);
+      },
+      (why) => {
+        this.o.log('log_failed', { runId: run.id, error: why });
+        run.failure = why;
+        this.#kill(run);
+      },
+      this.o.giveUpMs,
+    );
     try {
       const archive = await this.#archive(claim.download, `${claim.run.workflowId}-${claim.run.workflowVersion}`);
-      fs.copyFileSync(archive, path.join(runDir, 'workflow.knwf'));
+      await fs.promises.copyFile(archive, path.join(runDir, 'workflow.knwf'));
       await unzipInto(archive, workflowDir);
       const command = expandTemplate(this.o.command, {
         archive: path.join(runDir, 'workflow.knwf'),
@@ -315,10 +427,11 @@ export class ExecutorAgent {
           cwd: runDir,
           detached: true,
           stdio: ['ignore', 'pipe', 'pipe'],
-          env: { ...process.env, PIER_RUN_ID: run.id, PIER_ATTEMPT: String(lease.attempt), PIER_WORK_DIR: runDir, PIER_OUT_DIR: outDir, PIER_API_KEY: '' },
+          // Never the executor's own settings: PIER_EXECUTOR_API_KEY is the runner's admin key.
+          env: commandEnv(process.env, { PIER_RUN_ID: run.id, PIER_ATTEMPT: String(lease.attempt), PIER_WORK_DIR: runDir, PIER_OUT_DIR: outDir }),
         });
         run.child = child;
-        if (run.cancelled || run.handBack) this.#kill(run);
+        if (run.cancelled || run.handBack || run.failure) this.#kill(run);
         child.stdout.setEncoding('utf8').on('data', (d: string) => shipper.write(d));
         child.stderr.setEncoding('utf8').on('data', (d: string) => shipper.write(d));
         child.on('error', reject);
@@ -326,26 +439,34 @@ export class ExecutorAgent {
       });
       await shipper.flush();
       if (shipper.lost) return;
-      if (run.handBack) {
-        await this.#client.json('POST', `/api/runs/${run.id}/release`, lease).catch(() => {});
-        this.o.log('handed_back', { runId: run.id });
-        return;
-      }
-      if (!run.cancelled) await this.#uploadOutputs(run.id, lease, outDir);
+      if (run.failure) throw new Error(run.failure);
+      if (run.handBack) return await this.#handBack(run, lease);
+      if (!run.cancelled) await this.#uploadOutputs(run, lease, outDir);
       const status = run.cancelled ? 'cancelled' : exit.code === 0 ? 'succeeded' : 'failed';
       const error = status === 'failed' ? (exit.signal ? `killed by ${exit.signal}` : `exit code ${exit.code}`) : null;
-      await this.#client.json('POST', `/api/runs/${run.id}/complete`, { ...lease, status, exitCode: exit.code, error });
+      await this.#client.json('POST', `/api/runs/${run.id}/complete`, { ...lease, status, exitCode: exit.code, error }, { giveUpAfterMs: this.o.giveUpMs ?? GIVE_UP_MS });
       this.o.log('finished', { runId: run.id, status, exitCode: exit.code });
     } catch (e) {
       if (e instanceof ApiError && e.status === 409) {
         this.o.log('lease_lost', { runId: run.id });
         return;
       }
-      // Could not even start (archive, unzip, spawn): report it as a failed run.
-      await shipper.flush().catch(() => {});
+      // A second SIGTERM during the upload: the run goes back to the queue, it did not fail.
+      if (run.handBack) return await this.#handBack(run, lease);
+      // Could not start (archive, unzip, spawn) or could not deliver the log: a failed run.
+      run.failure ??= (e as Error).message;
+      this.#kill(run);
+      if (!shipper.failure) await shipper.flush().catch(() => {});
       await this.#client
-        .json('POST', `/api/runs/${run.id}/complete`, { ...lease, status: 'failed', exitCode: null, error: `executor: ${(e as Error).message}`.slice(0, 10_000) })
-        .catch(() => {});
+        .json(
+          'POST',
+          `/api/runs/${run.id}/complete`,
+          { ...lease, status: 'failed', exitCode: null, error: `executor: ${(e as Error).message}`.slice(0, 10_000) },
+          { giveUpAfterMs: this.o.giveUpMs ?? GIVE_UP_MS },
+        )
+        // Not even that is accepted: the run is no longer reported in heartbeats, so its lease
+        // lapses and the runner queues it again (or fails it after RUNNER_MAX_ATTEMPTS).
+        .catch((err: Error) => this.o.log('complete_failed', { runId: run.id, error: err.message }));
       this.o.log('run_failed', { runId: run.id, error: (e as Error).message });
     } finally {
       shipper.close();
@@ -353,30 +474,61 @@ export class ExecutorAgent {
     }
   }
 
-  async #uploadOutputs(runId: string, lease: { leaseToken: string; attempt: number }, outDir: string): Promise<void> {
-    for (const entry of fs.readdirSync(outDir, { withFileTypes: true })) {
+  async #handBack(run: ActiveRun, lease: { leaseToken: string; attempt: number }): Promise<void> {
+    await this.#client.json('POST', `/api/runs/${run.id}/release`, lease).catch(() => {});
+    this.o.log('handed_back', { runId: run.id });
+  }
+
+  /**
+   * Uploads every file of `out/`, streamed from disk (outputs may be up to 1 GiB): a first pass
+   * computes the sha256, the multipart body then reads the file again.
+   */
+  async #uploadOutputs(run: ActiveRun, lease: { leaseToken: string; attempt: number }, outDir: string): Promise<void> {
+    for (const entry of await fs.promises.readdir(outDir, { withFileTypes: true })) {
       if (!entry.isFile()) continue;
-      const data = fs.readFileSync(path.join(outDir, entry.name));
-      const digest = createHash('sha256').update(data).digest('hex');
-      const form = new FormData();
-      form.set('leaseToken', lease.leaseToken);
-      form.set('attempt', String(lease.attempt));
-      form.set('sha256', digest);
-      form.set('file', new Blob([data]), entry.name);
-      // A fresh body per try: FormData bodies are consumed by a request.
+      const file = path.join(outDir, entry.name);
+      const hash = createHash('sha256');
+      await pipeline(fs.createReadStream(file), hash);
+      const digest = hash.digest('hex');
+      const size = (await fs.promises.stat(file)).size;
       let delay = 250;
       for (let attempt = 1; ; attempt++) {
+        // A fresh body per try: FormData bodies are consumed by a request.
+        const form = new FormData();
+        form.set('leaseToken', lease.leaseToken);
+        form.set('attempt', String(lease.attempt));
+        form.set('sha256', digest);
+        form.set('file', await fs.openAsBlob(file), entry.name);
         try {
-          await this.#client.request('PUT', `/api/runs/${runId}/outputs/${encodeURIComponent(entry.name)}`, undefined, { raw: form, retry: false });
+          await this.#client.request('PUT', `/api/runs/${run.id}/outputs/${encodeURIComponent(entry.name)}`, undefined, { raw: form, retry: false });
           break;
         } catch (e) {
           if (e instanceof ApiError) throw e;
+          // Stopping: a few tries, then give up; a second SIGTERM (hand back) gives up at once.
+          if (run.handBack || (this.#stopping && attempt > 3)) throw new Error(`giving up uploading ${entry.name}: the executor is stopping`);
           this.o.log('api_retry', { method: 'PUT', path: `outputs/${entry.name}`, error: (e as Error).message, attempt });
           await sleep(Math.random() * delay);
           delay = Math.min(delay * 2, 15_000);
         }
       }
-      this.o.log('output_uploaded', { runId, name: entry.name, size: data.length, sha256: digest });
+      this.o.log('output_uploaded', { runId: run.id, name: entry.name, size, sha256: digest });
     }
+  }
+}
+
+function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-child.pid!, signal);
+  } catch {
+    // already gone
+  }
+}
+
+function groupAlive(child: ChildProcess): boolean {
+  try {
+    process.kill(-child.pid!, 0);
+    return true;
+  } catch {
+    return false;
   }
 }

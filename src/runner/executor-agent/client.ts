@@ -18,12 +18,37 @@ export class ApiError extends Error {
   }
 }
 
+/**
+ * The URL of an API path on a runner that may sit behind a path prefix
+ * (`https://host/runner` + `/api/x` = `https://host/runner/api/x`): `new URL('/api/x', base)`
+ * would drop the prefix.
+ */
+export function apiUrl(base: string, pathAndQuery: string): URL {
+  const url = new URL(base);
+  const q = pathAndQuery.indexOf('?');
+  const p = q < 0 ? pathAndQuery : pathAndQuery.slice(0, q);
+  url.pathname = url.pathname.replace(/\/+$/, '') + (p.startsWith('/') ? p : `/${p}`);
+  url.search = q < 0 ? '' : pathAndQuery.slice(q);
+  url.hash = '';
+  return url;
+}
+
 export interface ClientOptions {
   url: string;
   apiKey: string;
   log: Logger;
   /** Set when the executor stops: retries give up. */
   stopping: () => boolean;
+}
+
+/** Retrying went on for the caller's `giveUpAfterMs` without success. */
+export class GaveUpError extends Error {}
+
+export interface RequestOptions {
+  retry?: boolean;
+  signal?: AbortSignal;
+  /** Stop retrying (throw) once failures went on this long. */
+  giveUpAfterMs?: number;
 }
 
 /**
@@ -34,11 +59,12 @@ export interface ClientOptions {
 export class RunnerClient {
   constructor(private readonly o: ClientOptions) {}
 
-  async request(method: string, path: string, body?: unknown, opts: { retry?: boolean; signal?: AbortSignal; raw?: BodyInit; headers?: Record<string, string> } = {}): Promise<Response> {
+  async request(method: string, path: string, body?: unknown, opts: RequestOptions & { raw?: BodyInit; headers?: Record<string, string> } = {}): Promise<Response> {
     let delay = 250;
+    const started = Date.now();
     for (let attempt = 1; ; attempt++) {
       try {
-        const res = await fetch(new URL(path, this.o.url), {
+        const res = await fetch(apiUrl(this.o.url, path), {
           method,
           headers: {
             authorization: `ApiKey ${this.o.apiKey}`,
@@ -62,6 +88,9 @@ export class RunnerClient {
         if (e instanceof ApiError || opts.signal?.aborted || opts.retry === false) throw e;
         this.o.log('api_retry', { method, path, error: (e as Error).cause ? String((e as Error).cause) : (e as Error).message, attempt });
       }
+      if (opts.giveUpAfterMs !== undefined && Date.now() - started >= opts.giveUpAfterMs) {
+        throw new GaveUpError(`giving up on ${method} ${path} after ${Math.round((Date.now() - started) / 1000)} s of failures`);
+      }
       if (this.o.stopping() && attempt > 3) throw new Error(`giving up on ${method} ${path}: the executor is stopping`);
       await sleep(Math.random() * delay, undefined, { signal: opts.signal }).catch(() => {});
       if (opts.signal?.aborted) throw new Error('aborted');
@@ -69,7 +98,7 @@ export class RunnerClient {
     }
   }
 
-  async json<T>(method: string, path: string, body?: unknown, opts: { retry?: boolean; signal?: AbortSignal } = {}): Promise<T> {
+  async json<T>(method: string, path: string, body?: unknown, opts: RequestOptions = {}): Promise<T> {
     const res = await this.request(method, path, body, opts);
     return (await res.json()) as T;
   }

@@ -21,31 +21,28 @@ export async function unzipInto(archive: string, dir: string): Promise<void> {
     await new Promise<void>((resolve, reject) => {
       zip.on('error', reject);
       zip.on('end', resolve);
+      // Every failure (a file where a directory must go: EEXIST/ENOTDIR, a full disk) rejects:
+      // an exception thrown in this listener would end the whole executor process.
       zip.on('entry', (entry: yauzl.Entry) => {
+        void extract(entry).then(() => zip.readEntry(), reject);
+      });
+      const extract = async (entry: yauzl.Entry): Promise<void> => {
         const target = path.resolve(root, entry.fileName);
         if (target !== root && !target.startsWith(root + path.sep)) {
-          reject(new Error(`archive entry ${entry.fileName} points outside the work directory`));
-          return;
+          throw new Error(`archive entry ${entry.fileName} points outside the work directory`);
         }
         if (entry.fileName.endsWith('/')) {
-          fs.mkdirSync(target, { recursive: true });
-          zip.readEntry();
+          await fs.promises.mkdir(target, { recursive: true });
           return;
         }
         total += entry.uncompressedSize;
-        if (total > MAX_UNPACKED_BYTES) {
-          reject(new Error('the archive unpacks to more than 4 GiB'));
-          return;
-        }
-        fs.mkdirSync(path.dirname(target), { recursive: true });
-        zip.openReadStream(entry, (err, stream) => {
-          if (err || !stream) {
-            reject(err ?? new Error('unreadable entry'));
-            return;
-          }
-          pipeline(stream, fs.createWriteStream(target)).then(() => zip.readEntry(), reject);
-        });
-      });
+        if (total > MAX_UNPACKED_BYTES) throw new Error('the archive unpacks to more than 4 GiB');
+        await fs.promises.mkdir(path.dirname(target), { recursive: true });
+        const stream = await new Promise<NodeJS.ReadableStream>((resolve, fail) =>
+          zip.openReadStream(entry, (err, s) => (err || !s ? fail(err ?? new Error('unreadable entry')) : resolve(s))),
+        );
+        await pipeline(stream, fs.createWriteStream(target));
+      };
       zip.readEntry();
     });
   } finally {
