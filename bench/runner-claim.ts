@@ -9,7 +9,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { sql } from 'kysely';
-import pg from 'pg';
 import { loadConfig } from '../src/infra/config.js';
 import { randomId, randomUUID } from '../src/infra/secrets.js';
 import { openRunnerDatabase, type RunnerDatabase } from '../src/runner/db/index.js';
@@ -19,6 +18,7 @@ import { RunsRepository } from '../src/runner/runs/repository.js';
 import { createRunnerService } from '../src/runner/service.js';
 import { UsersRepository } from '../src/runner/users/repository.js';
 import { WorkflowsRepository } from '../src/runner/workflows/repository.js';
+import { createPostgresDatabase } from '../test/helpers/db.js';
 import { makeZip } from '../test/runner/helpers.js';
 import { tempDir } from './lib.js';
 import { benchPostgres } from './postgres.js';
@@ -156,25 +156,6 @@ async function latency(url: string, storageDir: string): Promise<{ p50: number; 
   }
 }
 
-async function postgresDatabase(adminUrl: string): Promise<{ url: string; drop(): Promise<void> }> {
-  const name = `pier_bench_${randomId(6)}`;
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
-  return {
-    url: url.toString(),
-    async drop() {
-      const c = new pg.Client({ connectionString: adminUrl });
-      await c.connect();
-      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await c.end();
-    },
-  };
-}
-
 export async function benchRunnerClaim(): Promise<string> {
   const lines: string[] = [`${CLAIMERS} concurrent claimers, ${RUNS} queued runs, median of ${ROUNDS} rounds (shared, noisy machine)`];
   const storageDir = tempDir('pier-bench-claim-storage-');
@@ -190,7 +171,7 @@ export async function benchRunnerClaim(): Promise<string> {
   });
   const server = await benchPostgres();
   if (server) {
-    targets.push({ name: 'postgres', fresh: () => postgresDatabase(server.url) });
+    targets.push({ name: 'postgres', fresh: () => createPostgresDatabase(server.url, 'pier_bench_') });
   } else lines.push('postgres: not available (set BENCH_DATABASE_URL or install postgresql)');
   try {
     for (const t of targets) {

@@ -19,28 +19,28 @@ const sqliteTarget: DialectTarget = {
   },
 };
 
-function postgresTarget(adminUrl: string): DialectTarget {
+/** A throwaway PostgreSQL database on the server of `adminUrl` (tests and benches). */
+export async function createPostgresDatabase(adminUrl: string, prefix = 'pier_t_'): Promise<{ url: string; drop(): Promise<void> }> {
+  const name = `${prefix}${randomId(6)}`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
   return {
-    name: 'postgres',
-    async create() {
-      const name = `pier_t_${randomId(6)}`;
-      const admin = new pg.Client({ connectionString: adminUrl });
-      await admin.connect();
-      await admin.query(`CREATE DATABASE ${name}`);
-      await admin.end();
-      const url = new URL(adminUrl);
-      url.pathname = `/${name}`;
-      return {
-        url: url.toString(),
-        async drop() {
-          const c = new pg.Client({ connectionString: adminUrl });
-          await c.connect();
-          await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-          await c.end();
-        },
-      };
+    url: url.toString(),
+    async drop() {
+      const c = new pg.Client({ connectionString: adminUrl });
+      await c.connect();
+      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await c.end();
     },
   };
+}
+
+function postgresTarget(adminUrl: string): DialectTarget {
+  return { name: 'postgres', create: () => createPostgresDatabase(adminUrl) };
 }
 
 /** SQLite always; PostgreSQL when TEST_DATABASE_URL is set (required in CI). */

@@ -1,4 +1,4 @@
-import { type ExpressionBuilder, type Kysely, type Selectable, sql } from 'kysely';
+import { type ExpressionBuilder, type Kysely, type Selectable, sql, type Transaction } from 'kysely';
 import type { DialectName } from '../../infra/database/index.js';
 import type { RunLogsTable, RunnerDB, RunOutputsTable, RunsTable, RunStatus } from '../db/schema.js';
 
@@ -70,6 +70,22 @@ export interface SweepResult {
  */
 async function dropOutputs(trx: Kysely<RunnerDB>, runIds: string[]): Promise<void> {
   if (runIds.length > 0) await trx.deleteFrom('run_outputs').where('run_id', 'in', runIds).execute();
+}
+
+/**
+ * Locks the run if `lease` still holds it, by a no-op write of its row (PostgreSQL row lock;
+ * on SQLite it makes the transaction a write transaction from its start); undefined otherwise.
+ */
+function lockLeased(trx: Transaction<RunnerDB>, id: string, lease: Lease) {
+  return trx
+    .updateTable('runs')
+    .set((eb) => ({ log_ack: eb.ref('log_ack') }))
+    .where('id', '=', id)
+    .where('status', 'in', HELD)
+    .where('lease_hash', '=', lease.hash)
+    .where('attempt', '=', lease.attempt)
+    .returning('log_ack')
+    .executeTakeFirst();
 }
 
 export class RunsRepository {
@@ -331,15 +347,7 @@ export class RunsRepository {
    */
   async appendLogs(runId: string, lease: Lease, chunks: { seq: number; text: string }[], now: string): Promise<AppendOutcome> {
     return this.db.transaction().execute(async (trx): Promise<AppendOutcome> => {
-      const run = await trx
-        .updateTable('runs')
-        .set((eb) => ({ log_ack: eb.ref('log_ack') }))
-        .where('id', '=', runId)
-        .where('status', 'in', HELD)
-        .where('lease_hash', '=', lease.hash)
-        .where('attempt', '=', lease.attempt)
-        .returning('log_ack')
-        .executeTakeFirst();
+      const run = await lockLeased(trx, runId, lease);
       if (!run) return 'stale-lease';
       let ack = run.log_ack;
       if (chunks.some((c) => c.seq > ack + LOG_WINDOW)) return 'out-of-window';
@@ -434,15 +442,7 @@ export class RunsRepository {
   /** Records (or replaces) one uploaded output of a held run; false when the lease is gone. */
   async recordOutput(id: string, lease: Lease, output: Omit<RunOutputRow, 'run_id'>): Promise<boolean> {
     return this.db.transaction().execute(async (trx) => {
-      const run = await trx
-        .updateTable('runs')
-        .set((eb) => ({ log_ack: eb.ref('log_ack') }))
-        .where('id', '=', id)
-        .where('status', 'in', HELD)
-        .where('lease_hash', '=', lease.hash)
-        .where('attempt', '=', lease.attempt)
-        .returning('id')
-        .executeTakeFirst();
+      const run = await lockLeased(trx, id, lease);
       if (!run) return false;
       await trx
         .insertInto('run_outputs')
