@@ -146,6 +146,7 @@ export function localStorage(root: string): Storage {
       const reader: StoredReader = {
         size: st.size,
         mtimeMs: Math.floor(st.mtimeMs),
+        version: versionOf(st),
         async read(buffer, offset, length, position) {
           if (closing) throw new Error(`read of ${key} after close`);
           busy++;

@@ -21,6 +21,8 @@ export interface StoredEntry {
 export interface StoredReader {
   readonly size: number;
   readonly mtimeMs: number;
+  /** As StoredEntry's: changes with every new content put in place. */
+  readonly version: string;
   /** Reads up to `length` bytes at `position` into `buffer`; returns the bytes read (0 at the end). */
   read(buffer: Buffer, offset: number, length: number, position: number): Promise<number>;
   /** A stream of bytes `start`..`end` inclusive; closes the reader when it ends. */

@@ -29,7 +29,7 @@ import { parseSimpleHead, type SimpleRequest } from './request-head.js';
 
 export interface FastPathOptions {
   /** The cached file this request-target names, if it is in memory and current; else null. */
-  lookup(target: string): Promise<CachedFile | null>;
+  lookup(target: string): CachedFile | null | Promise<CachedFile | null>;
   /** Called after each answer sent here (the request log line). */
   served?(request: SimpleRequest, startedNs: bigint): void;
 }
@@ -83,21 +83,32 @@ let wholeSeq = 0;
 
 /** The complete answer to a plain GET or HEAD of `file`, as node:http writes it. */
 function answerOf(file: CachedFile, body: boolean, tail: string): Buffer | [string, Buffer] {
-  const head = `${headOf(file)}Date: ${dateHeader()}\r\n${tail}`;
-  if (!body || file.data.length === 0) return Buffer.from(head, 'latin1');
+  const date = dateHeader();
+  if (!body || file.data.length === 0) return Buffer.from(`${headOf(file)}Date: ${date}\r\n${tail}`, 'latin1');
   let id = wholeKeys.get(file);
   if (id === undefined) {
     id = String(wholeSeq++);
     wholeKeys.set(file, id);
   }
-  const key = `${id} ${tail}`;
+  const key = id + tail;
   let answer = whole.get(key);
   if (answer === undefined) {
+    const head = `${headOf(file)}Date: ${date}\r\n${tail}`;
     if (whole.size >= WHOLE_MAX_ENTRIES) return [head, file.data];
     answer = Buffer.concat([Buffer.from(head, 'latin1'), file.data]);
     whole.set(key, answer);
   }
   return answer;
+}
+
+/** The end of an answer's head, by whether the connection closes and the keep-alive timeout. */
+let tails = { keepAliveTimeout: Number.NaN, close: '', keepAlive: '' };
+function tailOf(close: boolean, keepAliveTimeout: number): string {
+  if (tails.keepAliveTimeout !== keepAliveTimeout) {
+    const advertised = keepAliveTimeout > 0 ? `Keep-Alive: timeout=${Math.floor(keepAliveTimeout / 1000)}\r\n` : '';
+    tails = { keepAliveTimeout, close: 'Connection: close\r\n\r\n', keepAlive: `Connection: keep-alive\r\n${advertised}\r\n` };
+  }
+  return close ? tails.close : tails.keepAlive;
 }
 
 /**
@@ -190,15 +201,20 @@ export function installFastPath(server: http.Server, options: FastPathOptions): 
           }
           for (const [k, r] of requests.entries()) {
             const started = options.served ? process.hrtime.bigint() : 0n;
-            const file = await options.lookup(r.target).catch(() => null);
+            let file: CachedFile | null | Promise<CachedFile | null> = null;
+            try {
+              file = options.lookup(r.target);
+              // A check made this turn answers at once: no await, no microtask.
+              if (file instanceof Promise) file = await file;
+            } catch {
+              file = null;
+            }
             if (done || socket.destroyed) return;
             if (!file) {
               const unanswered = buf.subarray(k === 0 ? 0 : (requests[k - 1] as SimpleRequest).end);
               return handOver(pending ? Buffer.concat([unanswered, pending]) : unanswered);
             }
-            const keepAlive = server.keepAliveTimeout > 0 ? `Keep-Alive: timeout=${Math.floor(server.keepAliveTimeout / 1000)}\r\n` : '';
-            const tail = r.close ? 'Connection: close\r\n\r\n' : `Connection: keep-alive\r\n${keepAlive}\r\n`;
-            const answer = answerOf(file, r.method === 'GET', tail);
+            const answer = answerOf(file, r.method === 'GET', tailOf(r.close, server.keepAliveTimeout));
             if (Array.isArray(answer)) {
               socket.cork();
               socket.write(answer[0], 'latin1');

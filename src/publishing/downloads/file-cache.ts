@@ -2,8 +2,18 @@
  * Small stored files kept in memory by the download host, with the response headers built
  * from them. An entry is only used after a `stat` shows the same storage version (a new
  * upload is always a new version, also with the same size and time), so another instance
- * replacing the file is seen at once; the cost of a hit is one stat instead of open, fstat,
- * read and close, and no header building (bench/downloads.ts).
+ * replacing the file is seen at once; the cost of a hit is at most one stat instead of open,
+ * fstat, read and close, and no header building (bench/downloads.ts).
+ *
+ * One stat serves every request for the file answered in the same event-loop turn. Requests
+ * are read in the loop's poll phase, from the sockets one `epoll_wait` reported ready, so each
+ * of them had arrived before any check made while that phase runs: an upload committed before
+ * a request arrived is seen by the check, as a stat per request would see it. The turn ends
+ * with the phase (`setImmediate` runs right after it), and a check whose answer comes back in
+ * a later turn (a storage that stats asynchronously) is used for its own request only. One
+ * limit is libuv's: with more than 1024 sockets ready at once it polls again within the same
+ * phase, so a request of that second batch may be answered from a check made earlier in the
+ * phase (a few milliseconds at most).
  */
 import type http from 'node:http';
 
@@ -21,6 +31,16 @@ export interface FileMeta {
 export interface CachedFile extends FileMeta {
   version: string;
   data: Buffer;
+  /** The loop turn in which the version was last seen current (see above); -1 when never. */
+  checkedTurn: number;
+}
+
+/** The current event-loop turn, counted by the checks (see above). */
+let turn = 0;
+let turnEnding = false;
+function endTurn(): void {
+  turn++;
+  turnEnding = false;
 }
 
 /** What an entry costs beside its bytes (headers, strings, the map slot), charged to the budget. */
@@ -40,6 +60,31 @@ export class FileCache {
 
   get(key: string): CachedFile | undefined {
     return this.#entries.get(key);
+  }
+
+  /**
+   * The entry for `key` if `versionOf` still reports its version (checked at most once per
+   * loop turn, see above); a stale entry is dropped. Synchronous when this turn has checked it.
+   */
+  current(key: string, versionOf: (key: string) => Promise<string | null>): CachedFile | null | Promise<CachedFile | null> {
+    const file = this.#entries.get(key);
+    if (!file) return null;
+    if (file.checkedTurn === turn) return file;
+    const started = turn;
+    if (!turnEnding) {
+      turnEnding = true;
+      setImmediate(endTurn);
+    }
+    return versionOf(key).then((version) => {
+      if (version !== file.version) {
+        if (this.#entries.get(key) === file) this.delete(key);
+        return null;
+      }
+      // Shared only within the turn the check began in: if the answer came back in a later
+      // turn (an asynchronous stat), this never equals `turn` again.
+      file.checkedTurn = started;
+      return file;
+    });
   }
 
   set(key: string, file: CachedFile): void {

@@ -37,9 +37,17 @@ export function contentTypeOf(name: string): string {
   return (dot >= 0 && TYPES[name.slice(dot + 1).toLowerCase()]) || 'application/octet-stream';
 }
 
-/** Strong validator from size and modification time: replacing a file changes at least one. */
-export function etagOf(size: number, mtimeMs: number): string {
-  return `"${size.toString(16)}-${Math.floor(mtimeMs).toString(16)}"`;
+/**
+ * Strong validator (RFC 9110 §8.8.3) from size, modification time and the storage version. Size
+ * and time alone repeat when a file is replaced by one of the same size stamped with the same
+ * time (reproducible builds do that), and a client would then keep its old copy after a 304;
+ * the version changes with every upload. It is hashed (FNV-1a, 32 bits) so the answer does not
+ * show what the storage's versions are made of (an inode number, say).
+ */
+export function etagOf(size: number, mtimeMs: number, version: string): string {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < version.length; i++) h = Math.imul(h ^ version.charCodeAt(i), 0x01000193);
+  return `"${size.toString(16)}-${Math.floor(mtimeMs).toString(16)}-${(h >>> 0).toString(16)}"`;
 }
 
 function etagMatches(header: string, etag: string): boolean {

@@ -74,7 +74,26 @@ const REFUSED = new Set([
   'if-unmodified-since',
 ]);
 
-const VERSION = ' HTTP/1.1\r\n';
+const VERSION = Buffer.from(' HTTP/1.1\r\n', 'latin1');
+const HEAD_END = Buffer.from('\r\n\r\n', 'latin1');
+
+/** The field names looked at below, by length: every other name is skipped without a string. */
+const NAMED = new Map<number, string[]>();
+for (const name of [...REFUSED, 'host', 'connection']) NAMED.set(name.length, [...(NAMED.get(name.length) ?? []), name]);
+
+/** The field name at buf[start, end) if it is one of NAMED (ASCII case-insensitive), else null. */
+function knownName(buf: Buffer, start: number, end: number): string | null {
+  const candidates = NAMED.get(end - start);
+  if (candidates === undefined) return null;
+  for (const name of candidates) {
+    let k = 0;
+    // Among tchar bytes, `| 0x20` maps only a letter's two cases to that lower-case letter,
+    // and only "-" to "-" (the names here hold nothing else).
+    while (k < name.length && ((buf[start + k] as number) | 0x20) === name.charCodeAt(k)) k++;
+    if (k === name.length) return name;
+  }
+  return null;
+}
 
 /**
  * Looks at the head starting at `start` in `buf`: a SimpleRequest, 'incomplete' (no final
@@ -82,7 +101,7 @@ const VERSION = ' HTTP/1.1\r\n';
  */
 export function parseSimpleHead(buf: Buffer, start: number): HeadResult {
   const limit = Math.min(buf.length, start + MAX_HEAD_BYTES);
-  const headEnd = buf.indexOf('\r\n\r\n', start, 'latin1');
+  const headEnd = buf.indexOf(HEAD_END, start);
   if (headEnd < 0 || headEnd + 4 > limit) return headEnd < 0 && buf.length - start < MAX_HEAD_BYTES ? 'incomplete' : 'other';
   // Request line.
   let method: 'GET' | 'HEAD';
@@ -98,7 +117,7 @@ export function parseSimpleHead(buf: Buffer, start: number): HeadResult {
   if (buf[i] !== 0x2f) return 'other';
   while (i < headEnd && TARGET[buf[i] as number] === 1) i++;
   const target = buf.toString('latin1', targetStart, i);
-  if (buf.toString('latin1', i, i + VERSION.length) !== VERSION) return 'other';
+  if (i + VERSION.length > buf.length || buf.compare(VERSION, 0, VERSION.length, i, i + VERSION.length) !== 0) return 'other';
   i += VERSION.length;
   // Header fields, up to the empty line at headEnd + 2.
   let fields = 0;
@@ -110,7 +129,7 @@ export function parseSimpleHead(buf: Buffer, start: number): HeadResult {
     const nameStart = i;
     while (TCHAR[buf[i] as number] === 1) i++;
     if (i === nameStart || buf[i] !== 0x3a) return 'other';
-    const name = buf.toString('latin1', nameStart, i).toLowerCase();
+    const name = knownName(buf, nameStart, i);
     i++;
     while (buf[i] === SP || buf[i] === HTAB) i++;
     const valueStart = i;
@@ -119,6 +138,7 @@ export function parseSimpleHead(buf: Buffer, start: number): HeadResult {
     let valueEnd = i;
     while (valueEnd > valueStart && (buf[valueEnd - 1] === SP || buf[valueEnd - 1] === HTAB)) valueEnd--;
     i += 2;
+    if (name === null) continue;
     if (REFUSED.has(name)) return 'other';
     if (name === 'host') hosts++;
     else if (name === 'connection') {

@@ -86,14 +86,13 @@ export function createDownloadServer(options: {
    * cached bytes, exactly as `handle` decides it (a file, not a folder; in memory; the same
    * storage version). Anything else is null and handle() answers it.
    */
-  async function currentCachedFile(url: string): Promise<CachedFile | null> {
+  function currentCachedFile(url: string): CachedFile | null | Promise<CachedFile | null> {
     const parsed = targetOf(pathOf(url));
     if (!parsed.ok || parsed.target.slash) return null;
-    const cached = cache.get(parsed.target.key);
-    if (!cached) return null;
-    const st = await storage.stat(parsed.target.key);
-    return st?.version === cached.version ? cached : null;
+    return cache.current(parsed.target.key, storedVersion);
   }
+
+  const storedVersion = async (key: string) => (await storage.stat(key))?.version ?? null;
 
   async function serveFolder(res: http.ServerResponse, t: DownloadTarget, pathname: string, head: boolean) {
     // Only update-site folders have an index (a label folder and below: `<product>/update-site/<label>…`).
@@ -115,8 +114,8 @@ export function createDownloadServer(options: {
   }
 
   /** What every answer about one file carries, built once per version of a cached file. */
-  function describeFile(t: DownloadTarget, size: number, mtimeMs: number): FileMeta {
-    const etag = etagOf(size, mtimeMs);
+  function describeFile(t: DownloadTarget, size: number, mtimeMs: number, version: string): FileMeta {
+    const etag = etagOf(size, mtimeMs, version);
     const lastModified = new Date(mtimeMs).toUTCString();
     const headers: http.OutgoingHttpHeaders = {
       ...COMMON_HEADERS,
@@ -188,24 +187,20 @@ export function createDownloadServer(options: {
     const parsed = targetOf(pathname);
     if (!parsed.ok) return problem(res, parsed.status, parsed.status === 400 ? 'invalid_path' : 'not_found', parsed.reason, head);
     const t = parsed.target;
-    const cached = t.slash ? undefined : cache.get(t.key);
-    if (cached) {
-      const st = await storage.stat(t.key);
-      if (st?.version === cached.version) return serveFile(req, res, cached, cached.data, null, head);
-      cache.delete(t.key);
-    }
+    const cached = t.slash ? null : await cache.current(t.key, storedVersion);
+    if (cached) return serveFile(req, res, cached, cached.data, null, head);
     const small = await storage.readSmall(t.key, SMALL_FILE);
     if (small) {
       if (t.slash) return problem(res, 404, 'not_found', 'No such folder', head);
       if (small.data) {
-        const file = { ...describeFile(t, small.size, small.mtimeMs), version: small.version, data: small.data };
+        const file = { ...describeFile(t, small.size, small.mtimeMs, small.version), version: small.version, data: small.data, checkedTurn: -1 };
         cache.set(t.key, file);
         return serveFile(req, res, file, small.data, null, head);
       }
-      if (head) return serveFile(req, res, describeFile(t, small.size, small.mtimeMs), null, null, head);
+      if (head) return serveFile(req, res, describeFile(t, small.size, small.mtimeMs, small.version), null, null, head);
       const reader = await storage.openRead(t.key);
       if (!reader) return problem(res, 404, 'not_found', 'No such file', head);
-      return serveFile(req, res, describeFile(t, reader.size, reader.mtimeMs), null, reader, head);
+      return serveFile(req, res, describeFile(t, reader.size, reader.mtimeMs, reader.version), null, reader, head);
     }
     const st = await storage.stat(t.key);
     if (st?.type === 'dir') return serveFolder(res, t, pathname, head);

@@ -103,7 +103,7 @@ describe('download host', () => {
     const first = await raw(base, '/csv-nodes/5.4/artifacts.xml');
     const etag = String(first.headers.etag);
     const lastModified = String(first.headers['last-modified']);
-    assert.match(etag, /^"[0-9a-f]+-[0-9a-f]+"$/);
+    assert.match(etag, /^"[0-9a-f]+-[0-9a-f]+-[0-9a-f]+"$/);
     assert.equal((await raw(base, '/csv-nodes/5.4/artifacts.xml', { 'if-none-match': etag })).status, 304);
     assert.equal((await raw(base, '/csv-nodes/5.4/artifacts.xml', { 'if-none-match': `W/${etag}, "other"` })).status, 304);
     assert.equal((await raw(base, '/csv-nodes/5.4/artifacts.xml', { 'if-modified-since': lastModified })).status, 304);
@@ -132,7 +132,14 @@ describe('download host', () => {
     upload('first');
     for (let i = 0; i < 2; i++) assert.equal((await raw(base, url)).body.toString(), 'first');
     assert.equal((await raw(base, url, { range: 'bytes=1-2' })).body.toString(), 'ir');
+    const before = await raw(base, url);
     upload('other');
+    // The same size and time: only the storage version tells the two apart (no wrong 304).
+    const revalidated = await raw(base, url, { 'if-none-match': String(before.headers.etag) });
+    assert.equal(revalidated.status, 200);
+    assert.equal(revalidated.body.toString(), 'other');
+    assert.notEqual(revalidated.headers.etag, before.headers.etag);
+    assert.equal(revalidated.headers['last-modified'], before.headers['last-modified']);
     const r = await raw(base, url);
     assert.equal(r.body.toString(), 'other');
     assert.equal(r.headers['content-length'], '5');
