@@ -157,15 +157,6 @@ export function localStorage(root: string): Storage {
             if (closing && busy === 0) closeFd();
           }
         },
-        stream(start, end) {
-          if (closing || busy > 0) throw new Error(`stream of ${key} after close or while reading`);
-          // The stream owns the descriptor from here and closes it when done.
-          closing = true;
-          closed = true;
-          // 1 MiB reads: a quarter of the read and write calls of 256 KiB, about a fifth more
-          // throughput for large downloads (bench/downloads.ts); 4 MiB added little more.
-          return fs.createReadStream('', { fd, start, end, autoClose: true, highWaterMark: 1024 * 1024 });
-        },
         async close() {
           closeFd();
         },

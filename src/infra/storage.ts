@@ -3,7 +3,6 @@
  * download host and the crawler go through it, so a different backend (object storage) can
  * replace the local directory later. Keys are relative POSIX paths (`<product>/assets/a.png`).
  */
-import type { Readable } from 'node:stream';
 
 export interface StoredEntry {
   name: string;
@@ -25,8 +24,6 @@ export interface StoredReader {
   readonly version: string;
   /** Reads up to `length` bytes at `position` into `buffer`; returns the bytes read (0 at the end). */
   read(buffer: Buffer, offset: number, length: number, position: number): Promise<number>;
-  /** A stream of bytes `start`..`end` inclusive; closes the reader when it ends. */
-  stream(start: number, end: number): Readable;
   close(): Promise<void>;
 }
 

@@ -18,8 +18,8 @@
  * not by its native reader, and for data holding a request with a body followed by a malformed
  * one it then leaves out answers it had not written when it met the error (the client gets a
  * 400 or a closed connection either way, and retries the rest, RFC 9112 §9.3.2).
- * Idle connections close like node:http's: after `headersTimeout` without a first request,
- * after `keepAliveTimeout` (+1 s, as node:http does) between requests. A head that is not
+ * Idle connections close like node:http's: after `headersTimeout` without a first request
+ * (with its 408), after `keepAliveTimeout` (+1 s, as node:http does) between requests. A head that is not
  * complete in the data read so far goes to node:http, which applies its own headers timeout.
  */
 import type http from 'node:http';
@@ -38,6 +38,9 @@ export interface FastPath {
   /** Destroys every connection still held by the fast path (server shutdown). */
   closeAll(): void;
 }
+
+/** What node:http sends to a connection that sent no request in time (lib/_http_server.js). */
+const REQUEST_TIMEOUT = 'HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r\n';
 
 /** node:http's own margin on the advertised keep-alive timeout (lib/_http_server.js). */
 const KEEP_ALIVE_TIMEOUT_BUFFER = 1000;
@@ -144,7 +147,13 @@ export function installFastPath(server: http.Server, options: FastPathOptions): 
       // As node:http (httpAllowHalfOpen off): a client that stops sending is answered, then closed.
       if (!busy) finish(() => socket.end());
     };
-    const onTimeout = () => finish(() => socket.destroy());
+    const onTimeout = () =>
+      finish(() => {
+        // As node:http: no request within headersTimeout is answered 408 before the close; a
+        // connection idle past keepAliveTimeout after its answers is just closed.
+        if (!answered && !busy) socket.write(REQUEST_TIMEOUT, 'latin1');
+        socket.destroy();
+      });
     const onError = () => finish(() => socket.destroy());
     const onClose = () => finish(() => {});
 

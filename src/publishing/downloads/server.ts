@@ -32,6 +32,12 @@ export interface DownloadServer {
 const SMALL_FILE = 128 * 1024;
 /** Memory for small files' contents (at least 256 files of the largest small size). */
 const CACHE_BYTES = 32 * 1024 * 1024;
+/**
+ * Connections held at once, each a descriptor: past this, new ones are closed as they arrive
+ * (as nginx does when its worker_connections are used up), so idle clients cannot use up the
+ * process's descriptors, which the SFTP server and the database share.
+ */
+const MAX_CONNECTIONS = 10_000;
 /** Parsed paths remembered; a path decoding to more than 1 KiB is refused and not kept, so a key is a few KiB at most. */
 const MAX_TARGETS = 4096;
 
@@ -58,6 +64,10 @@ export function createDownloadServer(options: {
   cacheBytes?: number;
   /** Plain requests for cached files answered before node:http (fast-path.ts); on unless false. */
   fastPath?: boolean;
+  /** Connections held at once; more are closed as they arrive (each holds a descriptor). */
+  maxConnections?: number;
+  /** node:http's headersTimeout (time for a request head); node:http's default unless set (tests). */
+  headersTimeoutMs?: number;
 }): DownloadServer {
   const { storage, log } = options;
   const cache = new FileCache(options.cacheBytes ?? CACHE_BYTES);
@@ -208,7 +218,8 @@ export function createDownloadServer(options: {
   }
 
   const logRequests = log.isLevelEnabled?.('info') ?? true;
-  const server = http.createServer({ keepAliveTimeout: 65_000, noDelay: true }, (req, res) => {
+  const headersTimeout = options.headersTimeoutMs === undefined ? {} : { headersTimeout: options.headersTimeoutMs, connectionsCheckingInterval: Math.max(10, Math.floor(options.headersTimeoutMs / 5)) };
+  const server = http.createServer({ keepAliveTimeout: 65_000, noDelay: true, ...headersTimeout }, (req, res) => {
     const started = logRequests ? process.hrtime.bigint() : 0n;
     if (logRequests) {
       res.on('finish', () =>
@@ -224,6 +235,8 @@ export function createDownloadServer(options: {
       else res.destroy();
     });
   });
+
+  server.maxConnections = options.maxConnections ?? MAX_CONNECTIONS;
 
   const fast =
     options.fastPath === false

@@ -268,7 +268,7 @@ describe('download host fast path: byte-identical to node:http', () => {
       fc.string({ maxLength: 12 }).map((s) => `/${s}`),
     );
     const field = fc.oneof(
-      fc.constantFrom('Host: x', 'Host: y', 'Connection: close', 'Connection: keep-alive', 'Connection: Keep-Alive', 'Connection: upgrade', 'Range: bytes=0-1', 'If-None-Match: *', 'Content-Length: 0', 'Content-Length: 3', 'Transfer-Encoding: chunked', 'Expect: 100-continue', 'Accept: */*', 'X-A:', 'X-A :b', ' folded', 'X-\u00e9: v', 'X-V: \u00ff', 'Proxy-Connection: close'),
+      fc.constantFrom('Host: x', 'Host: y', 'Connection: close', 'Connection: keep-alive', 'Connection: Keep-Alive', 'Connection: upgrade', 'Range: bytes=0-1', 'If-None-Match: *', 'Content-Length: 0', 'Content-Length: 3', 'Transfer-Encoding: chunked', 'Expect: 100-continue', 'Accept: */*', 'X-A:', 'X-A :b', ' folded', 'X-\u00e9: v', 'X-V: \u00ff', 'Proxy-Connection: close', 'RANGE: bytes=0-1', 'content-LENGTH: 3', 'HOST: x', 'CONNECTION: close', 'Transfer-encoding: chunked', 'if-NONE-match: *', 'Hosts: x', 'Connections: close'),
       fc.tuple(fc.string({ minLength: 1, maxLength: 8 }), fc.string({ maxLength: 12 })).map(([n, v]) => `${n}: ${v}`),
     );
     const head = fc.record({
@@ -290,5 +290,62 @@ describe('download host fast path: byte-identical to node:http', () => {
       }),
       { numRuns: 300 },
     );
+  });
+});
+
+describe('download host: idle connections and the connection cap', () => {
+  let root: string;
+  const servers: DownloadServer[] = [];
+  const log = { info() {}, error() {}, isLevelEnabled: () => false };
+
+  before(() => {
+    root = tempDir('pier-dl-idle-');
+    fs.mkdirSync(path.join(root, 'csv-nodes/update-site/5.4'), { recursive: true });
+    fs.writeFileSync(path.join(root, 'csv-nodes/update-site/5.4/content.jar'), 'content jar bytes');
+  });
+  after(async () => {
+    for (const s of servers) await s.close();
+    fs.rmSync(root, { recursive: true, force: true });
+  });
+
+  async function start(options: { fastPath?: boolean; maxConnections?: number; headersTimeoutMs?: number }): Promise<number> {
+    const server = createDownloadServer({ storage: localStorage(root), log, ...options });
+    servers.push(server);
+    return (await server.listen(0, '127.0.0.1')).port;
+  }
+
+  test('a connection that sends no request gets the same 408 from the fast path as from node:http', async () => {
+    const [fastPort, plainPort] = await Promise.all([start({ headersTimeoutMs: 300 }), start({ headersTimeoutMs: 300, fastPath: false })]);
+    const [a, b] = await Promise.all([exchange(fastPort, { writes: [] }), exchange(plainPort, { writes: [] })]);
+    assert.equal(b.toString('latin1'), 'HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r\n');
+    assert.equal(a.toString('latin1'), b.toString('latin1'));
+  });
+
+  test('connections past the cap are closed at once; a freed place takes a new one', async () => {
+    const port = await start({ maxConnections: 2 });
+    const get = 'GET /csv-nodes/5.4/content.jar HTTP/1.1\r\nHost: x\r\n\r\n';
+    const open = () =>
+      new Promise<net.Socket>((resolve) => {
+        const socket = net.connect({ port, host: '127.0.0.1' });
+        socket.on('error', () => {});
+        socket.once('data', () => resolve(socket));
+        socket.on('connect', () => socket.write(get));
+      });
+    const held = [await open(), await open()];
+    const refused = await exchange(port, { writes: [get] });
+    assert.equal(refused.length, 0, 'the third connection was closed without an answer');
+    const gone = held[0] as net.Socket;
+    await new Promise<void>((resolve) => {
+      gone.once('close', () => resolve());
+      gone.destroy();
+    });
+    // The server counts the place as free once it has seen the close.
+    let answer: Buffer = Buffer.alloc(0);
+    for (let i = 0; i < 50 && answer.length === 0; i++) {
+      answer = await exchange(port, { writes: [get.replace('\r\n\r\n', '\r\nConnection: close\r\n\r\n')] });
+      if (answer.length === 0) await new Promise((r) => setTimeout(r, 20));
+    }
+    assert.match(answer.toString('latin1'), /^HTTP\/1\.1 200 OK\r\n[\s\S]*content jar bytes$/);
+    for (const s of held) s.destroy();
   });
 });
