@@ -147,6 +147,10 @@ export function localStorage(root: string): Storage {
         size: st.size,
         mtimeMs: Math.floor(st.mtimeMs),
         version: versionOf(st),
+        readNow(buffer, offset, length, position) {
+          if (closing) throw new Error(`read of ${key} after close`);
+          return fs.readSync(fd, buffer, offset, length, position);
+        },
         async read(buffer, offset, length, position) {
           if (closing) throw new Error(`read of ${key} after close`);
           busy++;

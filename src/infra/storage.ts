@@ -24,6 +24,11 @@ export interface StoredReader {
   readonly version: string;
   /** Reads up to `length` bytes at `position` into `buffer`; returns the bytes read (0 at the end). */
   read(buffer: Buffer, offset: number, length: number, position: number): Promise<number>;
+  /**
+   * `read` done synchronously, where the storage can (a local file): for callers that expect
+   * the bytes to be in memory already and check how long it took.
+   */
+  readNow?(buffer: Buffer, offset: number, length: number, position: number): number;
   close(): Promise<void>;
 }
 
@@ -37,6 +42,11 @@ export interface PendingWrite {
   readonly size: number;
   write(buffer: Buffer, offset: number, length: number, position: number): Promise<void>;
   read(buffer: Buffer, offset: number, length: number, position: number): Promise<number>;
+  /**
+   * `read` done synchronously, where the storage can (a local file): for callers that expect
+   * the bytes to be in memory already and check how long it took.
+   */
+  readNow?(buffer: Buffer, offset: number, length: number, position: number): number;
   /**
    * Renames the temporary file over the key; returns the stored entry. `record`, when given,
    * runs with the finished file's entry and calls `place` to do the rename itself, so a caller

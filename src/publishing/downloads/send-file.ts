@@ -5,6 +5,13 @@
  * response in alternating runs here (200 MB over loopback); Node has no zero-copy file-to-socket
  * path. Backpressure: a buffer is read into again only once its write has completed, so at most
  * two chunks (2 MiB) wait for a slow client.
+ *
+ * A file sent whole a short while ago is read synchronously, as nginx's worker reads (it blocks
+ * on its reads unless given threads): its bytes are most likely still in the page cache, where
+ * a read takes tens of microseconds and the thread pool's round trip per chunk would cost about
+ * a tenth of the throughput (bench/downloads.ts). A synchronous read that takes longer than
+ * SLOW_READ_NS came from the disk: the rest of that download reads through the thread pool, so
+ * a download holds up the event loop with at most one such read.
  */
 import type http from 'node:http';
 import type { StoredReader } from '../../infra/storage.js';
@@ -19,6 +26,18 @@ const SMALL = 64 * 1024;
  */
 let held = 0;
 
+/** Files (by content id) sent whole lately, oldest first: their bytes are likely cached. */
+const warm = new Set<string>();
+const WARM_FILES = 256;
+/** A synchronous read slower than this (2 ms) did not come from memory. */
+const SLOW_READ_NS = 2_000_000n;
+
+function rememberWarm(id: string): void {
+  warm.delete(id);
+  warm.add(id);
+  if (warm.size > WARM_FILES) warm.delete(warm.values().next().value as string);
+}
+
 function takeBuffer(wanted: number): Buffer {
   const size = held + wanted > LARGE_BUDGET ? Math.min(wanted, SMALL) : wanted;
   held += size;
@@ -30,7 +49,8 @@ export function sendBuffersHeld(): number {
   return held;
 }
 
-export async function sendRange(res: http.ServerResponse, reader: StoredReader, start: number, end: number): Promise<void> {
+/** `id` names the file's content (its strong ETag will do): see "sent whole lately" above. */
+export async function sendRange(res: http.ServerResponse, reader: StoredReader, id: string, start: number, end: number): Promise<void> {
   // A pipelined response queued behind another never gets 'close' from node:http when the
   // connection goes, and its writes never complete: the connection's own 'close' ends it too,
   // or its descriptor and buffers would be held for ever.
@@ -49,6 +69,7 @@ export async function sendRange(res: http.ServerResponse, reader: StoredReader, 
   const buffers: Buffer[] = [];
   const written: Promise<void>[] = [Promise.resolve(), Promise.resolve()];
   let position = start;
+  let readNow = warm.has(id) && reader.readNow ? reader.readNow.bind(reader) : null;
   try {
     // Queued behind an earlier response on the same connection: read nothing and hold no
     // buffer until node:http hands this response the socket (its turn).
@@ -63,7 +84,16 @@ export async function sendRange(res: http.ServerResponse, reader: StoredReader, 
         buffer = takeBuffer(Math.min(CHUNK, end + 1 - position));
         buffers[i] = buffer;
       }
-      const n = await reader.read(buffer, 0, Math.min(buffer.length, end + 1 - position), position);
+      const length = Math.min(buffer.length, end + 1 - position);
+      let n: number;
+      if (readNow) {
+        const started = process.hrtime.bigint();
+        n = readNow(buffer, 0, length, position);
+        if (process.hrtime.bigint() - started > SLOW_READ_NS) {
+          readNow = null;
+          warm.delete(id);
+        }
+      } else n = await reader.read(buffer, 0, length, position);
       if (gone) return;
       // The file shrank under us: the promised length cannot be sent, so the client must not
       // take what it got for the whole file.
@@ -72,7 +102,9 @@ export async function sendRange(res: http.ServerResponse, reader: StoredReader, 
       written[i] = new Promise<void>((resolve) => res.write(n === buffer.length ? buffer : buffer.subarray(0, n), () => resolve()));
     }
     await Promise.race([Promise.all(written), closed]);
-    if (!gone) res.end();
+    if (gone) return;
+    res.end();
+    if (start === 0 && end === reader.size - 1) rememberWarm(id);
   } catch {
     res.destroy();
   } finally {

@@ -173,7 +173,8 @@ export function createDownloadServer(options: {
       return void res.end(head || !data ? undefined : range.kind === 'partial' ? data.subarray(start, end + 1) : data);
     }
     res.writeHead(status, headers);
-    void sendRange(res, reader as StoredReader, start, end);
+    // The strong ETag names this content (size, time, storage version): sendRange's warm-file key.
+    void sendRange(res, reader as StoredReader, etag, start, end);
   }
 
   async function handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<unknown> {

@@ -1,0 +1,77 @@
+// sendRange's choice between synchronous and thread-pool reads (src/publishing/downloads/send-file.ts),
+// with a stored reader over bytes in memory whose synchronous read can be made slow.
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import http from 'node:http';
+import { after, before, test } from 'node:test';
+import type { StoredReader } from '../../../src/infra/storage.js';
+import { sendRange } from '../../../src/publishing/downloads/send-file.js';
+
+const content = Buffer.from(Array.from({ length: 5 * 1024 * 1024 + 123 }, (_, i) => (i * 31) % 251));
+const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+const calls = { now: 0, pool: 0 };
+/** Milliseconds the next synchronous read takes (a read that had to go to the disk). */
+let nextNowDelayMs = 0;
+
+function reader(): StoredReader {
+  const copy = (buffer: Buffer, offset: number, length: number, position: number) => content.copy(buffer, offset, position, Math.min(content.length, position + length));
+  return {
+    size: content.length,
+    mtimeMs: 0,
+    version: 'v1',
+    async read(buffer, offset, length, position) {
+      calls.pool++;
+      await new Promise((r) => setImmediate(r));
+      return copy(buffer, offset, length, position);
+    },
+    readNow(buffer, offset, length, position) {
+      calls.now++;
+      if (nextNowDelayMs > 0) {
+        Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, nextNowDelayMs);
+        nextNowDelayMs = 0;
+      }
+      return copy(buffer, offset, length, position);
+    },
+    async close() {},
+  };
+}
+
+let server: http.Server;
+let url: string;
+before(async () => {
+  server = http.createServer((req, res) => {
+    const id = String(req.headers['x-id']);
+    res.writeHead(200, { 'content-length': content.length });
+    void sendRange(res, reader(), id, 0, content.length - 1);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  url = `http://127.0.0.1:${(server.address() as { port: number }).port}/`;
+});
+after(() => new Promise<void>((r) => server.close(() => r())));
+
+async function download(id: string): Promise<{ now: number; pool: number }> {
+  calls.now = 0;
+  calls.pool = 0;
+  const body = Buffer.from(await (await fetch(url, { headers: { 'x-id': id } })).arrayBuffer());
+  assert.equal(sha(body), sha(content));
+  return { ...calls };
+}
+
+test('a file is read through the thread pool until it has been sent whole once; then synchronously', async () => {
+  const first = await download('file-a');
+  assert.equal(first.now, 0, 'nothing known of this file: no blocking read');
+  assert.ok(first.pool >= 5);
+  const second = await download('file-a');
+  assert.equal(second.pool, 0);
+  assert.ok(second.now >= 5);
+  const other = await download('file-b');
+  assert.equal(other.now, 0, 'warmth is per file content');
+});
+
+test('a slow synchronous read sends the rest of that download through the thread pool', async () => {
+  await download('file-c');
+  nextNowDelayMs = 5;
+  const slow = await download('file-c');
+  assert.equal(slow.now, 1, 'one blocking read, then no more');
+  assert.ok(slow.pool >= 4);
+});
