@@ -22,6 +22,16 @@ const readAt = (fd: number, buffer: Buffer, offset: number, length: number, posi
     fs.read(fd, buffer, offset, length, position, (err, n) => (err ? reject(err) : resolve(n))),
   );
 
+/**
+ * statfs(2) magic numbers of file systems on a local disk or in memory (linux/magic.h): ext2-4,
+ * XFS, Btrfs, F2FS, tmpfs, overlayfs, ZFS. On these a read of cached pages never waits on a
+ * network, so a reader may offer `readNow`; on NFS, SMB, FUSE and the rest it does not.
+ */
+const LOCAL_FILESYSTEMS = new Set([0xef53, 0x58465342, 0x9123683e, 0xf2f52010, 0x01021994, 0x794c7630, 0x2fc12fc1]);
+
+/** Storage.changes() per storage root, shared by every localStorage of this process on it. */
+const changeCounts = new Map<string, { n: number }>();
+
 /** Uploads rename a new file into place: a new inode, and a new ctime for anything else. */
 const versionOf = (st: fs.Stats) => `${st.ino}:${st.ctimeMs}`;
 
@@ -39,6 +49,12 @@ function entry(name: string, st: fs.Stats): StoredEntry {
 export function localStorage(root: string): Storage {
   fs.mkdirSync(root, { recursive: true });
   const base = `${path.resolve(root)}${path.sep}`;
+  const onLocalDisk = LOCAL_FILESYSTEMS.has(fs.statfsSync(root).type);
+  const counter = changeCounts.get(base) ?? { n: 0 };
+  changeCounts.set(base, counter);
+  const changed = () => {
+    counter.n++;
+  };
   // checkKey leaves only plain names joined by `/`, so appending is what path.join would give
   // (and it is on the download host's per-request path).
   const resolve = (key: string) => {
@@ -146,11 +162,14 @@ export function localStorage(root: string): Storage {
       const reader: StoredReader = {
         size: st.size,
         mtimeMs: Math.floor(st.mtimeMs),
+        changedMs: Math.floor(st.ctimeMs),
         version: versionOf(st),
-        readNow(buffer, offset, length, position) {
-          if (closing) throw new Error(`read of ${key} after close`);
-          return fs.readSync(fd, buffer, offset, length, position);
-        },
+        ...(onLocalDisk && {
+          readNow(buffer: Buffer, offset: number, length: number, position: number) {
+            if (closing) throw new Error(`read of ${key} after close`);
+            return fs.readSync(fd, buffer, offset, length, position);
+          },
+        }),
         async read(buffer, offset, length, position) {
           if (closing) throw new Error(`read of ${key} after close`);
           busy++;
@@ -183,7 +202,7 @@ export function localStorage(root: string): Storage {
       try {
         const st = fs.fstatSync(fd);
         if (!st.isFile()) return null;
-        const base = { size: st.size, mtimeMs: Math.floor(st.mtimeMs), version: versionOf(st) };
+        const base = { size: st.size, mtimeMs: Math.floor(st.mtimeMs), changedMs: Math.floor(st.ctimeMs), version: versionOf(st) };
         if (st.size > maxBytes) return { ...base, data: null };
         // Its own memory, not a slice of Node's shared 8 KiB pool: callers may keep small files
         // (the download host's cache), and a kept slice would pin a whole pool slab.
@@ -270,6 +289,7 @@ export function localStorage(root: string): Storage {
             if (placed) return;
             fs.renameSync(temp, target);
             placed = true;
+            changed();
           };
           try {
             if (times) fs.futimesSync(fd, times.atimeMs / 1000, times.mtimeMs / 1000);
@@ -300,6 +320,7 @@ export function localStorage(root: string): Storage {
       if (!st) return false;
       if (st.isDirectory()) throw Object.assign(new Error(`${key} is a folder`), { code: 'EISDIR' });
       fs.unlinkSync(p);
+      changed();
       return true;
     },
 
@@ -313,6 +334,7 @@ export function localStorage(root: string): Storage {
       if (names.some((n) => !n.startsWith(TEMP_PREFIX))) throw Object.assign(new Error(`${key} is not empty`), { code: 'ENOTEMPTY' });
       for (const n of names) await fsp.rm(path.join(p, n), { force: true });
       await fsp.rmdir(p);
+      changed();
     },
 
     async rename(from, to) {
@@ -321,6 +343,7 @@ export function localStorage(root: string): Storage {
       if (!st) throw Object.assign(new Error(`${from} does not exist`), { code: 'ENOENT' });
       const target = resolve(to);
       fs.renameSync(source, target);
+      changed();
       // Uploads still open below a moved folder can no longer be committed (their temporary
       // files moved along, their rename into place fails): their bytes go now, instead of
       // staying on disk uncounted until the next start's sweep (issue #10). Writes still in
@@ -330,7 +353,10 @@ export function localStorage(root: string): Storage {
 
     async setTimes(key, atimeMs, mtimeMs) {
       fs.lutimesSync(resolve(key), atimeMs / 1000, mtimeMs / 1000);
+      changed();
     },
+
+    changes: () => counter.n,
 
     async sweepTemporary(key, olderThanMs) {
       return sweep(key === '' ? root : resolve(key), Date.now() - olderThanMs);

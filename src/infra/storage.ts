@@ -20,13 +20,19 @@ export interface StoredEntry {
 export interface StoredReader {
   readonly size: number;
   readonly mtimeMs: number;
+  /**
+   * When this content was put in place at its key or its times were last set (a local file's
+   * ctime). Unlike `mtimeMs`, which an upload may set to any time, it moves forward only.
+   */
+  readonly changedMs: number;
   /** As StoredEntry's: changes with every new content put in place. */
   readonly version: string;
   /** Reads up to `length` bytes at `position` into `buffer`; returns the bytes read (0 at the end). */
   read(buffer: Buffer, offset: number, length: number, position: number): Promise<number>;
   /**
-   * `read` done synchronously, where the storage can (a local file): for callers that expect
-   * the bytes to be in memory already and check how long it took.
+   * `read` done synchronously, where the storage can do it without waiting on a network (a
+   * file on a local disk): for callers that expect the bytes to be in memory already and check
+   * how long it took.
    */
   readNow?(buffer: Buffer, offset: number, length: number, position: number): number;
   close(): Promise<void>;
@@ -42,11 +48,6 @@ export interface PendingWrite {
   readonly size: number;
   write(buffer: Buffer, offset: number, length: number, position: number): Promise<void>;
   read(buffer: Buffer, offset: number, length: number, position: number): Promise<number>;
-  /**
-   * `read` done synchronously, where the storage can (a local file): for callers that expect
-   * the bytes to be in memory already and check how long it took.
-   */
-  readNow?(buffer: Buffer, offset: number, length: number, position: number): number;
   /**
    * Renames the temporary file over the key; returns the stored entry. `record`, when given,
    * runs with the finished file's entry and calls `place` to do the rename itself, so a caller
@@ -72,7 +73,7 @@ export interface Storage {
    * A whole small file in one call (`data` null when it is larger than `maxBytes`: open it with
    * `openRead` to stream it). The download host's hot path: most update-site files are small.
    */
-  readSmall(key: string, maxBytes: number): Promise<{ size: number; mtimeMs: number; version: string; data: Buffer | null } | null>;
+  readSmall(key: string, maxBytes: number): Promise<{ size: number; mtimeMs: number; changedMs: number; version: string; data: Buffer | null } | null>;
   /** `keepExisting` copies the current contents first (resumed uploads, SFTP open without TRUNC). */
   beginWrite(key: string, options?: { keepExisting?: boolean }): Promise<PendingWrite>;
   // Metadata changes below are synchronous in the local backend (microseconds each), so a
@@ -90,6 +91,13 @@ export interface Storage {
   setTimes(key: string, atimeMs: number, mtimeMs: number): Promise<void>;
   /** Deletes temporary files under `key` ('' = everything) not written to for `olderThanMs` (left by a killed process). */
   sweepTemporary(key: string, olderThanMs: number): Promise<number>;
+  /**
+   * A count of the changes (commit, remove, rename, times) this process has made to the
+   * stored files at this location, through any Storage object: it moves after each change is
+   * in place. A reader may trust a check begun while the count stayed the same to still hold
+   * for changes made by this process; changes from other processes do not move it.
+   */
+  changes(): number;
 }
 
 /** Names starting with this are the storage's own (temporary files); users may never create them. */

@@ -213,7 +213,7 @@ export function installFastPath(server: http.Server, options: FastPathOptions): 
             let file: CachedFile | null | Promise<CachedFile | null> = null;
             try {
               file = options.lookup(r.target);
-              // A check made this turn answers at once: no await, no microtask.
+              // A recent check answers at once: no await, no microtask.
               if (file instanceof Promise) file = await file;
             } catch {
               file = null;

@@ -2,24 +2,26 @@
  * Small stored files kept in memory by the download host, with the response headers built
  * from them. An entry is only used after a `stat` shows the same storage version (a new
  * upload is always a new version, also with the same size and time), so another instance
- * replacing the file is seen at once; the cost of a hit is at most one stat instead of open,
+ * replacing the file is seen too; the cost of a hit is at most one stat instead of open,
  * fstat, read and close, and no header building (bench/downloads.ts).
  *
- * One stat serves every request for the file answered in the same event-loop turn. Requests
- * are read in the loop's poll phase, from the sockets one `epoll_wait` reported ready, so each
- * of them had arrived before any check made while that phase runs: an upload committed before
- * a request arrived is seen by the check, as a stat per request would see it. The turn ends
- * with the phase (`setImmediate` runs right after it), and a check whose answer comes back in
- * a later turn (a storage that stats asynchronously) is used for its own request only. One
- * limit is libuv's: with more than 1024 sockets ready at once it polls again within the same
- * phase, so a request of that second batch may be answered from a check made earlier in the
- * phase (a few milliseconds at most).
+ * A check serves the requests for that file answered in the next FRESH_MS (1 ms) after it
+ * began, so under load one stat covers many requests instead of one each (about a fifth of
+ * the time of a small-file request here, bench/downloads.ts), unless this process changed any
+ * stored file since (Storage.changes: an SFTP upload through this process is served from the
+ * next request on). The price is that bound for changes made by another process or instance
+ * sharing the storage: a request arriving within 1 ms after such an upload is committed may
+ * still get the previous bytes; any later one gets the new bytes. (Sharing a check only among
+ * requests that provably arrived before it cannot be done from JavaScript: a socket read
+ * returns bytes that came in after the loop's poll reported the socket ready, pipelined
+ * requests included.)
  */
 import type http from 'node:http';
 
 export interface FileMeta {
   size: number;
-  mtimeMs: number;
+  /** The Last-Modified time (see `describeFile` in server.ts). */
+  lastModifiedMs: number;
   etag: string;
   lastModified: string;
   /** The headers of every answer about this file: type, validators, CORS, security. */
@@ -31,17 +33,14 @@ export interface FileMeta {
 export interface CachedFile extends FileMeta {
   version: string;
   data: Buffer;
-  /** The loop turn in which the version was last seen current (see above); -1 when never. */
-  checkedTurn: number;
+  /** When (performance.now()) the last check that found this version current began; -Infinity when never. */
+  checkedAt: number;
+  /** The storage's change count when that check began (Storage.changes). */
+  checkedChanges: number;
 }
 
-/** The current event-loop turn, counted by the checks (see above). */
-let turn = 0;
-let turnEnding = false;
-function endTurn(): void {
-  turn++;
-  turnEnding = false;
-}
+/** How long a freshness check serves further requests (see above), in milliseconds. */
+export const FRESH_MS = 1;
 
 /** What an entry costs beside its bytes (headers, strings, the map slot), charged to the budget. */
 const ENTRY_OVERHEAD = 1024;
@@ -56,33 +55,35 @@ export class FileCache {
   readonly #entries = new Map<string, CachedFile>();
   #bytes = 0;
 
-  constructor(readonly maxBytes: number) {}
+  constructor(
+    readonly maxBytes: number,
+    readonly freshMs = FRESH_MS,
+  ) {}
 
   get(key: string): CachedFile | undefined {
     return this.#entries.get(key);
   }
 
   /**
-   * The entry for `key` if `versionOf` still reports its version (checked at most once per
-   * loop turn, see above); a stale entry is dropped. Synchronous when this turn has checked it.
+   * The entry for `key` if `versionOf` still reports its version; a stale entry is dropped.
+   * A check begun less than `freshMs` ago with the same `changes` count (see above) answers at
+   * once, synchronously.
    */
-  current(key: string, versionOf: (key: string) => Promise<string | null>): CachedFile | null | Promise<CachedFile | null> {
+  current(key: string, versionOf: (key: string) => Promise<string | null>, changes: number): CachedFile | null | Promise<CachedFile | null> {
     const file = this.#entries.get(key);
     if (!file) return null;
-    if (file.checkedTurn === turn) return file;
-    const started = turn;
-    if (!turnEnding) {
-      turnEnding = true;
-      setImmediate(endTurn);
-    }
+    const now = performance.now();
+    if (now - file.checkedAt < this.freshMs && file.checkedChanges === changes) return file;
     return versionOf(key).then((version) => {
       if (version !== file.version) {
         if (this.#entries.get(key) === file) this.delete(key);
         return null;
       }
-      // Shared only within the turn the check began in: if the answer came back in a later
-      // turn (an asynchronous stat), this never equals `turn` again.
-      file.checkedTurn = started;
+      // What the check saw is at least as recent as when it began.
+      if (now > file.checkedAt) {
+        file.checkedAt = now;
+        file.checkedChanges = changes;
+      }
       return file;
     });
   }

@@ -57,11 +57,11 @@ function etagMatches(header: string, etag: string): boolean {
 }
 
 /** True when the client's copy is current (RFC 9110 §13.2.2 order: If-None-Match wins). */
-export function notModified(headers: { ifNoneMatch?: string | undefined; ifModifiedSince?: string | undefined }, etag: string, mtimeMs: number): boolean {
+export function notModified(headers: { ifNoneMatch?: string | undefined; ifModifiedSince?: string | undefined }, etag: string, lastModifiedMs: number): boolean {
   if (headers.ifNoneMatch !== undefined) return etagMatches(headers.ifNoneMatch, etag);
   if (headers.ifModifiedSince !== undefined) {
     const since = Date.parse(headers.ifModifiedSince);
-    return !Number.isNaN(since) && Math.floor(mtimeMs / 1000) * 1000 <= since;
+    return !Number.isNaN(since) && Math.floor(lastModifiedMs / 1000) * 1000 <= since;
   }
   return false;
 }
@@ -70,11 +70,14 @@ export type RangeResult = { kind: 'full' } | { kind: 'partial'; start: number; e
 
 /**
  * One `bytes=` range of a file of `size` bytes. Several ranges are answered with the whole
- * file (allowed, RFC 9110 §14.2); a stale If-Range does the same.
+ * file (allowed, RFC 9110 §14.2); so is an If-Range that is not the current ETag. A date in
+ * If-Range never matches: Last-Modified is not a strong validator here (two uploads within one
+ * second share it), and RFC 9110 §13.1.5 lets a range be sent on a date only when it is, so a
+ * resumed download is never stitched from two versions.
  */
-export function rangeOf(header: string | undefined, ifRange: string | undefined, size: number, etag: string, lastModified: string): RangeResult {
+export function rangeOf(header: string | undefined, ifRange: string | undefined, size: number, etag: string): RangeResult {
   if (!header) return { kind: 'full' };
-  if (ifRange !== undefined && ifRange !== etag && ifRange !== lastModified) return { kind: 'full' };
+  if (ifRange !== undefined && ifRange !== etag) return { kind: 'full' };
   const m = /^bytes=(\d*)-(\d*)$/.exec(header.trim());
   if (!m || (m[1] === '' && m[2] === '')) return { kind: 'full' };
   let start: number;

@@ -9,9 +9,11 @@
  * A file sent whole a short while ago is read synchronously, as nginx's worker reads (it blocks
  * on its reads unless given threads): its bytes are most likely still in the page cache, where
  * a read takes tens of microseconds and the thread pool's round trip per chunk would cost about
- * a tenth of the throughput (bench/downloads.ts). A synchronous read that takes longer than
- * SLOW_READ_NS came from the disk: the rest of that download reads through the thread pool, so
- * a download holds up the event loop with at most one such read.
+ * a tenth of the throughput (bench/downloads.ts). Only storage on a local disk offers such
+ * reads (never a network file system, where a read may wait for seconds). A synchronous read
+ * that takes longer than SLOW_READ_NS came from the disk: that file is no longer warm, so
+ * every download of it reads through the thread pool from then on, and the event loop is held
+ * up by one such read each time the file drops out of the page cache.
  */
 import type http from 'node:http';
 import type { StoredReader } from '../../infra/storage.js';
@@ -29,8 +31,11 @@ let held = 0;
 /** Files (by content id) sent whole lately, oldest first: their bytes are likely cached. */
 const warm = new Set<string>();
 const WARM_FILES = 256;
-/** A synchronous read slower than this (2 ms) did not come from memory. */
-const SLOW_READ_NS = 2_000_000n;
+/**
+ * A synchronous read slower than this (1 ms) did not come from memory: 1 MiB from the page
+ * cache takes about 0.1 ms here (p99 0.2 ms), one from an SSD several times that.
+ */
+const SLOW_READ_NS = 1_000_000n;
 
 function rememberWarm(id: string): void {
   warm.delete(id);
@@ -69,7 +74,8 @@ export async function sendRange(res: http.ServerResponse, reader: StoredReader, 
   const buffers: Buffer[] = [];
   const written: Promise<void>[] = [Promise.resolve(), Promise.resolve()];
   let position = start;
-  let readNow = warm.has(id) && reader.readNow ? reader.readNow.bind(reader) : null;
+  const readNow = reader.readNow?.bind(reader);
+  let slow = false;
   try {
     // Queued behind an earlier response on the same connection: read nothing and hold no
     // buffer until node:http hands this response the socket (its turn).
@@ -86,11 +92,13 @@ export async function sendRange(res: http.ServerResponse, reader: StoredReader, 
       }
       const length = Math.min(buffer.length, end + 1 - position);
       let n: number;
-      if (readNow) {
+      // Asked before every read: once any download of the file met a slow read, the others
+      // read through the thread pool too.
+      if (readNow && warm.has(id)) {
         const started = process.hrtime.bigint();
         n = readNow(buffer, 0, length, position);
         if (process.hrtime.bigint() - started > SLOW_READ_NS) {
-          readNow = null;
+          slow = true;
           warm.delete(id);
         }
       } else n = await reader.read(buffer, 0, length, position);
@@ -104,7 +112,8 @@ export async function sendRange(res: http.ServerResponse, reader: StoredReader, 
     await Promise.race([Promise.all(written), closed]);
     if (gone) return;
     res.end();
-    if (start === 0 && end === reader.size - 1) rememberWarm(id);
+    // A download that met a slow read does not vouch for the file (it may not fit the cache).
+    if (start === 0 && end === reader.size - 1 && !slow) rememberWarm(id);
   } catch {
     res.destroy();
   } finally {

@@ -68,9 +68,11 @@ export function createDownloadServer(options: {
   maxConnections?: number;
   /** node:http's headersTimeout (time for a request head); node:http's default unless set (tests). */
   headersTimeoutMs?: number;
+  /** How long a freshness check of a cached file serves further requests (file-cache.ts FRESH_MS unless set: tests). */
+  freshMs?: number;
 }): DownloadServer {
   const { storage, log } = options;
-  const cache = new FileCache(options.cacheBytes ?? CACHE_BYTES);
+  const cache = new FileCache(options.cacheBytes ?? CACHE_BYTES, options.freshMs);
   /** Parsed URL paths (parsing is pure): repeated requests skip the decoding and checks. */
   const targets = new Map<string, DownloadTarget>();
 
@@ -99,7 +101,7 @@ export function createDownloadServer(options: {
   function currentCachedFile(url: string): CachedFile | null | Promise<CachedFile | null> {
     const parsed = targetOf(pathOf(url));
     if (!parsed.ok || parsed.target.slash) return null;
-    return cache.current(parsed.target.key, storedVersion);
+    return cache.current(parsed.target.key, storedVersion, storage.changes());
   }
 
   const storedVersion = async (key: string) => (await storage.stat(key))?.version ?? null;
@@ -124,9 +126,15 @@ export function createDownloadServer(options: {
   }
 
   /** What every answer about one file carries, built once per version of a cached file. */
-  function describeFile(t: DownloadTarget, size: number, mtimeMs: number, version: string): FileMeta {
-    const etag = etagOf(size, mtimeMs, version);
-    const lastModified = new Date(mtimeMs).toUTCString();
+  function describeFile(t: DownloadTarget, stored: { size: number; mtimeMs: number; changedMs: number; version: string }): FileMeta {
+    const { size, version } = stored;
+    // When the bytes at this URL last changed: the later of the file's own time and when it was
+    // put in place. An upload that keeps its times (`put -p`, lftp mirror) may carry a time
+    // older than the file it replaces (a rebuilt or rolled-back release); a client comparing
+    // dates would then keep its old copy.
+    const lastModifiedMs = Math.max(stored.mtimeMs, stored.changedMs);
+    const etag = etagOf(size, lastModifiedMs, version);
+    const lastModified = new Date(lastModifiedMs).toUTCString();
     const headers: http.OutgoingHttpHeaders = {
       ...COMMON_HEADERS,
       'content-type': contentTypeOf(t.key),
@@ -137,12 +145,12 @@ export function createDownloadServer(options: {
       'cache-control': 'public, no-cache',
     };
     if (t.area === 'assets') headers['access-control-allow-origin'] = '*';
-    return { size, mtimeMs, etag, lastModified, headers, full: { ...headers, 'content-length': size } };
+    return { size, lastModifiedMs, etag, lastModified, headers, full: { ...headers, 'content-length': size } };
   }
 
   /** Answers for one file whose bytes are either in `data` (small files) or behind `reader`. */
   function serveFile(req: http.IncomingMessage, res: http.ServerResponse, meta: FileMeta, data: Buffer | null, reader: StoredReader | null, head: boolean) {
-    const { size, etag, lastModified } = meta;
+    const { size, etag } = meta;
     const ifNoneMatch = req.headers['if-none-match'];
     const ifModifiedSince = req.headers['if-modified-since'];
     const rangeHeader = req.headers.range;
@@ -152,12 +160,12 @@ export function createDownloadServer(options: {
       res.writeHead(200, meta.full);
       return void res.end(head || !data ? undefined : data);
     }
-    if (notModified({ ifNoneMatch, ifModifiedSince }, etag, meta.mtimeMs)) {
+    if (notModified({ ifNoneMatch, ifModifiedSince }, etag, meta.lastModifiedMs)) {
       void reader?.close();
       res.writeHead(304, meta.headers);
       return void res.end();
     }
-    const range = rangeOf(rangeHeader, req.headers['if-range'] as string | undefined, size, etag, lastModified);
+    const range = rangeOf(rangeHeader, req.headers['if-range'] as string | undefined, size, etag);
     if (range.kind === 'unsatisfiable') {
       void reader?.close();
       res.writeHead(416, { ...meta.headers, 'content-range': `bytes */${size}`, 'content-length': 0 });
@@ -198,20 +206,20 @@ export function createDownloadServer(options: {
     const parsed = targetOf(pathname);
     if (!parsed.ok) return problem(res, parsed.status, parsed.status === 400 ? 'invalid_path' : 'not_found', parsed.reason, head);
     const t = parsed.target;
-    const cached = t.slash ? null : await cache.current(t.key, storedVersion);
+    const cached = t.slash ? null : await cache.current(t.key, storedVersion, storage.changes());
     if (cached) return serveFile(req, res, cached, cached.data, null, head);
     const small = await storage.readSmall(t.key, SMALL_FILE);
     if (small) {
       if (t.slash) return problem(res, 404, 'not_found', 'No such folder', head);
       if (small.data) {
-        const file = { ...describeFile(t, small.size, small.mtimeMs, small.version), version: small.version, data: small.data, checkedTurn: -1 };
+        const file = { ...describeFile(t, small), version: small.version, data: small.data, checkedAt: Number.NEGATIVE_INFINITY, checkedChanges: -1 };
         cache.set(t.key, file);
         return serveFile(req, res, file, small.data, null, head);
       }
-      if (head) return serveFile(req, res, describeFile(t, small.size, small.mtimeMs, small.version), null, null, head);
+      if (head) return serveFile(req, res, describeFile(t, small), null, null, head);
       const reader = await storage.openRead(t.key);
       if (!reader) return problem(res, 404, 'not_found', 'No such file', head);
-      return serveFile(req, res, describeFile(t, reader.size, reader.mtimeMs, reader.version), null, reader, head);
+      return serveFile(req, res, describeFile(t, reader), null, reader, head);
     }
     const st = await storage.stat(t.key);
     if (st?.type === 'dir') return serveFolder(res, t, pathname, head);

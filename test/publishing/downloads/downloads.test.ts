@@ -6,12 +6,16 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import fc from 'fast-check';
 import { localStorage } from '../../../src/infra/storage-local.js';
+import { FRESH_MS } from '../../../src/publishing/downloads/file-cache.js';
 import { createDownloadServer, type DownloadServer } from '../../../src/publishing/downloads/server.js';
 import { parseDownloadPath } from '../../../src/publishing/downloads/paths.js';
 import { sendBuffersHeld } from '../../../src/publishing/downloads/send-file.js';
 import { tempDir } from '../../helpers/db.js';
 
 const silent = { info() {}, error() {} };
+
+/** A file changed behind the server's back (as another instance would) is served once this has passed. */
+const pastFreshness = () => new Promise((r) => setTimeout(r, FRESH_MS + 1));
 
 /** A request with the path sent exactly as written (fetch would normalise `..` and `%2e`). */
 function raw(base: string, rawPath: string, headers: Record<string, string> = {}, method = 'GET'): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer }> {
@@ -111,6 +115,7 @@ describe('download host', () => {
     assert.equal((await raw(base, '/csv-nodes/5.4/artifacts.xml', { 'if-modified-since': 'Thu, 01 Jan 1970 00:00:00 GMT' })).status, 200);
     const p = path.join(root, 'csv-nodes/update-site/5.4/artifacts.xml');
     fs.writeFileSync(p, '<artifacts size="2"/>');
+    await pastFreshness();
     const after = await raw(base, '/csv-nodes/5.4/artifacts.xml', { 'if-none-match': etag });
     assert.equal(after.status, 200);
     assert.notEqual(after.headers.etag, etag);
@@ -129,24 +134,60 @@ describe('download host', () => {
       fs.utimesSync(temp, at, at);
       fs.renameSync(temp, p);
     };
+    // In this test every change is made outside the server's process (another instance).
     upload('first');
+    await pastFreshness();
     for (let i = 0; i < 2; i++) assert.equal((await raw(base, url)).body.toString(), 'first');
     assert.equal((await raw(base, url, { range: 'bytes=1-2' })).body.toString(), 'ir');
     const before = await raw(base, url);
     upload('other');
+    await pastFreshness();
     // The same size and time: only the storage version tells the two apart (no wrong 304).
     const revalidated = await raw(base, url, { 'if-none-match': String(before.headers.etag) });
     assert.equal(revalidated.status, 200);
     assert.equal(revalidated.body.toString(), 'other');
     assert.notEqual(revalidated.headers.etag, before.headers.etag);
-    assert.equal(revalidated.headers['last-modified'], before.headers['last-modified']);
+    // Last-Modified is when the file was put in place, not the time it kept (a client comparing
+    // dates would keep its copy of a rolled-back file); a date in If-Range never gets a part.
+    assert.ok(Date.parse(String(revalidated.headers['last-modified'])) > at.getTime() + 1000, 'Last-Modified follows the upload');
+    const dated = await raw(base, url, { range: 'bytes=1-2', 'if-range': String(revalidated.headers['last-modified']) });
+    assert.equal(dated.status, 200);
+    assert.equal(dated.body.toString(), 'other');
     const r = await raw(base, url);
     assert.equal(r.body.toString(), 'other');
     assert.equal(r.headers['content-length'], '5');
     assert.equal((await raw(base, url, { range: 'bytes=1-2' })).body.toString(), 'th');
     fs.rmSync(p);
+    await pastFreshness();
     assert.equal((await raw(base, url)).status, 404);
     assert.equal((await raw(base, `${url}/`)).status, 404);
+  });
+
+  test('a change made through this process is served by the very next request; one from outside after the freshness bound', async () => {
+    // A freshness bound far longer than the test: only the change count can make a request see
+    // a change through this process, and a change from outside stays unseen meanwhile.
+    const held = createDownloadServer({ storage: localStorage(root), log: silent, freshMs: 60 * 60_000 });
+    const heldBase = (await held.listen(0, '127.0.0.1')).url;
+    try {
+      const key = 'csv-nodes/update-site/5.4/features/g_1.0.0.jar';
+      const url = '/csv-nodes/5.4/features/g_1.0.0.jar';
+      fs.mkdirSync(path.join(root, 'csv-nodes/update-site/5.4/features'), { recursive: true });
+      fs.writeFileSync(path.join(root, key), 'one');
+      assert.equal((await raw(heldBase, url)).body.toString(), 'one');
+      assert.equal((await raw(heldBase, url)).body.toString(), 'one', 'now in memory');
+      fs.writeFileSync(path.join(root, key), 'two');
+      assert.equal((await raw(heldBase, url)).body.toString(), 'one', 'a change from outside waits for the bound');
+      // Through a Storage of this process (as the SFTP server writes): a new one on the same root.
+      const storage = localStorage(root);
+      const write = await storage.beginWrite(key);
+      await write.write(Buffer.from('three'), 0, 5, 0);
+      await write.commit();
+      assert.equal((await raw(heldBase, url)).body.toString(), 'three');
+      await storage.remove(key);
+      assert.equal((await raw(heldBase, url)).status, 404);
+    } finally {
+      await held.close();
+    }
   });
 
   test('a file of several read buffers: whole, ranges across buffer edges, and a client leaving halfway', async () => {
@@ -276,6 +317,8 @@ describe('download host', () => {
     const etag = String((await raw(base, url, {}, 'HEAD')).headers.etag);
     r = await raw(base, url, { range: 'bytes=0-1', 'if-range': etag });
     assert.equal(r.status, 206);
+    r = await raw(base, url, { range: 'bytes=0-1', 'if-range': String(r.headers['last-modified']) });
+    assert.equal(r.status, 200, 'a date is not a strong validator here');
   });
 
   test('a label folder has a plain HTML index (names escaped); temporary files never show', async () => {

@@ -4,10 +4,11 @@ import { type CachedFile, FileCache } from '../../../src/publishing/downloads/fi
 
 const file = (bytes: number, version = 'v1'): CachedFile => ({
   version,
-  checkedTurn: -1,
+  checkedAt: Number.NEGATIVE_INFINITY,
+  checkedChanges: -1,
   data: Buffer.alloc(bytes),
   size: bytes,
-  mtimeMs: 0,
+  lastModifiedMs: 0,
   etag: '"x"',
   lastModified: '',
   headers: {},
@@ -44,10 +45,8 @@ test('many tiny files are bounded by the per-entry charge, not only by their byt
   assert.equal(cache.get('f0'), undefined);
 });
 
-const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
-
-test('one freshness check serves a whole loop turn; the next turn checks again and drops a stale entry', async () => {
-  const cache = new FileCache(64 * K);
+test('a freshness check serves further requests within its bound while the change count stays', async () => {
+  const cache = new FileCache(64 * K, 60 * 60_000);
   cache.set('a', file(10, 'v1'));
   let stored = 'v1';
   let checks = 0;
@@ -55,32 +54,26 @@ test('one freshness check serves a whole loop turn; the next turn checks again a
     checks++;
     return stored;
   };
-  const first = await cache.current('a', versionOf);
+  const first = await cache.current('a', versionOf, 7);
   assert.equal(first?.version, 'v1');
-  // Later requests of the same turn: answered at once, from the same check.
-  for (let i = 0; i < 5; i++) assert.equal(cache.current('a', versionOf), first);
+  for (let i = 0; i < 5; i++) assert.equal(cache.current('a', versionOf, 7), first, 'answered at once');
   assert.equal(checks, 1);
-  await nextTurn();
   stored = 'v2';
-  assert.equal(await cache.current('a', versionOf), null, 'a new turn checks again and sees the replacement');
+  assert.equal(cache.current('a', versionOf, 7), first, 'a change from outside is not seen within the bound');
+  assert.equal(await cache.current('a', versionOf, 8), null, 'a change through this process is');
   assert.equal(checks, 2);
   assert.equal(cache.get('a'), undefined, 'the stale entry is gone');
-  assert.equal(cache.current('a', versionOf), null);
+  assert.equal(cache.current('a', versionOf, 8), null);
 });
 
-test('a check answered in a later turn is used for its own request only', async () => {
-  const cache = new FileCache(64 * K);
+test('past the bound every request checks again', async () => {
+  const cache = new FileCache(64 * K, 0);
   cache.set('a', file(10, 'v1'));
   let checks = 0;
-  // A storage that stats asynchronously: its answer arrives in a later turn than the request.
-  const slowVersionOf = async () => {
+  const versionOf = async () => {
     checks++;
-    await nextTurn();
     return 'v1';
   };
-  assert.equal((await cache.current('a', slowVersionOf))?.version, 'v1');
-  const again = cache.current('a', slowVersionOf);
-  assert.ok(again instanceof Promise, 'a request of this later turn is checked anew');
-  await again;
-  assert.equal(checks, 2);
+  for (let i = 0; i < 3; i++) assert.equal((await cache.current('a', versionOf, 0))?.version, 'v1');
+  assert.equal(checks, 3);
 });

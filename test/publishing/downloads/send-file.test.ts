@@ -18,6 +18,7 @@ function reader(): StoredReader {
   return {
     size: content.length,
     mtimeMs: 0,
+    changedMs: 0,
     version: 'v1',
     async read(buffer, offset, length, position) {
       calls.pool++;
@@ -74,4 +75,7 @@ test('a slow synchronous read sends the rest of that download through the thread
   const slow = await download('file-c');
   assert.equal(slow.now, 1, 'one blocking read, then no more');
   assert.ok(slow.pool >= 4);
+  const next = await download('file-c');
+  assert.equal(next.now, 0, 'a download that met a slow read does not mark the file warm');
+  assert.ok((await download('file-c')).now >= 5, 'a whole download without one does');
 });
