@@ -10,10 +10,10 @@
  * on its reads unless given threads): its bytes are most likely still in the page cache, where
  * a read takes tens of microseconds and the thread pool's round trip per chunk would cost about
  * a tenth of the throughput (bench/downloads.ts). Only storage on a local disk offers such
- * reads (never a network file system, where a read may wait for seconds). A synchronous read
- * that takes longer than SLOW_READ_NS came from the disk: that file is no longer warm, so
+ * reads (never a network file system, where a read may wait for seconds). Synchronous reads
+ * that take longer than SLOW_READ_NS came from the disk: that file is no longer warm, so
  * every download of it reads through the thread pool from then on, and the event loop is held
- * up by one such read each time the file drops out of the page cache.
+ * up by two such reads each time the file drops out of the page cache.
  */
 import type http from 'node:http';
 import type { StoredReader } from '../../infra/storage.js';
@@ -32,10 +32,13 @@ let held = 0;
 const warm = new Set<string>();
 const WARM_FILES = 256;
 /**
- * A synchronous read slower than this (1 ms) did not come from memory: 1 MiB from the page
- * cache takes about 0.1 ms here (p99 0.2 ms), one from an SSD several times that.
+ * Synchronous reads slower than this (1 ms) did not come from memory: 1 MiB from the page cache
+ * takes about 0.1 ms here (p99 0.2 ms), one from an SSD several times that. Two in a row are
+ * needed, as on a busy machine a read from memory is now and then held up as long (the thread
+ * was not scheduled), while reads from the disk are slow one after the other.
  */
 const SLOW_READ_NS = 1_000_000n;
+const SLOW_READS_IN_A_ROW = 2;
 
 function rememberWarm(id: string): void {
   warm.delete(id);
@@ -75,6 +78,7 @@ export async function sendRange(res: http.ServerResponse, reader: StoredReader, 
   const written: Promise<void>[] = [Promise.resolve(), Promise.resolve()];
   let position = start;
   const readNow = reader.readNow?.bind(reader);
+  let slowInARow = 0;
   let slow = false;
   try {
     // Queued behind an earlier response on the same connection: read nothing and hold no
@@ -97,7 +101,8 @@ export async function sendRange(res: http.ServerResponse, reader: StoredReader, 
       if (readNow && warm.has(id)) {
         const started = process.hrtime.bigint();
         n = readNow(buffer, 0, length, position);
-        if (process.hrtime.bigint() - started > SLOW_READ_NS) {
+        slowInARow = process.hrtime.bigint() - started > SLOW_READ_NS ? slowInARow + 1 : 0;
+        if (slowInARow >= SLOW_READS_IN_A_ROW) {
           slow = true;
           warm.delete(id);
         }
