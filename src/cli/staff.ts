@@ -151,7 +151,7 @@ export function registerStaffCommands(program: Command): void {
           `  last upload: ${files.lastUploadAt ?? 'never'}`,
           `  labels:${files.labels.length ? '' : ' none'}`,
           ...files.labels.map(
-            (l) => `    ${l.label.padEnd(16)} ${String(l.files).padStart(6)} files  ${mb(l.bytes).padStart(10)}  ${l.hasArchive ? `archive ${mb(l.archiveBytes)}` : 'no archive'}  last upload ${l.lastUploadAt ?? '-'}`,
+            (l) => `    ${l.label.padEnd(16)} ${String(l.files).padStart(6)} files  ${mb(l.bytes).padStart(10)}  ${l.hasArchive ? `archive ${mb(l.archiveBytes)}` : 'no archive'}  last upload ${l.lastUploadAt ?? '-'}${l.files === 0 ? '  (archive only: offered for download, not crawled)' : ''}`,
           ),
           ...crawlLines(crawls),
           ...hostKeys.map((k) => `  SFTP host key: ${k.type} ${k.fingerprint}`),

@@ -102,6 +102,11 @@ export function crawlerService({ crawls, products, files, downloadUrl, limits = 
     return (await files.listLabels(productId)).filter((l) => l.files > 0).map((l) => l.label);
   }
 
+  /** Labels uploaded only as `update-site/<label>.zip`: listed on the page for download, never crawled. */
+  async function archiveOnlyLabels(productId: string): Promise<string[]> {
+    return (await files.listLabels(productId)).filter((l) => l.files === 0 && l.hasArchive).map((l) => l.label);
+  }
+
   /**
    * Crawls one label and stores the result. With `claim`, another process's fresh crawl of the
    * same label wins and nothing is done (returns false).
@@ -155,7 +160,14 @@ export function crawlerService({ crawls, products, files, downloadUrl, limits = 
     async crawl(productId: string, label?: string): Promise<LabelCrawl[]> {
       const row = await product(productId);
       const labels = await crawlableLabels(productId);
-      if (label !== undefined && !labels.includes(label)) throw new NotFoundError(`product "${productId}" has no uploaded update-site label "${label}"`);
+      if (label !== undefined && !labels.includes(label)) {
+        const archived = (await archiveOnlyLabels(productId)).includes(label);
+        throw new NotFoundError(
+          archived
+            ? `label "${label}" of product "${productId}" has only the archive update-site/${label}.zip, which is not crawled: upload the update site's contents to update-site/${label}/ to crawl it`
+            : `product "${productId}" has no uploaded update-site label "${label}"`,
+        );
+      }
       for (const l of label !== undefined ? [label] : labels) await crawlLabel(row, l, null);
       const all = await report(productId);
       return label !== undefined ? all.filter((c) => c.label === label) : all.filter((c) => labels.includes(c.label));
@@ -194,7 +206,15 @@ export function crawlerService({ crawls, products, files, downloadUrl, limits = 
     /** Why the product may not go live yet: empty when every label's latest crawl finished without fatal problems. */
     async liveBlockers(productId: string): Promise<string[]> {
       const labels = await crawlableLabels(productId);
-      if (labels.length === 0) return ['no update site has been uploaded'];
+      if (labels.length === 0) {
+        // Archives alone are offered on the page for download, but nothing could be indexed
+        // (spec "States and transitions": live once the update site is uploaded and indexed).
+        const archived = await archiveOnlyLabels(productId);
+        if (archived.length === 0) return ['no update site has been uploaded'];
+        return [
+          `only archives were uploaded (${archived.map((l) => `update-site/${l}.zip`).join(', ')}); the crawler reads an update site from its unzipped folder, so upload the contents of the built repository to ${archived.map((l) => `update-site/${l}/`).join(', ')} as well`,
+        ];
+      }
       const byLabel = new Map((await report(productId)).map((c) => [c.label, c] as const));
       return labels.flatMap((l) => {
         const c = byLabel.get(l);

@@ -18,8 +18,10 @@ export interface Colors {
 
 export interface InstallLabel {
   label: string;
-  url: string;
+  /** The update site to add in the platform; null for a label uploaded only as an archive. */
+  url: string | null;
   recommended: boolean;
+  /** `{download_url}/<product>/<label>.zip`, or null without an archive. */
   archiveUrl: string | null;
   archiveBytes: number;
   lastUploadAt: string | null;

@@ -73,6 +73,13 @@ function compareLabelsDesc(a: string, b: string): number {
 /**
  * The labels to offer, best first: the one equal to the current platform release is
  * recommended, else the highest (issue 7).
+ *
+ * A label is offered when its folder `update-site/<label>/` has files (an update site the
+ * platform adds by URL) or when it has the archive `update-site/<label>.zip` (spec area A
+ * "Files"): the platform also installs from a local archive file, so a vendor who uploads only
+ * the archive still gets an install entry, with the download link and no update-site URL (none
+ * exists). The recommendation looks at every offered label alike: the label names the platform
+ * release the extension is built for, and that matters more to the user than how it is delivered.
  */
 export function installLabels(
   site: SiteInfo,
@@ -80,13 +87,12 @@ export function installLabels(
   labels: ProductFilesView['labels'],
   release: string | null,
 ): InstallLabel[] {
-  // A label is an update site once its folder has files; an archive alone serves nothing.
-  const sorted = labels.filter((l) => l.files > 0).sort((a, b) => compareLabelsDesc(a.label, b.label));
+  const sorted = labels.filter((l) => l.files > 0 || l.hasArchive).sort((a, b) => compareLabelsDesc(a.label, b.label));
   const recommended = sorted.find((l) => l.label === release)?.label ?? sorted[0]?.label ?? null;
   const base = `${site.downloadUrl}/${productId}`;
   const rows = sorted.map((l) => ({
     label: l.label,
-    url: `${base}/${l.label}`,
+    url: l.files > 0 ? `${base}/${l.label}` : null,
     recommended: l.label === recommended,
     archiveUrl: l.hasArchive ? `${base}/${l.label}.zip` : null,
     archiveBytes: l.archiveBytes,

@@ -1,7 +1,7 @@
 import type { JSX } from 'preact';
 import type { RenderedRelease } from '../content/product-content.js';
 import { Icon, Layout } from './layout.js';
-import type { ProductPageModel, SiteInfo } from './model.js';
+import type { InstallLabel, ProductPageModel, SiteInfo } from './model.js';
 
 /** Ids the page itself uses; vendor headings get other ids (content/product-content.ts). */
 export const PAGE_IDS = ['main', 'install', 'nodes', 'overview', 'changelog', 'faq', 'workflows', 'license', 'contact', 'copy-status', 'site-search'];
@@ -111,42 +111,99 @@ export function formatDate(iso: string): string {
   return `${d} ${MONTHS[(mo ?? 1) - 1]} ${y}`;
 }
 
+/** The platform's dialog path for an archived update site (Eclipse p2 "Add Repository" › "Archive…"). */
+function ArchiveSteps() {
+  return (
+    <>
+      in the platform choose <strong>Help › Install New Software…</strong>, click <strong>Add…</strong>, then{' '}
+      <strong>Archive…</strong>, pick the downloaded file and select the extension.
+    </>
+  );
+}
+
+/** A label with an update site: its URL to add in the platform, and the archive when there is one. */
+function UpdateSiteRow(props: { l: InstallLabel & { url: string } }) {
+  const { l } = props;
+  return (
+    <li class={l.recommended ? 'label-row recommended' : 'label-row'}>
+      <div class="label-head">
+        <span class="label-name">{l.label}</span>
+        {l.recommended ? <span class="pill">Recommended</span> : null}
+      </div>
+      <div class="url-line">
+        <code class="url" id={`url-${l.label}`}>
+          {l.url}
+        </code>
+        <button type="button" class="button secondary copy" data-copy={l.url} aria-describedby={`url-${l.label}`} hidden>
+          Copy URL
+        </button>
+      </div>
+      {l.archiveUrl ? (
+        <p class="label-foot">
+          Offline installation: <a href={l.archiveUrl}>download the archive</a> ({formatBytes(l.archiveBytes)}, zip)
+        </p>
+      ) : null}
+    </li>
+  );
+}
+
+/**
+ * A label uploaded only as `update-site/<label>.zip` (spec area A "Files"): there is no update
+ * site URL to show, so the row offers the archive and says how the platform installs from it.
+ * `steps` is false when the section's hint above already says it (every label is an archive).
+ */
+function ArchiveRow(props: { l: InstallLabel; steps: boolean }) {
+  const { l, steps } = props;
+  return (
+    <li class={l.recommended ? 'label-row archive-only recommended' : 'label-row archive-only'}>
+      <div class="label-head">
+        <span class="label-name">{l.label}</span>
+        {l.recommended ? <span class="pill">Recommended</span> : null}
+        <span class="pill muted">Archive only</span>
+      </div>
+      <p class="archive-line">
+        <a class="button" href={l.archiveUrl ?? undefined}>
+          Download {l.label}.zip
+        </a>{' '}
+        <small>
+          ({formatBytes(l.archiveBytes)}, zip)
+        </small>
+      </p>
+      {steps ? (
+        <p class="label-foot">
+          No update site URL for this label. After downloading, <ArchiveSteps />
+        </p>
+      ) : null}
+    </li>
+  );
+}
+
 function Install(props: { m: ProductPageModel }) {
   const { m } = props;
   const labels = m.labels ?? [];
+  const anySite = labels.some((l) => l.url !== null);
   return (
     <section class="card-section install" aria-labelledby="install">
       <h2 id="install">Install</h2>
       {labels.length ? (
         <>
-          <p class="hint">
-            In the platform, choose <strong>Help › Install New Software…</strong>, add the update site URL below and
-            select the extension.
-          </p>
+          {anySite ? (
+            <p class="hint">
+              In the platform, choose <strong>Help › Install New Software…</strong>, add the update site URL below and
+              select the extension.
+            </p>
+          ) : (
+            <p class="hint">
+              This extension is offered as an archive, not as an update site URL. Download the archive below; then{' '}
+              <ArchiveSteps />
+            </p>
+          )}
           <ul class="labels">
-            {labels.map((l) => (
-              <li key={l.label} class={l.recommended ? 'label-row recommended' : 'label-row'}>
-                <div class="label-head">
-                  <span class="label-name">{l.label}</span>
-                  {l.recommended ? <span class="pill">Recommended</span> : null}
-                </div>
-                <div class="url-line">
-                  <code class="url" id={`url-${l.label}`}>
-                    {l.url}
-                  </code>
-                  <button type="button" class="button secondary copy" data-copy={l.url} aria-describedby={`url-${l.label}`} hidden>
-                    Copy URL
-                  </button>
-                </div>
-                {l.archiveUrl ? (
-                  <p class="label-foot">
-                    Offline installation: <a href={l.archiveUrl}>download the archive</a> ({formatBytes(l.archiveBytes)}, zip)
-                  </p>
-                ) : null}
-              </li>
-            ))}
+            {labels.map((l) =>
+              l.url !== null ? <UpdateSiteRow key={l.label} l={{ ...l, url: l.url }} /> : <ArchiveRow key={l.label} l={l} steps={anySite} />,
+            )}
           </ul>
-          <p id="copy-status" class="sr-only" aria-live="polite" />
+          {anySite ? <p id="copy-status" class="sr-only" aria-live="polite" /> : null}
         </>
       ) : (
         <p class="hint">No update site has been uploaded yet.</p>
@@ -270,7 +327,7 @@ export function ProductPage(props: { site: SiteInfo; m: ProductPageModel }) {
   return (
     <Layout
       site={site}
-      script={(m.labels?.length ?? 0) > 0}
+      script={m.labels?.some((l) => l.url !== null) ?? false}
       head={{
         title: `${m.name} · ${site.name}`,
         description: m.description || `${m.name} on ${site.name}`,

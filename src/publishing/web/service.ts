@@ -96,7 +96,10 @@ export function pagesService({ repo, site, files, crawls, cacheSize = 500 }: Pag
     const input: ProductInput = { id: row.id, state: row.state, fields: parseFields(row) };
     const model = productPageModel(site, input, release, filesView);
     // Nodes of the best label that has been crawled: recommended first (issue 7's order).
+    // Only labels with an update site: an archive alone is never crawled, and nodes left from
+    // a folder since deleted would point users at an update site that no longer exists.
     for (const l of model.labels ?? []) {
+      if (l.url === null) continue;
       const rows = await crawls.nodes(id, l.label);
       if (rows.length > 0) {
         model.nodes = { label: l.label, groups: nodeGroups(id, rows) };
@@ -190,6 +193,7 @@ export function pagesService({ repo, site, files, crawls, cacheSize = 500 }: Pag
     const r = await product(id);
     if (!r) return null;
     for (const l of r.model.labels ?? []) {
+      if (l.url === null) continue; // the same labels the product page takes its nodes from
       const row = await crawls.node(id, l.label, factoryClass);
       if (!row) continue;
       const data = JSON.parse(row.data) as { categoryNames: string[]; description: NodeDescription | null };

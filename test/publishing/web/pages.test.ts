@@ -111,18 +111,24 @@ for (const dialect of dialects()) {
         await put('update-site/5.4/content.xml', '<x/>');
         await put('update-site/5.4.zip', 'zip-bytes');
         await put('update-site/5.10/content.xml', '<x/>');
-        await put('update-site/only-archive.zip', 'zip');
+        await put('update-site/5.2.zip', 'zip');
         await put('workflows/demo/Text Example.knwf', 'wf');
         const { text } = await get(`${site.url}/product/text-tools`);
         const labels = [...text.matchAll(/<span class="label-name">([^<]+)<\/span>/g)].map((m) => m[1]);
-        // The platform release (5.4, set above) first and recommended, then highest first.
-        assert.deepEqual(labels, ['5.4', '5.10', '5.3']);
+        // The platform release (5.4, set above) first and recommended, then highest first; a
+        // label uploaded only as an archive (5.2) is offered too.
+        assert.deepEqual(labels, ['5.4', '5.10', '5.3', '5.2']);
         assert.match(text, /<li class="label-row recommended"><div class="label-head"><span class="label-name">5\.4<\/span><span class="pill">Recommended<\/span>/);
         assert.equal((text.match(/Recommended</g) ?? []).length, 1);
         assert.ok(text.includes(`<code class="url" id="url-5.4">${DOWNLOAD_URL}/text-tools/5.4</code>`));
         assert.ok(text.includes(`data-copy="${DOWNLOAD_URL}/text-tools/5.10"`));
         assert.ok(text.includes(`<a href="${DOWNLOAD_URL}/text-tools/5.4.zip">download the archive</a> (9 B, zip)`));
         assert.equal((text.match(/download the archive/g) ?? []).length, 1, 'only labels with an archive link one');
+        // The archive-only label: its download, the platform's archive steps, no update-site URL.
+        assert.ok(text.includes(`<a class="button" href="${DOWNLOAD_URL}/text-tools/5.2.zip">Download 5.2.zip</a>`));
+        assert.match(text, /No update site URL for this label\. After downloading, in the platform choose <strong>Help › Install New Software…<\/strong>, click <strong>Add…<\/strong>, then <strong>Archive…<\/strong>/);
+        assert.ok(!text.includes(`${DOWNLOAD_URL}/text-tools/5.2<`) && !text.includes(`${DOWNLOAD_URL}/text-tools/5.2"`));
+        assert.ok(!text.includes('id="url-5.2"'));
         assert.ok(text.includes(`<a href="${DOWNLOAD_URL}/workflows/text-tools/demo/Text%20Example.knwf">demo/Text Example.knwf</a>`));
         assert.match(text, /<script src="\/static\/pier-[0-9a-f]+\.js" defer><\/script>/);
 

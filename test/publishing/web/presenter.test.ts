@@ -44,14 +44,46 @@ describe('colors', () => {
 
 describe('installLabels', () => {
   it('recommends the platform release, else the highest label (numeric order), and lists it first', () => {
-    const labels = [label('5.9'), label('5.10', 1, true), label('5.4'), label('archive-only', 0, true)];
+    const labels = [label('5.9'), label('5.10', 1, true), label('5.4'), label('5.11', 0, true), label('5.2', 0, false)];
     const r = installLabels(site, 'p', labels, '5.4');
-    assert.deepEqual(r.map((l) => [l.label, l.recommended]), [['5.4', true], ['5.10', false], ['5.9', false]]);
+    assert.deepEqual(r.map((l) => [l.label, l.recommended]), [['5.4', true], ['5.11', false], ['5.10', false], ['5.9', false]]);
     assert.equal(r[0]?.url, 'https://dl.example/p/5.4');
-    assert.equal(r[1]?.archiveUrl, 'https://dl.example/p/5.10.zip');
+    assert.equal(r[2]?.archiveUrl, 'https://dl.example/p/5.10.zip');
+    assert.equal(r[2]?.url, 'https://dl.example/p/5.10');
     assert.equal(r[0]?.archiveUrl, null);
-    assert.deepEqual(installLabels(site, 'p', labels, null).map((l) => [l.label, l.recommended]), [['5.10', true], ['5.9', false], ['5.4', false]]);
     assert.deepEqual(installLabels(site, 'p', [], '5.4'), []);
+  });
+
+  it('offers a label uploaded only as an archive: its download link, no update-site URL; it may be the recommended one', () => {
+    const labels = [label('5.9'), label('5.11', 0, true)];
+    const [first, second] = installLabels(site, 'p', labels, null);
+    assert.deepEqual(first, { label: '5.11', url: null, recommended: true, archiveUrl: 'https://dl.example/p/5.11.zip', archiveBytes: 5, lastUploadAt: null });
+    assert.equal(second?.url, 'https://dl.example/p/5.9');
+    assert.equal(installLabels(site, 'p', labels, '5.9')[0]?.label, '5.9', 'the platform release wins over the higher archive');
+    assert.deepEqual(installLabels(site, 'p', [label('5.2', 0, false)], null), [], 'a label with neither files nor archive is not offered');
+  });
+
+  it('every offered label has an update site or an archive, exactly one is recommended and comes first', () => {
+    const summary = fc.record({
+      label: fc.stringMatching(/^[0-9a-z][0-9a-z.-]{0,6}$/),
+      files: fc.integer({ min: 0, max: 3 }),
+      hasArchive: fc.boolean(),
+    });
+    fc.assert(
+      fc.property(fc.uniqueArray(summary, { selector: (s) => s.label, maxLength: 8 }), fc.option(fc.constantFrom('5.4', '1', 'a')), (raw, release) => {
+        const labels = raw.map((s) => label(s.label, s.files, s.hasArchive));
+        const r = installLabels(site, 'p', labels, release);
+        assert.deepEqual(r.map((l) => l.label).sort(), raw.filter((s) => s.files > 0 || s.hasArchive).map((s) => s.label).sort());
+        for (const l of r) {
+          const s = raw.find((x) => x.label === l.label)!;
+          assert.equal(l.url, s.files > 0 ? `https://dl.example/p/${l.label}` : null);
+          assert.equal(l.archiveUrl, s.hasArchive ? `https://dl.example/p/${l.label}.zip` : null);
+        }
+        assert.equal(r.filter((l) => l.recommended).length, r.length ? 1 : 0);
+        if (r.length) assert.ok(r[0]!.recommended);
+        if (r.some((l) => l.label === release)) assert.equal(r[0]!.label, release);
+      }),
+    );
   });
 });
 
