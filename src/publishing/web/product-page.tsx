@@ -152,7 +152,7 @@ function UpdateSiteRow(props: { l: InstallLabel & { url: string } }) {
  * site URL to show, so the row offers the archive and says how the platform installs from it.
  * `steps` is false when the section's hint above already says it (every label is an archive).
  */
-function ArchiveRow(props: { l: InstallLabel; steps: boolean }) {
+function ArchiveRow(props: { l: InstallLabel & { archiveUrl: string }; steps: boolean }) {
   const { l, steps } = props;
   return (
     <li class={l.recommended ? 'label-row archive-only recommended' : 'label-row archive-only'}>
@@ -162,7 +162,7 @@ function ArchiveRow(props: { l: InstallLabel; steps: boolean }) {
         <span class="pill muted">Archive only</span>
       </div>
       <p class="archive-line">
-        <a class="button" href={l.archiveUrl ?? undefined}>
+        <a class="button" href={l.archiveUrl}>
           Download {l.label}.zip
         </a>{' '}
         <small>
@@ -200,7 +200,11 @@ function Install(props: { m: ProductPageModel }) {
           )}
           <ul class="labels">
             {labels.map((l) =>
-              l.url !== null ? <UpdateSiteRow key={l.label} l={{ ...l, url: l.url }} /> : <ArchiveRow key={l.label} l={l} steps={anySite} />,
+              l.url !== null ? (
+                <UpdateSiteRow key={l.label} l={{ ...l, url: l.url }} />
+              ) : l.archiveUrl !== null ? (
+                <ArchiveRow key={l.label} l={{ ...l, archiveUrl: l.archiveUrl }} steps={anySite} />
+              ) : null,
             )}
           </ul>
           {anySite ? <p id="copy-status" class="sr-only" aria-live="polite" /> : null}
