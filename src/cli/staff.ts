@@ -165,10 +165,15 @@ export function registerStaffCommands(program: Command): void {
     .option('--label <label>', 'crawl only this label')
     .option('--json', 'print JSON')
     .action(async (id: string, opts: { label?: string; json?: boolean }) => {
-      const crawls = await withProducts((_p, _f, c) => c.crawl(id, opts.label));
-      print(!!opts.json, { productId: id, labels: crawls }, () =>
-        crawls.length === 0 ? `Product "${id}" has no uploaded update-site label to crawl.` : crawlLines(crawls).map((l) => l.slice(2)).join('\n'),
-      );
+      const { crawls, archiveOnly } = await withProducts(async (_p, f, c) => ({
+        crawls: await c.crawl(id, opts.label),
+        archiveOnly: (await f.summary(id)).labels.filter((l) => l.files === 0 && l.hasArchive).map((l) => l.label),
+      }));
+      // An archive alone is offered for download but never crawled: say what would make it crawlable.
+      const none = archiveOnly.length
+        ? `Product "${id}" has only archives (${archiveOnly.map((l) => `update-site/${l}.zip`).join(', ')}), which are not crawled; upload the update site's contents to ${archiveOnly.map((l) => `update-site/${l}/`).join(', ')} to crawl it.`
+        : `Product "${id}" has no uploaded update-site label to crawl.`;
+      print(!!opts.json, { productId: id, labels: crawls }, () => (crawls.length === 0 ? none : crawlLines(crawls).map((l) => l.slice(2)).join('\n')));
       if (crawls.some((c) => c.summary?.fatal)) process.exitCode = 1;
     });
 

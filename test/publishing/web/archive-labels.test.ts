@@ -171,6 +171,10 @@ for (const target of dialects()) {
       assert.equal(crawl.code, 1);
       assert.match(crawl.stderr, /has only the archive update-site\/5\.4\.zip, which is not crawled: upload the update site's contents to update-site\/5\.4\/ to crawl it/);
 
+      const all = await pier('staff', 'crawl', 'zip-only');
+      assert.equal(all.code, 0, all.stderr);
+      assert.match(all.stdout, /Product "zip-only" has only archives \(update-site\/5\.4\.zip\), which are not crawled; upload the update site's contents to update-site\/5\.4\/ to crawl it\./);
+
       const refused = await pier('staff', 'enable', 'zip-only');
       assert.equal(refused.code, 1);
       assert.match(refused.stderr, /cannot go live: only archives were uploaded \(update-site\/5\.4\.zip\); the crawler reads an update site from its unzipped folder, so upload the contents of the built repository to update-site\/5\.4\/ as well/);
