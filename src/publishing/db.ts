@@ -429,6 +429,9 @@ const migrations: Record<string, Migration> = {
   },
 };
 
+/** The ordered migrations (tests migrate part of the way to check a backfill). */
+export { migrations as publishingMigrations };
+
 /** Opens the publishing database and brings its schema up to date. */
 export function openPublishingDatabase(url: string) {
   return openMigratedDatabase<PublishingDB>(url, 'pier', migrations);
