@@ -62,8 +62,9 @@ function failedCrawl(url: string, message: string): CrawlResult {
 
 /**
  * The crawl of a label whose update-site folder holds no files any more (removed, or renamed to
- * another label): nothing to read, so no nodes. Not fatal: the result is true, and its nodes must
- * leave the catalog; the report keeps one warning that says why the label has none.
+ * another label): nothing to read, so no nodes. Not fatal (that would keep the old nodes, as for
+ * a broken upload): the label is gone, its nodes must leave the catalog, and the report keeps one
+ * warning that says why it has none.
  */
 function removedLabel(url: string, label: string): CrawlResult {
   const problems: CrawlProblem[] = [
