@@ -4,7 +4,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { crawlsRepository } from '../../../src/publishing/crawler/repository.js';
+import { crawlerService } from '../../../src/publishing/crawler/service.js';
 import { openPublishingDatabase } from '../../../src/publishing/db.js';
+import { productFilesReader } from '../../../src/publishing/files/reader.js';
+import { filesRepository } from '../../../src/publishing/files/repository.js';
+import { productsRepository } from '../../../src/publishing/products/repository.js';
 import { dialects, tempDir } from '../../helpers/db.js';
 import { buildSite, exampleSpec } from '../../helpers/p2-fixtures.js';
 import { type RunningPublishing, startPublishing } from '../../helpers/publishing.js';
@@ -92,8 +96,21 @@ for (const target of dialects()) {
       await sftpRun('rm /update-site/5.4/plugins/org.example.gizmos_1.2.0.v20260101.jar');
       const crawler = web.service.crawler;
       assert.deepEqual(await crawler.crawlSettled(3_600_000), [], 'not settled yet: removed just now');
-      assert.deepEqual(await crawler.crawlSettled(0), ['gadgets/5.4'], 'only the label whose files changed');
-      assert.deepEqual(await crawler.crawlSettled(0), [], 'nothing new');
+      // Two instances see the same settled removal: the claim lets exactly one of them crawl it.
+      const database = await openPublishingDatabase(db.url);
+      try {
+        const other = crawlerService({
+          crawls: crawlsRepository(database.db, database.dialect),
+          products: productsRepository(database.db, database.dialect),
+          files: productFilesReader(filesRepository(database.db)),
+          downloadUrl: stack.downloads.url,
+        });
+        const [a, b] = await Promise.all([crawler.crawlSettled(0), other.crawlSettled(0)]);
+        assert.deepEqual([...a, ...b], ['gadgets/5.4'], 'only the label whose files changed, by one instance');
+        assert.deepEqual([...(await crawler.crawlSettled(0)), ...(await other.crawlSettled(0))], [], 'nothing new');
+      } finally {
+        await database.close();
+      }
 
       assert.deepEqual(await hits('gizmo'), []);
       const html = await page();
