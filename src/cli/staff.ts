@@ -179,7 +179,7 @@ export function registerStaffCommands(program: Command): void {
 
   staff
     .command('enable <product-id>')
-    .description('make the page live: only when the latest crawl of every label finished without fatal problems')
+    .description('make the page live: only when the latest crawl of every label began after its last change and finished without fatal problems')
     .option('--force', 'go live even so (says what was overridden)')
     .option('--json', 'print JSON')
     .action(async (id: string, opts: { force?: boolean; json?: boolean }) => {

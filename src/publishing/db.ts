@@ -79,6 +79,22 @@ export interface CrawlsTable {
   units: string;
 }
 
+/**
+ * When the files of one update-site label (`update-site/<label>/…`) last changed: any add,
+ * replace, remove or rename in or out, kept by the triggers on `product_files` (migration 0005).
+ * The automatic re-crawl compares `changed_seq` with the crawl's `files_seq` (clock-free), and
+ * waits until `changed_at` is older than the settle time. A row outlives its label's files, so
+ * a label whose files are all gone is still crawled once (which drops its nodes).
+ */
+export interface LabelChangesTable {
+  product_id: string;
+  label: string;
+  /** The product's `change_seq` right after the change. */
+  changed_seq: number;
+  /** Upload time of the file for an add or replace, the database clock for a removal. */
+  changed_at: string;
+}
+
 /** One node found by the last finished crawl of a label. */
 export interface CrawlNodesTable {
   product_id: string;
@@ -108,6 +124,7 @@ export interface PublishingDB {
   product_storage: ProductStorageTable;
   crawls: CrawlsTable;
   crawl_nodes: CrawlNodesTable;
+  label_changes: LabelChangesTable;
 }
 
 const migrations: Record<string, Migration> = {
@@ -280,7 +297,140 @@ const migrations: Record<string, Migration> = {
       }
     },
   },
+  '0005_label_changes': {
+    async up(db: Kysely<unknown>) {
+      const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
+      await db.schema
+        .createTable('label_changes')
+        .addColumn('product_id', 'varchar(64)', (c) => c.notNull().references('products.id').onDelete('cascade'))
+        .addColumn('label', 'text', (c) => c.notNull())
+        .addColumn('changed_seq', 'bigint', (c) => c.notNull())
+        .addColumn('changed_at', 'varchar(32)', (c) => c.notNull())
+        .addPrimaryKeyConstraint('label_changes_pk', ['product_id', 'label'])
+        .execute();
+      // The label of a path `update-site/<label>/…` (null for archives, assets, workflows).
+      const find = postgres ? 'strpos' : 'instr';
+      const labelOf = (p: string) =>
+        `CASE WHEN substr(${p}, 1, 12) = 'update-site/' AND ${find}(substr(${p}, 13), '/') > 1 THEN substr(${p}, 13, ${find}(substr(${p}, 13), '/') - 1) END`;
+      const dbNow = postgres
+        ? `to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
+        : `strftime('%Y-%m-%dT%H:%M:%fZ', 'now')`;
+
+      // Backfill: a label whose latest crawl started after its last upload is up to date (its
+      // crawl's counter); any other label with files, or a crawled label whose files changed
+      // since (removed before this migration), is due (the product's counter).
+      await sql
+        .raw(`INSERT INTO label_changes (product_id, label, changed_seq, changed_at)
+        SELECT f.product_id, f.label,
+          CASE WHEN c.label IS NOT NULL AND c.started_at >= f.last THEN c.files_seq ELSE s.change_seq END, f.last
+        FROM (SELECT product_id, ${labelOf('path')} AS label, max(uploaded_at) AS last FROM product_files
+              WHERE ${labelOf('path')} IS NOT NULL GROUP BY product_id, ${labelOf('path')}) f
+        JOIN product_storage s ON s.product_id = f.product_id
+        LEFT JOIN crawls c ON c.product_id = f.product_id AND c.label = f.label`)
+        .execute(db);
+      await sql
+        .raw(`INSERT INTO label_changes (product_id, label, changed_seq, changed_at)
+        SELECT c.product_id, c.label, s.change_seq, coalesce(s.last_upload_at, c.started_at)
+        FROM crawls c JOIN product_storage s ON s.product_id = c.product_id
+        WHERE s.change_seq > c.files_seq
+          AND NOT EXISTS (SELECT 1 FROM label_changes l WHERE l.product_id = c.product_id AND l.label = c.label)`)
+        .execute(db);
+
+      // The usage triggers of 0004 gain one step, after the product's counter moved (so the
+      // label's counter is the new one): an add or a replace records the upload time, a
+      // removal the database's clock (no upload time exists for it; it only delays the
+      // re-crawl by the settle time, the counter decides whether one is due). Changing only
+      // the modification time (SETSTAT) is no change of content. Removals only update, as in
+      // 0004: every label with files has its row, and a deleted product takes its rows along.
+      if (postgres) {
+        await sql
+          .raw(`CREATE OR REPLACE FUNCTION pier_product_files_usage() RETURNS trigger LANGUAGE plpgsql AS $$
+          DECLARE lbl text;
+          BEGIN
+            IF TG_OP = 'INSERT' THEN
+              INSERT INTO product_storage (product_id, change_seq, last_upload_at, used_bytes, used_files)
+                VALUES (NEW.product_id, 1, NEW.uploaded_at, NEW.size, 1)
+                ON CONFLICT (product_id) DO UPDATE SET change_seq = product_storage.change_seq + 1,
+                  last_upload_at = NEW.uploaded_at, used_bytes = product_storage.used_bytes + NEW.size,
+                  used_files = product_storage.used_files + 1;
+              lbl := ${labelOf('NEW.path')};
+              IF lbl IS NOT NULL THEN
+                INSERT INTO label_changes (product_id, label, changed_seq, changed_at)
+                  SELECT NEW.product_id, lbl, change_seq, NEW.uploaded_at FROM product_storage WHERE product_id = NEW.product_id
+                  ON CONFLICT (product_id, label) DO UPDATE SET changed_seq = excluded.changed_seq, changed_at = excluded.changed_at;
+              END IF;
+            ELSIF TG_OP = 'UPDATE' THEN
+              UPDATE product_storage SET used_bytes = used_bytes - OLD.size, used_files = used_files - 1
+                WHERE product_id = OLD.product_id;
+              UPDATE product_storage SET used_bytes = used_bytes + NEW.size, used_files = used_files + 1,
+                change_seq = change_seq + 1,
+                last_upload_at = CASE WHEN NEW.uploaded_at <> OLD.uploaded_at THEN NEW.uploaded_at ELSE last_upload_at END
+                WHERE product_id = NEW.product_id;
+              lbl := ${labelOf('NEW.path')};
+              IF lbl IS NOT NULL AND (NEW.uploaded_at <> OLD.uploaded_at OR NEW.size <> OLD.size) THEN
+                INSERT INTO label_changes (product_id, label, changed_seq, changed_at)
+                  SELECT NEW.product_id, lbl, change_seq, NEW.uploaded_at FROM product_storage WHERE product_id = NEW.product_id
+                  ON CONFLICT (product_id, label) DO UPDATE SET changed_seq = excluded.changed_seq, changed_at = excluded.changed_at;
+              END IF;
+            ELSE
+              UPDATE product_storage SET used_bytes = used_bytes - OLD.size, used_files = used_files - 1,
+                change_seq = change_seq + 1 WHERE product_id = OLD.product_id;
+              UPDATE label_changes SET changed_at = ${dbNow},
+                changed_seq = (SELECT change_seq FROM product_storage WHERE product_id = OLD.product_id)
+                WHERE product_id = OLD.product_id AND label = ${labelOf('OLD.path')};
+            END IF;
+            RETURN NULL;
+          END $$`)
+          .execute(db);
+      } else {
+        const step = (row: 'new' | 'old', at: string, when = 'true') =>
+          row === 'new'
+            ? `INSERT INTO label_changes (product_id, label, changed_seq, changed_at)
+            SELECT new.product_id, ${labelOf('new.path')}, change_seq, ${at} FROM product_storage
+            WHERE product_id = new.product_id AND ${labelOf('new.path')} IS NOT NULL AND ${when}
+            ON CONFLICT (product_id, label) DO UPDATE SET changed_seq = excluded.changed_seq, changed_at = excluded.changed_at;`
+            : `UPDATE label_changes SET changed_at = ${at},
+            changed_seq = (SELECT change_seq FROM product_storage WHERE product_id = old.product_id)
+            WHERE product_id = old.product_id AND label = ${labelOf('old.path')};`;
+        // One trigger per event, its statements in order (the product's counter moves first):
+        // SQLite gives no order among several triggers on one event.
+        await sql`DROP TRIGGER product_files_usage_ai`.execute(db);
+        await sql`DROP TRIGGER product_files_usage_au`.execute(db);
+        await sql`DROP TRIGGER product_files_usage_ad`.execute(db);
+        await sql
+          .raw(`CREATE TRIGGER product_files_usage_ai AFTER INSERT ON product_files BEGIN
+          INSERT INTO product_storage (product_id, change_seq, last_upload_at, used_bytes, used_files)
+            VALUES (new.product_id, 1, new.uploaded_at, new.size, 1)
+            ON CONFLICT (product_id) DO UPDATE SET change_seq = change_seq + 1, last_upload_at = excluded.last_upload_at,
+              used_bytes = used_bytes + excluded.used_bytes, used_files = used_files + 1;
+          ${step('new', 'new.uploaded_at')}
+          END`)
+          .execute(db);
+        await sql
+          .raw(`CREATE TRIGGER product_files_usage_au AFTER UPDATE ON product_files BEGIN
+          UPDATE product_storage SET used_bytes = used_bytes - old.size, used_files = used_files - 1
+            WHERE product_id = old.product_id;
+          UPDATE product_storage SET used_bytes = used_bytes + new.size, used_files = used_files + 1,
+            change_seq = change_seq + 1,
+            last_upload_at = CASE WHEN new.uploaded_at <> old.uploaded_at THEN new.uploaded_at ELSE last_upload_at END
+            WHERE product_id = new.product_id;
+          ${step('new', 'new.uploaded_at', '(new.uploaded_at <> old.uploaded_at OR new.size <> old.size)')}
+          END`)
+          .execute(db);
+        await sql
+          .raw(`CREATE TRIGGER product_files_usage_ad AFTER DELETE ON product_files BEGIN
+          UPDATE product_storage SET used_bytes = used_bytes - old.size, used_files = used_files - 1,
+            change_seq = change_seq + 1 WHERE product_id = old.product_id;
+          ${step('old', dbNow)}
+          END`)
+          .execute(db);
+      }
+    },
+  },
 };
+
+/** The ordered migrations (tests migrate part of the way to check a backfill). */
+export { migrations as publishingMigrations };
 
 /** Opens the publishing database and brings its schema up to date. */
 export function openPublishingDatabase(url: string) {

@@ -12,7 +12,8 @@ export interface CrawlProblem {
     | 'composite_cycle'
     | 'composite_too_deep'
     | 'category_undeclared'
-    | 'description_missing';
+    | 'description_missing'
+    | 'label_removed';
   message: string;
   /** URL or `bundle!entry` the problem is about. */
   where: string;

@@ -59,10 +59,11 @@ export function crawlsRepository(db: Kysely<PublishingDB>, dialect: DialectName)
     /**
      * Claims a label for a crawl unless another process holds a fresh claim (several instances
      * may run the automatic re-crawl): one conditional upsert, atomic on both databases.
+     * `changedSeq` is the label's change counter the caller saw (label_changes).
      */
     async claim(
       row: Pick<CrawlRow, 'product_id' | 'label' | 'url' | 'started_at' | 'files_seq'>,
-      { uploadedAt, staleBefore }: { uploadedAt: string; staleBefore: string },
+      { changedSeq, staleBefore }: { changedSeq: number; staleBefore: string },
     ): Promise<boolean> {
       const values: CrawlRow = { ...row, status: 'running', finished_at: null, summary: '{}', problems: '[]', units: '[]' };
       const r = await db
@@ -72,11 +73,11 @@ export function crawlsRepository(db: Kysely<PublishingDB>, dialect: DialectName)
           oc
             .columns(['product_id', 'label'])
             .doUpdateSet({ status: 'running', url: row.url, started_at: row.started_at, files_seq: row.files_seq })
-            // A finished crawl older than the upload, or a claim abandoned by a dead process;
-            // never a crawl another instance started (or finished) after this upload.
+            // A finished crawl that began before the change, or a claim abandoned by a dead
+            // process; never a crawl another instance started (or finished) after this change.
             .where((eb) =>
               eb.or([
-                eb.and([eb('crawls.status', '=', 'finished'), eb('crawls.started_at', '<', uploadedAt)]),
+                eb.and([eb('crawls.status', '=', 'finished'), eb('crawls.files_seq', '<', changedSeq)]),
                 eb('crawls.started_at', '<', staleBefore),
               ]),
             ),
@@ -86,15 +87,35 @@ export function crawlsRepository(db: Kysely<PublishingDB>, dialect: DialectName)
       return r.length === 1;
     },
 
-    /** Products whose last upload is at or before `settledBy` (candidates for the automatic re-crawl). */
-    async uploadedBefore(settledBy: string): Promise<{ product_id: string; last_upload_at: string }[]> {
+    /**
+     * Labels due for the automatic re-crawl: changed (files added, replaced, removed, renamed
+     * in or out) after their latest crawl began, the last change at or before `settledBy`; or
+     * whose crawl was abandoned (running since before `staleBefore`).
+     */
+    async dueLabels(settledBy: string, staleBefore: string): Promise<{ product_id: string; label: string; changed_seq: number }[]> {
       const rows = await db
-        .selectFrom('product_storage')
-        .select(['product_id', 'last_upload_at'])
-        .where('last_upload_at', 'is not', null)
-        .where('last_upload_at', '<=', settledBy)
+        .selectFrom('label_changes as l')
+        .leftJoin('crawls as c', (j) => j.onRef('c.product_id', '=', 'l.product_id').onRef('c.label', '=', 'l.label'))
+        .select(['l.product_id', 'l.label', 'l.changed_seq'])
+        .where('l.changed_at', '<=', settledBy)
+        .where((eb) =>
+          eb.or([
+            eb('c.label', 'is', null),
+            eb('c.files_seq', '<', eb.ref('l.changed_seq')),
+            eb.and([eb('c.status', '=', 'running'), eb('c.started_at', '<', staleBefore)]),
+          ]),
+        )
+        .orderBy('l.product_id')
+        .orderBy('l.label')
         .execute();
-      return rows as { product_id: string; last_upload_at: string }[];
+      // PostgreSQL returns bigint as a string.
+      return rows.map((r) => ({ ...r, changed_seq: Number(r.changed_seq) }));
+    },
+
+    /** Each label's change counter (label_changes): a crawl with a lower `files_seq` is stale. */
+    async labelChanges(productId: string): Promise<Map<string, number>> {
+      const rows = await db.selectFrom('label_changes').select(['label', 'changed_seq']).where('product_id', '=', productId).execute();
+      return new Map(rows.map((r) => [r.label, Number(r.changed_seq)]));
     },
 
     async forProduct(productId: string): Promise<CrawlRow[]> {

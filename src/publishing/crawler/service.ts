@@ -2,10 +2,13 @@
  * Crawls of a product's uploaded labels, their reports, and the staff rule for going live
  * (issue 11: hidden → live only when the latest crawl of every label finished without fatal
  * problems; `force` overrides and says so; spec "States and transitions": uploading alone
- * never changes the state).
+ * never changes the state). A label counts as changed by any add, replace, remove or rename of
+ * its files (label_changes, migration 0005); a crawl of a label whose files are all gone
+ * drops its nodes.
  */
 import { ConflictError, NotFoundError } from '../../infra/errors.js';
 import type { ProductFilesReader } from '../files/reader.js';
+import { isLabel } from '../files/tree.js';
 import type { ProductRow, ProductsRepository } from '../products/repository.js';
 import { type CrawlLimits, type CrawlResult, type CrawlSummary, crawlRepository, DEFAULT_CRAWL_LIMITS } from './crawl.js';
 import type { CrawlProblem } from './problems.js';
@@ -20,7 +23,7 @@ export interface LabelCrawl {
   url: string;
   startedAt: string;
   finishedAt: string | null;
-  /** An upload changed the files after this crawl started. */
+  /** The label's files changed (added, replaced, removed, renamed) after this crawl started. */
   stale: boolean;
   summary: CrawlSummary | null;
   problems: CrawlProblem[];
@@ -57,6 +60,27 @@ function failedCrawl(url: string, message: string): CrawlResult {
   };
 }
 
+/**
+ * The crawl of a label whose update-site folder holds no files any more (removed, or renamed to
+ * another label): nothing to read, so no nodes. Not fatal (that would keep the old nodes, as for
+ * a broken upload): the label is gone, its nodes must leave the catalog, and the report keeps one
+ * warning that says why it has none.
+ */
+function removedLabel(url: string, label: string): CrawlResult {
+  const problems: CrawlProblem[] = [
+    { severity: 'warning', code: 'label_removed', message: `update-site/${label}/ holds no files: its nodes were removed from the node catalog`, where: url },
+  ];
+  return {
+    url,
+    units: [],
+    nodes: [],
+    categories: [],
+    nodeSets: [],
+    problems,
+    summary: { units: 0, features: 0, bundles: 0, categories: 0, nodes: 0, nodeSets: 0, problems: 1, fatal: false },
+  };
+}
+
 function nodeRows(productId: string, productName: string, label: string, r: CrawlResult): CrawlNodeRow[] {
   return r.nodes.map((n) => ({
     product_id: productId,
@@ -84,14 +108,14 @@ export function crawlerService({ crawls, products, files, downloadUrl, limits = 
 
   async function report(productId: string): Promise<LabelCrawl[]> {
     await product(productId);
-    const seq = Number((await files.changeStamp(productId)) ?? 0);
+    const changed = await crawls.labelChanges(productId);
     return (await crawls.forProduct(productId)).map((c) => ({
       label: c.label,
       status: c.status,
       url: c.url,
       startedAt: c.started_at,
       finishedAt: c.finished_at,
-      stale: Number(c.files_seq) < seq,
+      stale: Number(c.files_seq) < (changed.get(c.label) ?? 0),
       summary: c.status === 'finished' ? (JSON.parse(c.summary) as CrawlSummary) : null,
       problems: JSON.parse(c.problems) as CrawlProblem[],
     }));
@@ -109,9 +133,10 @@ export function crawlerService({ crawls, products, files, downloadUrl, limits = 
 
   /**
    * Crawls one label and stores the result. With `claim`, another process's fresh crawl of the
-   * same label wins and nothing is done (returns false).
+   * same label wins and nothing is done (returns false). A label with no files left is not
+   * fetched: its crawl is `removedLabel` (no nodes).
    */
-  async function crawlLabel(row: ProductRow, l: string, claim: { uploadedAt: string } | null): Promise<boolean> {
+  async function crawlLabel(row: ProductRow, l: string, claim: { changedSeq: number } | null): Promise<boolean> {
     const productId = row.id;
     const url = `${downloadUrl}/${encodeURIComponent(productId)}/${encodeURIComponent(l)}/`;
     const filesSeq = Number((await files.changeStamp(productId)) ?? 0);
@@ -120,11 +145,14 @@ export function crawlerService({ crawls, products, files, downloadUrl, limits = 
     if (claim) {
       // A claim older than this is from a process that died mid-crawl.
       const staleBefore = new Date(now().getTime() - CLAIM_STALE_MS).toISOString();
-      if (!(await crawls.claim(start, { uploadedAt: claim.uploadedAt, staleBefore }))) return false;
+      if (!(await crawls.claim(start, { changedSeq: claim.changedSeq, staleBefore }))) return false;
     } else await crawls.start(start);
+    // Read after the counter: files that arrive later move the counter past `filesSeq` and make
+    // this crawl stale (due again), never missed.
+    const present = (await files.listLabels(productId)).some((x) => x.label === l && x.files > 0);
     let result: CrawlResult;
     try {
-      result = await crawlRepository(url, limits);
+      result = present ? await crawlRepository(url, limits) : removedLabel(url, l);
     } catch (e) {
       // A defect of ours, not of the site: recorded, so the label never stays "running".
       result = failedCrawl(url, (e as Error).message);
@@ -149,18 +177,19 @@ export function crawlerService({ crawls, products, files, downloadUrl, limits = 
     return true;
   }
 
-  /** Per product: the last upload already handled by `crawlSettled` (skips products with nothing new). */
-  const handled = new Map<string, string>();
-
   return {
     report,
     crawlableLabels,
 
-    /** Crawls every uploaded label (or one), waits, and returns each label's result. */
+    /**
+     * Crawls every uploaded label (or one), and every label removed since its latest crawl (which
+     * drops its nodes), waits, and returns each label's result.
+     */
     async crawl(productId: string, label?: string): Promise<LabelCrawl[]> {
       const row = await product(productId);
       const labels = await crawlableLabels(productId);
-      if (label !== undefined && !labels.includes(label)) {
+      const gone = (await report(productId)).filter((c) => !labels.includes(c.label) && c.stale).map((c) => c.label);
+      if (label !== undefined && !labels.includes(label) && !gone.includes(label)) {
         const archived = (await archiveOnlyLabels(productId)).includes(label);
         throw new NotFoundError(
           archived
@@ -168,37 +197,29 @@ export function crawlerService({ crawls, products, files, downloadUrl, limits = 
             : `product "${productId}" has no uploaded update-site label "${label}"`,
         );
       }
-      for (const l of label !== undefined ? [label] : labels) await crawlLabel(row, l, null);
-      const all = await report(productId);
-      return label !== undefined ? all.filter((c) => c.label === label) : all.filter((c) => labels.includes(c.label));
+      const todo = label !== undefined ? [label] : [...labels, ...gone];
+      for (const l of todo) await crawlLabel(row, l, null);
+      return (await report(productId)).filter((c) => todo.includes(c.label));
     },
 
     /**
-     * The automatic re-crawl (issue 11): every label uploaded to since its last crawl started,
-     * and with no writes for `settleMs`, is crawled again — also when the product is live, so
-     * the catalog follows new releases. Returns the labels crawled as `product/label`.
+     * The automatic re-crawl (issue 11): every label whose files changed since its last crawl
+     * started (an upload, a replacement, a removal, a rename in or out, its folder renamed or
+     * removed), with no change for `settleMs`, is crawled again — also when the product is live,
+     * so the catalog follows new releases and loses removed ones. Returns the labels crawled as
+     * `product/label`. Several instances may run it: the claim lets one crawl each change.
      */
     async crawlSettled(settleMs: number): Promise<string[]> {
       const settledBy = new Date(now().getTime() - settleMs).toISOString();
+      const staleBefore = new Date(now().getTime() - CLAIM_STALE_MS).toISOString();
       const done: string[] = [];
-      for (const p of await crawls.uploadedBefore(settledBy)) {
-        if (handled.get(p.product_id) === p.last_upload_at) continue;
-        const row = await products.find(p.product_id);
+      const rows = new Map<string, ProductRow | undefined>();
+      for (const d of await crawls.dueLabels(settledBy, staleBefore)) {
+        if (!isLabel(d.label)) continue;
+        if (!rows.has(d.product_id)) rows.set(d.product_id, await products.find(d.product_id));
+        const row = rows.get(d.product_id);
         if (!row) continue;
-        const last = new Map((await crawls.forProduct(p.product_id)).map((c) => [c.label, c] as const));
-        let waiting = false;
-        for (const l of await files.listLabels(p.product_id)) {
-          if (l.files === 0 || l.lastUploadAt === null) continue;
-          const c = last.get(l.label);
-          if (c && c.started_at >= l.lastUploadAt) continue;
-          if (l.lastUploadAt > settledBy) {
-            waiting = true; // still being written: the next pass sees it settle
-            continue;
-          }
-          if (await crawlLabel(row, l.label, { uploadedAt: l.lastUploadAt })) done.push(`${p.product_id}/${l.label}`);
-          else waiting = true;
-        }
-        if (!waiting) handled.set(p.product_id, p.last_upload_at);
+        if (await crawlLabel(row, d.label, { changedSeq: d.changed_seq })) done.push(`${d.product_id}/${d.label}`);
       }
       return done;
     },
@@ -215,14 +236,23 @@ export function crawlerService({ crawls, products, files, downloadUrl, limits = 
           `only archives were uploaded (${archived.map((l) => `update-site/${l}.zip`).join(', ')}); the crawler reads an update site from its unzipped folder, so upload the contents of the built repository to ${archived.map((l) => `update-site/${l}/`).join(', ')} as well`,
         ];
       }
-      const byLabel = new Map((await report(productId)).map((c) => [c.label, c] as const));
-      return labels.flatMap((l) => {
+      const crawled = await report(productId);
+      const byLabel = new Map(crawled.map((c) => [c.label, c] as const));
+      const recrawl = `run \`pier staff crawl ${productId}\` or wait for the automatic crawl`;
+      const blockers = labels.flatMap((l) => {
         const c = byLabel.get(l);
         if (!c) return [`label ${l} has not been crawled`];
         if (c.status !== 'finished') return [`the crawl of label ${l} has not finished`];
+        // The latest crawl read files that are no longer there: its nodes may be wrong.
+        if (c.stale) return [`the files of label ${l} changed after its latest crawl began (${c.startedAt}): ${recrawl}`];
         if (c.summary?.fatal) return [`the latest crawl of label ${l} has fatal problems: ${c.problems.filter((p) => p.severity === 'fatal').map((p) => p.message).join('; ')}`];
         return [];
       });
+      // A label removed (or renamed away) after its crawl still has that crawl's nodes indexed.
+      for (const c of crawled) {
+        if (!labels.includes(c.label) && c.stale) blockers.push(`label ${c.label} was removed after its latest crawl began (${c.startedAt}) and its nodes are still listed: ${recrawl}`);
+      }
+      return blockers;
     },
 
     async enable(productId: string, force = false): Promise<StateChange> {

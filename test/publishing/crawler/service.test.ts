@@ -223,12 +223,12 @@ for (const target of dialects()) {
         const [a, b] = await Promise.all([crawler.crawlSettled(0), other.crawlSettled(0)]);
         assert.deepEqual([...a, ...b], ['widgets/5.5']);
         // An instance that read the labels before the other one's crawl finished still loses:
-        // the claim only replaces a crawl that started before the upload it is for.
+        // the claim only replaces a crawl that started before the change it is for.
         const repo = crawlsRepository(database.db, database.dialect);
-        const upload = (await stack.files.listLabels('widgets')).find((l) => l.label === '5.5')!.lastUploadAt!;
+        const changed = (await repo.labelChanges('widgets')).get('5.5')!;
         const late = { product_id: 'widgets', label: '5.5', url: 'http://x/', started_at: new Date().toISOString(), files_seq: 0 };
-        assert.equal(await repo.claim(late, { uploadedAt: upload, staleBefore: '2000-01-01T00:00:00.000Z' }), false);
-        assert.equal(await repo.claim(late, { uploadedAt: '2999-01-01T00:00:00.000Z', staleBefore: '2000-01-01T00:00:00.000Z' }), true);
+        assert.equal(await repo.claim(late, { changedSeq: changed, staleBefore: '2000-01-01T00:00:00.000Z' }), false);
+        assert.equal(await repo.claim(late, { changedSeq: changed + 1_000_000, staleBefore: '2000-01-01T00:00:00.000Z' }), true);
       } finally {
         await database.close();
       }
