@@ -68,7 +68,9 @@ for (const target of dialects()) {
     test('a remove sent while an upload commits leaves the record and the disk the same', async () => {
       await addProduct(db, 'remove-race');
       await files.ensureTree('remove-race');
-      await files.setLimits('remove-race', { quotaBytes: 1000, quotaFiles: 10 });
+      // Room for all eight: when the remove comes first, the file stays, so up to eight may pile
+      // up (a quota of 1000 failed the seventh commit whenever six removes had come first).
+      await files.setLimits('remove-race', { quotaBytes: 8 * 150, quotaFiles: 10 });
       for (let i = 0; i < 8; i++) {
         const p = `assets/f${i}`;
         const upload = await files.beginUpload('remove-race', p);
