@@ -6,7 +6,7 @@ import type { RunnerContext } from '../context.js';
 import { Executor, presentExecutor, presentRun, Run } from './presenters.js';
 import { UnsupportedMediaTypeError } from '../../infra/errors.js';
 import { multipartConfig } from './openapi.js';
-import { errors, Id, IdParams, INT32_MAX, INT32_MIN, items, Label, MAX_COUNTER, Name, NoContent, Nullable, PROTECTED, StringEnum, Timestamp } from './schemas.js';
+import { errors, Id, IdParams, INT32_MAX, INT32_MIN, items, Label, MAX_COUNTER, Name, NoContent, Nullable, OutputParams, PROTECTED, StringEnum, Timestamp } from './schemas.js';
 
 const LeaseBody = {
   leaseToken: Type.String({ minLength: 1, maxLength: 200, description: 'the lease token from the claim' }),
@@ -35,7 +35,6 @@ const Heartbeat = Type.Object({
   heartbeatMs: Type.Integer({ description: 'send the next heartbeat within this many milliseconds' }),
 });
 
-const OutputParams = Type.Object({ id: Id, name: Type.String({ minLength: 1, maxLength: 200, description: 'file name: no / or \\\\, not . or .., no control characters' }) });
 
 const OUTPUT_DOC = multipartConfig({
   fields: {
