@@ -53,6 +53,15 @@ const Claim = Type.Object({
   download: Type.String({ description: 'path of the workflow archive to run (GET with the same credentials)' }),
 });
 
+const Registration = Type.Object(
+  {
+    name: Name,
+    labels: Type.Optional(Type.Array(Label, { maxItems: 50 })),
+    capacity: Type.Optional(Type.Integer({ minimum: 1, maximum: 256 })),
+  },
+  { additionalProperties: false },
+);
+
 /** The executor protocol and executor management: each handler calls one ExecutorsService method. */
 export function registerExecutorRoutes(app: HttpApp, ctx: RunnerContext): void {
   const { executors } = ctx;
@@ -65,18 +74,30 @@ export function registerExecutorRoutes(app: HttpApp, ctx: RunnerContext): void {
         tags: ['executors'],
         summary: 'Register an executor',
         operationId: 'registerExecutor',
-        body: Type.Object(
-          {
-            name: Name,
-            labels: Type.Optional(Type.Array(Label, { maxItems: 50 })),
-            capacity: Type.Optional(Type.Integer({ minimum: 1, maximum: 256 })),
-          },
-          { additionalProperties: false },
-        ),
+        body: Registration,
         response: { 201: Executor, ...errors(...PROTECTED) },
       },
     },
     async (req, reply) => reply.code(201).send(presentExecutor(await executors.register(req.body, req.ip))),
+  );
+
+  app.post(
+    '/api/executors/:id/register',
+    {
+      config: access(EXECUTORS),
+      schema: {
+        tags: ['executors'],
+        summary: 'Register again as a known executor',
+        description:
+          'A restarted executor process keeps its identity (`pier runner executor --state-file`): the executor takes the name, labels and capacity sent, is online ' +
+          'and not draining. The runs its previous process held are re-queued by the next sweep (their leases end now). 404 when the executor was removed: register anew.',
+        operationId: 'reregisterExecutor',
+        params: IdParams,
+        body: Registration,
+        response: { 200: Executor, ...errors(...PROTECTED, 404) },
+      },
+    },
+    async (req) => presentExecutor(await executors.reregister(req.params.id, req.body, req.ip)),
   );
 
   app.post(

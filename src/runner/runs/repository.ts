@@ -301,6 +301,20 @@ export class RunsRepository {
   }
 
   /**
+   * Ends now the leases of every run `executorId` holds: its process restarted and holds none of
+   * them. The sweeper then re-queues them (attempt + 1) or fails them, as for a lost executor.
+   */
+  async endLeasesOf(executorId: string, now: string): Promise<void> {
+    await this.db
+      .updateTable('runs')
+      .set({ lease_expires_at: now })
+      .where('executor_id', '=', executorId)
+      .where('status', 'in', HELD)
+      .where('lease_expires_at', '>', now)
+      .execute();
+  }
+
+  /**
    * Undoes a claim whose answer could not be delivered (the client went away): the run goes back
    * to the queue as it was, without using up an attempt. Only while the claim's lease still holds
    * it and nothing was logged or uploaded under it.
