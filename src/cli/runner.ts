@@ -86,6 +86,7 @@ export function registerRunnerCommands(program: Command): void {
     .option('--work-dir <dir>', 'where runs are unpacked and run (env PIER_EXECUTOR_WORK_DIR)', process.env.PIER_EXECUTOR_WORK_DIR ?? path.join(os.tmpdir(), 'pier-executor'))
     .option('--command <template>', 'command run by /bin/sh for each run (env PIER_EXECUTOR_COMMAND); placeholders {archive} {workdir} {workflow} {out} {runId} {attempt} {param.NAME}', process.env.PIER_EXECUTOR_COMMAND)
     .option('--kill-grace <seconds>', 'seconds between SIGTERM and SIGKILL when a run is cancelled (env PIER_EXECUTOR_KILL_GRACE)', process.env.PIER_EXECUTOR_KILL_GRACE ?? '10')
+    .option('--state-file <path>', 'file keeping this executor\'s id across restarts, so a restart registers again as the same executor (env PIER_EXECUTOR_STATE_FILE)', process.env.PIER_EXECUTOR_STATE_FILE)
     .option('--give-up <seconds>', 'seconds a log batch or a run\'s report may keep failing (5xx, network) before the run fails (env PIER_EXECUTOR_GIVE_UP_SECONDS)', process.env.PIER_EXECUTOR_GIVE_UP_SECONDS ?? '120')
     .action(async (opts: Record<string, string | undefined>) => {
       const url = opts.url;
@@ -119,6 +120,7 @@ export function registerRunnerCommands(program: Command): void {
         command: opts.command,
         killGraceSeconds: grace,
         giveUpMs: giveUp * 1000,
+        stateFile: opts.stateFile ? path.resolve(opts.stateFile) : undefined,
         log: jsonLogger,
       });
       process.on('SIGTERM', () => agent.stop());

@@ -5,6 +5,7 @@ import Fastify, {
   type FastifyBaseLogger,
   type FastifyError,
   type FastifyInstance,
+  type FastifyReply,
   type FastifyServerOptions,
   type RawReplyDefaultExpression,
   type RawRequestDefaultExpression,
@@ -32,6 +33,11 @@ export interface HttpAppOptions {
    * believing the header from anyone would let every client choose its own address.
    */
   trustProxy?: TrustProxy;
+  /**
+   * Longest value of one path parameter, in UTF-16 code units after percent-decoding (how the
+   * router counts); default fastify's 100. A longer one is answered 400 problem+json, not 414.
+   */
+  maxParamLength?: number;
 }
 
 export interface Problem {
@@ -113,6 +119,17 @@ export function toProblem(err: unknown): { problem: Problem; headers: Record<str
   return make(500, 'internal_error', 'Internal server error', 'an unexpected error occurred; it has been logged');
 }
 
+/** fastify's default limit on one path parameter. */
+const DEFAULT_MAX_PARAM_LENGTH = 100;
+
+/** The router found a path parameter longer than any name or id the app accepts. */
+function paramTooLong(max: number): { problem: Problem; headers: Record<string, string> } {
+  const message = `is longer than ${max} characters`;
+  return toProblem(
+    new AppError(400, 'invalid_field', 'Invalid request', `a path parameter ${message}: no resource has such a name`, [{ field: '(path)', message }]),
+  );
+}
+
 /** Line and column of a character offset, both 1-based. */
 function lineColumn(text: string, offset: number): { line: number; column: number } {
   let line = 1;
@@ -180,6 +197,15 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
     trustProxy: trustProxyOption(options.trustProxy ?? false),
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: true, allErrors: true, allowUnionTypes: true } },
     return503OnClosing: true,
+    routerOptions: { maxParamLength: options.maxParamLength ?? DEFAULT_MAX_PARAM_LENGTH },
+    // Errors the router raises before any route runs (a path parameter over maxParamLength, a
+    // malformed URL) get the same problem+json as every other error; fastify's own answer to an
+    // over-long parameter is a plain-JSON 414, which says the URI is too long for the server.
+    frameworkErrors: (err, _req, reply) => {
+      const { problem, headers } =
+        err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? paramTooLong(options.maxParamLength ?? DEFAULT_MAX_PARAM_LENGTH) : toProblem(err);
+      (reply as FastifyReply).code(problem.status).headers(headers).type(PROBLEM_TYPE).send(problem);
+    },
   };
   const app = Fastify(serverOptions).withTypeProvider<TypeBoxTypeProvider>() as unknown as HttpApp;
 

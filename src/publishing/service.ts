@@ -11,7 +11,7 @@ import { PATCH_BODY_LIMIT } from './products/fields.js';
 import { productsRepository } from './products/repository.js';
 import { registerProductRoutes } from './products/routes.js';
 import { type ProductService, productService } from './products/service.js';
-import { registerPageRoutes } from './web/routes.js';
+import { MAX_FACTORY_LENGTH, registerPageRoutes } from './web/routes.js';
 import { type PagesService, pagesService } from './web/service.js';
 
 export interface PublishingService {
@@ -47,7 +47,13 @@ export async function createPublishingService(config: Config, options: Publishin
     crawls,
     site: { name: 'Pier', baseUrl: config.publishing.baseUrl, downloadUrl: config.publishing.downloadUrl },
   });
-  const app = createHttpApp({ logLevel: config.logLevel, bodyLimit: PATCH_BODY_LIMIT, trustProxy: config.trustProxy });
+  const app = createHttpApp({
+    logLevel: config.logLevel,
+    bodyLimit: PATCH_BODY_LIMIT,
+    trustProxy: config.trustProxy,
+    // Node pages are addressed by factory class name, which can be longer than fastify's 100.
+    maxParamLength: MAX_FACTORY_LENGTH,
+  });
   const limiter = new FailureLimiter({ maxFailures: 10, windowMs: 60_000, banMs: 60_000, ...options.failureLimits });
   registerProductRoutes(app, { products, limiter, crawler });
   registerPageRoutes(app, pages);

@@ -46,7 +46,7 @@ import { SchedulesService } from './schedules/service.js';
 import { sql } from 'kysely';
 import { type Listener, listen } from '../infra/database/notifications.js';
 import { ExecutorSweeper } from './executors/sweeper.js';
-import { LocalRunOutputStorage } from './runs/output-storage.js';
+import { LocalRunOutputStorage, MAX_OUTPUT_NAME_BYTES } from './runs/output-storage.js';
 import { QueueSignal } from './runs/queue-signal.js';
 
 export interface RunnerService {
@@ -96,6 +96,10 @@ export async function createRunnerService(config: Config, options: RunnerService
     const app = createHttpApp({
       logLevel: config.logLevel,
       trustProxy: config.trustProxy,
+      // The longest path parameter is an output name (`/api/runs/{id}/outputs/{name}`): at most
+      // MAX_OUTPUT_NAME_BYTES of UTF-8, so at most that many UTF-16 code units, as the router
+      // counts. Every name an upload accepts is routed; a longer one gets 400, not 414.
+      maxParamLength: MAX_OUTPUT_NAME_BYTES,
       // Swagger UI sets its own CSP with hashes for its static files (staticCSP); its page
       // loads images as data: URIs and inline styles.
       contentSecurityPolicy: { 'img-src': ["'self'", 'data:'], 'style-src': ["'self'", "'unsafe-inline'"] },

@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import { afterEach, beforeEach, describe, test } from 'node:test';
+import fc from 'fast-check';
+import { MAX_OUTPUT_NAME_BYTES, outputNameProblem } from '../../src/runner/runs/output-storage.js';
 import { dialects, tempDir } from '../helpers/db.js';
 import { leaseOf, type ProtocolFixture, protocolFixture } from './executor-fixtures.js';
 import { API_KEY, apiKey, bearer, multipart, startRunner, TestClock, type TestRunner } from './helpers.js';
@@ -111,7 +113,7 @@ for (const target of dialects()) {
       assert.equal(wrongSum.json().code, 'checksum_mismatch');
       const tooBig = await put('big.bin', Buffer.alloc(1025));
       assert.equal(tooBig.statusCode, 413);
-      assert.equal((await put('x'.repeat(201), data)).statusCode, 414);
+      assert.equal((await put('x'.repeat(201), data)).statusCode, 400);
       for (const name of ['a%2Fb', 'a%5Cb', 'a%00b']) assert.equal((await put(name, data)).statusCode, 400, name);
       // URL parsing may turn `..` into a parent segment first: then no route matches (404).
       for (const name of ['..', '.', '%2E%2E', '%2E']) assert.ok([400, 404].includes((await put(name, data)).statusCode), name);
@@ -141,6 +143,89 @@ for (const target of dialects()) {
       assert.deepEqual(dlu.rawPayload, unicode);
       assert.equal((await f.inject({ method: 'GET', url: `/api/runs/${run.id}/outputs/missing`, headers: bearer(f.session) })).statusCode, 404);
       assert.equal((await f.inject({ method: 'GET', url: `/api/runs/${run.id}/outputs/big.bin`, headers: bearer(f.session) })).statusCode, 404);
+    });
+
+    test('output names: every name the upload accepts (200 bytes of UTF-8) goes up and comes down over HTTP; a longer one is a 400 problem, never 414', async () => {
+      const run = await f.start();
+      const ex = await f.register();
+      const lease = leaseOf((await f.claim(ex)).claim!);
+      const base = await r.service.app.listen({ host: '127.0.0.1', port: 0 });
+      const url = (name: string) => `${base}/api/runs/${run.id}/outputs/${encodeURIComponent(name)}`;
+      const put = (name: string, body: Buffer) => {
+        const m = multipart([
+          { name: 'leaseToken', value: lease.leaseToken },
+          { name: 'attempt', value: String(lease.attempt) },
+          { name: 'sha256', value: sha(body) },
+          { name: 'file', file: body, filename: 'x' },
+        ]);
+        return fetch(url(name), { method: 'PUT', headers: { ...apiKey(API_KEY), ...m.headers }, body: new Uint8Array(m.payload) });
+      };
+      const get = (name: string) => fetch(url(name), { headers: bearer(f.session) });
+
+      // Each is exactly MAX_OUTPUT_NAME_BYTES long in UTF-8; percent-encoded, up to 600 characters.
+      const longest = ['a'.repeat(196) + '.csv', 'é'.repeat(100), '😀'.repeat(50), '?#%& '.repeat(40), `${'€'.repeat(66)}ab`];
+      for (const name of longest) {
+        assert.equal(Buffer.byteLength(name), MAX_OUTPUT_NAME_BYTES, name);
+        const body = Buffer.from(`content of ${name}`);
+        const up = await put(name, body);
+        const answer = await up.text();
+        assert.equal(up.status, 200, `${name}: ${answer}`);
+        assert.equal(JSON.parse(answer).name, name);
+        const down = await get(name);
+        assert.equal(down.status, 200, name);
+        assert.deepEqual(Buffer.from(await down.arrayBuffer()), body, name);
+      }
+      const listed = (await f.inject({ method: 'GET', url: `/api/runs/${run.id}/outputs`, headers: bearer(f.session) })).json().items;
+      assert.deepEqual(listed.map((o: { name: string }) => o.name).sort(), [...longest].sort());
+
+      // Longer: a problem, however the name is made up. Past the router's limit (200 UTF-16 code
+      // units) the path is refused before any route; within it, the upload refuses the name (400
+      // naming it) and a download finds no such output (404).
+      const problem = async (res: Response, status: number, code: string) => {
+        assert.equal(res.status, status);
+        assert.match(String(res.headers.get('content-type')), /^application\/problem\+json/);
+        const body = await res.json();
+        assert.equal(body.code, code);
+        return body;
+      };
+      for (const name of ['a'.repeat(201), 'x'.repeat(5000), '😀'.repeat(101)]) {
+        for (const res of [await put(name, Buffer.from('x')), await get(name)]) {
+          const body = await problem(res, 400, 'invalid_field');
+          assert.deepEqual(body.errors, [{ field: '(path)', message: 'is longer than 200 characters' }]);
+        }
+      }
+      const overBytes = `${'é'.repeat(100)}a`;
+      const refused = await problem(await put(overBytes, Buffer.from('x')), 400, 'invalid_output_name');
+      assert.match(JSON.stringify(refused), /200 bytes/);
+      await problem(await get(overBytes), 404, 'not_found');
+      assert.equal((await f.inject({ method: 'GET', url: `/api/runs/${run.id}/outputs`, headers: bearer(f.session) })).json().items.length, longest.length);
+    });
+
+    test('property: every name the upload rule accepts is routed to the output download (404 for one never uploaded, never 400 or 414)', async () => {
+      const run = await f.start();
+      // Long names matter most here: cut to MAX_OUTPUT_NAME_BYTES at a code point, separators swapped out.
+      const fit = (text: string) => {
+        let out = '';
+        for (const ch of text.replace(/[/\\]/g, '_')) {
+          if (Buffer.byteLength(out + ch) > MAX_OUTPUT_NAME_BYTES) break;
+          out += ch;
+        }
+        return out;
+      };
+      const names = fc.oneof(
+        fc.string({ unit: 'binary', minLength: 1, maxLength: 200 }),
+        fc.string({ unit: 'binary', minLength: 50, maxLength: 200 }).map(fit),
+        fc.string({ unit: 'grapheme-ascii', minLength: 101, maxLength: 200 }).map(fit),
+      );
+      await fc.assert(
+        fc.asyncProperty(names, async (name) => {
+          if (outputNameProblem(name) !== null) return;
+          const res = await f.inject({ method: 'GET', url: `/api/runs/${run.id}/outputs/${encodeURIComponent(name)}`, headers: bearer(f.session) });
+          assert.equal(res.statusCode, 404, `${JSON.stringify(name)}: ${res.body}`);
+          assert.match(res.json().detail, /has no output/);
+        }),
+        { numRuns: 300 },
+      );
     });
   });
 }

@@ -168,6 +168,7 @@ const CASES: Case[] = [
     request: (f) => ({ payload: { leaseToken: f.leased.token, attempt: f.leased.attempt, status: 'succeeded', exitCode: 0 } }),
   },
   { method: 'POST', path: '/api/executors/register', access: EXECUTORS, ok: 201, request: json({ name: 'exec' }) },
+  { method: 'POST', path: '/api/executors/{id}/register', access: EXECUTORS, ok: 200, request: json({ name: 'exec' }) },
   { method: 'POST', path: '/api/executors/{id}/heartbeat', access: EXECUTORS, ok: 200 },
   { method: 'POST', path: '/api/executors/{id}/claim', access: EXECUTORS, ok: 200 },
   { method: 'GET', path: '/api/executors', access: EXECUTORS, ok: 200 },

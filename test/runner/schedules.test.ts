@@ -1,13 +1,35 @@
 import assert from 'node:assert/strict';
 import type { InjectOptions } from 'fastify';
+import { type Kysely, sql } from 'kysely';
 import { after, afterEach, before, describe, test } from 'node:test';
 import { randomUUID } from '../../src/infra/secrets.js';
 import { openRunnerDatabase } from '../../src/runner/db/index.js';
+import type { RunnerDB } from '../../src/runner/db/schema.js';
 import { SchedulesRepository } from '../../src/runner/schedules/repository.js';
 import { dialects } from '../helpers/db.js';
 import { bearer, makeZip, multipart, startRunner, TestClock, type TestRunner } from './helpers.js';
 
 const PASSWORD = 'a long enough password';
+
+/** A failure injected at the database: a trigger that aborts every insert of a run of `scheduleId`. */
+async function refuseRunsOf(db: Kysely<RunnerDB>, dialect: 'sqlite' | 'postgres', scheduleId: string): Promise<void> {
+  const id = sql.lit(scheduleId);
+  if (dialect === 'sqlite') {
+    await sql`CREATE TRIGGER refuse_runs BEFORE INSERT ON runs WHEN NEW.schedule_id = ${id} BEGIN SELECT RAISE(ABORT, 'refused by the test'); END`.execute(db);
+    return;
+  }
+  await sql`CREATE FUNCTION refuse_runs() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused by the test'; END $$`.execute(db);
+  await sql`CREATE TRIGGER refuse_runs BEFORE INSERT ON runs FOR EACH ROW WHEN (NEW.schedule_id = ${id}) EXECUTE FUNCTION refuse_runs()`.execute(db);
+}
+
+async function allowRuns(db: Kysely<RunnerDB>, dialect: 'sqlite' | 'postgres'): Promise<void> {
+  if (dialect === 'sqlite') {
+    await sql`DROP TRIGGER IF EXISTS refuse_runs`.execute(db);
+    return;
+  }
+  await sql`DROP TRIGGER IF EXISTS refuse_runs ON runs`.execute(db);
+  await sql`DROP FUNCTION IF EXISTS refuse_runs()`.execute(db);
+}
 const MINUTE = 60_000;
 
 interface RunJson {
@@ -292,6 +314,44 @@ for (const target of dialects()) {
         }
       } finally {
         await second.close();
+      }
+    });
+
+    test('a fire whose run cannot be stored is not lost: nothing of it is written, and the next pass fires it once', async () => {
+      clock.t = Date.parse('2030-10-01T00:00:00Z');
+      const wf = await newWorkflow();
+      const s = await createSchedule(wf, { cron: '*/5 * * * *', overlap: 'queue' });
+      const schedule = async () => (await inject({ method: 'GET', url: `/api/schedules/${s.id}` })).json();
+      const database = await openRunnerDatabase(dbh.url);
+      try {
+        // The database refuses this schedule's runs inside the scheduler's transaction, as a full
+        // disk or a dropped connection would between taking the fire and inserting its run.
+        await refuseRunsOf(database.db, target.name, s.id);
+        assert.deepEqual((await tickAt('2030-10-01T00:05:00Z')).queued, []);
+        let now = await schedule();
+        assert.equal(now.nextFireTimes[0], '2030-10-01T00:05:00.000Z', 'the fire is still due');
+        assert.equal(now.lastOutcome, 'failed');
+        assert.equal(now.lastFireAt, '2030-10-01T00:05:00.000Z');
+        assert.equal(now.lastRunId, null);
+        assert.deepEqual((await tickAt('2030-10-01T00:05:01Z')).queued, [], 'still refused');
+        assert.equal((await runsOf(wf)).length, 0);
+
+        await allowRuns(database.db, target.name);
+        const retried = await tickAt('2030-10-01T00:05:02Z');
+        assert.equal(retried.queued.length, 1);
+        assert.deepEqual((await tickAt('2030-10-01T00:05:03Z')).queued, [], 'the retried fire is taken once');
+        const runs = await runsOf(wf);
+        assert.deepEqual(
+          runs.map((x) => [x.id, x.scheduleId, x.createdAt]),
+          [[retried.queued[0], s.id, '2030-10-01T00:05:02.000Z']],
+        );
+        now = await schedule();
+        assert.equal(now.nextFireTimes[0], '2030-10-01T00:10:00.000Z');
+        assert.equal(now.lastOutcome, 'queued');
+        assert.equal(now.lastRunId, runs[0]!.id);
+      } finally {
+        await allowRuns(database.db, target.name);
+        await database.close();
       }
     });
 

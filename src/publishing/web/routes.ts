@@ -33,10 +33,12 @@ const CatalogQuery = Type.Object(
   },
   { additionalProperties: true },
 );
+/** Longest node factory (a Java class name) in a URL; the app's router limit is the same (service.ts). */
+export const MAX_FACTORY_LENGTH = 512;
 const NodeParams = Type.Object({
   id: Type.String({ minLength: 1, maxLength: 200 }),
   // A Java class name: the node's stable id inside its product.
-  factory: Type.String({ minLength: 1, maxLength: 512 }),
+  factory: Type.String({ minLength: 1, maxLength: MAX_FACTORY_LENGTH }),
 });
 const NodeSearchQuery = Type.Object({ q: Type.Optional(Type.String({ maxLength: 200 })) }, { additionalProperties: true });
 const IconQuery = Type.Object({ v: Type.Optional(Type.String({ maxLength: 64 })) }, { additionalProperties: true });

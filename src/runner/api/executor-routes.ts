@@ -6,7 +6,7 @@ import type { RunnerContext } from '../context.js';
 import { Executor, presentExecutor, presentRun, Run } from './presenters.js';
 import { UnsupportedMediaTypeError } from '../../infra/errors.js';
 import { multipartConfig } from './openapi.js';
-import { errors, Id, IdParams, INT32_MAX, INT32_MIN, items, Label, MAX_COUNTER, Name, NoContent, Nullable, PROTECTED, StringEnum, Timestamp } from './schemas.js';
+import { errors, Id, IdParams, INT32_MAX, INT32_MIN, items, Label, MAX_COUNTER, Name, NoContent, Nullable, OutputParams, PROTECTED, StringEnum, Timestamp } from './schemas.js';
 
 const LeaseBody = {
   leaseToken: Type.String({ minLength: 1, maxLength: 200, description: 'the lease token from the claim' }),
@@ -35,7 +35,6 @@ const Heartbeat = Type.Object({
   heartbeatMs: Type.Integer({ description: 'send the next heartbeat within this many milliseconds' }),
 });
 
-const OutputParams = Type.Object({ id: Id, name: Type.String({ minLength: 1, maxLength: 200, description: 'file name: no / or \\\\, not . or .., no control characters' }) });
 
 const OUTPUT_DOC = multipartConfig({
   fields: {
@@ -54,6 +53,15 @@ const Claim = Type.Object({
   download: Type.String({ description: 'path of the workflow archive to run (GET with the same credentials)' }),
 });
 
+const Registration = Type.Object(
+  {
+    name: Name,
+    labels: Type.Optional(Type.Array(Label, { maxItems: 50 })),
+    capacity: Type.Optional(Type.Integer({ minimum: 1, maximum: 256 })),
+  },
+  { additionalProperties: false },
+);
+
 /** The executor protocol and executor management: each handler calls one ExecutorsService method. */
 export function registerExecutorRoutes(app: HttpApp, ctx: RunnerContext): void {
   const { executors } = ctx;
@@ -66,18 +74,30 @@ export function registerExecutorRoutes(app: HttpApp, ctx: RunnerContext): void {
         tags: ['executors'],
         summary: 'Register an executor',
         operationId: 'registerExecutor',
-        body: Type.Object(
-          {
-            name: Name,
-            labels: Type.Optional(Type.Array(Label, { maxItems: 50 })),
-            capacity: Type.Optional(Type.Integer({ minimum: 1, maximum: 256 })),
-          },
-          { additionalProperties: false },
-        ),
+        body: Registration,
         response: { 201: Executor, ...errors(...PROTECTED) },
       },
     },
     async (req, reply) => reply.code(201).send(presentExecutor(await executors.register(req.body, req.ip))),
+  );
+
+  app.post(
+    '/api/executors/:id/register',
+    {
+      config: access(EXECUTORS),
+      schema: {
+        tags: ['executors'],
+        summary: 'Register again as a known executor',
+        description:
+          'A restarted executor process keeps its identity (`pier runner executor --state-file`): the executor takes the name, labels and capacity sent, is online ' +
+          'and not draining. The runs its previous process held are re-queued by the next sweep (their leases end now). 404 when the executor was removed: register anew.',
+        operationId: 'reregisterExecutor',
+        params: IdParams,
+        body: Registration,
+        response: { 200: Executor, ...errors(...PROTECTED, 404) },
+      },
+    },
+    async (req) => presentExecutor(await executors.reregister(req.params.id, req.body, req.ip)),
   );
 
   app.post(

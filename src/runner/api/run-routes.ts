@@ -6,7 +6,7 @@ import { access, principalOf } from '../auth/authenticate.js';
 import type { RunnerContext } from '../context.js';
 import { type LogEvent, parseLogPosition } from '../runs/service.js';
 import { LogChunk, Output, ParameterValue, presentLog, presentOutput, presentRun, Run, RunStatusSchema } from './presenters.js';
-import { CounterString, errors, Id, IdParams, items, MAX_COUNTER, page, PROTECTED, RequiredLabels } from './schemas.js';
+import { CounterString, errors, Id, IdParams, items, MAX_COUNTER, OutputParams, page, PROTECTED, RequiredLabels } from './schemas.js';
 
 /** Characters that may not appear in a quoted Content-Disposition filename as is (RFC 6266). */
 const UNSAFE_FILENAME = /[^A-Za-z0-9._-]/g;
@@ -220,7 +220,7 @@ export function registerRunRoutes(app: HttpApp, ctx: RunnerContext): void {
         summary: 'Download an output file of a run',
         description: 'The file as the executor uploaded it (its sha256 in `x-content-sha256`). Needs read access to the run\'s project.',
         operationId: 'downloadRunOutput',
-        params: Type.Object({ id: Id, name: Type.String({ minLength: 1, maxLength: 200 }) }),
+        params: OutputParams,
         response: {
           200: { description: 'The output file', content: { 'application/octet-stream': { schema: Type.String({ format: 'binary' }) } } },
           ...errors(...PROTECTED, 404),

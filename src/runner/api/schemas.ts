@@ -1,4 +1,5 @@
 import { type Static, type TSchema, Type } from 'typebox';
+import { MAX_OUTPUT_NAME_BYTES } from '../runs/output-storage.js';
 
 /*
  * Response schemas avoid `anyOf`: fast-json-stringify validates every anyOf branch with ajv on
@@ -96,6 +97,21 @@ export const Password = Type.String({ minLength: 10, maxLength: 1024, descriptio
  * even of a string over maxLength).
  */
 export const Name = Type.String({ minLength: 1, maxLength: 200, pattern: '^[^\\S\\u0000-\\u001f\\u007f]*[^\\s\\u0000-\\u001f\\u007f][^\\u0000-\\u001f\\u007f]*$' });
+
+/**
+ * The path parameters of one output file. The service checks the name's rule (outputNameProblem:
+ * at most MAX_OUTPUT_NAME_BYTES of UTF-8, no separators…); code points never outnumber bytes, so
+ * this bound lets every name the upload accepts through (the router's limit is the same, see
+ * runner/service.ts).
+ */
+export const OutputParams = Type.Object({
+  id: Id,
+  name: Type.String({
+    minLength: 1,
+    maxLength: MAX_OUTPUT_NAME_BYTES,
+    description: `file name, percent-encoded: at most ${MAX_OUTPUT_NAME_BYTES} bytes of UTF-8, no / or \\, not . or .., no control characters`,
+  }),
+});
 
 export function items<T extends TSchema>(schema: T) {
   return Type.Object({ items: Type.Array(schema) });

@@ -22,6 +22,43 @@ export interface AgentOptions {
   log: Logger;
   /** How long a log batch or the final report may keep failing before the run fails (default 2 min). */
   giveUpMs?: number;
+  /**
+   * Where the executor keeps its id across restarts (`--state-file`): a restarted process
+   * registers again as the same executor instead of leaving a stale one listed.
+   */
+  stateFile?: string;
+}
+
+/** Executor ids as the runner makes them; anything else in a state file is not ours. */
+const EXECUTOR_ID = /^[A-Za-z0-9_-]{1,64}$/;
+
+/** The executor id kept in `file`, or null when there is no such file yet. */
+export function readExecutorState(file: string): string | null {
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw e;
+  }
+  let id: unknown;
+  try {
+    id = (JSON.parse(text) as { executorId?: unknown }).executorId;
+  } catch {
+    id = undefined;
+  }
+  if (typeof id !== 'string' || !EXECUTOR_ID.test(id)) {
+    throw new Error(`${file} is not an executor state file; remove it to register as a new executor`);
+  }
+  return id;
+}
+
+/** Keeps the executor id in `file`: written to a temporary name and renamed, so it is never half there. */
+export function writeExecutorState(file: string, executorId: string): void {
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  const tmp = `${file}.${process.pid}.tmp`;
+  fs.writeFileSync(tmp, `${JSON.stringify({ executorId })}\n`, { mode: 0o600 });
+  fs.renameSync(tmp, file);
 }
 
 interface ClaimAnswer {
@@ -180,8 +217,9 @@ interface ActiveRun {
  * `pier runner executor`: registers, heartbeats, claims with long-poll, runs the command template
  * for each run, streams its output as numbered log chunks, uploads `<run dir>/out/*`, reports
  * the exit status; kills cancelled runs (SIGTERM, then SIGKILL after the grace period); drains;
- * rides out API outages. It keeps no state on disk it could not lose: a restarted executor
- * registers anew and the runner re-queues what the old one held.
+ * rides out API outages. The only state it keeps on disk is its id (with `stateFile`): a
+ * restarted executor registers again as itself (or anew without one), and the runner re-queues
+ * what the old process held.
  */
 export class ExecutorAgent {
   readonly #client: RunnerClient;
@@ -246,13 +284,7 @@ export class ExecutorAgent {
 
   async run(): Promise<void> {
     fs.mkdirSync(this.o.workDir, { recursive: true });
-    const reg = await this.#client.json<{ id: string }>('POST', '/api/executors/register', {
-      name: this.o.name,
-      labels: this.o.labels,
-      capacity: this.o.capacity,
-    });
-    this.#id = reg.id;
-    this.o.log('registered', { executorId: this.#id, name: this.o.name, labels: this.o.labels, capacity: this.o.capacity });
+    await this.#register();
     const heartbeats = this.#heartbeatLoop();
     while (!this.#stopping && !this.#draining && !this.#fatal) {
       if (this.#active.size >= this.o.capacity) {
@@ -286,6 +318,29 @@ export class ExecutorAgent {
     this.#stopping = true;
     await heartbeats;
     this.o.log(this.#draining ? 'drained' : 'stopped', { executorId: this.#id });
+  }
+
+  /**
+   * Registers; with a state file, as the executor it names when the runner still knows it (a
+   * restart is not a new executor), else anew, keeping the new id there.
+   */
+  async #register(): Promise<void> {
+    const body = { name: this.o.name, labels: this.o.labels, capacity: this.o.capacity };
+    const file = this.o.stateFile;
+    const saved = file ? readExecutorState(file) : null;
+    if (saved) {
+      try {
+        this.#id = (await this.#client.json<{ id: string }>('POST', `/api/executors/${saved}/register`, body)).id;
+        this.o.log('registered', { executorId: this.#id, again: true, ...body });
+        return;
+      } catch (e) {
+        if (!(e instanceof ApiError && e.status === 404)) throw e;
+        this.o.log('state_unknown', { executorId: saved, stateFile: file, detail: 'the runner no longer knows this executor: registering anew' });
+      }
+    }
+    this.#id = (await this.#client.json<{ id: string }>('POST', '/api/executors/register', body)).id;
+    if (file) writeExecutorState(file, this.#id);
+    this.o.log('registered', { executorId: this.#id, again: false, ...body });
   }
 
   /** Ends the executor: the main loop kills what runs and `run()` throws `e`. */

@@ -24,6 +24,12 @@ export class ExecutorsRepository {
     return this.findById(id);
   }
 
+  /** Writes the fields of a registration over an existing executor; undefined when it is gone. */
+  async reregister(id: string, fields: Pick<ExecutorRow, 'name' | 'labels' | 'capacity' | 'draining' | 'last_heartbeat_at' | 'last_ip'>): Promise<ExecutorRow | undefined> {
+    await this.db.updateTable('executors').set(fields).where('id', '=', id).execute();
+    return this.findById(id);
+  }
+
   async setDraining(id: string, draining: boolean): Promise<ExecutorRow | undefined> {
     await this.db.updateTable('executors').set({ draining: draining ? 1 : 0 }).where('id', '=', id).execute();
     return this.findById(id);

@@ -41,6 +41,13 @@ export interface ExecutorView {
   runningRuns: number;
 }
 
+/** What an executor says about itself when it registers. */
+export interface Registration {
+  name: string;
+  labels?: string[];
+  capacity?: number;
+}
+
 /** What a heartbeat answers besides the executor: what to do now (issue #8). */
 export interface Instructions {
   /** Runs to stop now: cancelled by a user, or no longer this executor's (re-queued meanwhile). */
@@ -120,18 +127,37 @@ export class ExecutorsService {
     return Math.max(250, Math.floor(this.d.settings.leaseMs / 3));
   }
 
-  async register(input: { name: string; labels?: string[]; capacity?: number }, address: string): Promise<ExecutorView> {
+  /** The stored fields of a registration, new or again. */
+  private registration(input: Registration, address: string) {
     const now = this.d.now().toISOString();
-    const row = await this.d.executors.insert({
-      id: randomUUID(),
+    return {
       name: input.name.trim(),
       labels: JSON.stringify([...new Set(input.labels ?? [])]),
       capacity: input.capacity ?? 1,
       draining: 0,
-      created_at: now,
       last_heartbeat_at: now,
       last_ip: address,
-    });
+    };
+  }
+
+  async register(input: Registration, address: string): Promise<ExecutorView> {
+    const fields = this.registration(input, address);
+    const row = await this.d.executors.insert({ id: randomUUID(), created_at: fields.last_heartbeat_at, ...fields });
+    return this.view(row);
+  }
+
+  /**
+   * An executor process that restarted takes back its identity (`--state-file`), so restarts do
+   * not leave stale executors listed. Name, labels and capacity become the new process's, and it
+   * is online and not draining, as a new registration would be. It holds none of the runs the
+   * previous process held: their leases end now and the sweeper re-queues them (attempt + 1) or
+   * fails them after RUNNER_MAX_ATTEMPTS, as for any lost executor. 404 once the executor was removed.
+   */
+  async reregister(id: string, input: Registration, address: string): Promise<ExecutorView> {
+    const fields = this.registration(input, address);
+    const row = await this.d.executors.reregister(id, fields);
+    if (!row) throw new NotFoundError('no such executor');
+    await this.d.runs.endLeasesOf(row.id, fields.last_heartbeat_at);
     return this.view(row);
   }
 

@@ -88,16 +88,27 @@ function lockLeased(trx: Transaction<RunnerDB>, id: string, lease: Lease) {
     .executeTakeFirst();
 }
 
+/** A run as it is queued: the counters that start at 0 are filled in by `insertRun`. */
+export type NewRunRow = Omit<RunRow, 'log_ack' | 'handbacks'>;
+
+/**
+ * Inserts a new run on `db`, which may be a transaction of another repository (the scheduler
+ * queues a run in the same transaction that takes the fire, schedules/repository.ts).
+ */
+export async function insertRun(db: Kysely<RunnerDB>, row: NewRunRow): Promise<RunRow> {
+  const full = { ...row, log_ack: 0, handbacks: 0 };
+  await db.insertInto('runs').values(full).execute();
+  return full;
+}
+
 export class RunsRepository {
   constructor(
     private readonly db: Kysely<RunnerDB>,
     private readonly dialect: DialectName,
   ) {}
 
-  async create(row: Omit<RunRow, 'log_ack' | 'handbacks'>): Promise<RunRow> {
-    const full = { ...row, log_ack: 0, handbacks: 0 };
-    await this.db.insertInto('runs').values(full).execute();
-    return full;
+  create(row: NewRunRow): Promise<RunRow> {
+    return insertRun(this.db, row);
   }
 
   findById(id: string): Promise<RunRow | undefined> {
@@ -286,6 +297,20 @@ export class RunsRepository {
       .where('executor_id', '=', executorId)
       .where('id', 'in', runIds)
       .where('status', 'in', HELD)
+      .execute();
+  }
+
+  /**
+   * Ends now the leases of every run `executorId` holds: its process restarted and holds none of
+   * them. The sweeper then re-queues them (attempt + 1) or fails them, as for a lost executor.
+   */
+  async endLeasesOf(executorId: string, now: string): Promise<void> {
+    await this.db
+      .updateTable('runs')
+      .set({ lease_expires_at: now })
+      .where('executor_id', '=', executorId)
+      .where('status', 'in', HELD)
+      .where('lease_expires_at', '>', now)
       .execute();
   }
 

@@ -8,7 +8,7 @@ import { loadRun, loadWorkflow, type ScopeRepositories } from '../projects/acces
 import type { WorkflowRow } from '../workflows/repository.js';
 import { outputNameProblem, type RunOutputStorage } from './output-storage.js';
 import type { QueueSignal } from './queue-signal.js';
-import { isTerminal, type LogPosition, type RunLogRow, type RunOutputRow, type RunRow } from './repository.js';
+import { isTerminal, type LogPosition, type NewRunRow, type RunLogRow, type RunOutputRow, type RunRow } from './repository.js';
 
 export interface RunsDeps extends ScopeRepositories {
   now: () => Date;
@@ -102,7 +102,29 @@ export class RunsService {
    * which acts for a schedule its editors set up. The workflow version must exist.
    */
   async enqueue(input: EnqueueInput): Promise<RunRow> {
-    const run = await this.d.runs.create({
+    const run = await this.d.runs.create(this.newRun(input));
+    // Issue #8: an idle executor's long-poll claim is woken at once, here and on other instances.
+    this.d.queue.notify();
+    return run;
+  }
+
+  /**
+   * Queues a run as part of the caller's own transaction: `store` writes the run (with
+   * `insertRun` on that transaction) together with whatever else must commit with it, and says
+   * whether it did. The scheduler takes a fire and inserts its run this way, so a fire is never
+   * taken without its run. Executors are woken only after `store` has returned, i.e. after its
+   * COMMIT: a claim woken earlier would look for the run before it is visible and go back to
+   * sleep. Null when `store` wrote nothing.
+   */
+  async enqueueWith(input: EnqueueInput, store: (run: NewRunRow) => Promise<boolean>): Promise<NewRunRow | null> {
+    const run = this.newRun(input);
+    if (!(await store(run))) return null;
+    this.d.queue.notify();
+    return run;
+  }
+
+  private newRun(input: EnqueueInput): NewRunRow {
+    return {
       id: randomUUID(),
       project_id: input.workflow.project_id,
       workflow_id: input.workflow.id,
@@ -121,10 +143,7 @@ export class RunsService {
       lease_expires_at: null,
       exit_code: null,
       error: null,
-    });
-    // Issue #8: an idle executor's long-poll claim is woken at once, here and on other instances.
-    this.d.queue.notify();
-    return run;
+    };
   }
 
   /** Newest first with a keyset cursor; users see the runs of their projects. */

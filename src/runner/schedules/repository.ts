@@ -1,12 +1,23 @@
 import type { Kysely, Selectable, Updateable } from 'kysely';
 import type { RunnerDB, SchedulesTable } from '../db/schema.js';
-import { ACTIVE } from '../runs/repository.js';
+import { ACTIVE, insertRun, type NewRunRow } from '../runs/repository.js';
 
 export type ScheduleRow = Selectable<SchedulesTable>;
 export type SchedulePatch = Omit<Updateable<SchedulesTable>, 'id' | 'project_id' | 'workflow_id' | 'created_by' | 'created_at'>;
 
 /** What one fire did, recorded on the schedule for its readers. */
 export type FireOutcome = 'queued' | 'skipped' | 'failed';
+
+/**
+ * The compare-and-set that takes a fire: writes `change` only if `next_fire_at` still holds the
+ * value this instance read. Of several instances ticking at once exactly one gets true; the
+ * others see the row changed and do nothing. A change by a user in between (new cron, disabled)
+ * also makes it false.
+ */
+async function casFire(db: Kysely<RunnerDB>, id: string, expected: string, change: Updateable<SchedulesTable>): Promise<boolean> {
+  const r = await db.updateTable('schedules').set(change).where('id', '=', id).where('next_fire_at', '=', expected).where('enabled', '=', 1).executeTakeFirst();
+  return Number(r.numUpdatedRows) === 1;
+}
 
 export class SchedulesRepository {
   constructor(private readonly db: Kysely<RunnerDB>) {}
@@ -58,29 +69,40 @@ export class SchedulesRepository {
   }
 
   /**
-   * Takes one fire of a schedule: moves `next_fire_at` from the value this instance read to the
-   * next one, only if nobody moved it first (compare-and-set). Of several instances ticking at
-   * once exactly one gets true; the others see the row changed and do nothing. A change by a
-   * user in between (new cron, disabled) also makes it false.
+   * Takes one fire of a schedule that queues no run (skipped by the overlap policy, or stopped):
+   * moves `next_fire_at` from the value this instance read to the next one, only if nobody moved
+   * it first (compare-and-set, see `casFire`).
    */
-  async takeFire(id: string, expected: string, next: string | null, firedAt: string, outcome: FireOutcome): Promise<boolean> {
-    const r = await this.db
-      .updateTable('schedules')
-      .set({ next_fire_at: next, last_fire_at: firedAt, last_outcome: outcome, last_run_id: null })
-      .where('id', '=', id)
-      .where('next_fire_at', '=', expected)
-      .where('enabled', '=', 1)
-      .executeTakeFirst();
-    return Number(r.numUpdatedRows) === 1;
+  async takeFire(id: string, expected: string, next: string | null, firedAt: string, outcome: Exclude<FireOutcome, 'queued'>): Promise<boolean> {
+    return casFire(this.db, id, expected, { next_fire_at: next, last_fire_at: firedAt, last_outcome: outcome, last_run_id: null });
   }
 
-  /** Records the run (or failure) of the fire taken at `firedAt`, unless a later fire was taken since. */
-  async recordFire(id: string, firedAt: string, outcome: FireOutcome, runId: string | null): Promise<void> {
+  /**
+   * Takes one fire and inserts its run in ONE transaction: the fire is never taken without its
+   * run (a process dying, or the insert failing, in between rolls both back and the next pass
+   * fires), and never queued twice (the compare-and-set locks the schedule's row first, so an
+   * instance racing for the same fire waits for this COMMIT, then finds `next_fire_at` moved).
+   * False, with nothing written, when another instance or a user change got there first.
+   */
+  async takeFireQueueing(id: string, expected: string, next: string | null, firedAt: string, run: NewRunRow): Promise<boolean> {
+    return this.db.transaction().execute(async (trx) => {
+      const taken = await casFire(trx, id, expected, { next_fire_at: next, last_fire_at: firedAt, last_outcome: 'queued', last_run_id: run.id });
+      if (taken) await insertRun(trx, run);
+      return taken;
+    });
+  }
+
+  /**
+   * A fire whose run could not be queued (its transaction rolled back): says so on the schedule
+   * but leaves `next_fire_at` where it was, so the next pass tries that fire again. Unless that
+   * fire was taken meanwhile (by another instance, or a user changing the schedule).
+   */
+  async recordFailedFire(id: string, expected: string, firedAt: string): Promise<void> {
     await this.db
       .updateTable('schedules')
-      .set({ last_outcome: outcome, last_run_id: runId })
+      .set({ last_fire_at: firedAt, last_outcome: 'failed', last_run_id: null })
       .where('id', '=', id)
-      .where('last_fire_at', '=', firedAt)
+      .where('next_fire_at', '=', expected)
       .execute();
   }
 

@@ -33,8 +33,9 @@ export interface TickResult {
  * fires each schedule once for all the ticks it missed, not once per missed tick. The winner
  * alone applies the overlap policy and queues the run.
  *
- * The compare-and-set commits before the run is queued: a process killed between the two loses
- * that one fire rather than ever queueing it twice.
+ * The compare-and-set and the insert of the run are one transaction
+ * (`SchedulesRepository.takeFireQueueing`): a process killed between the two, or a failed insert,
+ * rolls both back and a later pass fires; executors are woken only after the COMMIT.
  */
 export class Scheduler {
   constructor(private readonly d: SchedulerDeps) {}
@@ -68,29 +69,37 @@ export class Scheduler {
     }
     // Read before taking the fire so the outcome is written with it; only the winner acts on it.
     const skip = s.overlap === 'skip' && (await this.d.schedules.hasActiveRun(s.id));
-    if (!(await this.d.schedules.takeFire(s.id, expected, next, firedAt, skip ? 'skipped' : 'queued'))) return;
     if (skip) {
+      if (!(await this.d.schedules.takeFire(s.id, expected, next, firedAt, 'skipped'))) return;
       this.d.log.info({ scheduleId: s.id, due: expected }, 'schedule skipped: its previous run is still queued or running');
       result.skipped.push(s.id);
       return;
     }
+    const workflow = await this.d.workflows.findById(s.workflow_id);
+    if (!workflow) {
+      // Deleted since `due` read the schedule (its schedules go with it): nothing to queue.
+      await this.d.schedules.takeFire(s.id, expected, next, firedAt, 'failed');
+      return;
+    }
     try {
-      const workflow = await this.d.workflows.findById(s.workflow_id);
-      if (!workflow) throw new Error('the workflow is gone');
-      const run = await this.d.runs.enqueue({
-        workflow,
-        version: s.workflow_version ?? workflow.latest_version,
-        parameters: JSON.parse(s.parameters) as Record<string, unknown>,
-        requiredLabels: JSON.parse(s.required_labels) as string[],
-        createdBy: null,
-        scheduleId: s.id,
-      });
-      await this.d.schedules.recordFire(s.id, firedAt, 'queued', run.id);
+      const run = await this.d.runs.enqueueWith(
+        {
+          workflow,
+          version: s.workflow_version ?? workflow.latest_version,
+          parameters: JSON.parse(s.parameters) as Record<string, unknown>,
+          requiredLabels: JSON.parse(s.required_labels) as string[],
+          createdBy: null,
+          scheduleId: s.id,
+        },
+        (row) => this.d.schedules.takeFireQueueing(s.id, expected, next, firedAt, row),
+      );
+      if (!run) return;
       this.d.log.info({ scheduleId: s.id, runId: run.id, workflowVersion: run.workflow_version, due: expected }, 'schedule fired');
       result.queued.push(run.id);
     } catch (e) {
-      await this.d.schedules.recordFire(s.id, firedAt, 'failed', null).catch(() => undefined);
-      this.d.log.error({ scheduleId: s.id, err: e }, 'schedule could not queue its run');
+      // Nothing of this fire was written: `next_fire_at` still holds it and the next pass tries again.
+      await this.d.schedules.recordFailedFire(s.id, expected, firedAt).catch(() => undefined);
+      this.d.log.error({ scheduleId: s.id, err: e }, 'schedule could not queue its run; trying again at the next pass');
     }
   }
 }

@@ -52,6 +52,18 @@ for (const dialect of dialects()) {
       assert.equal(csp['default-src'], "default-src 'none'");
     });
 
+    it('routes node factory names up to 512 characters (fastify stops at 100); longer ones get a 400 problem, not 414', async () => {
+      const factory = `${'org.example.nodes.'.padEnd(501, 'a')}NodeFactory`;
+      assert.equal(factory.length, 512);
+      const unknown = await get(`${site.url}/product/text-tools/nodes/${factory}`);
+      assert.equal(unknown.status, 404, 'reaches the node page route: no such node');
+      assert.match(unknown.headers.get('content-type') ?? '', /^text\/html/);
+      const tooLong = await get(`${site.url}/product/text-tools/nodes/${factory}x`);
+      assert.equal(tooLong.status, 400);
+      assert.match(tooLong.headers.get('content-type') ?? '', /^application\/problem\+json/);
+      assert.deepEqual(JSON.parse(tooLong.text).errors, [{ field: '(path)', message: 'is longer than 512 characters' }]);
+    });
+
     it('answers an unknown product with a 404 page', async () => {
       const res = await get(`${site.url}/product/no-such-thing`);
       assert.equal(res.status, 404);
