@@ -160,6 +160,9 @@ for (const target of dialects()) {
           }),
           { numRuns: 40 },
         );
+        // A fuzzed re-registration (`POST /api/executors/{id}/register`) ends the draining set
+        // up above; draining again keeps fuzzed claims from long-polling up to 30 s each.
+        await r.service.app.inject({ method: 'POST', url: `/api/executors/${ids.executorId}/drain`, headers: apiKey(API_KEY) });
       }
     });
 
