@@ -165,9 +165,9 @@ export function registerStaffCommands(program: Command): void {
     .option('--label <label>', 'crawl only this label')
     .option('--json', 'print JSON')
     .action(async (id: string, opts: { label?: string; json?: boolean }) => {
-      const { crawls, archiveOnly } = await withProducts(async (_p, f, c) => ({
+      const { crawls, archiveOnly } = await withProducts(async (_p, _f, c) => ({
         crawls: await c.crawl(id, opts.label),
-        archiveOnly: (await f.summary(id)).labels.filter((l) => l.files === 0 && l.hasArchive).map((l) => l.label),
+        archiveOnly: await c.archiveOnlyLabels(id),
       }));
       // An archive alone is offered for download but never crawled: say what would make it crawlable.
       const none = archiveOnly.length

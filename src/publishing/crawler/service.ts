@@ -47,17 +47,21 @@ export interface StateChange {
   blockers: string[];
 }
 
-function failedCrawl(url: string, message: string): CrawlResult {
-  const problems: CrawlProblem[] = [{ severity: 'fatal', code: 'crawl_failed', message: `the crawl failed: ${message}`, where: url }];
+/** A crawl that read nothing: no units, no nodes, one problem that says why. */
+function emptyCrawl(url: string, problem: CrawlProblem): CrawlResult {
   return {
     url,
     units: [],
     nodes: [],
     categories: [],
     nodeSets: [],
-    problems,
-    summary: { units: 0, features: 0, bundles: 0, categories: 0, nodes: 0, nodeSets: 0, problems: 1, fatal: true },
+    problems: [problem],
+    summary: { units: 0, features: 0, bundles: 0, categories: 0, nodes: 0, nodeSets: 0, problems: 1, fatal: problem.severity === 'fatal' },
   };
+}
+
+function failedCrawl(url: string, message: string): CrawlResult {
+  return emptyCrawl(url, { severity: 'fatal', code: 'crawl_failed', message: `the crawl failed: ${message}`, where: url });
 }
 
 /**
@@ -67,18 +71,7 @@ function failedCrawl(url: string, message: string): CrawlResult {
  * warning that says why it has none.
  */
 function removedLabel(url: string, label: string): CrawlResult {
-  const problems: CrawlProblem[] = [
-    { severity: 'warning', code: 'label_removed', message: `update-site/${label}/ holds no files: its nodes were removed from the node catalog`, where: url },
-  ];
-  return {
-    url,
-    units: [],
-    nodes: [],
-    categories: [],
-    nodeSets: [],
-    problems,
-    summary: { units: 0, features: 0, bundles: 0, categories: 0, nodes: 0, nodeSets: 0, problems: 1, fatal: false },
-  };
+  return emptyCrawl(url, { severity: 'warning', code: 'label_removed', message: `update-site/${label}/ holds no files: its nodes were removed from the node catalog`, where: url });
 }
 
 function nodeRows(productId: string, productName: string, label: string, r: CrawlResult): CrawlNodeRow[] {
@@ -180,6 +173,7 @@ export function crawlerService({ crawls, products, files, downloadUrl, limits = 
   return {
     report,
     crawlableLabels,
+    archiveOnlyLabels,
 
     /**
      * Crawls every uploaded label (or one), and every label removed since its latest crawl (which

@@ -335,13 +335,7 @@ export class RunsRepository {
 
   /** Runs held by the executor (running and cancelling both use up its capacity). */
   async heldCount(executorId: string): Promise<number> {
-    const r = await this.db
-      .selectFrom('runs')
-      .where('executor_id', '=', executorId)
-      .where('status', 'in', HELD)
-      .select((eb) => eb.fn.countAll<number>().as('n'))
-      .executeTakeFirstOrThrow();
-    return Number(r.n);
+    return this.heldCountIn(this.db, executorId);
   }
 
   /** Ids of the executor's runs that are being cancelled (its next heartbeat delivers them). */
