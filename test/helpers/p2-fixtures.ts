@@ -39,8 +39,10 @@ export interface BundleSpec {
   nodes?: NodeSpec[];
   categories?: CategorySpec[];
   nodeSets?: string[];
-  /** A `*.source` bundle or an OS fragment: never read for nodes. */
+  /** A platform filter (`<filter>` of the unit): a fragment with one is never read for nodes, a plug-in is. */
   osFilter?: string;
+  /** Makes the bundle a fragment of this host (Fragment-Host, the `osgi.fragment` capability). */
+  fragmentHost?: string;
   /** Verbatim plugin.xml (broken variants). */
   rawPluginXml?: string;
   /** Extra jar entries (hostile variants). */
@@ -149,7 +151,7 @@ export function pluginXml(b: BundleSpec): string {
 export function bundleJar(b: BundleSpec): Buffer {
   if (b.rawJar) return b.rawJar;
   const files: Record<string, Uint8Array> = {
-    'META-INF/MANIFEST.MF': enc.encode(`Manifest-Version: 1.0\nBundle-ManifestVersion: 2\nBundle-SymbolicName: ${b.id};singleton:=true\nBundle-Version: ${b.version}\n`),
+    'META-INF/MANIFEST.MF': enc.encode(`Manifest-Version: 1.0\nBundle-ManifestVersion: 2\nBundle-SymbolicName: ${b.id};singleton:=true\nBundle-Version: ${b.version}\n${b.fragmentHost ? `Fragment-Host: ${b.fragmentHost}\n` : ''}`),
     'plugin.xml': enc.encode(b.rawPluginXml ?? pluginXml(b)),
   };
   for (const n of b.nodes ?? []) {
@@ -189,7 +191,7 @@ export function buildSite(dir: string, spec: SiteSpec): BuiltSite {
     artifacts.push(artifactXml('osgi.bundle', b.id, b.version, jar, !!b.badChecksum));
     units.push(`  <unit id='${b.id}' version='${b.version}'>
     ${props({ 'org.eclipse.equinox.p2.name': b.id, ...(b.id.endsWith('.source') ? { 'org.eclipse.equinox.p2.type.source': 'true' } : {}) })}
-    <provides size='3'><provided namespace='org.eclipse.equinox.p2.iu' name='${b.id}' version='${b.version}'/><provided namespace='osgi.bundle' name='${b.id}' version='${b.version}'/><provided namespace='org.eclipse.equinox.p2.eclipse.type' name='bundle' version='1.0.0'/></provides>
+    <provides size='${b.fragmentHost ? 4 : 3}'><provided namespace='org.eclipse.equinox.p2.iu' name='${b.id}' version='${b.version}'/><provided namespace='osgi.bundle' name='${b.id}' version='${b.version}'/><provided namespace='org.eclipse.equinox.p2.eclipse.type' name='bundle' version='1.0.0'/>${b.fragmentHost ? `<provided namespace='osgi.fragment' name='${b.fragmentHost}' version='${b.version}'/>` : ''}</provides>
     ${b.osFilter ? `<filter>${x(b.osFilter)}</filter>` : ''}
     <artifacts size='1'><artifact classifier='osgi.bundle' id='${b.id}' version='${b.version}'/></artifacts>
     <touchpoint id='org.eclipse.equinox.p2.osgi' version='1.0.0'/>
@@ -306,7 +308,7 @@ export function exampleSpec(metadata: SiteSpec['metadata'] = 'jar', prefix = 'or
         nodeSets: [`${prefix}.nodes.ExampleNodeSetFactory`],
       },
       { id: `${prefix}.nodes.source`, version: v, nodes: [node('Ignored', 'v4.1', '/community', 'Source Only')] },
-      { id: `${prefix}.native.linux`, version: v, osFilter: '(& (osgi.os=linux) (osgi.arch=x86_64))', nodes: [node('Native', 'v4.1', '/community', 'Native Only')] },
+      { id: `${prefix}.native.linux`, version: v, osFilter: '(& (osgi.os=linux) (osgi.arch=x86_64))', fragmentHost: `${prefix}.nodes`, nodes: [node('Native', 'v4.1', '/community', 'Native Only')] },
     ],
     siteCategories: [{ id: `${prefix}.category`, label: 'Example Category', description: 'All example features', features: [`${prefix}.feature`] }],
   };

@@ -228,3 +228,22 @@ export function sniffRasterImage(bytes: Uint8Array): 'png' | 'jpeg' | 'gif' | 'w
   if (starts([0x52, 0x49, 0x46, 0x46]) && starts([0x57, 0x45, 0x42, 0x50], 8)) return 'webp';
   return null;
 }
+
+/**
+ * The pixel size a PNG or GIF declares in its header, or null (other formats, or a size no icon
+ * has): node icons are drawn at this size so 16 px artwork stays sharp instead of being scaled.
+ */
+export function rasterSize(bytes: Uint8Array): { width: number; height: number } | null {
+  const kind = sniffRasterImage(bytes);
+  let width = 0;
+  let height = 0;
+  if (kind === 'png' && bytes.length >= 24) {
+    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    width = view.getUint32(16);
+    height = view.getUint32(20);
+  } else if (kind === 'gif' && bytes.length >= 10) {
+    width = bytes[6]! | (bytes[7]! << 8);
+    height = bytes[8]! | (bytes[9]! << 8);
+  }
+  return width >= 1 && height >= 1 && width <= 512 && height <= 512 ? { width, height } : null;
+}

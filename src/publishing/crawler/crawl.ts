@@ -17,6 +17,7 @@ import {
 } from './plugin-xml.js';
 import { type CrawlProblem, ProblemList } from './problems.js';
 import { readKnimeYml, readPythonModule } from './python-extension.js';
+import { describePlatformFilter, unionPlatforms } from './platform-filter.js';
 import { describeUnit, type InstallableUnit, mayHoldNodes } from './units.js';
 import { parseXml, XmlProblem } from './xml.js';
 
@@ -60,6 +61,8 @@ export interface CrawledNode {
   hidden: boolean;
   description: NodeDescription | null;
   icon: { contentType: string; base64: string } | null;
+  /** Platforms whose users get the node (from the holding plug-ins' filters); null: every platform. */
+  platforms: string[] | null;
 }
 
 export interface CrawlSummary {
@@ -184,6 +187,7 @@ export async function crawlRepository(url: string, crawlLimits: CrawlLimits = DE
           hidden: node.hidden,
           description: described?.description ?? null,
           icon: described?.icon ?? null,
+          platforms: describePlatformFilter(unit.filter),
         });
       }
       for (const ext of decl.pythonExtensions) {
@@ -209,6 +213,7 @@ export async function crawlRepository(url: string, crawlLimits: CrawlLimits = DE
     problems.add({ severity: 'warning', code: 'category_undeclared', message: `category ${u} is not declared by any bundle of the site`, where: u });
   }
   nodes.sort((a, b) => (a.factoryClass < b.factoryClass ? -1 : a.factoryClass > b.factoryClass ? 1 : 0));
+  mergePlatformCopies(nodes);
   const list = problems.items;
   return {
     url: base,
@@ -230,6 +235,24 @@ export async function crawlRepository(url: string, crawlLimits: CrawlLimits = DE
   };
 }
 
+/**
+ * One node per factory class: a node declared by several platform-filtered plug-ins (one per
+ * operating system, as native integrations are built) is one node for the union of their
+ * platforms. `nodes` is sorted by factory class.
+ */
+function mergePlatformCopies(nodes: CrawledNode[]): void {
+  let w = 0;
+  for (const n of nodes) {
+    const last = w > 0 ? nodes[w - 1]! : null;
+    if (last && last.factoryClass === n.factoryClass && last.bundle !== n.bundle && (last.platforms !== null || n.platforms !== null)) {
+      last.platforms = unionPlatforms(last.platforms, n.platforms);
+      continue;
+    }
+    nodes[w++] = n;
+  }
+  nodes.length = w;
+}
+
 /** A jar path inside `base`, or null when it would leave the jar root (traversal). */
 function inside(base: string, rel: string): string | null {
   const p = path.normalize(path.join(base, rel));
@@ -240,7 +263,7 @@ function inside(base: string, rel: string): string | null {
 async function readPythonExtension(
   jar: Jar,
   extensionPath: string,
-  unit: { id: string; version: string },
+  unit: { id: string; version: string; filter: string | null },
   limits: CrawlLimits,
   into: { categories: DeclaredCategory[]; nodes: CrawledNode[] },
   report: (p: CrawlProblem) => void,
@@ -289,6 +312,7 @@ async function readPythonExtension(
         hidden: false,
         description: n.description,
         icon,
+        platforms: describePlatformFilter(unit.filter),
       });
     }
   } catch (e) {

@@ -5,10 +5,12 @@
  * the parser, so one reader covers them; later generations only add elements (dynamic ports,
  * keywords), which are optional here.
  */
+import { markupOf } from './description-markup.js';
 import { child, childElements, textOf, type XmlElement } from './xml.js';
 
 export interface NodeOption {
   name: string;
+  /** HTML when the description's `markup` is `html`, plain text otherwise. */
   description: string;
 }
 
@@ -35,19 +37,25 @@ export interface NodeDescription {
   keywords: string[];
   /** e.g. `dtd`, `v2.8`, `v4.1`. */
   schema: string;
+  /**
+   * `html`: intro and every option, tab, port and view description hold the description's own
+   * markup as HTML (description-markup.ts). Absent: plain text, one paragraph per line (crawls
+   * stored before markup was kept, and pure-Python extensions' docstrings).
+   */
+  markup?: 'html';
 }
 
 const options = (el: XmlElement | undefined): NodeOption[] =>
-  childElements(el, 'option').map((o) => ({ name: o.attrs.name ?? '', description: textOf(o) }));
+  childElements(el, 'option').map((o) => ({ name: o.attrs.name ?? '', description: markupOf(o) }));
 
 const index = (v: string | undefined) => (v !== undefined && /^\d{1,4}$/.test(v) ? Number(v) : null);
 
 function ports(el: XmlElement | undefined, fixed: string, dynamic: string): NodePort[] {
   return childElements(el).flatMap((p): NodePort[] =>
     p.name === fixed
-      ? [{ index: index(p.attrs.index), name: p.attrs.name ?? '', description: textOf(p), dynamicGroup: null }]
+      ? [{ index: index(p.attrs.index), name: p.attrs.name ?? '', description: markupOf(p), dynamicGroup: null }]
       : p.name === dynamic
-        ? [{ index: null, name: p.attrs.name ?? '', description: textOf(p), dynamicGroup: p.attrs['group-identifier'] ?? '' }]
+        ? [{ index: null, name: p.attrs.name ?? '', description: markupOf(p), dynamicGroup: p.attrs['group-identifier'] ?? '' }]
         : [],
   );
 }
@@ -62,13 +70,14 @@ export function readNodeDescription(root: XmlElement, rawText: string): NodeDesc
     nodeType: root.attrs.type ?? null,
     icon: root.attrs.icon ?? null,
     shortDescription: textOf(child(root, 'shortDescription')),
-    intro: textOf(child(full, 'intro')),
+    intro: markupOf(child(full, 'intro')),
     options: options(full),
-    tabs: childElements(full, 'tab').map((t) => ({ name: t.attrs.name ?? '', description: textOf(child(t, 'description')), options: options(t) })),
+    tabs: childElements(full, 'tab').map((t) => ({ name: t.attrs.name ?? '', description: markupOf(child(t, 'description')), options: options(t) })),
     inPorts: ports(portsEl, 'inPort', 'dynInPort'),
     outPorts: ports(portsEl, 'outPort', 'dynOutPort'),
-    views: childElements(child(root, 'views'), 'view').map((v) => ({ index: index(v.attrs.index), name: v.attrs.name ?? '', description: textOf(v) })),
+    views: childElements(child(root, 'views'), 'view').map((v) => ({ index: index(v.attrs.index), name: v.attrs.name ?? '', description: markupOf(v) })),
     keywords: childElements(child(root, 'keywords'), 'keyword').map((k) => textOf(k)).filter(Boolean),
     schema: ns ? ns[1]! : /<!DOCTYPE/i.test(rawText) ? 'dtd' : 'none',
+    markup: 'html',
   };
 }

@@ -86,7 +86,7 @@ function nodeRows(productId: string, productName: string, label: string, r: Craw
     category_names: n.categoryNames.join(' / '),
     short_description: n.description?.shortDescription ?? '',
     deprecated: n.deprecated ? 1 : 0,
-    data: JSON.stringify({ bundleVersion: n.bundleVersion, hidden: n.hidden, after: n.after, categoryNames: n.categoryNames, description: n.description }),
+    data: JSON.stringify({ bundleVersion: n.bundleVersion, hidden: n.hidden, after: n.after, categoryNames: n.categoryNames, description: n.description, platforms: n.platforms }),
     icon_type: n.icon?.contentType ?? null,
     icon: n.icon?.base64 ?? null,
   }));

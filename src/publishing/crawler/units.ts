@@ -47,12 +47,17 @@ export function describeUnit(u: RawUnit): InstallableUnit {
 }
 
 /**
- * Bundles that can hold nodes: not source bundles and not OS-specific fragments (a filter on
- * `osgi.os`/`osgi.arch`/`osgi.ws`), as the issue asks.
+ * A fragment (it provides the `osgi.fragment` capability, from `Fragment-Host` in its manifest)
+ * only adds classes or native code to its host: its plugin.xml is not a source of nodes.
+ */
+export const isFragment = (u: RawUnit): boolean => u.provides.some((p) => p.namespace === 'osgi.fragment');
+
+/**
+ * Bundles that can hold nodes: not source bundles and not fragments. A plug-in with a platform
+ * filter still holds nodes, which the users of those platforms see (its node records the platforms).
  */
 export function mayHoldNodes(u: RawUnit): boolean {
   if (unitKind(u) !== 'bundle') return false;
   if (u.id.endsWith('.source') || u.properties.get(`${P}type.source`) !== undefined) return false;
-  if (u.filter && /osgi\.(os|ws|arch)\s*=/.test(u.filter)) return false;
-  return true;
+  return !isFragment(u);
 }

@@ -82,7 +82,12 @@ export interface NodePageModel {
   categoryNames: string[];
   deprecated: boolean;
   iconUrl: string | null;
+  /** The icon's own pixel size, to draw it unscaled; null when unknown (SVG, or no icon). */
+  iconSize: { width: number; height: number } | null;
+  /** Every description field as sanitized HTML (presenter.ts `nodeDescriptionHtml`). */
   description: import('../crawler/node-description.js').NodeDescription | null;
+  /** Platforms whose users get this node; null: every platform. */
+  platforms: string[] | null;
 }
 
 export interface NodeSearchModel {

@@ -2,6 +2,26 @@ import type { NodeOption, NodePort } from '../crawler/node-description.js';
 import { Icon, Layout } from './layout.js';
 import type { NodePageModel, SiteInfo } from './model.js';
 
+/** Description markup that went through the sanitizer (web/presenter.ts `nodeDescriptionHtml`). */
+function Markup(props: { html: string }) {
+  return props.html ? <div class="node-markup" dangerouslySetInnerHTML={{ __html: props.html }} /> : null;
+}
+
+/** A definition's description (an option, port or view): always present, even when empty. */
+function MarkupDd(props: { html: string }) {
+  return <dd class="node-markup" dangerouslySetInnerHTML={{ __html: props.html }} />;
+}
+
+/**
+ * The node's own icon at its own pixel size, square-edged: node icons are 16 px artwork, which
+ * scaling blurs and a circle clips. Pixelated rendering keeps it sharp on high-density screens.
+ */
+export function NodeIcon(props: { url: string | null; size: { width: number; height: number } | null; name: string }) {
+  if (!props.url) return <Icon url={null} name={props.name} size={32} />;
+  const size = props.size ?? { width: 32, height: 32 };
+  return <img class="node-icon" src={props.url} alt="" width={size.width} height={size.height} />;
+}
+
 function Options(props: { options: NodeOption[] }) {
   if (!props.options.length) return null;
   return (
@@ -9,7 +29,7 @@ function Options(props: { options: NodeOption[] }) {
       {props.options.map((o, i) => (
         <div key={i}>
           <dt>{o.name}</dt>
-          <dd>{o.description}</dd>
+          <MarkupDd html={o.description} />
         </div>
       ))}
     </dl>
@@ -27,22 +47,13 @@ function Ports(props: { title: string; ports: NodePort[] }) {
             <dt>
               {p.dynamicGroup !== null ? `${p.name} (dynamic, group ${p.dynamicGroup})` : `${p.index ?? i}: ${p.name}`}
             </dt>
-            <dd>{p.description}</dd>
+            <MarkupDd html={p.description} />
           </div>
         ))}
       </dl>
     </>
   );
 }
-
-/** Text with line breaks kept as paragraphs (descriptions are stored as plain text). */
-const Paragraphs = (props: { text: string }) => (
-  <>
-    {props.text.split('\n').map((l, i) => (
-      <p key={i}>{l}</p>
-    ))}
-  </>
-);
 
 /** One node: description, ports, options, views, icon, category path, its product and where to install it. */
 export function NodePage(props: { site: SiteInfo; m: NodePageModel }) {
@@ -63,13 +74,16 @@ export function NodePage(props: { site: SiteInfo; m: NodePageModel }) {
           <a href={m.productUrl}>{m.productName}</a> › <span>{m.categoryNames.join(' › ')}</span>
         </nav>
         <header class="node-head">
-          <Icon url={m.iconUrl} name={m.name} size={48} />
+          <NodeIcon url={m.iconUrl} size={m.iconSize} name={m.name} />
           <div>
             <h1>{m.name}</h1>
             <p class="node-meta">
               {d?.nodeType ? <span class="pill">{d.nodeType}</span> : null}
               {m.deprecated ? <span class="badge badge-deprecated">Deprecated</span> : null}
               <span>Category: {m.categoryNames.join(' / ')}</span>
+            </p>
+            <p class="node-platforms">
+              {m.platforms ? `Platforms: ${m.platforms.join(', ')}` : 'All platforms'}
             </p>
           </div>
         </header>
@@ -85,13 +99,13 @@ export function NodePage(props: { site: SiteInfo; m: NodePageModel }) {
         {d ? (
           <section class="card-section" aria-labelledby="node-description">
             <h2 id="node-description">Description</h2>
-            <Paragraphs text={d.intro} />
+            <Markup html={d.intro} />
             {d.options.length || d.tabs.length ? <h3>Options</h3> : null}
             <Options options={d.options} />
             {d.tabs.map((t, i) => (
               <div key={i} class="node-tab">
                 <h4>{t.name}</h4>
-                {t.description ? <Paragraphs text={t.description} /> : null}
+                <Markup html={t.description} />
                 <Options options={t.options} />
               </div>
             ))}
@@ -104,7 +118,7 @@ export function NodePage(props: { site: SiteInfo; m: NodePageModel }) {
                   {d.views.map((v, i) => (
                     <div key={i}>
                       <dt>{v.name}</dt>
-                      <dd>{v.description}</dd>
+                      <MarkupDd html={v.description} />
                     </div>
                   ))}
                 </dl>

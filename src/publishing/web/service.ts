@@ -8,7 +8,7 @@
 import { createHash } from 'node:crypto';
 import { versionBadge } from '../content/badge.js';
 import { type FeedProduct, productFeed, siteFeed } from '../content/feeds.js';
-import { sanitizeSvg, sniffRasterImage } from '../content/svg.js';
+import { rasterSize, sanitizeSvg, sniffRasterImage } from '../content/svg.js';
 import type { NodeDescription } from '../crawler/node-description.js';
 import { type CrawlsRepository, searchWords } from '../crawler/repository.js';
 import type { ProductFilesReader } from '../files/reader.js';
@@ -20,7 +20,7 @@ import { NodePage } from './node-page.js';
 import { NodeSearchPage } from './node-search-page.js';
 import { NotFoundPage } from './not-found-page.js';
 import { ProductPage } from './product-page.js';
-import { catalogCard, iconVersion, nodeGroups, nodeUrl, type ProductFilesView, type ProductInput, productPageModel } from './presenter.js';
+import { catalogCard, iconVersion, nodeDescriptionHtml, nodeGroups, nodeUrl, type ProductFilesView, type ProductInput, productPageModel } from './presenter.js';
 import { renderDocument } from './render.js';
 
 export interface PagesServiceDeps {
@@ -196,7 +196,7 @@ export function pagesService({ repo, site, files, crawls, cacheSize = 500 }: Pag
       if (l.url === null) continue; // the same labels the product page takes its nodes from
       const row = await crawls.node(id, l.label, factoryClass);
       if (!row) continue;
-      const data = JSON.parse(row.data) as { categoryNames: string[]; description: NodeDescription | null };
+      const data = JSON.parse(row.data) as { categoryNames: string[]; description: NodeDescription | null; platforms?: string[] | null };
       const url = nodeUrl(id, row.factory_class);
       const model: NodePageModel = {
         productId: id,
@@ -212,7 +212,9 @@ export function pagesService({ repo, site, files, crawls, cacheSize = 500 }: Pag
         categoryNames: data.categoryNames,
         deprecated: row.deprecated === 1,
         iconUrl: row.icon ? `${url}/icon` : null,
-        description: data.description,
+        iconSize: row.icon ? rasterSize(Buffer.from(row.icon, 'base64')) : null,
+        description: data.description ? nodeDescriptionHtml(data.description) : null,
+        platforms: data.platforms ?? null,
       };
       return { row, model };
     }

@@ -140,7 +140,7 @@ for (const target of dialects()) {
         '<h1>Widget Learner</h1>',
         'Widget Learner does v3.1 things.',
         'Widget Learner intro paragraph.',
-        '<dt>Column</dt><dd>The column to use.</dd>',
+        '<dt>Column</dt><dd class="node-markup">The column to use.</dd>',
         'Additional tables (dynamic, group Inputs)',
         '<dt>0: Output table</dt>',
         'Category: community / Example',
