@@ -4,7 +4,7 @@
 import sanitizeHtml from 'sanitize-html';
 
 const NODE_MARKUP: sanitizeHtml.IOptions = {
-  allowedTags: ['p', 'br', 'ul', 'ol', 'li', 'a', 'b', 'strong', 'i', 'em', 'u', 'code', 'pre', 'sup', 'sub', 'h4', 'h5', 'table', 'thead', 'tbody', 'tr', 'th', 'td', 'hr', 'dl', 'dt', 'dd'],
+  allowedTags: ['p', 'div', 'br', 'ul', 'ol', 'li', 'a', 'b', 'strong', 'i', 'em', 'u', 'code', 'pre', 'sup', 'sub', 'h4', 'h5', 'table', 'thead', 'tbody', 'tr', 'th', 'td', 'hr', 'dl', 'dt', 'dd'],
   allowedAttributes: { a: ['href', 'rel'] },
   allowedSchemes: ['http', 'https', 'mailto'],
   allowProtocolRelative: false,

@@ -48,9 +48,12 @@ const TAGS: Record<string, string> = {
   dd: 'dd',
 };
 const VOID = new Set(['br', 'hr']);
+/** HTML ends an open `p` at any of these: a `p` holding one is written as a `div` to keep its shape. */
+const ENDS_PARAGRAPH = new Set(['p', 'ul', 'ol', 'pre', 'table', 'h4', 'h5', 'hr', 'dl']);
 const MAX_DEPTH = 64;
 
-const escapeHtml = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+const escapeText = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+const escapeAttr = (s: string) => escapeText(s).replace(/"/g, '&quot;');
 
 /** An absolute http(s) or mailto link, or null: relative links point into the jar, not the web. */
 function safeHref(href: string | undefined): string | null {
@@ -64,6 +67,15 @@ function safeHref(href: string | undefined): string | null {
   }
 }
 
+/** Whether a block that ends a paragraph is written somewhere inside `el` (bounded by the depth cap). */
+function holdsBlock(el: XmlElement, depth: number): boolean {
+  return el.children.some((c) => {
+    if (typeof c === 'string' || depth + 1 >= MAX_DEPTH) return false;
+    const tag = TAGS[c.name.toLowerCase()];
+    return (tag !== undefined && ENDS_PARAGRAPH.has(tag)) || holdsBlock(c, depth + 1);
+  });
+}
+
 /** The element's content as HTML (the element's own tag is not included). */
 export function markupOf(el: XmlElement | undefined): string {
   if (!el) return '';
@@ -71,7 +83,7 @@ export function markupOf(el: XmlElement | undefined): string {
   const walk = (e: XmlElement, inPre: boolean, depth: number) => {
     for (const c of e.children) {
       if (typeof c === 'string') {
-        out.push(escapeHtml(inPre ? c : c.replace(/\s+/g, ' ')));
+        out.push(escapeText(inPre ? c : c.replace(/\s+/g, ' ')));
         continue;
       }
       const tag = depth < MAX_DEPTH ? TAGS[c.name.toLowerCase()] : undefined;
@@ -80,7 +92,9 @@ export function markupOf(el: XmlElement | undefined): string {
         continue;
       }
       if (VOID.has(tag)) {
-        out.push(`<${tag}>`);
+        // A `<br>` with content (the XML allows it) keeps the content after the break.
+        out.push(`<${tag} />`);
+        walk(c, inPre, depth + 1);
         continue;
       }
       const href = tag === 'a' ? safeHref(c.attrs.href) : null;
@@ -88,9 +102,10 @@ export function markupOf(el: XmlElement | undefined): string {
         walk(c, inPre, depth + 1);
         continue;
       }
-      out.push(href ? `<a href="${escapeHtml(href)}">` : `<${tag}>`);
+      const written = tag === 'p' && holdsBlock(c, depth) ? 'div' : tag;
+      out.push(href ? `<a href="${escapeAttr(href)}">` : `<${written}>`);
       walk(c, inPre || tag === 'pre', depth + 1);
-      out.push(`</${tag}>`);
+      out.push(`</${written}>`);
     }
   };
   walk(el, false, 0);

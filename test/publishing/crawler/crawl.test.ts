@@ -41,7 +41,8 @@ for (const metadata of ['jar', 'xml', 'xz'] as const) {
         const d = n.description!;
         assert.equal(d.name, spec.name);
         assert.equal(d.shortDescription, spec.shortDescription);
-        assert.equal(d.intro, `${spec.name} intro paragraph.\nSecond bold paragraph.`);
+        assert.equal(d.intro, `<p>${spec.name} intro paragraph.</p><p>Second <b>bold</b> paragraph.</p>`, 'the description keeps its own markup');
+        assert.equal(d.markup, 'html');
         assert.deepEqual(d.options, [{ name: 'Fail on error', description: 'Stops on the first error.' }]);
         assert.deepEqual(d.tabs, [{ name: 'Settings', description: 'Main settings.', options: [{ name: 'Column', description: 'The column to use.' }] }]);
         assert.deepEqual(d.inPorts[0], { index: 0, name: 'Input table', description: 'Table to read.', dynamicGroup: null });
@@ -50,6 +51,7 @@ for (const metadata of ['jar', 'xml', 'xz'] as const) {
         assert.deepEqual(d.views, [{ index: 0, name: 'Summary', description: 'A summary view.' }]);
         assert.deepEqual(d.keywords, spec.schema === 'v4.1' ? ['frobnicate', 'widget'] : []);
         assert.equal(n.bundle, 'org.example.nodes');
+        assert.equal(n.platforms, null, 'an unfiltered plug-in: every platform');
         assert.deepEqual(n.icon, { contentType: 'image/png', base64: PNG.toString('base64') });
       }
       assert.equal(r.nodes[3]?.description?.inPorts[1]?.dynamicGroup, 'Inputs');
