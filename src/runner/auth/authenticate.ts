@@ -114,16 +114,18 @@ export class Authenticator {
    * promise less per request matters on the API's hottest path), else returns a promise.
    */
   authenticate(header: string | undefined, ip: string): Principal | Promise<Principal> {
-    if (!header) throw this.unauthorized('send credentials in the Authorization header (ApiKey <token> or Bearer <JWT>)');
+    if (!header) throw this.unauthorized('send credentials in the Authorization header (Bearer or ApiKey with a token, or Bearer <JWT>)');
     const space = header.indexOf(' ');
     const scheme = space < 0 ? header : header.slice(0, space);
     const value = space < 0 ? '' : header.slice(space + 1).trim();
     if (!value) throw this.unauthorized('the Authorization header has no credentials');
     switch (scheme.toLowerCase()) {
       case 'bearer':
-        // MCP clients send OAuth access tokens as Bearer (RFC 6750 §2.1); the prefix tells them
-        // from the web UI's JWT without trying to parse one as the other.
+        // MCP clients send OAuth access tokens as Bearer (RFC 6750 §2.1), and scripts often send
+        // personal tokens the same way; the prefix tells both from the web UI's JWT without
+        // trying to parse one as the other. Either token keeps the scope it has as ApiKey.
         if (value.startsWith(OAUTH_ACCESS_PREFIX)) return this.oauthToken(value);
+        if (value.startsWith(PAT_PREFIX)) return this.personalToken(value, ip);
         return this.session(value);
       case 'apikey':
         return this.apiKeyScheme(value, ip);
