@@ -1,11 +1,8 @@
 import assert from 'node:assert/strict';
-import { createHash, randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { API_KEY, apiKey, bearer, startRunner, type TestRunner } from './helpers.js';
-import { Browser, consent, PASSWORD } from './oauth-helpers.js';
+import { authorizeClient, PASSWORD } from './oauth-helpers.js';
 
-const RUNNER_URL = 'http://runner.test';
-const REDIRECT = 'http://127.0.0.1:5555/cb';
 const EMAIL = 'owner@example.com';
 /** DEFAULT_GUARD_LIMITS.perAddress: this many rejected credentials ban an address. */
 const LIMIT = 50;
@@ -32,39 +29,9 @@ describe('rejected-credential guard', () => {
   const executors = (authorization: string, remoteAddress: string) =>
     r.service.app.inject({ method: 'GET', url: '/api/executors', headers: { authorization }, remoteAddress });
 
-  /** An access token through the real flow: registration, login, consent, code exchange. */
-  async function oauthAccessToken(): Promise<string> {
-    const reg = await r.service.app.inject({
-      method: 'POST', url: '/oauth/register', payload: { redirect_uris: [REDIRECT], token_endpoint_auth_method: 'none', client_name: 'poller' },
-    });
-    const clientId = reg.json().client_id as string;
-    const verifier = randomBytes(32).toString('base64url');
-    const challenge = createHash('sha256').update(verifier).digest('base64url');
-    const browser = new Browser(async (url, init = {}) => {
-      const u = new URL(url, RUNNER_URL);
-      const res = await r.service.app.inject({
-        method: (init.method ?? 'GET') as 'GET', url: u.pathname + u.search,
-        headers: Object.fromEntries(new Headers(init.headers)), ...(init.body ? { payload: String(init.body) } : {}),
-      });
-      const headers = new Headers();
-      for (const [k, v] of Object.entries(res.headers)) for (const one of [v].flat()) if (one !== undefined) headers.append(k, String(one));
-      return new Response(res.body, { status: res.statusCode, headers });
-    });
-    const q = new URLSearchParams({
-      client_id: clientId, redirect_uri: REDIRECT, response_type: 'code', state: 's', code_challenge: challenge, code_challenge_method: 'S256', scope: 'read',
-    });
-    const location = new URL(await consent(browser, RUNNER_URL, `${RUNNER_URL}/oauth/authorize?${q}`, { email: EMAIL }));
-    const res = await r.service.app.inject({
-      method: 'POST', url: '/oauth/token', headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      payload: new URLSearchParams({ grant_type: 'authorization_code', code: location.searchParams.get('code')!, code_verifier: verifier, redirect_uri: REDIRECT, client_id: clientId }).toString(),
-    });
-    assert.equal(res.statusCode, 200, res.body);
-    return res.json().access_token as string;
-  }
-
   test('expired and revoked credentials that were genuine are not scored; made-up ones are', async () => {
     const address = '10.7.0.1';
-    const oauth = await oauthAccessToken();
+    const oauth = (await authorizeClient(r, EMAIL)).access_token;
     const pat = await r.service.app.inject({
       method: 'POST', url: '/api/tokens', headers: bearer(session), payload: { name: 'short', scope: 'read', expiresAt: new Date(r.clock.t + 60_000).toISOString() },
     });
