@@ -47,6 +47,18 @@ export class JwtSessions {
   }
 
   /**
+   * An anti-forgery token for a form: HMAC-SHA256 of `purpose` and `value` (the session token,
+   * or a login form's nonce) under the session key, so only this server can make one and it
+   * belongs to that one session (OWASP CSRF prevention: synchronizer token bound to the
+   * session). The NUL separator never occurs in a JWT's signing input, so no token made here is
+   * a JWT signature.
+   */
+  async formToken(purpose: string, value: string): Promise<string> {
+    const mac = await crypto.subtle.sign('HMAC', await this.key, new TextEncoder().encode(`${purpose}\0${value}`));
+    return Buffer.from(mac).toString('base64url');
+  }
+
+  /**
    * Verifies signature, issuer, audience and expiry against the injected clock. The algorithm
    * is pinned to HS256: `alg: none` and RS/ES tokens (algorithm confusion) never verify.
    * Returns null for any invalid token, EXPIRED for one of ours that has expired.

@@ -65,6 +65,11 @@ export class AccountService {
     return this.d.jwt.issue(updated.id, updated.session_epoch);
   }
 
+  /** An anti-forgery token for a web form, bound to `value` on the server (JwtSessions.formToken). */
+  formToken(purpose: string, value: string): Promise<string> {
+    return this.d.jwt.formToken(purpose, value);
+  }
+
   listTokens(userId: string): Promise<PersonalTokenRow[]> {
     return this.d.pats.listForUser(userId);
   }
