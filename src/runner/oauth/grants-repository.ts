@@ -163,13 +163,7 @@ export class OAuthGrantsRepository {
   }
 
   private async revokeGrants(trx: Transaction<RunnerDB>, ids: string[], now: string): Promise<void> {
-    // The grants first, one by one in id order, then their tokens: the lock order of every
-    // transaction that issues tokens (holdLiveGrant), so none can deadlock with this one.
-    for (const id of [...ids].sort()) {
-      await trx.updateTable('oauth_grants').set({ revoked_at: now }).where('id', '=', id).where('revoked_at', 'is', null).execute();
-    }
-    await trx.updateTable('oauth_access_tokens').set({ revoked_at: now }).where('grant_id', 'in', ids).where('revoked_at', 'is', null).execute();
-    await trx.updateTable('oauth_refresh_tokens').set({ rotated_at: now }).where('grant_id', 'in', ids).where('rotated_at', 'is', null).execute();
+    await revokeGrantsIn(trx, ids, now);
     // Same transaction as the revocation: no instance keeps serving a cached token (auth/credential-cache.ts).
     await bumpCredentialEpoch(trx);
   }
@@ -192,4 +186,27 @@ export class OAuthGrantsRepository {
       .execute();
     return rows as ConnectedAppRow[];
   }
+}
+
+/**
+ * Ends every live grant of a user inside the caller's transaction, which also bumps the
+ * credential epoch (a password change, users/repository.ts). Returns how many applications
+ * lost their grants.
+ */
+export async function revokeUserGrants(trx: Transaction<RunnerDB>, userId: string, now: string): Promise<number> {
+  const live = await trx.selectFrom('oauth_grants').select(['id', 'client_id']).where('user_id', '=', userId).where('revoked_at', 'is', null).execute();
+  if (live.length === 0) return 0;
+  await revokeGrantsIn(trx, live.map((g) => g.id), now);
+  return new Set(live.map((g) => g.client_id)).size;
+}
+
+/** Revokes grants and everything issued under them; the caller bumps the credential epoch. */
+async function revokeGrantsIn(trx: Transaction<RunnerDB>, ids: string[], now: string): Promise<void> {
+  // The grants first, one by one in id order, then their tokens: the lock order of every
+  // transaction that issues tokens (holdLiveGrant), so none can deadlock with this one.
+  for (const id of [...ids].sort()) {
+    await trx.updateTable('oauth_grants').set({ revoked_at: now }).where('id', '=', id).where('revoked_at', 'is', null).execute();
+  }
+  await trx.updateTable('oauth_access_tokens').set({ revoked_at: now }).where('grant_id', 'in', ids).where('revoked_at', 'is', null).execute();
+  await trx.updateTable('oauth_refresh_tokens').set({ rotated_at: now }).where('grant_id', 'in', ids).where('rotated_at', 'is', null).execute();
 }
