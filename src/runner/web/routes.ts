@@ -14,8 +14,6 @@ const CONNECTED_APPS = '/connected-apps';
 const LOGIN = '/oauth/login';
 
 type Form = Record<string, unknown>;
-/** Forms of a signed-in session, and the login form (no session yet). */
-type FormKind = 'session-form' | 'login-form';
 
 const str = (v: unknown): string => (typeof v === 'string' ? v : '');
 
@@ -58,13 +56,16 @@ export function registerWebRoutes(app: HttpApp, ctx: RunnerContext): void {
   const options = { config: access(PUBLIC), schema: { hide: true } };
 
   /**
-   * The anti-forgery token of a form. Signed in: bound to the session cookie on the server
-   * (jwt.formToken), so neither the client nor another session can choose it. The login form
-   * has no session yet: bound to a nonce cookie the server issued (SameSite=Strict).
+   * Anti-forgery tokens of the forms (OWASP CSRF prevention: a synchronizer token bound to the
+   * session). Signed in: an HMAC of the session cookie under the runner's secret
+   * (JwtSessions.formToken), so neither the browser nor another session can choose it. The login
+   * form has no session yet: an HMAC of a nonce cookie the server issued (SameSite=Strict).
    */
-  async function csrfToken(req: FastifyRequest, reply: FastifyReply, kind: FormKind): Promise<string> {
-    const session = req.cookies[SESSION_COOKIE];
-    if (kind === 'session-form' && session) return ctx.account.formToken(kind, session);
+  function sessionFormToken(req: FastifyRequest): Promise<string> {
+    return ctx.account.formToken('session-form', req.cookies[SESSION_COOKIE] ?? '');
+  }
+
+  function loginFormToken(req: FastifyRequest, reply: FastifyReply): Promise<string> {
     let nonce = req.cookies[CSRF_COOKIE];
     if (!nonce || !/^[0-9a-f]{64}$/.test(nonce)) {
       nonce = randomId(32);
@@ -73,7 +74,7 @@ export function registerWebRoutes(app: HttpApp, ctx: RunnerContext): void {
     return ctx.account.formToken('login-form', nonce);
   }
 
-  async function csrfValid(req: FastifyRequest, kind: FormKind): Promise<boolean> {
+  async function csrfValid(req: FastifyRequest, kind: 'session-form' | 'login-form'): Promise<boolean> {
     const bound = req.cookies[kind === 'session-form' ? SESSION_COOKIE : CSRF_COOKIE];
     const sent = str((req.body as Form | undefined)?.csrf);
     return !!bound && sent.length > 0 && constantTimeEqual(await ctx.account.formToken(kind, bound), sent);
@@ -126,7 +127,7 @@ export function registerWebRoutes(app: HttpApp, ctx: RunnerContext): void {
       reply,
       200,
       consentPage({
-        csrf: await csrfToken(req, reply, 'session-form'),
+        csrf: await sessionFormToken(req),
         clientName: areq.client.name,
         redirectHost: new URL(areq.redirectUri).host,
         scope: areq.scope,
@@ -150,13 +151,13 @@ export function registerWebRoutes(app: HttpApp, ctx: RunnerContext): void {
 
   app.get(LOGIN, options, async (req, reply) => {
     const returnTo = safeReturnTo((req.query as Form).return_to);
-    return html(reply, 200, loginPage({ csrf: await csrfToken(req, reply, 'login-form'), returnTo }));
+    return html(reply, 200, loginPage({ csrf: await loginFormToken(req, reply), returnTo }));
   });
 
   app.post(LOGIN, options, async (req, reply) => {
     const form = (req.body ?? {}) as Form;
     const returnTo = safeReturnTo(form.return_to);
-    const csrf = await csrfToken(req, reply, 'login-form');
+    const csrf = await loginFormToken(req, reply);
     if (!(await csrfValid(req, 'login-form'))) return html(reply, 403, loginPage({ csrf, returnTo, error: 'The form expired; please try again.' }));
     try {
       const session = await ctx.account.login(str(form.email), str(form.password), req.ip);
@@ -186,7 +187,7 @@ export function registerWebRoutes(app: HttpApp, ctx: RunnerContext): void {
       reply,
       200,
       connectedAppsPage({
-        csrf: await csrfToken(req, reply, 'session-form'),
+        csrf: await sessionFormToken(req),
         userEmail: user.email,
         apps: apps.map((a) => ({ clientId: a.client_id, name: a.client_name, scope: a.scope, firstAuthorizedAt: a.first_authorized_at, lastUsedAt: a.last_used_at })),
       }),
