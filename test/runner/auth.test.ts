@@ -310,6 +310,25 @@ for (const target of dialects()) {
       assert.equal((await onB(apiKey(memberPat))).statusCode, 401, 'a deleted user\'s token fails at once');
     });
 
+    test('a personal token sent as Bearer works like the ApiKey form, with the same scope', async () => {
+      const read = await create({ name: 'bearer-read', scope: 'read' });
+      const me = await a.service.app.inject({ method: 'GET', url: '/api/me', headers: bearer(read.token) });
+      assert.equal(me.statusCode, 200, me.body);
+      assert.equal(me.json().authenticatedBy, 'pat');
+      const write = await b.service.app.inject({ method: 'POST', url: '/api/projects', headers: bearer(read.token), payload: { name: 'by-bearer' } });
+      assert.equal(write.statusCode, 403, 'a read token cannot write, whichever scheme carries it');
+      assert.equal(write.json().code, 'insufficient_scope');
+      const tokens = await a.service.app.inject({ method: 'GET', url: '/api/tokens', headers: bearer(read.token) });
+      assert.equal(tokens.statusCode, 403, 'tokens never reach token management');
+      const w = await create({ name: 'bearer-write', scope: 'write' });
+      const created = await b.service.app.inject({ method: 'POST', url: '/api/projects', headers: bearer(w.token), payload: { name: 'by-bearer' } });
+      assert.equal(created.statusCode, 201, created.body);
+      await a.service.app.inject({ method: 'DELETE', url: `/api/tokens/${w.id}`, headers: bearer(session) });
+      const revoked = await b.service.app.inject({ method: 'GET', url: '/api/me', headers: bearer(w.token) });
+      assert.equal(revoked.statusCode, 401);
+      assert.match(revoked.json().detail, /personal access token/);
+    });
+
     test('a token with a bad checksum or unknown value is 401, never 500', async () => {
       const t = await create({ name: 'x', scope: 'read' });
       const flipped = t.token.slice(0, 20) + (t.token[20] === 'a' ? 'b' : 'a') + t.token.slice(21);

@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { createHash, randomBytes } from 'node:crypto';
+import type { TestRunner } from './helpers.js';
 
 export const PASSWORD = 'a long enough password';
 
@@ -61,4 +63,62 @@ export async function consent(
   const decided = await browser.post(`${origin}/oauth/authorize`, { ...fields, decision: opts.decision ?? 'approve' });
   assert.equal(decided.status, 303);
   return decided.headers.get('location')!;
+}
+
+/** fetch() over app.inject, so a test of one instance needs no port. */
+export function injectFetch(r: TestRunner, origin = 'http://runner.test') {
+  return async (url: string, init: RequestInit = {}): Promise<Response> => {
+    const u = new URL(url, origin);
+    const res = await r.service.app.inject({
+      method: (init.method ?? 'GET') as 'GET',
+      url: u.pathname + u.search,
+      headers: Object.fromEntries(new Headers(init.headers)),
+      ...(init.body ? { payload: String(init.body) } : {}),
+    });
+    const headers = new Headers();
+    for (const [k, v] of Object.entries(res.headers)) for (const one of [v].flat()) if (one !== undefined) headers.append(k, String(one));
+    return new Response(res.statusCode === 204 || res.statusCode === 304 ? null : res.body, { status: res.statusCode, headers });
+  };
+}
+
+export interface OAuthTokens {
+  clientId: string;
+  access_token: string;
+  refresh_token: string;
+}
+
+/**
+ * A registered public client and its first tokens, through the real endpoints: registration,
+ * login and consent pages (as `email`, whose password is PASSWORD), code exchange with PKCE.
+ */
+export async function authorizeClient(r: TestRunner, email: string, scope = 'read'): Promise<OAuthTokens> {
+  const origin = r.config.runner.url;
+  const redirect = 'http://127.0.0.1:5555/cb';
+  const reg = await r.service.app.inject({
+    method: 'POST', url: '/oauth/register', payload: { redirect_uris: [redirect], token_endpoint_auth_method: 'none', client_name: 'Test app' },
+  });
+  assert.equal(reg.statusCode, 201, reg.body);
+  const clientId = reg.json().client_id as string;
+  const verifier = randomBytes(32).toString('base64url');
+  const challenge = createHash('sha256').update(verifier).digest('base64url');
+  const q = new URLSearchParams({
+    client_id: clientId, redirect_uri: redirect, response_type: 'code', state: 's', code_challenge: challenge, code_challenge_method: 'S256', scope,
+  });
+  const location = new URL(await consent(new Browser(injectFetch(r, origin)), origin, `${origin}/oauth/authorize?${q}`, { email }));
+  const code = location.searchParams.get('code');
+  assert.ok(code, location.href);
+  const res = await r.service.app.inject({
+    method: 'POST', url: '/oauth/token', headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    payload: new URLSearchParams({ grant_type: 'authorization_code', code, code_verifier: verifier, redirect_uri: redirect, client_id: clientId }).toString(),
+  });
+  assert.equal(res.statusCode, 200, res.body);
+  return { clientId, ...(res.json() as { access_token: string; refresh_token: string }) };
+}
+
+/** A refresh at the token endpoint of `r` (RFC 6749 §6). */
+export function refreshAt(r: TestRunner, clientId: string, refreshToken: string) {
+  return r.service.app.inject({
+    method: 'POST', url: '/oauth/token', headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    payload: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: refreshToken, client_id: clientId }).toString(),
+  });
 }

@@ -49,8 +49,8 @@ for (const target of dialects()) {
       assert.equal((await users.findByEmail('ALICE@example.com'))?.id, u.id);
       await assert.rejects(newUser('alice@example.com'), (e) => isUniqueViolation(e));
       const updated = await users.setPassword(u.id, 'h2', at(1));
-      assert.equal(updated?.session_epoch, 1);
-      assert.equal(updated?.password_hash, 'h2');
+      assert.equal(updated?.user.session_epoch, 1);
+      assert.equal(updated?.user.password_hash, 'h2');
     });
 
     test('users: only one first admin, even when racing', async () => {

@@ -7,6 +7,14 @@ import { createUser, deleteUser, getUser, listUsers, updateUser } from '../users
 import { ApiKeyIdentity, CreatedToken, Me, presentCreatedToken, presentToken, presentUser, TokenInfo, TokenScopeSchema } from './presenters.js';
 import { Email, errors, IdParams, items, Name, NoContent, Nullable, Password, PROTECTED, Session, StringEnum, Timestamp, User } from './schemas.js';
 
+/** A password change's answer: the new session and what happened to the other credentials. */
+const PasswordChanged = Type.Object({
+  ...Session.properties,
+  revokedConnectedApps: Type.Integer({ minimum: 0, description: 'applications whose OAuth grants were revoked' }),
+  keptPersonalTokens: Type.Integer({ minimum: 0, description: 'personal access tokens that keep working' }),
+  notice: Type.String(),
+});
+
 /** Login, setup, the signed-in user's profile, password and tokens, and user administration. */
 export function registerAccountRoutes(app: HttpApp, ctx: RunnerContext): void {
   const { users, account } = ctx;
@@ -106,10 +114,12 @@ export function registerAccountRoutes(app: HttpApp, ctx: RunnerContext): void {
       schema: {
         tags: ['account'],
         summary: 'Change the password',
-        description: 'Needs the current password. Ends all other web sessions and returns a new one.',
+        description:
+          'Needs the current password. Ends all other web sessions and returns a new one, and revokes every connected ' +
+          "application (OAuth grant) of the user. Personal access tokens keep working; the answer counts them.",
         operationId: 'changePassword',
         body: Type.Object({ currentPassword: Type.String({ minLength: 1, maxLength: 1024 }), newPassword: Password }, { additionalProperties: false }),
-        response: { 200: Session, ...errors(...PROTECTED, 429) },
+        response: { 200: PasswordChanged, ...errors(...PROTECTED, 429) },
       },
     },
     async (req) => account.changePassword(userOf(req).user, req.body.currentPassword, req.body.newPassword, req.ip),

@@ -77,7 +77,7 @@ export async function registerOpenApi(app: HttpApp, serverUrl: string, oauth: Op
             type: 'apiKey',
             in: 'header',
             name: 'Authorization',
-            description: 'Personal access token: `Authorization: ApiKey rnr_pat_…`. Scope `read` or `write`.',
+            description: 'Personal access token: `Authorization: ApiKey rnr_pat_…` or `Authorization: Bearer rnr_pat_…`. Scope `read` or `write`.',
           },
           [SCHEMES.oauth]: {
             // OpenAPI 3.1 §4.8.27-30: the authorization code flow of the runner's own server

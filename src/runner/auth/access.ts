@@ -9,7 +9,7 @@ export interface Access {
   /** Web-UI session (`Authorization: Bearer <JWT>`): any user, admins only, or not accepted. */
   jwt: false | 'user' | 'admin';
   /**
-   * Personal and OAuth access tokens (`Authorization: ApiKey rnr_pat_…|rnr_oat_…`): the least
+   * Personal and OAuth access tokens (`Authorization: ApiKey|Bearer rnr_pat_…|rnr_oat_…`): the least
    * scope needed, or not accepted. Tokens never reach profile, credentials, tokens or admin routes.
    */
   token: false | 'read' | 'write';

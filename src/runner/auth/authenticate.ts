@@ -4,7 +4,7 @@ import { constantTimeEqual, hasValidChecksum, sha256 } from '../../infra/secrets
 import type { UserRow } from '../users/repository.js';
 import type { UsersRepository } from '../users/repository.js';
 import { type Access, type PrincipalKind, allows, challengeFor, insufficientScopeChallenge } from './access.js';
-import type { JwtSessions } from './jwt.js';
+import { EXPIRED, type JwtSessions } from './jwt.js';
 import { type CredentialEpoch, CredentialCache } from './credential-cache.js';
 import type { CredentialGuard } from './guard.js';
 import type { OAuthAccessTokenRow, OAuthTokensRepository, PersonalTokenRow, PersonalTokensRepository, TokenScope } from './repository.js';
@@ -13,6 +13,13 @@ export const PAT_PREFIX = 'rnr_pat_';
 export const OAUTH_ACCESS_PREFIX = 'rnr_oat_';
 /** Last use is written at most this often per token (Gitea: 30 s); it is a write on a hot path. */
 export const LAST_USED_WINDOW_MS = 30_000;
+
+/**
+ * A genuine credential that no longer holds: expired, revoked, or a session ended by a password
+ * change. Its hash or signature matched, so it guesses nothing and the guard does not score it
+ * (an OAuth client meets an expired access token every hour in normal life).
+ */
+export class LapsedCredentialError extends UnauthorizedError {}
 
 export type Principal =
   | { type: 'user'; via: 'jwt'; user: UserRow }
@@ -114,16 +121,18 @@ export class Authenticator {
    * promise less per request matters on the API's hottest path), else returns a promise.
    */
   authenticate(header: string | undefined, ip: string): Principal | Promise<Principal> {
-    if (!header) throw this.unauthorized('send credentials in the Authorization header (ApiKey <token> or Bearer <JWT>)');
+    if (!header) throw this.unauthorized('send credentials in the Authorization header (Bearer or ApiKey with a token, or Bearer <JWT>)');
     const space = header.indexOf(' ');
     const scheme = space < 0 ? header : header.slice(0, space);
     const value = space < 0 ? '' : header.slice(space + 1).trim();
     if (!value) throw this.unauthorized('the Authorization header has no credentials');
     switch (scheme.toLowerCase()) {
       case 'bearer':
-        // MCP clients send OAuth access tokens as Bearer (RFC 6750 §2.1); the prefix tells them
-        // from the web UI's JWT without trying to parse one as the other.
+        // MCP clients send OAuth access tokens as Bearer (RFC 6750 §2.1), and scripts often send
+        // personal tokens the same way; the prefix tells both from the web UI's JWT without
+        // trying to parse one as the other. Either token keeps the scope it has as ApiKey.
         if (value.startsWith(OAUTH_ACCESS_PREFIX)) return this.oauthToken(value);
+        if (value.startsWith(PAT_PREFIX)) return this.personalToken(value, ip);
         return this.session(value);
       case 'apikey':
         return this.apiKeyScheme(value, ip);
@@ -134,7 +143,7 @@ export class Authenticator {
 
   private session(token: string): Principal | Promise<Principal> {
     const claims = this.deps.jwt.verifyKnown(token);
-    if (claims === null) throw this.unauthorized('the session token is invalid or expired; log in again');
+    if (claims === EXPIRED) throw this.lapsed('the session has expired; log in again');
     const user = claims && this.sessionUsers.get(claims.sub, this.epoch());
     if (claims && user) return this.sessionPrincipal(user, claims.sv);
     return this.sessionSlow(token);
@@ -142,6 +151,7 @@ export class Authenticator {
 
   private async sessionSlow(token: string): Promise<Principal> {
     const claims = await this.deps.jwt.verify(token);
+    if (claims === EXPIRED) throw this.lapsed('the session has expired; log in again');
     if (!claims) throw this.unauthorized('the session token is invalid or expired; log in again');
     const epoch = this.epoch();
     const user = await this.deps.users.findById(claims.sub);
@@ -150,7 +160,7 @@ export class Authenticator {
   }
 
   private sessionPrincipal(user: UserRow | undefined, sessionEpoch: number): Principal {
-    if (!sessionHolds(user, sessionEpoch)) throw this.unauthorized('the session has ended; log in again');
+    if (!sessionHolds(user, sessionEpoch)) throw this.lapsed('the session has ended; log in again');
     return { type: 'user', via: 'jwt', user };
   }
 
@@ -160,6 +170,10 @@ export class Authenticator {
    */
   private unauthorized(detail: string): UnauthorizedError {
     return new UnauthorizedError(detail, this.challenge);
+  }
+
+  private lapsed(detail: string): LapsedCredentialError {
+    return new LapsedCredentialError(detail, this.challenge);
   }
 
   private apiKeyScheme(value: string, ip: string): Principal | Promise<Principal> {
@@ -195,9 +209,9 @@ export class Authenticator {
   }
 
   private checkPersonalToken(entry: CachedPersonalToken, ip: string): Principal | Promise<Principal> {
-    if (entry.row.revoked_at !== null) throw this.unauthorized('the personal access token is not valid or was revoked');
+    if (entry.row.revoked_at !== null) throw this.lapsed('the personal access token was revoked');
     const nowMs = this.deps.now().getTime();
-    if (entry.expiresMs <= nowMs) throw this.unauthorized('the personal access token has expired');
+    if (entry.expiresMs <= nowMs) throw this.lapsed('the personal access token has expired');
     if (entry.lastUsedMs >= nowMs - LAST_USED_WINDOW_MS) return entry.principal;
     // The cached entry is ours: keep it in step so the next request does not write again.
     entry.lastUsedMs = nowMs;
@@ -229,9 +243,9 @@ export class Authenticator {
   }
 
   private checkOAuthToken(entry: CachedOAuthToken): Principal | Promise<Principal> {
-    if (entry.row.revoked_at !== null) throw this.unauthorized('the OAuth access token is not valid or was revoked');
+    if (entry.row.revoked_at !== null) throw this.lapsed('the OAuth access token was revoked');
     const nowMs = this.deps.now().getTime();
-    if (entry.expiresMs <= nowMs) throw this.unauthorized('the OAuth access token has expired');
+    if (entry.expiresMs <= nowMs) throw this.lapsed('the OAuth access token has expired');
     const grantId = entry.row.grant_id;
     if (grantId === null || entry.lastUsedMs >= nowMs - LAST_USED_WINDOW_MS) return entry.principal;
     // The grant's last use (connected apps), written at most once per window like a PAT's.
@@ -254,25 +268,35 @@ export class Authenticator {
     if (!declared || declared.public) return;
     const ip = req.ip;
     const header = req.headers.authorization;
+    // The right admin key passes before the guard: executors share an address with other clients
+    // (NAT, one host), whose mistakes must not stop them. It is at least 32 characters
+    // (config.ts), so a banned address gains nothing by guessing it.
+    if (header !== undefined && this.isAdminKey(header)) return this.admit(req, declared, { type: 'api-key' });
     const guard = this.deps.guard;
     guard?.check(ip);
     let principal: Principal | Promise<Principal>;
     try {
       principal = this.authenticate(header, ip);
     } catch (e) {
-      if (header && guard && e instanceof UnauthorizedError) guard.fail(ip);
+      if (header && guard && scored(e)) guard.fail(ip);
       throw e;
     }
     if (principal instanceof Promise) {
       return principal.then(
         (p) => this.admit(req, declared, p),
         (e: unknown) => {
-          if (guard && e instanceof UnauthorizedError) guard.fail(ip);
+          if (guard && scored(e)) guard.fail(ip);
           throw e;
         },
       );
     }
     this.admit(req, declared, principal);
+  }
+
+  private isAdminKey(header: string): boolean {
+    const { apiKey } = this.deps;
+    if (apiKey === null || header.length < 7 || header.slice(0, 7).toLowerCase() !== 'apikey ') return false;
+    return constantTimeEqual(header.slice(7).trim(), apiKey);
   }
 
   private admit(req: FastifyRequest, declared: Access, principal: Principal): void {
@@ -291,6 +315,11 @@ export class Authenticator {
     }
     throw new ForbiddenError(denial(declared, principal));
   }
+}
+
+/** Whether a rejection counts against the address: a made-up credential, not a lapsed one. */
+function scored(e: unknown): boolean {
+  return e instanceof UnauthorizedError && !(e instanceof LapsedCredentialError);
 }
 
 /**

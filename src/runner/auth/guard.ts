@@ -12,7 +12,9 @@ export interface CredentialGuardLimits {
  * address that keeps presenting wrong API keys, tokens or JWTs gets 429 with Retry-After, even
  * for a right one, so keys cannot be guessed at request speed. More generous than logins: a
  * misconfigured executor retries on its own and must not lock its network out for long.
- * Requests without credentials are not scored: they guess nothing.
+ * Requests without credentials are not scored: they guess nothing; nor are genuine credentials
+ * that lapsed (authenticate.ts, LapsedCredentialError), nor the right admin key, which passes
+ * before the guard.
  */
 export const DEFAULT_GUARD_LIMITS: CredentialGuardLimits = { perAddress: 50, windowMs: 15 * 60_000 };
 

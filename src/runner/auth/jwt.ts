@@ -7,6 +7,9 @@ import type { SettingsRepository } from '../settings/repository.js';
 /** Web sessions last exactly 7 days (spec area B, Limits: "JWT bearer token lifetime 7 days"). */
 export const JWT_LIFETIME_SECONDS = 7 * 24 * 60 * 60;
 
+/** A token signed with our key whose lifetime has ended: genuine, not a guess. */
+export const EXPIRED = 'expired';
+
 export interface SessionClaims {
   sub: string;
   /** The user's session epoch when the token was issued; a password change bumps it. */
@@ -44,29 +47,42 @@ export class JwtSessions {
   }
 
   /**
-   * Verifies signature, issuer, audience and expiry against the injected clock. The algorithm
-   * is pinned to HS256: `alg: none` and RS/ES tokens (algorithm confusion) never verify.
-   * Returns null for any invalid token.
+   * An anti-forgery token for a form: HMAC-SHA256 of `purpose` and `value` (the session token,
+   * or a login form's nonce) under the session key, so only this server can make one and it
+   * belongs to that one session (OWASP CSRF prevention: synchronizer token bound to the
+   * session). The NUL separator never occurs in a JWT's signing input, so no token made here is
+   * a JWT signature.
    */
-  async verify(token: string): Promise<SessionClaims | null> {
-    const known = this.verifyKnown(token);
-    if (known !== undefined) return known;
-    const claims = await this.verifyWithJose(token);
-    if (claims) this.remember(token, claims.claims, claims.exp);
-    return claims?.claims ?? null;
+  async formToken(purpose: string, value: string): Promise<string> {
+    const mac = await crypto.subtle.sign('HMAC', await this.key, new TextEncoder().encode(`${purpose}\0${value}`));
+    return Buffer.from(mac).toString('base64url');
   }
 
   /**
-   * The answer for a token whose signature was checked before, without waiting: its claims, null
-   * once it has expired, or undefined for a token not seen yet (then call `verify`).
+   * Verifies signature, issuer, audience and expiry against the injected clock. The algorithm
+   * is pinned to HS256: `alg: none` and RS/ES tokens (algorithm confusion) never verify.
+   * Returns null for any invalid token, EXPIRED for one of ours that has expired.
    */
-  verifyKnown(token: string): SessionClaims | null | undefined {
+  async verify(token: string): Promise<SessionClaims | typeof EXPIRED | null> {
+    const known = this.verifyKnown(token);
+    if (known !== undefined) return known;
+    const claims = await this.verifyWithJose(token);
+    if (claims === EXPIRED || claims === null) return claims;
+    this.remember(token, claims.claims, claims.exp);
+    return claims.claims;
+  }
+
+  /**
+   * The answer for a token whose signature was checked before, without waiting: its claims,
+   * EXPIRED once it has expired, or undefined for a token not seen yet (then call `verify`).
+   */
+  verifyKnown(token: string): SessionClaims | typeof EXPIRED | undefined {
     const cached = this.verified.get(token);
     if (!cached) return undefined;
     // Same rule as jose with clockTolerance 0: expired once exp <= now.
     if (cached.exp > Math.floor(this.now().getTime() / 1000)) return cached.claims;
     this.verified.delete(token);
-    return null;
+    return EXPIRED;
   }
 
   /**
@@ -85,7 +101,7 @@ export class JwtSessions {
     this.verified.set(token, { claims, exp });
   }
 
-  private async verifyWithJose(token: string): Promise<{ claims: SessionClaims; exp: number } | null> {
+  private async verifyWithJose(token: string): Promise<{ claims: SessionClaims; exp: number } | typeof EXPIRED | null> {
     try {
       const { payload } = await jwtVerify(token, await this.key, {
         algorithms: ['HS256'],
@@ -100,6 +116,8 @@ export class JwtSessions {
       if ((payload.exp ?? 0) - (payload.iat ?? 0) > JWT_LIFETIME_SECONDS) return null;
       return { claims: { sub: payload.sub, sv: payload.sv }, exp: payload.exp as number };
     } catch (e) {
+      // jose checks the claims only after the signature: an expired token was made by us.
+      if (e instanceof joseErrors.JWTExpired) return EXPIRED;
       if (e instanceof joseErrors.JOSEError || e instanceof TypeError) return null;
       throw e;
     }

@@ -21,6 +21,12 @@ export interface Session {
   expiresAt: string;
 }
 
+export interface PasswordChanged extends Session {
+  revokedConnectedApps: number;
+  keptPersonalTokens: number;
+  notice: string;
+}
+
 /** Logins, first-run setup, password changes and personal access tokens of the signed-in user. */
 export class AccountService {
   // A real scrypt hash to verify against when the email is unknown, so response time does not
@@ -53,16 +59,35 @@ export class AccountService {
     return { user, session: await this.d.jwt.issue(user.id, user.session_epoch) };
   }
 
-  /** Needs the current password (scored like a login); ends every earlier session. */
-  async changePassword(user: UserRow, currentPassword: string, newPassword: string, address: string): Promise<Session> {
+  /**
+   * Needs the current password (scored like a login). Ends every earlier web session and
+   * revokes the connected applications (their grants came from a session of the old password,
+   * as GitHub does with OAuth apps on a password reset); personal access tokens are credentials
+   * of their own, made for scripts and CI, and keep working: the answer says so and how many.
+   */
+  async changePassword(user: UserRow, currentPassword: string, newPassword: string, address: string): Promise<PasswordChanged> {
     this.d.loginLimiter.check(address, user.email);
     if (!(await verifyPassword(currentPassword, user.password_hash))) {
       this.d.loginLimiter.fail(address, user.email);
       throw new ValidationError('the current password is wrong', [{ field: 'currentPassword', message: 'is wrong' }], 'wrong_password');
     }
-    const updated = await this.d.users.setPassword(user.id, await hashPassword(newPassword), this.d.now().toISOString());
-    if (!updated) throw new NotFoundError('the user no longer exists');
-    return this.d.jwt.issue(updated.id, updated.session_epoch);
+    const changed = await this.d.users.setPassword(user.id, await hashPassword(newPassword), this.d.now().toISOString());
+    if (!changed) throw new NotFoundError('the user no longer exists');
+    const session = await this.d.jwt.issue(changed.user.id, changed.user.session_epoch);
+    const keptPersonalTokens = (await this.d.pats.listForUser(user.id)).length;
+    return {
+      ...session,
+      revokedConnectedApps: changed.revokedConnectedApps,
+      keptPersonalTokens,
+      notice:
+        'Other web sessions have ended and connected applications must be authorized again. ' +
+        'Personal access tokens keep working; revoke them under /api/tokens if the old password may be known to someone else.',
+    };
+  }
+
+  /** An anti-forgery token for a web form, bound to `value` on the server (JwtSessions.formToken). */
+  formToken(purpose: string, value: string): Promise<string> {
+    return this.d.jwt.formToken(purpose, value);
   }
 
   listTokens(userId: string): Promise<PersonalTokenRow[]> {

@@ -7,9 +7,6 @@ export type OAuthCodeRow = Selectable<OAuthCodesTable>;
 export type OAuthRefreshTokenRow = Selectable<OAuthRefreshTokensTable>;
 type AccessTokenRow = Selectable<OAuthAccessTokensTable>;
 
-/** `rotated_at` of a superseded sibling: long past any grace window, so its use is reuse. */
-export const SUPERSEDED = '1970-01-01T00:00:00.000Z';
-
 export interface IssuedTokens {
   access: AccessTokenRow;
   refresh: OAuthRefreshTokenRow;
@@ -46,15 +43,17 @@ export class OAuthGrantsRepository {
   }
 
   /**
-   * Marks the code used and issues the first tokens, in one transaction. False when another
-   * request used the code first (the caller then treats it as a replay).
+   * Marks the code used and issues the first tokens, in one transaction: 'used' when another
+   * request used the code first (the caller then treats it as a replay), 'revoked' when the grant
+   * was revoked meanwhile.
    */
-  async redeemCode(hash: string, now: string, tokens: IssuedTokens): Promise<boolean> {
+  async redeemCode(hash: string, grantId: string, now: string, tokens: IssuedTokens): Promise<'issued' | 'used' | 'revoked'> {
     return this.db.transaction().execute(async (trx) => {
+      if (!(await this.holdLiveGrant(trx, grantId, now))) return 'revoked';
       const r = await trx.updateTable('oauth_codes').set({ used_at: now }).where('code_hash', '=', hash).where('used_at', 'is', null).executeTakeFirst();
-      if (Number(r.numUpdatedRows) === 0) return false;
-      await this.issue(trx, tokens, now);
-      return true;
+      if (Number(r.numUpdatedRows) === 0) return 'used';
+      await this.issue(trx, tokens);
+      return 'issued';
     });
   }
 
@@ -82,39 +81,46 @@ export class OAuthGrantsRepository {
 
   /**
    * Rotation: marks the presented refresh token used and issues its successor in one
-   * transaction. False when a concurrent request rotated it first.
+   * transaction: 'rotated' when a concurrent request rotated it first, 'revoked' when the grant
+   * was revoked meanwhile.
    */
-  async rotate(refresh: Pick<OAuthRefreshTokenRow, 'id' | 'parent_id'>, now: string, tokens: IssuedTokens): Promise<boolean> {
+  async rotate(refreshId: string, grantId: string, now: string, tokens: IssuedTokens): Promise<'issued' | 'rotated' | 'revoked'> {
     return this.db.transaction().execute(async (trx) => {
-      const r = await trx.updateTable('oauth_refresh_tokens').set({ rotated_at: now }).where('id', '=', refresh.id).where('rotated_at', 'is', null).executeTakeFirst();
-      if (Number(r.numUpdatedRows) === 0) return false;
-      if (refresh.parent_id !== null) {
-        // Siblings were issued from the same parent inside the concurrent-refresh grace. Once one
-        // of them is rotated the client has chosen its chain; the others are superseded, so a
-        // later use of one (a second chain forked by a thief) counts as reuse and revokes the
-        // grant (OAuth 2.1 §4.3.1, RFC 9700 §4.14.2).
-        await trx
-          .updateTable('oauth_refresh_tokens')
-          .set({ rotated_at: SUPERSEDED })
-          .where('parent_id', '=', refresh.parent_id)
-          .where('id', '!=', refresh.id)
-          .where('rotated_at', 'is', null)
-          .execute();
-      }
-      await this.issue(trx, tokens, now);
+      if (!(await this.holdLiveGrant(trx, grantId, now))) return 'revoked';
+      const r = await trx.updateTable('oauth_refresh_tokens').set({ rotated_at: now }).where('id', '=', refreshId).where('rotated_at', 'is', null).executeTakeFirst();
+      if (Number(r.numUpdatedRows) === 0) return 'rotated';
+      await this.issue(trx, tokens);
+      return 'issued';
+    });
+  }
+
+  /**
+   * Issues tokens under a grant that was already rotated (the concurrent-refresh grace); false
+   * when the grant was revoked meanwhile.
+   */
+  async issueAgain(grantId: string, now: string, tokens: IssuedTokens): Promise<boolean> {
+    return this.db.transaction().execute(async (trx) => {
+      if (!(await this.holdLiveGrant(trx, grantId, now))) return false;
+      await this.issue(trx, tokens);
       return true;
     });
   }
 
-  /** Issues tokens under a grant that was already rotated (the concurrent-refresh grace). */
-  async issueAgain(tokens: IssuedTokens, now: string): Promise<void> {
-    await this.db.transaction().execute((trx) => this.issue(trx, tokens, now));
+  /**
+   * Locks the grant's row for the rest of the transaction (it records the use) and says whether
+   * it is still live. Every transaction that writes a grant's tokens takes this lock first, as
+   * revocation does (revokeGrants): one lock order, so PostgreSQL cannot deadlock them, and a
+   * revocation either waits for tokens being issued (and then revokes them too) or makes the
+   * issuing transaction see it revoked. On SQLite the first write takes the database's lock.
+   */
+  private async holdLiveGrant(trx: Transaction<RunnerDB>, grantId: string, now: string): Promise<boolean> {
+    const r = await trx.updateTable('oauth_grants').set({ last_used_at: now }).where('id', '=', grantId).where('revoked_at', 'is', null).executeTakeFirst();
+    return Number(r.numUpdatedRows) === 1;
   }
 
-  private async issue(trx: Transaction<RunnerDB>, tokens: IssuedTokens, now: string): Promise<void> {
+  private async issue(trx: Transaction<RunnerDB>, tokens: IssuedTokens): Promise<void> {
     await trx.insertInto('oauth_access_tokens').values(tokens.access).execute();
     await trx.insertInto('oauth_refresh_tokens').values(tokens.refresh).execute();
-    await trx.updateTable('oauth_grants').set({ last_used_at: now }).where('id', '=', tokens.refresh.grant_id).execute();
   }
 
   /** Ends a grant and everything issued under it (RFC 7009 §2.1, RFC 6749 §4.1.2, OAuth 2.1 §4.3.1). */
@@ -157,9 +163,7 @@ export class OAuthGrantsRepository {
   }
 
   private async revokeGrants(trx: Transaction<RunnerDB>, ids: string[], now: string): Promise<void> {
-    await trx.updateTable('oauth_grants').set({ revoked_at: now }).where('id', 'in', ids).where('revoked_at', 'is', null).execute();
-    await trx.updateTable('oauth_access_tokens').set({ revoked_at: now }).where('grant_id', 'in', ids).where('revoked_at', 'is', null).execute();
-    await trx.updateTable('oauth_refresh_tokens').set({ rotated_at: now }).where('grant_id', 'in', ids).where('rotated_at', 'is', null).execute();
+    await revokeGrantsIn(trx, ids, now);
     // Same transaction as the revocation: no instance keeps serving a cached token (auth/credential-cache.ts).
     await bumpCredentialEpoch(trx);
   }
@@ -182,4 +186,27 @@ export class OAuthGrantsRepository {
       .execute();
     return rows as ConnectedAppRow[];
   }
+}
+
+/**
+ * Ends every live grant of a user inside the caller's transaction, which also bumps the
+ * credential epoch (a password change, users/repository.ts). Returns how many applications
+ * lost their grants.
+ */
+export async function revokeUserGrants(trx: Transaction<RunnerDB>, userId: string, now: string): Promise<number> {
+  const live = await trx.selectFrom('oauth_grants').select(['id', 'client_id']).where('user_id', '=', userId).where('revoked_at', 'is', null).execute();
+  if (live.length === 0) return 0;
+  await revokeGrantsIn(trx, live.map((g) => g.id), now);
+  return new Set(live.map((g) => g.client_id)).size;
+}
+
+/** Revokes grants and everything issued under them; the caller bumps the credential epoch. */
+async function revokeGrantsIn(trx: Transaction<RunnerDB>, ids: string[], now: string): Promise<void> {
+  // The grants first, one by one in id order, then their tokens: the lock order of every
+  // transaction that issues tokens (holdLiveGrant), so none can deadlock with this one.
+  for (const id of [...ids].sort()) {
+    await trx.updateTable('oauth_grants').set({ revoked_at: now }).where('id', '=', id).where('revoked_at', 'is', null).execute();
+  }
+  await trx.updateTable('oauth_access_tokens').set({ revoked_at: now }).where('grant_id', 'in', ids).where('revoked_at', 'is', null).execute();
+  await trx.updateTable('oauth_refresh_tokens').set({ rotated_at: now }).where('grant_id', 'in', ids).where('rotated_at', 'is', null).execute();
 }

@@ -161,7 +161,9 @@ export class TokenEndpoint {
     if (!pkceMatches(verifier, row.code_challenge)) throw invalidGrant('code_verifier does not match the code_challenge');
 
     const { tokens, response } = this.mint(row.grant_id, row.user_id, client.id, row.scope, row.scope, now, null);
-    if (!(await this.d.grants.redeemCode(hash, now.toISOString(), tokens))) {
+    const redeemed = await this.d.grants.redeemCode(hash, row.grant_id, now.toISOString(), tokens);
+    if (redeemed === 'revoked') throw invalidGrant('the authorization code is not valid');
+    if (redeemed === 'used') {
       // A concurrent request redeemed it between our read and write: that is a replay too.
       await this.d.grants.revokeGrant(row.grant_id, now.toISOString());
       throw invalidGrant('the authorization code was already used; the tokens issued with it are revoked');
@@ -195,13 +197,20 @@ export class TokenEndpoint {
     }
 
     const { tokens, response } = this.mint(row.grant_id, row.grant.user_id, client.id, asked, row.scope, now, row.id);
-    if (row.rotated_at === null && (await this.d.grants.rotate(row, nowIso, tokens))) return response;
-    // Already rotated: a concurrent refresh within the grace window is served; anything later
-    // is reuse of a rotated token, so the whole grant is revoked (OAuth 2.1 §4.3.1, RFC 9700 §4.14.2).
+    const revoked = () => invalidGrant('the refresh token is not valid or was revoked');
+    if (row.rotated_at === null) {
+      const rotated = await this.d.grants.rotate(row.id, row.grant_id, nowIso, tokens);
+      if (rotated === 'issued') return response;
+      if (rotated === 'revoked') throw revoked();
+    }
+    // Already rotated: a refresh with it within the grace window (another process of the client
+    // that held the same token) gets a token pair of its own under the same grant, a chain that
+    // lives on beside the first; anything later is reuse of a rotated token, so the whole grant
+    // is revoked (OAuth 2.1 §4.3.1, RFC 9700 §4.14.2).
     const rotatedAt = row.rotated_at ?? (await this.d.grants.findRefreshToken(row.token_hash))?.rotated_at ?? nowIso;
     if (now.getTime() - Date.parse(rotatedAt) <= REFRESH_GRACE_MS) {
-      await this.d.grants.issueAgain(tokens, nowIso);
-      return response;
+      if (await this.d.grants.issueAgain(row.grant_id, nowIso, tokens)) return response;
+      throw revoked();
     }
     await this.d.grants.revokeGrant(row.grant_id, nowIso);
     throw invalidGrant('the refresh token was already used; the grant is revoked');

@@ -12,6 +12,7 @@ import type { Kysely, Selectable } from 'kysely';
 import type { RunnerDB, UsersTable } from '../db/schema.js';
 import { projectsSolelyOwnedBy } from '../projects/repository.js';
 import { bumpCredentialEpoch } from '../auth/credential-cache.js';
+import { revokeUserGrants } from '../oauth/grants-repository.js';
 
 export type UserRow = Selectable<UsersTable>;
 export type Role = UsersTable['role'];
@@ -120,17 +121,25 @@ export class UsersRepository {
     return this.findById(id);
   }
 
-  /** Stores a new password hash and ends every existing web session (JWT) of the user. */
-  async setPassword(id: string, passwordHash: string, now: string): Promise<UserRow | undefined> {
-    await this.db.transaction().execute(async (trx) => {
+  /**
+   * Stores a new password hash, ends every web session (JWT) of the user and revokes the user's
+   * OAuth grants (connected applications were authorized by a session of the old password), in
+   * one transaction. Personal access tokens are left alone (README: password changes). Returns
+   * the user and how many applications lost their grants.
+   */
+  async setPassword(id: string, passwordHash: string, now: string): Promise<{ user: UserRow; revokedConnectedApps: number } | undefined> {
+    const revokedConnectedApps = await this.db.transaction().execute(async (trx) => {
       await trx
         .updateTable('users')
         .set((eb) => ({ password_hash: passwordHash, updated_at: now, session_epoch: eb('session_epoch', '+', 1) }))
         .where('id', '=', id)
         .execute();
+      const revoked = await revokeUserGrants(trx, id, now);
       await bumpCredentialEpoch(trx);
+      return revoked;
     });
-    return this.findById(id);
+    const user = await this.findById(id);
+    return user && { user, revokedConnectedApps };
   }
 
   /**

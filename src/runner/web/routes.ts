@@ -10,8 +10,6 @@ import { AuthorizationPageError, AuthorizationRedirectError } from '../oauth/aut
 import { OAUTH_PATHS } from '../oauth/metadata.js';
 import { connectedAppsPage, consentPage, errorPage, loginPage } from './pages.js';
 
-const SESSION_COOKIE = 'rnr_session';
-const CSRF_COOKIE = 'rnr_csrf';
 const CONNECTED_APPS = '/connected-apps';
 const LOGIN = '/oauth/login';
 
@@ -51,21 +49,35 @@ function requestParams(q: Form): Record<string, string> {
 /** Login page, consent screen and connected applications, with a cookie session. */
 export function registerWebRoutes(app: HttpApp, ctx: RunnerContext): void {
   const secure = ctx.config.runner.url.startsWith('https:');
+  // RFC 6265bis §4.1.3.2: a `__Host-` cookie is Secure, Path=/ and host-only, so no sibling
+  // host and no plain-http response can set or shadow it. Only possible on https.
+  const SESSION_COOKIE = secure ? '__Host-rnr_session' : 'rnr_session';
+  const CSRF_COOKIE = secure ? '__Host-rnr_csrf' : 'rnr_csrf';
   const options = { config: access(PUBLIC), schema: { hide: true } };
 
-  /** Double-submit CSRF token (OWASP): a SameSite=Strict cookie echoed in every form. */
-  function csrfToken(req: FastifyRequest, reply: FastifyReply): string {
-    const existing = req.cookies[CSRF_COOKIE];
-    if (existing && /^[0-9a-f]{64}$/.test(existing)) return existing;
-    const token = randomId(32);
-    reply.setCookie(CSRF_COOKIE, token, { httpOnly: true, sameSite: 'strict', secure, path: '/' });
-    return token;
+  /**
+   * Anti-forgery tokens of the forms (OWASP CSRF prevention: a synchronizer token bound to the
+   * session). Signed in: an HMAC of the session cookie under the runner's secret
+   * (JwtSessions.formToken), so neither the browser nor another session can choose it. The login
+   * form has no session yet: an HMAC of a nonce cookie the server issued (SameSite=Strict).
+   */
+  function sessionFormToken(req: FastifyRequest): Promise<string> {
+    return ctx.account.formToken('session-form', req.cookies[SESSION_COOKIE] ?? '');
   }
 
-  function csrfValid(req: FastifyRequest): boolean {
-    const cookie = req.cookies[CSRF_COOKIE];
+  function loginFormToken(req: FastifyRequest, reply: FastifyReply): Promise<string> {
+    let nonce = req.cookies[CSRF_COOKIE];
+    if (!nonce || !/^[0-9a-f]{64}$/.test(nonce)) {
+      nonce = randomId(32);
+      reply.setCookie(CSRF_COOKIE, nonce, { httpOnly: true, sameSite: 'strict', secure, path: '/' });
+    }
+    return ctx.account.formToken('login-form', nonce);
+  }
+
+  async function csrfValid(req: FastifyRequest, kind: 'session-form' | 'login-form'): Promise<boolean> {
+    const bound = req.cookies[kind === 'session-form' ? SESSION_COOKIE : CSRF_COOKIE];
     const sent = str((req.body as Form | undefined)?.csrf);
-    return !!cookie && sent.length > 0 && constantTimeEqual(cookie, sent);
+    return !!bound && sent.length > 0 && constantTimeEqual(await ctx.account.formToken(kind, bound), sent);
   }
 
   /** The signed-in user of the cookie session (the web UI's JWT), or null. */
@@ -115,7 +127,7 @@ export function registerWebRoutes(app: HttpApp, ctx: RunnerContext): void {
       reply,
       200,
       consentPage({
-        csrf: csrfToken(req, reply),
+        csrf: await sessionFormToken(req),
         clientName: areq.client.name,
         redirectHost: new URL(areq.redirectUri).host,
         scope: areq.scope,
@@ -128,7 +140,7 @@ export function registerWebRoutes(app: HttpApp, ctx: RunnerContext): void {
   app.post(OAUTH_PATHS.authorize, options, async (req, reply) => {
     const form = (req.body ?? {}) as Form;
     // Without a valid token the decision may be forged by another site: no redirect at all.
-    if (!csrfValid(req)) return html(reply, 403, errorPage('The form expired or was not sent from this site. Start again from the application.'));
+    if (!(await csrfValid(req, 'session-form'))) return html(reply, 403, errorPage('The form expired or was not sent from this site. Start again from the application.'));
     const user = await sessionUser(req);
     if (!user) return toLogin(reply, `${OAUTH_PATHS.authorize}?${new URLSearchParams(requestParams(form))}`);
     const areq = await authorizationRequest(form, reply);
@@ -139,14 +151,14 @@ export function registerWebRoutes(app: HttpApp, ctx: RunnerContext): void {
 
   app.get(LOGIN, options, async (req, reply) => {
     const returnTo = safeReturnTo((req.query as Form).return_to);
-    return html(reply, 200, loginPage({ csrf: csrfToken(req, reply), returnTo }));
+    return html(reply, 200, loginPage({ csrf: await loginFormToken(req, reply), returnTo }));
   });
 
   app.post(LOGIN, options, async (req, reply) => {
     const form = (req.body ?? {}) as Form;
     const returnTo = safeReturnTo(form.return_to);
-    const csrf = csrfToken(req, reply);
-    if (!csrfValid(req)) return html(reply, 403, loginPage({ csrf, returnTo, error: 'The form expired; please try again.' }));
+    const csrf = await loginFormToken(req, reply);
+    if (!(await csrfValid(req, 'login-form'))) return html(reply, 403, loginPage({ csrf, returnTo, error: 'The form expired; please try again.' }));
     try {
       const session = await ctx.account.login(str(form.email), str(form.password), req.ip);
       reply.setCookie(SESSION_COOKIE, session.token, {
@@ -175,7 +187,7 @@ export function registerWebRoutes(app: HttpApp, ctx: RunnerContext): void {
       reply,
       200,
       connectedAppsPage({
-        csrf: csrfToken(req, reply),
+        csrf: await sessionFormToken(req),
         userEmail: user.email,
         apps: apps.map((a) => ({ clientId: a.client_id, name: a.client_name, scope: a.scope, firstAuthorizedAt: a.first_authorized_at, lastUsedAt: a.last_used_at })),
       }),
@@ -183,7 +195,7 @@ export function registerWebRoutes(app: HttpApp, ctx: RunnerContext): void {
   });
 
   app.post(`${CONNECTED_APPS}/revoke`, options, async (req, reply) => {
-    if (!csrfValid(req)) return html(reply, 403, errorPage('The form expired or was not sent from this site.'));
+    if (!(await csrfValid(req, 'session-form'))) return html(reply, 403, errorPage('The form expired or was not sent from this site.'));
     const user = await sessionUser(req);
     if (!user) return toLogin(reply, CONNECTED_APPS);
     await ctx.oauth.revokeConnectedApp(user.id, str((req.body as Form).client_id));
