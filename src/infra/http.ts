@@ -38,6 +38,28 @@ export interface HttpAppOptions {
    * router counts); default fastify's 100. A longer one is answered 400 problem+json, not 414.
    */
   maxParamLength?: number;
+  /**
+   * The app's own public URL (RUNNER_URL, PIER_BASE_URL). CSP `upgrade-insecure-requests` is sent
+   * only when it is https: over plain http the browser would fetch every asset over https and
+   * find nothing there (browsers exempt only localhost).
+   */
+  publicUrl?: string;
+}
+
+/**
+ * Whether pages of an app at `publicUrl` may tell browsers to upgrade their requests to https
+ * (W3C Upgrade Insecure Requests §3.1): only when the app itself is served over https.
+ */
+export function upgradesInsecureRequests(publicUrl: string | undefined): boolean {
+  return publicUrl?.toLowerCase().startsWith('https:') === true;
+}
+
+/** A policy without `upgrade-insecure-requests`, for a policy built by another library. */
+export function withoutUpgradeInsecureRequests(policy: string): string {
+  return policy
+    .split(';')
+    .filter((d) => d.trim().toLowerCase() !== 'upgrade-insecure-requests')
+    .join(';');
 }
 
 export interface Problem {
@@ -224,7 +246,14 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
     contentSecurityPolicy:
       options.contentSecurityPolicy === false
         ? false
-        : { useDefaults: true, directives: { ...(options.contentSecurityPolicy ?? {}) } },
+        : {
+            useDefaults: true,
+            directives: {
+              ...(options.contentSecurityPolicy ?? {}),
+              // helmet's defaults include it; null drops a default directive.
+              upgradeInsecureRequests: upgradesInsecureRequests(options.publicUrl) ? [] : null,
+            },
+          },
     // Pages link to the download host and other origins; a strict CORP would block embeds.
     crossOriginResourcePolicy: { policy: 'same-site' },
   });
