@@ -6,12 +6,14 @@ import Fastify, {
   type FastifyError,
   type FastifyInstance,
   type FastifyReply,
+  type FastifyRequest,
   type FastifyServerOptions,
   type RawReplyDefaultExpression,
   type RawRequestDefaultExpression,
   type RawServerDefault,
 } from 'fastify';
 import { AppError, type FieldProblem } from './errors.js';
+import { NulCharacterError, nulFieldIn } from './nul.js';
 import type { LogLevel, TrustProxy } from './config.js';
 
 export type HttpApp = FastifyInstance<
@@ -44,6 +46,37 @@ export interface HttpAppOptions {
    * find nothing there (browsers exempt only localhost).
    */
   publicUrl?: string;
+  /**
+   * Refuse NUL (U+0000) in every path parameter, query value, body value or key, cookie and Basic
+   * credential with 400 naming the field (see nul.ts), before validation and before any handler.
+   */
+  refuseNul?: boolean;
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Body fields (dotted, `*` = any one segment) whose NUL the route replaces instead of refusing. */
+    nulReplacedIn?: string[];
+  }
+}
+
+/** The first place in the request that holds NUL, named as validation errors name fields. */
+export function nulFieldOfRequest(req: FastifyRequest): string | null {
+  const skip = (req.routeOptions.config?.nulReplacedIn ?? []).map((p) => p.split('.'));
+  const cookies = (req as { cookies?: Record<string, unknown> }).cookies;
+  return (
+    nulFieldIn(req.params) ??
+    nulFieldIn(req.query) ??
+    nulFieldIn(req.body, [], skip) ??
+    (cookies ? nulFieldIn(cookies, ['cookies']) : null) ??
+    (basicCredentialsHoldNul(req.headers.authorization) ? 'authorization' : null)
+  );
+}
+
+/** RFC 7617 §2: the user-id and password of Basic credentials contain no control characters. */
+function basicCredentialsHoldNul(header: string | undefined): boolean {
+  const m = /^basic\s+(\S+)\s*$/i.exec(header ?? '');
+  return !!m && Buffer.from(m[1]!, 'base64').toString('utf8').includes('\u0000');
 }
 
 /**
@@ -257,6 +290,15 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
     // Pages link to the download host and other origins; a strict CORP would block embeds.
     crossOriginResourcePolicy: { policy: 'same-site' },
   });
+
+  if (options.refuseNul) {
+    // preValidation: after body parsing and the authentication hook, before schema validation,
+    // so the answer names the field holding NUL whatever else is wrong with the request.
+    app.addHook('preValidation', (req, _reply, done) => {
+      const field = nulFieldOfRequest(req);
+      done(field ? new NulCharacterError(field) : undefined);
+    });
+  }
 
   app.addHook('onResponse', async (req, reply) => {
     const path = req.url.split('?')[0];

@@ -104,6 +104,7 @@ export async function createRunnerService(config: Config, options: RunnerService
       // loads images as data: URIs and inline styles.
       contentSecurityPolicy: { 'img-src': ["'self'", 'data:'], 'style-src': ["'self'", "'unsafe-inline'"] },
       publicUrl: config.runner.url,
+      refuseNul: true,
     });
     const { db } = database;
     const credentialEpoch = new CredentialEpoch(database);
