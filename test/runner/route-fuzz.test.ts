@@ -94,7 +94,7 @@ function stringPaths(s: Schema, at: string[] = [], depth = 0): { at: string[]; s
   if (s.anyOf) return s.anyOf.flatMap((b) => stringPaths(b, at, depth + 1));
   const out: { at: string[]; schema: Schema }[] = [];
   const types = typesOf(s);
-  if (types.includes('string') || (s.enum && s.enum.some((v) => typeof v === 'string'))) out.push({ at, schema: s });
+  if (types.includes('string') || s.enum?.some((v) => typeof v === 'string')) out.push({ at, schema: s });
   if (types.includes('array') && s.items) out.push(...stringPaths(s.items, [...at, '0'], depth + 1));
   if (types.includes('object')) {
     for (const [k, v] of Object.entries(s.properties ?? {})) out.push(...stringPaths(v, [...at, k], depth + 1));
