@@ -6,12 +6,14 @@ import Fastify, {
   type FastifyError,
   type FastifyInstance,
   type FastifyReply,
+  type FastifyRequest,
   type FastifyServerOptions,
   type RawReplyDefaultExpression,
   type RawRequestDefaultExpression,
   type RawServerDefault,
 } from 'fastify';
 import { AppError, type FieldProblem } from './errors.js';
+import { NulCharacterError, nulFieldIn } from './nul.js';
 import type { LogLevel, TrustProxy } from './config.js';
 
 export type HttpApp = FastifyInstance<
@@ -38,6 +40,59 @@ export interface HttpAppOptions {
    * router counts); default fastify's 100. A longer one is answered 400 problem+json, not 414.
    */
   maxParamLength?: number;
+  /**
+   * The app's own public URL (RUNNER_URL, PIER_BASE_URL). CSP `upgrade-insecure-requests` is sent
+   * only when it is https: over plain http the browser would fetch every asset over https and
+   * find nothing there (browsers exempt only localhost).
+   */
+  publicUrl?: string;
+  /**
+   * Refuse NUL (U+0000) in every path parameter, query value, body value or key, cookie and Basic
+   * credential with 400 naming the field (see nul.ts), before validation and before any handler.
+   */
+  refuseNul?: boolean;
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Body fields (dotted, `*` = any one segment) whose NUL the route replaces instead of refusing. */
+    nulReplacedIn?: string[];
+  }
+}
+
+/** The first place in the request that holds NUL, named as validation errors name fields. */
+export function nulFieldOfRequest(req: FastifyRequest): string | null {
+  const skip = (req.routeOptions.config?.nulReplacedIn ?? []).map((p) => p.split('.'));
+  const cookies = (req as { cookies?: Record<string, unknown> }).cookies;
+  return (
+    nulFieldIn(req.params) ??
+    nulFieldIn(req.query) ??
+    nulFieldIn(req.body, [], skip) ??
+    (cookies ? nulFieldIn(cookies, ['cookies']) : null) ??
+    (basicCredentialsHoldNul(req.headers.authorization) ? 'authorization' : null)
+  );
+}
+
+/** RFC 7617 §2: the user-id and password of Basic credentials contain no control characters. */
+function basicCredentialsHoldNul(header: string | undefined): boolean {
+  const m = /^basic\s+(\S+)\s*$/i.exec(header ?? '');
+  return !!m && Buffer.from(m[1]!, 'base64').toString('utf8').includes('\u0000');
+}
+
+/**
+ * Whether pages of an app at `publicUrl` may tell browsers to upgrade their requests to https
+ * (W3C Upgrade Insecure Requests §3.1): only when the app itself is served over https.
+ */
+export function upgradesInsecureRequests(publicUrl: string | undefined): boolean {
+  return publicUrl?.toLowerCase().startsWith('https:') === true;
+}
+
+/** A policy without `upgrade-insecure-requests`, for a policy built by another library. */
+export function withoutUpgradeInsecureRequests(policy: string): string {
+  return policy
+    .split(';')
+    .filter((d) => d.trim().toLowerCase() !== 'upgrade-insecure-requests')
+    .join(';');
 }
 
 export interface Problem {
@@ -224,10 +279,26 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
     contentSecurityPolicy:
       options.contentSecurityPolicy === false
         ? false
-        : { useDefaults: true, directives: { ...(options.contentSecurityPolicy ?? {}) } },
+        : {
+            useDefaults: true,
+            directives: {
+              ...(options.contentSecurityPolicy ?? {}),
+              // helmet's defaults include it; null drops a default directive.
+              upgradeInsecureRequests: upgradesInsecureRequests(options.publicUrl) ? [] : null,
+            },
+          },
     // Pages link to the download host and other origins; a strict CORP would block embeds.
     crossOriginResourcePolicy: { policy: 'same-site' },
   });
+
+  if (options.refuseNul) {
+    // preValidation: after body parsing and the authentication hook, before schema validation,
+    // so the answer names the field holding NUL whatever else is wrong with the request.
+    app.addHook('preValidation', (req, _reply, done) => {
+      const field = nulFieldOfRequest(req);
+      done(field ? new NulCharacterError(field) : undefined);
+    });
+  }
 
   app.addHook('onResponse', async (req, reply) => {
     const path = req.url.split('?')[0];

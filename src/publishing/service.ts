@@ -53,6 +53,7 @@ export async function createPublishingService(config: Config, options: Publishin
     trustProxy: config.trustProxy,
     // Node pages are addressed by factory class name, which can be longer than fastify's 100.
     maxParamLength: MAX_FACTORY_LENGTH,
+    publicUrl: config.publishing.baseUrl,
   });
   const limiter = new FailureLimiter({ maxFailures: 10, windowMs: 60_000, banMs: 60_000, ...options.failureLimits });
   registerProductRoutes(app, { products, limiter, crawler });

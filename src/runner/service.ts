@@ -103,6 +103,8 @@ export async function createRunnerService(config: Config, options: RunnerService
       // Swagger UI sets its own CSP with hashes for its static files (staticCSP); its page
       // loads images as data: URIs and inline styles.
       contentSecurityPolicy: { 'img-src': ["'self'", 'data:'], 'style-src': ["'self'", "'unsafe-inline'"] },
+      publicUrl: config.runner.url,
+      refuseNul: true,
     });
     const { db } = database;
     const credentialEpoch = new CredentialEpoch(database);

@@ -165,13 +165,10 @@ for (const target of dialects()) {
       workflowId = randomUUID();
       const file = { file_name: 'a.knwf', size: 10, sha256: 'x'.repeat(64), storage_key: 'k', created_by: null, created_at: T0 };
       await workflows.create({ id: workflowId, project_id: projectId, name: 'w', description: '', created_by: null, created_at: T0, updated_at: T0 }, file);
-      const add = async () => {
-        for (;;) {
-          const cur = await workflows.findById(workflowId);
-          if (await workflows.addVersion({ ...file, workflow_id: workflowId, version: cur!.latest_version + 1 }, T0)) return;
-        }
-      };
-      await Promise.all([add(), add(), add(), add()]);
+      const add = () => workflows.addNextVersion({ ...file, workflow_id: workflowId }, T0);
+      const added = await Promise.all([add(), add(), add(), add()]);
+      assert.deepEqual(added.map((v) => v?.version).sort(), [2, 3, 4, 5]);
+      assert.equal(await workflows.addNextVersion({ ...file, workflow_id: randomUUID() }, T0), undefined, 'no workflow, no version');
       assert.deepEqual((await workflows.versions(workflowId)).map((v) => v.version), [5, 4, 3, 2, 1]);
       assert.equal((await workflows.findById(workflowId))?.latest_version, 5);
     });

@@ -6,12 +6,17 @@ import { API_KEY, apiKey, bearer, makeZip, multipart, startRunner, type TestRunn
 
 /**
  * Every route that takes a JSON body or a query string, fuzzed from its own OpenAPI schema with
- * extreme values mixed in (3e9, 1e20, 2^31, 9999999999…), on SQLite and PostgreSQL: whatever a
- * client sends gets a 2xx or a 4xx problem, never a 5xx (PostgreSQL's int4 overflows used to).
+ * extreme values mixed in (3e9, 1e20, 2^31, 9999999999…) and hostile strings (NUL, lone
+ * surrogates, any code point), on SQLite and PostgreSQL: whatever a client sends gets a 2xx or a
+ * 4xx problem, never a 5xx (PostgreSQL's int4 overflows and its refusal of NUL in text used to).
+ * Then every string field of every documented route (path, query, JSON body, multipart) gets a
+ * NUL on its own and must be refused naming that field.
  */
 
 type Schema = {
   type?: string | string[];
+  anyOf?: Schema[];
+  description?: string;
   properties?: Record<string, Schema>;
   required?: string[];
   items?: Schema;
@@ -26,9 +31,12 @@ type Schema = {
 
 const EXTREME_NUMBERS = [0, -1, 1, 2 ** 31 - 1, 2 ** 31, 3e9, -3e9, 9_999_999_999, 1e20, 2 ** 53 - 1, 2 ** 63, 1.5];
 const EXTREME_STRINGS = ['0', '1', '999999999', '2147483648', '3000000000', '9999999999', '99999999999999999999', '-1', ''];
+/** PostgreSQL text refuses NUL; lone surrogates are not UTF-8; the rest probe escaping and parsing. */
+const HOSTILE_STRINGS = ['\u0000', 'a\u0000b', 'x\u0000', '\uD800', 'a\uDFFFb', '\uFFFF', '\u202Eevil', '%00', '\\u0000', "' OR 1=1 --", '../../etc/passwd', '\r\nX-Injected: 1'];
 
 function arbitraryOf(s: Schema, depth = 0): fc.Arbitrary<unknown> {
   if (s.enum) return fc.oneof(fc.constantFrom(...s.enum), fc.string());
+  if (s.anyOf) return fc.oneof(...s.anyOf.map((b) => arbitraryOf(b, depth)));
   const types = Array.isArray(s.type) ? s.type : s.type ? [s.type] : ['object'];
   return fc.oneof(...types.map((t) => arbitraryOfType(t, s, depth)));
 }
@@ -42,7 +50,13 @@ function arbitraryOfType(t: string, s: Schema, depth: number): fc.Arbitrary<unkn
         fc.constantFrom(...EXTREME_NUMBERS),
       );
     case 'string': {
-      const shaped: fc.Arbitrary<string>[] = [fc.string(), fc.constantFrom(...EXTREME_STRINGS)];
+      const shaped: fc.Arbitrary<string>[] = [
+        fc.string(),
+        fc.constantFrom(...EXTREME_STRINGS),
+        fc.constantFrom(...HOSTILE_STRINGS),
+        fc.string({ unit: 'binary', maxLength: 8 }),
+        fc.string({ unit: 'binary-ascii', maxLength: 8 }),
+      ];
       if (s.pattern) shaped.push(fc.stringMatching(new RegExp(s.pattern)));
       if (s.format === 'date-time') shaped.push(fc.date({ noInvalidDate: true, min: new Date(0), max: new Date(Date.UTC(9999, 0)) }).map((d) => d.toISOString()));
       if (s.format === 'email') shaped.push(fc.emailAddress());
@@ -71,6 +85,48 @@ interface Operation {
   parameters?: { in: string; name: string; schema: Schema }[];
   requestBody?: { content: Record<string, { schema: Schema }> };
 }
+
+const typesOf = (s: Schema): string[] => (Array.isArray(s.type) ? s.type : s.type ? [s.type] : s.properties ? ['object'] : []);
+
+/** Where a schema holds strings: each a path of keys (`0` for array items, `k` for a map's values). */
+function stringPaths(s: Schema, at: string[] = [], depth = 0): { at: string[]; schema: Schema }[] {
+  if (depth > 6) return [];
+  if (s.anyOf) return s.anyOf.flatMap((b) => stringPaths(b, at, depth + 1));
+  const out: { at: string[]; schema: Schema }[] = [];
+  const types = typesOf(s);
+  if (types.includes('string') || s.enum?.some((v) => typeof v === 'string')) out.push({ at, schema: s });
+  if (types.includes('array') && s.items) out.push(...stringPaths(s.items, [...at, '0'], depth + 1));
+  if (types.includes('object')) {
+    for (const [k, v] of Object.entries(s.properties ?? {})) out.push(...stringPaths(v, [...at, k], depth + 1));
+    if (typeof s.additionalProperties === 'object') out.push(...stringPaths(s.additionalProperties, [...at, 'k'], depth + 1));
+  }
+  return out;
+}
+
+/** The smallest value of a schema's shape: required properties only, empty arrays. */
+function skeleton(s: Schema): unknown {
+  if (s.enum) return s.enum[0];
+  if (s.anyOf) return skeleton(s.anyOf[0]!);
+  const t = typesOf(s)[0];
+  if (t === 'string') return 'x';
+  if (t === 'integer' || t === 'number') return s.minimum ?? 1;
+  if (t === 'boolean') return true;
+  if (t === 'null') return null;
+  if (t === 'array') return [];
+  return Object.fromEntries((s.required ?? []).map((k) => [k, skeleton(s.properties?.[k] ?? {})]));
+}
+
+function setAt(root: unknown, at: string[], value: unknown): unknown {
+  if (at.length === 0) return value;
+  const [k, ...rest] = at as [string, ...string[]];
+  const base = (root && typeof root === 'object' ? root : /^\d+$/.test(k) ? [] : {}) as Record<string, unknown>;
+  const copy = (Array.isArray(base) ? [...base] : { ...base }) as Record<string, unknown>;
+  copy[k] = setAt(copy[k], rest, value);
+  return copy;
+}
+
+/** Fields whose schema says NUL is kept (as U+FFFD), not refused: command output. */
+const replacesNul = (s: Schema) => /NUL \(U\+0000\) is stored as U\+FFFD/.test(s.description ?? '');
 
 for (const target of dialects()) {
   describe(`every route with a body or query answers 2xx/4xx for any input (${target.name})`, () => {
@@ -164,6 +220,121 @@ for (const target of dialects()) {
         // up above; draining again keeps fuzzed claims from long-polling up to 30 s each.
         await r.service.app.inject({ method: 'POST', url: `/api/executors/${ids.executorId}/drain`, headers: apiKey(API_KEY) });
       }
+    });
+
+    /** Sends with the admin's session, or with the admin key where the route is for executors. */
+    async function send(req: { method: string; url: string; headers?: Record<string, string>; payload?: string | Buffer }) {
+      const app = r.service.app;
+      const asUser = await app.inject({ ...req, method: req.method as 'GET', headers: { ...req.headers, ...bearer(session) } });
+      if (asUser.statusCode !== 401 && asUser.statusCode !== 403) return asUser;
+      return app.inject({ ...req, method: req.method as 'GET', headers: { ...req.headers, ...apiKey(API_KEY) } });
+    }
+
+    test('a NUL in any one string field of any documented route is refused naming that field', async () => {
+      const NUL = 'a\u0000b';
+      let checked = 0;
+      for (const [path, ops] of Object.entries(doc.paths)) {
+        for (const [m, op] of Object.entries(ops)) {
+          const method = m.toUpperCase();
+          const params = op.parameters ?? [];
+          const query = params.filter((p) => p.in === 'query');
+          const expectRefused = async (what: string, field: string, res: { statusCode: number; body: string }) => {
+            checked++;
+            assert.equal(res.statusCode, 400, `${method} ${path} ${what}: ${res.body}`);
+            assert.equal(JSON.parse(res.body).code, 'invalid_field', res.body);
+            assert.equal(JSON.parse(res.body).errors[0].field, field, `${method} ${path} ${what}: ${res.body}`);
+          };
+          for (const p of params.filter((x) => x.in === 'path')) {
+            const url = resolve(path.replace(`{${p.name}}`, encodeURIComponent(NUL)));
+            await expectRefused(`path ${p.name}`, p.name, await send({ method, url }));
+          }
+          for (const q of query) {
+            const url = `${resolve(path)}?${new URLSearchParams({ [q.name]: NUL })}`;
+            await expectRefused(`query ${q.name}`, q.name, await send({ method, url }));
+          }
+          const json = op.requestBody?.content['application/json']?.schema;
+          if (json) {
+            const base = skeleton(json);
+            for (const { at, schema } of stringPaths(json)) {
+              const payload = JSON.stringify(setAt(base, at, NUL));
+              const res = await send({ method, url: resolve(path), headers: { 'content-type': 'application/json' }, payload });
+              if (replacesNul(schema)) {
+                checked++;
+                assert.ok(res.statusCode < 500, `${method} ${path} ${at.join('.')}: ${res.body}`);
+              } else {
+                await expectRefused(`body ${at.join('.')}`, at.join('.'), res);
+              }
+            }
+            // A NUL in the key of a map (run parameters): refused, the key named escaped.
+            for (const { at } of stringPaths(json).filter((x) => x.at[x.at.length - 1] === 'k')) {
+              const keyAt = [...at.slice(0, -1), 'k\u0000'];
+              const payload = JSON.stringify(setAt(base, keyAt, 'v'));
+              const res = await send({ method, url: resolve(path), headers: { 'content-type': 'application/json' }, payload });
+              await expectRefused(`key ${keyAt.join('.')}`, [...at.slice(0, -1), 'k\\u0000'].join('.'), res);
+            }
+          }
+          const form = op.requestBody?.content['multipart/form-data']?.schema;
+          if (form) {
+            for (const [name, field] of Object.entries(form.properties ?? {})) {
+              // A text field holding NUL, or a file whose RFC 5987 `filename*` decodes to one.
+              const parts = Object.keys(form.properties ?? {}).map((k) => {
+                const binary = form.properties![k]!.format === 'binary';
+                if (binary) {
+                  const filename = k === name ? `filename*=UTF-8''a%00b.knwf` : 'filename="w.knwf"';
+                  return `Content-Disposition: form-data; name="${k}"; ${filename}\r\nContent-Type: application/octet-stream\r\n\r\n${makeZip().toString('latin1')}`;
+                }
+                return `Content-Disposition: form-data; name="${k}"\r\n\r\n${k === name ? NUL : 'x'}`;
+              });
+              const boundary = 'pierfuzzboundary';
+              const payload = Buffer.from(`${parts.map((p) => `--${boundary}\r\n${p}\r\n`).join('')}--${boundary}--\r\n`, 'latin1');
+              const res = await send({ method, url: resolve(path), headers: { 'content-type': `multipart/form-data; boundary=${boundary}` }, payload });
+              await expectRefused(`multipart ${name}`, field.format === 'binary' ? `${name}.filename` : name, res);
+            }
+          }
+        }
+      }
+      // A floor, so a documentation change cannot silently empty this test.
+      assert.ok(checked >= 100, `only ${checked} fields checked`);
+    });
+
+    test('NUL where no schema names it: a run-list cursor, the OAuth endpoints, cookies and Basic credentials', async () => {
+      const app = r.service.app;
+      const cursor = Buffer.from(JSON.stringify(['2026-01-01T00:00:00.000Z', 'a\u0000b'])).toString('base64url');
+      const listed = await app.inject({ method: 'GET', url: `/api/runs?cursor=${cursor}`, headers: bearer(session) });
+      assert.equal(listed.statusCode, 400, listed.body);
+      assert.equal(listed.json().errors[0].field, 'cursor');
+
+      const login = await app.inject({ method: 'POST', url: '/api/auth/login', payload: { email: 'a\u0000@example.com', password: 'x' } });
+      assert.equal(login.statusCode, 400, login.body);
+      assert.equal(login.json().errors[0].field, 'email');
+
+      const form = { 'content-type': 'application/x-www-form-urlencoded' };
+      const oauth: [string, string, Record<string, string>, string | undefined, string][] = [
+        ['GET', `/oauth/authorize?client_id=a%00b&response_type=code`, {}, undefined, 'invalid_request'],
+        ['POST', '/oauth/token', form, 'grant_type=authorization_code&client_id=a%00b&code=x', 'invalid_request'],
+        ['POST', '/oauth/token', form, 'grant_type=refresh_token&refresh_token=rnr_ort_%00', 'invalid_request'],
+        ['POST', '/oauth/token', { ...form, authorization: `Basic ${Buffer.from('a\u0000b:secret').toString('base64')}` }, 'grant_type=client_credentials', 'invalid_request'],
+        ['POST', '/oauth/revoke', form, 'token=x&client_id=a%00b', 'invalid_request'],
+        ['POST', '/oauth/register', { 'content-type': 'application/json' }, JSON.stringify({ redirect_uris: ['http://127.0.0.1/cb'], client_uri: 'https://a\u0000b.example' }), 'invalid_client_metadata'],
+        ['GET', '/oauth/authorize?client_id=x&response_type=code', { cookie: 'rnr_csrf=a%00b' }, undefined, 'invalid_request'],
+      ];
+      for (const [method, url, headers, payload, error] of oauth) {
+        const res = await app.inject({ method: method as 'GET', url, headers, ...(payload ? { payload } : {}) });
+        assert.equal(res.statusCode, 400, `${method} ${url} ${payload}: ${res.body}`);
+        assert.equal(res.json().error, error, res.body);
+        assert.match(res.json().error_description, /NUL/);
+      }
+      // Pages for people answer problem+json naming the field.
+      const page = await app.inject({ method: 'POST', url: '/oauth/login', headers: form, payload: 'email=a%00b&password=x' });
+      assert.equal(page.statusCode, 400, page.body);
+      assert.equal(page.json().errors[0].field, 'email');
+    });
+
+    test('log text and a run error keep working with NUL (stored as U+FFFD, as documented)', async () => {
+      const app = r.service.app;
+      const res = await app.inject({ method: 'POST', url: `/api/runs/${ids.runId}/logs`, headers: apiKey(API_KEY), payload: { leaseToken: 'stale', attempt: 1, chunks: [{ seq: 1, text: 'a\u0000b' }] } });
+      // The run has ended: a stale lease, not a NUL, is what is refused.
+      assert.equal(res.statusCode, 409, res.body);
     });
 
     test('the values that overflowed a PostgreSQL int4 get 400', async () => {

@@ -50,6 +50,49 @@ describe('cron expressions and time zones', () => {
     );
   });
 
+  test('day-of-month and month combinations that never occur are refused naming cron, however many months are listed', () => {
+    for (const cron of ['0 0 31 2,4 *', '0 0 31 2,4,6 *', '0 0 31 2,4,6,9,11 *', '0 0 31 4,6,9,11 *', '0 0 30,31 2 *', '0 0 31 2-4/2,6,9,11 *', '0 0 0 31 2,4,6,9,11 *']) {
+      assert.throws(
+        () => checkCronSpec({ cron, timeZone: 'Europe/Berlin' }, NOW),
+        (e: unknown) => e instanceof ValidationError && e.errors[0]?.field === 'cron' && /never fires/.test(e.errors[0].message),
+        cron,
+      );
+    }
+    // The OR of day-of-month and weekday (standard cron), the last day and 29 February still fire.
+    for (const cron of ['0 0 31 2,4,6,9,11 MON', '0 0 L 2,4 *', '0 0 29 2 *', '0 0 31 1,2 *', '0 0 * 2 1#5']) {
+      assert.equal(fieldOf(() => checkCronSpec({ cron, timeZone: 'UTC' }, NOW)), undefined, cron);
+    }
+  });
+
+  test('property: day, month and weekday lists, ranges and steps are accepted and fire, or refused naming cron (never another error)', () => {
+    // Biased towards the days and months that rarely meet (29-31, the short months).
+    const list = (min: number, max: number, likely: number[] = []) =>
+      fc.oneof(
+        fc.constant('*'),
+        fc.uniqueArray(fc.oneof(fc.integer({ min, max }), { arbitrary: fc.constantFrom(...likely, min), weight: 3 }), { minLength: 1, maxLength: 6 }).map((xs) => xs.join(',')),
+        fc.tuple(fc.integer({ min, max }), fc.integer({ min, max }), fc.integer({ min: 1, max: 12 })).map(([a, b, s]) => `${Math.min(a, b)}-${Math.max(a, b)}/${s}`),
+      );
+    const day = fc.oneof(list(1, 31, [29, 30, 31]), fc.constantFrom('L', '?'), fc.integer({ min: 0, max: 40 }).map(String));
+    const weekday = fc.oneof(list(0, 7), fc.constantFrom('MON', '1#5', '5L', '?'));
+    const tz = fc.constantFrom('UTC', 'Europe/Berlin', 'Pacific/Chatham', 'America/St_Johns');
+    fc.assert(
+      fc.property(day, list(1, 12, [2, 4, 6, 9, 11]), weekday, tz, (d, m, w, z) => {
+        const cron = `0 0 ${d} ${m} ${w}`;
+        let spec: { cron: string; timeZone: string };
+        try {
+          spec = checkCronSpec({ cron, timeZone: z }, NOW);
+        } catch (e) {
+          assert.ok(e instanceof ValidationError, `${cron} ${z}: ${String(e)}`);
+          assert.equal(e.errors[0]!.field, 'cron');
+          return;
+        }
+        const times = nextFireTimes(spec, NOW, 5);
+        assert.ok(times.length >= 1 && times[0]!.getTime() > NOW.getTime(), cron);
+      }),
+      { numRuns: 400 },
+    );
+  });
+
   test('property: any string is either accepted (and then fires in the future) or refused naming cron or timeZone', () => {
     const part = fc.oneof(fc.constantFrom('*', '*/5', '0', '59', '1-5', 'MON', 'L', '?', '1#2', '60', '-1', ','), fc.string({ maxLength: 4 }));
     const cron = fc.oneof(fc.string({ maxLength: 30 }), fc.array(part, { minLength: 0, maxLength: 8 }).map((p) => p.join(' ')));

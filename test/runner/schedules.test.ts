@@ -155,6 +155,8 @@ for (const target of dialects()) {
         [{ cron: '61 * * * *' }, 'cron'],
         [{ cron: '* * * * * *' }, 'cron'],
         [{ cron: '0 0 30 2 *' }, 'cron'],
+        [{ cron: '0 0 31 2,4,6,9,11 *' }, 'cron'],
+        [{ cron: '0 0 30,31 2 *' }, 'cron'],
         [{ cron: 'every day' }, 'cron'],
         [{ cron: '0 * * * *', timeZone: 'Mars/Olympus' }, 'timeZone'],
         [{ cron: '0 * * * *', timeZone: '+02:00' }, 'timeZone'],

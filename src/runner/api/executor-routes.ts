@@ -5,6 +5,7 @@ import { access } from '../auth/authenticate.js';
 import type { RunnerContext } from '../context.js';
 import { Executor, presentExecutor, presentRun, Run } from './presenters.js';
 import { UnsupportedMediaTypeError } from '../../infra/errors.js';
+import { nulCheckedParts } from '../../infra/nul.js';
 import { multipartConfig } from './openapi.js';
 import { errors, Id, IdParams, INT32_MAX, INT32_MIN, items, Label, MAX_COUNTER, Name, NoContent, Nullable, OutputParams, PROTECTED, StringEnum, Timestamp } from './schemas.js';
 
@@ -183,7 +184,7 @@ export function registerExecutorRoutes(app: HttpApp, ctx: RunnerContext): void {
   app.post(
     '/api/runs/:id/logs',
     {
-      config: access(EXECUTORS),
+      config: { ...access(EXECUTORS), nulReplacedIn: ['chunks.*.text'] },
       bodyLimit: LOG_BODY_LIMIT,
       schema: {
         tags: ['executors'],
@@ -234,14 +235,14 @@ export function registerExecutorRoutes(app: HttpApp, ctx: RunnerContext): void {
     },
     async (req) => {
       if (!req.isMultipart()) throw new UnsupportedMediaTypeError('send the output as multipart/form-data: leaseToken, attempt, sha256, then "file"');
-      return executors.uploadOutputParts(req.params.id, req.params.name, (limits) => req.parts({ limits }));
+      return executors.uploadOutputParts(req.params.id, req.params.name, (limits) => nulCheckedParts(req.parts({ limits })));
     },
   );
 
   app.post(
     '/api/runs/:id/complete',
     {
-      config: access(EXECUTORS),
+      config: { ...access(EXECUTORS), nulReplacedIn: ['error'] },
       schema: {
         tags: ['executors'],
         summary: 'Finish a run (executor)',

@@ -1,6 +1,7 @@
 import type { FastifyReply } from 'fastify';
 import type { HttpApp } from '../../infra/http.js';
 import { toProblem } from '../../infra/http.js';
+import { NulCharacterError } from '../../infra/nul.js';
 import { PUBLIC } from '../auth/access.js';
 import { access } from '../auth/authenticate.js';
 import type { RunnerContext } from '../context.js';
@@ -15,6 +16,9 @@ const CORS_PATHS = [
   OAUTH_PATHS.token,
   OAUTH_PATHS.revoke,
 ];
+
+/** Endpoints OAuth clients call (the others are pages for people). */
+const PROTOCOL_PATHS: string[] = [OAUTH_PATHS.authorize, OAUTH_PATHS.token, OAUTH_PATHS.revoke, OAUTH_PATHS.register];
 
 /**
  * CORS without credentials: these endpoints take no cookies, so any origin may call them.
@@ -31,6 +35,12 @@ export function registerOAuthRoutes(app: HttpApp, ctx: RunnerContext): void {
   const options = { config: access(PUBLIC), schema: { hide: true } };
 
   app.setErrorHandler((err, req, reply) => {
+    if (err instanceof NulCharacterError && PROTOCOL_PATHS.includes(req.routeOptions.url ?? '')) {
+      // The request-wide NUL rule, in the OAuth error shape (RFC 6749 §5.2, RFC 7591 §3.2.2).
+      const code = req.routeOptions.url === OAUTH_PATHS.register ? 'invalid_client_metadata' : 'invalid_request';
+      reply.code(400).header('cache-control', 'no-store').send(new OAuthError(400, code, err.message).body());
+      return;
+    }
     if (err instanceof OAuthError) {
       reply.code(err.status).headers(err.headers).header('cache-control', 'no-store').send(err.body());
       return;

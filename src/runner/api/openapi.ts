@@ -1,7 +1,7 @@
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { RouteOptions } from 'fastify';
-import type { HttpApp } from '../../infra/http.js';
+import { type HttpApp, upgradesInsecureRequests, withoutUpgradeInsecureRequests } from '../../infra/http.js';
 import { securityOf, SCHEMES } from '../auth/access.js';
 import { accessOf } from '../auth/authenticate.js';
 import pkg from '../../../package.json' with { type: 'json' };
@@ -132,5 +132,7 @@ export async function registerOpenApi(app: HttpApp, serverUrl: string, oauth: Op
     // "Authorize" in the docs runs the authorization code flow with PKCE as the docs client.
     initOAuth: { clientId: oauth.docsClientId, usePkceWithAuthorizationCodeGrant: true, scopes: ['read'] },
     staticCSP: true,
+    // Swagger UI's own policy always upgrades; the app's rule (https RUNNER_URL only) applies.
+    ...(upgradesInsecureRequests(serverUrl) ? {} : { transformStaticCSP: withoutUpgradeInsecureRequests }),
   });
 }

@@ -2,6 +2,7 @@ import multipart from '@fastify/multipart';
 import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { UnsupportedMediaTypeError } from '../../infra/errors.js';
+import { nulCheckedParts } from '../../infra/nul.js';
 import type { HttpApp } from '../../infra/http.js';
 import { RUN_READ, USER_READ, USER_WRITE } from '../auth/access.js';
 import { access, principalOf } from '../auth/authenticate.js';
@@ -28,7 +29,7 @@ const VERSION_DOC = multipartConfig({
 /** The multipart parts of the request; 415 for any other body. */
 function partsOf(req: FastifyRequest): PartSource {
   if (!req.isMultipart()) throw new UnsupportedMediaTypeError('send the workflow as multipart/form-data with a "file" part');
-  return (limits) => req.parts({ limits });
+  return (limits) => nulCheckedParts(req.parts({ limits }));
 }
 
 /** Workflows and versions: each handler validates, calls one WorkflowsService method, presents. */

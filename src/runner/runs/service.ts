@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Readable } from 'node:stream';
 import { AppError, ConflictError, NotFoundError, ValidationError } from '../../infra/errors.js';
+import { nulFieldIn } from '../../infra/nul.js';
 import { randomUUID } from '../../infra/secrets.js';
 import type { Principal } from '../auth/authenticate.js';
 import type { RunStatus } from '../db/schema.js';
@@ -76,7 +77,7 @@ function encodeCursor(r: RunRow): string {
 function decodeCursor(cursor: string): { createdAt: string; id: string } {
   try {
     const v = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
-    if (Array.isArray(v) && v.length === 2 && typeof v[0] === 'string' && typeof v[1] === 'string') return { createdAt: v[0], id: v[1] };
+    if (Array.isArray(v) && v.length === 2 && typeof v[0] === 'string' && typeof v[1] === 'string' && !nulFieldIn(v)) return { createdAt: v[0], id: v[1] };
   } catch {
     // fall through
   }

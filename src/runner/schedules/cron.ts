@@ -1,4 +1,4 @@
-import { Cron } from 'croner';
+import { Cron, CronPattern } from 'croner';
 import { type FieldProblem, ValidationError } from '../../infra/errors.js';
 
 /** Longest cron expression and time-zone name accepted (both well beyond any real one). */
@@ -64,10 +64,29 @@ function cronOf(spec: CronSpec): Cron {
   const shape = shapeProblem(spec.cron);
   if (shape) throw fail(shape);
   try {
+    // Parsed as a pattern first: croner's Cron reads some strings as a one-off date instead.
+    new CronPattern(spec.cron.trim(), spec.timeZone);
     return new Cron(spec.cron.trim(), { timezone: spec.timeZone, paused: true });
   } catch (e) {
     throw fail(e instanceof Error ? e.message.replace(/^CronPattern: /, '') : 'is not a valid cron expression');
   }
+}
+
+/** The longest each month can be (February in a leap year), January first. */
+const LONGEST_MONTH = [31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+
+/**
+ * Whether the day-of-month field can never meet the month field (`0 0 31 2,4,6,9,11 *`), decided
+ * from the parsed pattern instead of by searching: croner searches year by year up to year 3000,
+ * recursing per step, and overflows the stack before it gives up when several months are listed.
+ * Standard cron reads day-of-month and weekday as OR when both are restricted (croner's legacy
+ * mode, its default), and every weekday, its last and its fifth occurrence exist in every month
+ * in some year; so only a restricted day-of-month under a `*` weekday can be impossible.
+ */
+function neverFires(expr: string, timeZone: string): boolean {
+  const p = new CronPattern(expr, timeZone);
+  if (p.starDOM || !p.starDOW || p.lastDayOfMonth) return false;
+  return !p.month.some((inMonth, m) => inMonth && p.day.some((onDay, d) => onDay && d < LONGEST_MONTH[m]!));
 }
 
 /**
@@ -90,7 +109,9 @@ export function checkCronSpec(spec: CronSpec, now: Date): CronSpec {
   const timeZone = attempt(() => canonicalTimeZone(spec.timeZone));
   const normalised = { cron: spec.cron.trim(), timeZone: timeZone ?? 'UTC' };
   const cron = attempt(() => cronOf(normalised));
-  if (cron && !cron.nextRun(now)) problems.push({ field: 'cron', message: 'never fires (no such date)' });
+  if (cron && (neverFires(normalised.cron, normalised.timeZone) || !cron.nextRun(now))) {
+    problems.push({ field: 'cron', message: 'never fires (no such date)' });
+  }
   if (problems.length) throw new ValidationError(problems.map((p) => `${p.field} ${p.message}`).join('; '), problems);
   return normalised;
 }

@@ -17,20 +17,23 @@ export class WorkflowsRepository {
   }
 
   /**
-   * Adds version `version` if it is still the next one. Returns false when another upload took
-   * the number first (the caller retries with the next number).
+   * Adds the next version and returns it, or undefined when the workflow is gone. The number is
+   * taken by incrementing the workflow's counter in the inserting transaction: the UPDATE locks
+   * the workflow row (PostgreSQL) or the database (SQLite), so a concurrent upload waits for this
+   * one to commit and then increments the committed value. No upload can lose the race.
    */
-  async addVersion(v: WorkflowVersionRow, now: string): Promise<boolean> {
+  async addNextVersion(v: Omit<WorkflowVersionRow, 'version'>, now: string): Promise<WorkflowVersionRow | undefined> {
     return this.db.transaction().execute(async (trx) => {
-      const r = await trx
+      const taken = await trx
         .updateTable('workflows')
-        .set({ latest_version: v.version, updated_at: now })
+        .set((eb) => ({ latest_version: eb('latest_version', '+', 1), updated_at: now }))
         .where('id', '=', v.workflow_id)
-        .where('latest_version', '=', v.version - 1)
+        .returning('latest_version')
         .executeTakeFirst();
-      if (Number(r.numUpdatedRows) !== 1) return false;
-      await trx.insertInto('workflow_versions').values(v).execute();
-      return true;
+      if (!taken) return undefined;
+      const row: WorkflowVersionRow = { ...v, version: Number(taken.latest_version) };
+      await trx.insertInto('workflow_versions').values(row).execute();
+      return row;
     });
   }
 

@@ -12,9 +12,6 @@ export interface WorkflowsDeps extends ScopeRepositories {
   now: () => Date;
 }
 
-/** Concurrent uploads of new versions race for the next number; a loser retries this often. */
-const VERSION_ATTEMPTS = 20;
-
 const userIdOf = (p: Principal) => (p.type === 'user' ? p.user.id : null);
 
 /** Workflows of a project, their numbered versions and the stored archives. Editors change them. */
@@ -70,25 +67,19 @@ export class WorkflowsService {
   async addVersion(p: Principal, id: string, parts: PartSource): Promise<WorkflowVersionRow> {
     await loadWorkflow(this.d, p, id, 'write');
     const { file } = await readUpload(parts, this.d.storage, id, []);
-    for (let attempt = 0; attempt < VERSION_ATTEMPTS; attempt++) {
-      const current = await this.d.workflows.findById(id);
-      if (!current) break;
-      const now = this.d.now().toISOString();
-      const row: WorkflowVersionRow = {
-        workflow_id: id,
-        version: current.latest_version + 1,
-        file_name: file.fileName,
-        size: file.size,
-        sha256: file.sha256,
-        storage_key: file.storageKey,
-        created_by: userIdOf(p),
-        created_at: now,
-      };
-      if (await this.d.workflows.addVersion(row, now)) return row;
-    }
+    const now = this.d.now().toISOString();
+    const row = await this.d.workflows
+      .addNextVersion(
+        { workflow_id: id, file_name: file.fileName, size: file.size, sha256: file.sha256, storage_key: file.storageKey, created_by: userIdOf(p), created_at: now },
+        now,
+      )
+      .catch(async (e: unknown) => {
+        await this.d.storage.remove(file.storageKey);
+        throw e;
+      });
+    if (row) return row;
     await this.d.storage.remove(file.storageKey);
-    if (!(await this.d.workflows.findById(id))) throw new NotFoundError('no such workflow');
-    throw new Error('could not allocate a version number');
+    throw new NotFoundError('no such workflow');
   }
 
   /** A stored archive to send (executors fetch it with the admin key). */
