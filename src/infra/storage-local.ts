@@ -207,6 +207,31 @@ export function localStorage(root: string, options: LocalStorageOptions = {}): S
       return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     },
 
+    async walk(key) {
+      const top = resolve(key);
+      const out: (StoredEntry & { path: string })[] = [];
+      const visit = async (dir: string, rel: string): Promise<boolean> => {
+        let dirents: fs.Dirent[];
+        try {
+          dirents = await fsp.readdir(dir, { withFileTypes: true });
+        } catch (e) {
+          const code = (e as NodeJS.ErrnoException).code;
+          if (code === 'ENOENT' || code === 'ENOTDIR') return false;
+          throw e;
+        }
+        for (const d of dirents) {
+          if (d.name.startsWith(RESERVED_NAME_PREFIX) || !(d.isFile() || d.isDirectory())) continue;
+          const st = await lstat(path.join(dir, d.name));
+          if (!st) continue;
+          const p = rel === '' ? d.name : `${rel}/${d.name}`;
+          out.push({ ...entry(d.name, st), path: p });
+          if (st.isDirectory()) await visit(path.join(dir, d.name), p);
+        }
+        return true;
+      };
+      return (await visit(top, '')) ? out : null;
+    },
+
     async openRead(key) {
       // A raw descriptor opened, checked and closed synchronously (metadata work of
       // microseconds; FileHandle's thread-pool round trips were most of an SFTP OPEN and CLOSE

@@ -70,6 +70,11 @@ export interface Storage {
   list(key: string): Promise<StoredEntry[] | null>;
   openRead(key: string): Promise<StoredReader | null>;
   /**
+   * Every file and folder below `key` (paths relative to it, temporary files hidden), in no
+   * particular order; null when it is not a folder. For reconciling records with the disk.
+   */
+  walk(key: string): Promise<(StoredEntry & { path: string })[] | null>;
+  /**
    * A whole small file in one call (`data` null when it is larger than `maxBytes`: open it with
    * `openRead` to stream it). The download host's hot path: most update-site files are small.
    */

@@ -29,6 +29,14 @@ export interface Upload extends Omit<PendingWrite, 'key' | 'commit'> {
   commit(times?: { atimeMs: number; mtimeMs: number }): Promise<StoredEntry>;
 }
 
+/** What a reconcile changed in a product's records, and the folders it counted. */
+export interface ReconcileResult {
+  added: number;
+  updated: number;
+  removed: number;
+  folders: number;
+}
+
 export interface FilesSummary {
   files: number;
   bytes: number;
@@ -136,6 +144,45 @@ export function filesService({ storage, repo, limits: defaults, now = () => new 
     }
   }
 
+  /**
+   * Makes the records of a product's files and its folder count match what storage holds,
+   * under the product's lock: a process killed between putting a file in place and
+   * committing its record (or between the two steps of a remove) leaves them apart. Files
+   * found are recorded whatever the quotas say (they are served); records of files that are
+   * gone are dropped. Each change moves the product's counter, so pages and the crawler follow.
+   */
+  async function reconcile(productId: string): Promise<ReconcileResult> {
+    return repo.inProductLock(productId, async (rows) => {
+      const found = new Map<string, StoredEntry>();
+      let folders = 0;
+      for (const area of AREAS) {
+        for (const e of (await storage.walk(key(productId, area))) ?? []) {
+          if (e.type === 'dir') folders++;
+          else found.set(`${area}/${e.path}`, e);
+        }
+      }
+      const result: ReconcileResult = { added: 0, updated: 0, removed: 0, folders };
+      const at = now().toISOString();
+      for (const row of await rows.listAll()) {
+        const e = found.get(row.path);
+        found.delete(row.path);
+        if (!e) {
+          await rows.removeFile(row.path);
+          result.removed++;
+        } else if (Number(row.size) !== e.size || row.modified_at !== iso(e.mtimeMs)) {
+          await rows.recordFound({ path: row.path, size: e.size, modified_at: iso(e.mtimeMs), uploaded_at: at });
+          result.updated++;
+        }
+      }
+      for (const [path, e] of found) {
+        await rows.recordFound({ path, size: e.size, modified_at: iso(e.mtimeMs), uploaded_at: at });
+        result.added++;
+      }
+      await rows.setFolderCount(folders);
+      return result;
+    });
+  }
+
   return {
     storage,
     key,
@@ -238,11 +285,39 @@ export function filesService({ storage, repo, limits: defaults, now = () => new 
     },
 
     async removeDir(productId: string, path: string): Promise<void> {
-      await storage.removeDir(key(productId, path));
+      await repo.inProductLock(productId, async (rows) => {
+        await rows.removeFolder();
+        await storage.removeDir(key(productId, path));
+      });
     },
 
+    /**
+     * Creates a folder if the product has room for one more: folders hold no bytes but cost
+     * the disk an inode and listings their entries, so they are counted like files are.
+     */
     async makeDir(productId: string, path: string): Promise<void> {
-      await storage.makeDir(key(productId, path));
+      await repo.inProductLock(productId, async (rows) => {
+        if (!(await rows.addFolderWithin(defaults.quotaFolders))) {
+          throw new QuotaExceededError(`folder quota exceeded: this product may have ${defaults.quotaFolders} folders`);
+        }
+        await storage.makeDir(key(productId, path));
+      });
+    },
+
+    reconcile,
+
+    /** `reconcile` for every registered product (at start); one product's failure does not stop the rest. */
+    async reconcileAll(onError: (productId: string, e: unknown) => void): Promise<(ReconcileResult & { productId: string })[]> {
+      const changed: (ReconcileResult & { productId: string })[] = [];
+      for (const productId of await repo.productIds()) {
+        try {
+          const r = await reconcile(productId);
+          if (r.added + r.updated + r.removed > 0) changed.push({ productId, ...r });
+        } catch (e) {
+          onError(productId, e);
+        }
+      }
+      return changed;
     },
 
     /** Renames a file or folder (replacing a file at `to`, as uploads overwrite). */

@@ -38,6 +38,10 @@ export async function startSftp(
     const products = productService({ repo: productsRepository(database.db, database.dialect), publishing });
     const hostKeys = loadOrCreateHostKeys(hostKeyDir(publishing.storageDir));
     const log = pino({ level: config.logLevel, name: 'sftp' });
+    // A process killed between putting a file in place and committing its record left them
+    // apart: records follow the disk again before any upload is taken.
+    const reconciled = await files.reconcileAll((productId, err) => log.error({ productId, err }, 'reconcile of stored files failed'));
+    for (const r of reconciled) log.warn(r, 'records of stored files reconciled with the disk');
     const sweep = async () => {
       const removed = await storage.sweepTemporary('');
       if (removed) log.info({ removed }, 'removed temporary files of uploads that ended without finishing');
