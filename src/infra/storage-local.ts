@@ -493,7 +493,7 @@ export function localStorage(root: string, options: LocalStorageOptions = {}): S
     async sweepTemporary(key) {
       renewLease(true);
       const owners = new Map<string, boolean>();
-      const removed = await sweep(key === '' ? root : resolve(key), (file, name) => {
+      const removed = await sweep(key === '' ? path.resolve(root) : resolve(key), (file, name) => {
         const owner = TEMP_NAME.exec(name)?.[1];
         if (owner === undefined) {
           const st = fs.lstatSync(file, { throwIfNoEntry: false });

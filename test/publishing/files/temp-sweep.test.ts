@@ -68,7 +68,8 @@ test('the temporary file of a killed process is swept at once on the next start;
 
 test('uploads of this process are kept while open and their files swept once they are gone', async () => {
   const root = newRoot();
-  const storage = localStorage(root);
+  // Given as a relative path, as PIER_STORAGE_DIR may be.
+  const storage = localStorage(path.relative(process.cwd(), root));
   const upload = await storage.beginWrite('p/update-site/a.zip');
   await upload.write(Buffer.from('abc'), 0, 3, 0);
   assert.equal(await storage.sweepTemporary(''), 0);
