@@ -32,6 +32,7 @@ export async function startSftp(
 ): Promise<RunningSftp> {
   const { publishing } = config;
   const database = await openPublishingDatabase(publishing.databaseUrl);
+  let sweeping: BackgroundLoop | undefined;
   try {
     const storage = localStorage(publishing.storageDir);
     const files = filesService({ storage, repo: filesRepository(database.db, database), limits: publishing.limits });
@@ -47,7 +48,7 @@ export async function startSftp(
       if (removed) log.info({ removed }, 'removed temporary files of uploads that ended without finishing');
     };
     await sweep().catch((e: unknown) => log.warn({ err: e }, 'sweep of temporary files failed'));
-    const sweeping = new BackgroundLoop({
+    sweeping = new BackgroundLoop({
       intervalMs: SWEEP_INTERVAL_MS,
       run: sweep,
       onError: (e) => log.warn({ err: e }, 'sweep of temporary files failed'),
@@ -66,12 +67,13 @@ export async function startSftp(
       ...address,
       hostKeys,
       async close() {
-        await sweeping.stop();
+        await sweeping?.stop();
         await server.close();
         await database.close();
       },
     };
   } catch (e) {
+    await sweeping?.stop();
     await database.close();
     throw e;
   }

@@ -179,7 +179,7 @@ export function serveSftp(sftp: SFTPWrapper, ctx: SessionContext): void {
           if (existing && flags & OPEN_MODE.EXCL) throw failure('Already exists');
           if (!existing && !(flags & OPEN_MODE.CREAT)) throw missing();
           if (existing && flags & OPEN_MODE.APPEND && !(flags & OPEN_MODE.TRUNC)) throw unsupported(RESUME_REFUSED);
-          // Without TRUNC the client may rewrite parts or append (OpenSSH `reput`): start from a copy.
+          // Without TRUNC the client may rewrite parts of the file: start from a copy.
           return !!existing && !(flags & OPEN_MODE.TRUNC);
         },
       });
