@@ -226,6 +226,22 @@ export function registerStaffCommands(program: Command): void {
     });
 
   staff
+    .command('rescan <product-id>')
+    .description('make the records of a product\'s files (usage, labels, crawls) match what storage holds, e.g. after a crash')
+    .option('--json', 'print JSON')
+    .action(async (id: string, opts: { json?: boolean }) => {
+      const r = await withProducts(async (p, f) => {
+        await p.show(id);
+        return { productId: id, ...(await f.reconcile(id)) };
+      });
+      print(!!opts.json, r, () =>
+        r.added + r.updated + r.removed === 0
+          ? `The records of "${id}" already matched storage (${r.folders} folders).`
+          : `Reconciled "${id}": ${r.added} file(s) recorded, ${r.updated} updated, ${r.removed} record(s) of missing files dropped (${r.folders} folders).`,
+      );
+    });
+
+  staff
     .command('rotate-token <product-id>')
     .description('issue a new edit token; the old one stops working at once')
     .option('--json', 'print JSON')

@@ -75,6 +75,8 @@ export interface FileLimits {
   quotaFiles: number;
   /** Largest single file. */
   maxFileBytes: number;
+  /** Folders a product may have (besides its three fixed ones); files count against quotaFiles. */
+  quotaFolders: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -105,7 +107,7 @@ function count(env: Env, name: string, fallback: number, max: number): number {
   return Number(raw);
 }
 
-export const DEFAULT_LIMITS: FileLimits = { quotaBytes: 5 * 1024 ** 3, quotaFiles: 100_000, maxFileBytes: 2 * 1024 ** 3 };
+export const DEFAULT_LIMITS: FileLimits = { quotaBytes: 5 * 1024 ** 3, quotaFiles: 100_000, maxFileBytes: 2 * 1024 ** 3, quotaFolders: 10_000 };
 
 function port(env: Env, name: string, fallback: number): number {
   const raw = env[name];
@@ -228,6 +230,7 @@ export function loadConfig(env: Env = process.env): Config {
         quotaBytes: size(env, 'PIER_QUOTA_BYTES', DEFAULT_LIMITS.quotaBytes),
         quotaFiles: count(env, 'PIER_QUOTA_FILES', DEFAULT_LIMITS.quotaFiles, 2 ** 31 - 1),
         maxFileBytes: size(env, 'PIER_MAX_FILE_BYTES', DEFAULT_LIMITS.maxFileBytes),
+        quotaFolders: count(env, 'PIER_QUOTA_FOLDERS', DEFAULT_LIMITS.quotaFolders, 2 ** 31 - 1),
       },
       sftpMaxSessions: count(env, 'PIER_SFTP_MAX_SESSIONS', 8, 1000),
       crawlSettleSeconds: env.PIER_CRAWL_SETTLE_SECONDS === '0' ? 0 : count(env, 'PIER_CRAWL_SETTLE_SECONDS', 60, 86_400),

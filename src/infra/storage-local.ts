@@ -1,9 +1,11 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import {
   checkKey,
+  KeptCopyTooLargeError,
   type PendingWrite,
   RESERVED_NAME_PREFIX,
   type Storage,
@@ -12,6 +14,49 @@ import {
 } from './storage.js';
 
 const TEMP_PREFIX = `${RESERVED_NAME_PREFIX}tmp-`;
+/** Leases of the instances writing to this storage, one file each (see `sweepTemporary`). */
+const LEASE_DIR = `${RESERVED_NAME_PREFIX}instances`;
+/** `.pier-tmp-<instance>_<random>`: the owner of a temporary file is in its name. */
+const TEMP_NAME = /^\.pier-tmp-([0-9a-z]{16})_/;
+/** Temporary files named before names carried their owner: only age tells they are leftovers. */
+const UNOWNED_TEMP_MAX_AGE_MS = 60 * 60_000;
+/** How long an instance's lease runs without a renewal (each sweep and each new upload renew it). */
+const DEFAULT_LEASE_MS = 15 * 60_000;
+
+/** Who writes temporary files: one per process unless a test stands in for another instance. */
+export interface StorageInstance {
+  id: string;
+  pid: number;
+  host: string;
+}
+
+const THIS_PROCESS: StorageInstance = { id: randomBytes(8).toString('hex'), pid: process.pid, host: os.hostname() };
+
+/** Temporary files of open uploads, per instance id: what a sweep of this process must keep. */
+const liveTemps = new Map<string, Set<string>>();
+
+export interface LocalStorageOptions {
+  /** Clock of the leases (tests inject one). */
+  now?: () => number;
+  leaseMs?: number;
+  instance?: StorageInstance;
+}
+
+interface Lease {
+  pid: number;
+  host: string;
+  expiresAt: number;
+}
+
+/** Whether a process of this machine still runs (EPERM: it runs under another user). */
+function processRuns(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
 
 const writeAt = (fd: number, buffer: Buffer, offset: number, length: number, position: number) =>
   new Promise<number>((resolve, reject) =>
@@ -46,8 +91,47 @@ function entry(name: string, st: fs.Stats): StoredEntry {
  * followed for the file itself (O_NOFOLLOW), and anything that is not a regular file or folder
  * is treated as absent.
  */
-export function localStorage(root: string): Storage {
+export function localStorage(root: string, options: LocalStorageOptions = {}): Storage {
+  const { now = Date.now, leaseMs = DEFAULT_LEASE_MS, instance = THIS_PROCESS } = options;
   fs.mkdirSync(root, { recursive: true });
+  const live = liveTemps.get(instance.id) ?? new Set<string>();
+  liveTemps.set(instance.id, live);
+  const leaseDir = path.join(root, LEASE_DIR);
+  const leaseFile = (id: string) => path.join(leaseDir, id);
+  let renewedAt = Number.NEGATIVE_INFINITY;
+  /**
+   * Tells instances sharing this storage that this one is alive, until `expiresAt`: written
+   * before its first temporary file and renewed by every sweep, so another instance deletes
+   * these files only once the lease ran out (or, on this machine, once the process is gone).
+   */
+  const renewLease = (force = false) => {
+    const at = now();
+    if (!force && at - renewedAt < leaseMs / 3) return;
+    fs.mkdirSync(leaseDir, { recursive: true });
+    const lease: Lease = { pid: instance.pid, host: instance.host, expiresAt: at + leaseMs };
+    const temp = `${leaseFile(instance.id)}.${randomUUID()}`;
+    fs.writeFileSync(temp, JSON.stringify(lease));
+    fs.renameSync(temp, leaseFile(instance.id));
+    renewedAt = at;
+  };
+  /** Whether the instance that named a temporary file may still be writing it. */
+  const ownerAlive = (id: string, cache: Map<string, boolean>): boolean => {
+    if (id === instance.id) return false; // this instance's live files are known by name
+    const known = cache.get(id);
+    if (known !== undefined) return known;
+    let alive = false;
+    try {
+      const lease = JSON.parse(fs.readFileSync(leaseFile(id), 'utf8')) as Lease;
+      const sameMachine = lease.host === instance.host;
+      // On this machine a process that is gone (or whose pid is ours now: the previous run
+      // of a restarted container) writes nothing more, whatever its lease says.
+      alive = lease.expiresAt > now() && !(sameMachine && (lease.pid === instance.pid || !processRuns(lease.pid)));
+    } catch {
+      alive = false; // no lease (it is written before any temporary file) or a torn one: gone
+    }
+    cache.set(id, alive);
+    return alive;
+  };
   const base = `${path.resolve(root)}${path.sep}`;
   const onLocalDisk = LOCAL_FILESYSTEMS.has(fs.statfsSync(root).type);
   const counter = changeCounts.get(base) ?? { n: 0 };
@@ -77,7 +161,8 @@ export function localStorage(root: string): Storage {
     }
   }
 
-  async function sweep(dir: string, cutoff: number): Promise<number> {
+  /** Deletes temporary files below `dir` for which `stale` says so. */
+  async function sweep(dir: string, stale: (file: string, name: string) => boolean): Promise<number> {
     let removed = 0;
     let names: fs.Dirent[];
     try {
@@ -87,13 +172,11 @@ export function localStorage(root: string): Storage {
     }
     for (const d of names) {
       const p = path.join(dir, d.name);
-      if (d.isDirectory()) removed += await sweep(p, cutoff);
-      else if (d.name.startsWith(TEMP_PREFIX)) {
-        const st = await fsp.lstat(p).catch(() => null);
-        if (st && st.mtimeMs < cutoff) {
-          await fsp.rm(p, { force: true });
-          removed++;
-        }
+      if (d.isDirectory()) {
+        if (d.name !== LEASE_DIR) removed += await sweep(p, stale);
+      } else if (d.name.startsWith(TEMP_PREFIX) && stale(p, d.name)) {
+        await fsp.rm(p, { force: true });
+        removed++;
       }
     }
     return removed;
@@ -122,6 +205,31 @@ export function localStorage(root: string): Storage {
         if (st) out.push(entry(d.name, st));
       }
       return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    },
+
+    async walk(key) {
+      const top = resolve(key);
+      const out: (StoredEntry & { path: string })[] = [];
+      const visit = async (dir: string, rel: string): Promise<boolean> => {
+        let dirents: fs.Dirent[];
+        try {
+          dirents = await fsp.readdir(dir, { withFileTypes: true });
+        } catch (e) {
+          const code = (e as NodeJS.ErrnoException).code;
+          if (code === 'ENOENT' || code === 'ENOTDIR') return false;
+          throw e;
+        }
+        for (const d of dirents) {
+          if (d.name.startsWith(RESERVED_NAME_PREFIX) || !(d.isFile() || d.isDirectory())) continue;
+          const st = await lstat(path.join(dir, d.name));
+          if (!st) continue;
+          const p = rel === '' ? d.name : `${rel}/${d.name}`;
+          out.push({ ...entry(d.name, st), path: p });
+          if (st.isDirectory()) await visit(path.join(dir, d.name), p);
+        }
+        return true;
+      };
+      return (await visit(top, '')) ? out : null;
     },
 
     async openRead(key) {
@@ -223,22 +331,44 @@ export function localStorage(root: string): Storage {
       const target = resolve(key);
       // randomUUID draws from a cached entropy pool: randomBytes(8) was a synchronous OpenSSL call
       // per uploaded file, visible in SFTP profiles of many-small-file uploads.
-      const temp = path.join(path.dirname(target), `${TEMP_PREFIX}${randomUUID()}`);
+      renewLease();
+      const temp = path.join(path.dirname(target), `${TEMP_PREFIX}${instance.id}_${randomUUID()}`);
       let size = 0;
-      if (options.keepExisting) {
-        try {
-          await fsp.copyFile(target, temp, fs.constants.COPYFILE_EXCL | fs.constants.COPYFILE_FICLONE);
-          size = (await fsp.stat(temp)).size;
-        } catch (e) {
-          if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+      // Known as live from before the copy creates it until it is renamed or deleted: a sweep
+      // in between must not take it.
+      live.add(temp);
+      const discard = async () => {
+        await fsp.rm(temp, { force: true });
+        live.delete(temp);
+      };
+      let fd: number;
+      try {
+        if (options.keepExisting) {
+          // Checked before copying (a kept copy takes as much room as the file) and after (the
+          // file may have been replaced in between).
+          const source = await lstat(target);
+          const over = (n: number) => options.maxKeptBytes !== undefined && n > options.maxKeptBytes;
+          if (source?.isFile()) {
+            if (over(source.size)) throw new KeptCopyTooLargeError(key, source.size);
+            try {
+              await fsp.copyFile(target, temp, fs.constants.COPYFILE_EXCL | fs.constants.COPYFILE_FICLONE);
+              size = fs.statSync(temp).size;
+            } catch (e) {
+              if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+            }
+            if (over(size)) throw new KeptCopyTooLargeError(key, size);
+          }
         }
+        // A raw descriptor, opened and closed synchronously: creating or closing a freshly
+        // written file is metadata work of microseconds, while a FileHandle costs two thread-pool
+        // round trips per uploaded file, which the SFTP client waits for (OPEN and CLOSE replies;
+        // bench/sftp.ts, many small files). Contents are still written asynchronously.
+        // Read-write: SFTP clients may read back what they wrote through the same handle.
+        fd = fs.openSync(temp, size > 0 ? 'r+' : 'wx+', 0o644);
+      } catch (e) {
+        await discard();
+        throw e;
       }
-      // A raw descriptor, opened and closed synchronously: creating or closing a freshly
-      // written file is metadata work of microseconds, while a FileHandle costs two thread-pool
-      // round trips per uploaded file, which the SFTP client waits for (OPEN and CLOSE replies;
-      // bench/sftp.ts, many small files). Contents are still written asynchronously.
-      // Read-write: SFTP clients may read back what they wrote through the same handle.
-      const fd = fs.openSync(temp, size > 0 ? 'r+' : 'wx+', 0o644);
       let state: 'open' | 'committed' | 'aborted' = 'open';
       // The descriptor is closed exactly once and only when no read or write on it is in flight
       // (an abort may come while pipelined writes still run): a closed number can be reused by
@@ -301,6 +431,8 @@ export function localStorage(root: string): Storage {
             closeFd();
             if (!placed) await fsp.rm(temp, { force: true });
             throw e;
+          } finally {
+            live.delete(temp);
           }
           return finished;
         },
@@ -308,7 +440,7 @@ export function localStorage(root: string): Storage {
           if (state !== 'open') return;
           state = 'aborted';
           closeFd();
-          await fsp.rm(temp, { force: true });
+          await discard();
         },
       };
       return pending;
@@ -348,7 +480,7 @@ export function localStorage(root: string): Storage {
       // files moved along, their rename into place fails): their bytes go now, instead of
       // staying on disk uncounted until the next start's sweep (issue #10). Writes still in
       // flight land in the unlinked file, freed when it is closed.
-      if (st.isDirectory()) await sweep(target, Number.POSITIVE_INFINITY).catch(() => 0);
+      if (st.isDirectory()) await sweep(target, () => true).catch(() => 0);
     },
 
     async setTimes(key, atimeMs, mtimeMs) {
@@ -358,8 +490,22 @@ export function localStorage(root: string): Storage {
 
     changes: () => counter.n,
 
-    async sweepTemporary(key, olderThanMs) {
-      return sweep(key === '' ? root : resolve(key), Date.now() - olderThanMs);
+    async sweepTemporary(key) {
+      renewLease(true);
+      const owners = new Map<string, boolean>();
+      const removed = await sweep(key === '' ? path.resolve(root) : resolve(key), (file, name) => {
+        const owner = TEMP_NAME.exec(name)?.[1];
+        if (owner === undefined) {
+          const st = fs.lstatSync(file, { throwIfNoEntry: false });
+          return !!st && st.mtimeMs < now() - UNOWNED_TEMP_MAX_AGE_MS;
+        }
+        return owner === instance.id ? !live.has(file) : !ownerAlive(owner, owners);
+      });
+      // Leases of instances that are gone, once their files are (a whole sweep only).
+      if (key === '') {
+        for (const [id, alive] of owners) if (!alive) fs.rmSync(leaseFile(id), { force: true });
+      }
+      return removed;
     },
   };
 }

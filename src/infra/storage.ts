@@ -70,12 +70,21 @@ export interface Storage {
   list(key: string): Promise<StoredEntry[] | null>;
   openRead(key: string): Promise<StoredReader | null>;
   /**
+   * Every file and folder below `key` (paths relative to it, temporary files hidden), in no
+   * particular order; null when it is not a folder. For reconciling records with the disk.
+   */
+  walk(key: string): Promise<(StoredEntry & { path: string })[] | null>;
+  /**
    * A whole small file in one call (`data` null when it is larger than `maxBytes`: open it with
    * `openRead` to stream it). The download host's hot path: most update-site files are small.
    */
   readSmall(key: string, maxBytes: number): Promise<{ size: number; mtimeMs: number; changedMs: number; version: string; data: Buffer | null } | null>;
-  /** `keepExisting` copies the current contents first (resumed uploads, SFTP open without TRUNC). */
-  beginWrite(key: string, options?: { keepExisting?: boolean }): Promise<PendingWrite>;
+  /**
+   * `keepExisting` copies the current contents first (SFTP open without TRUNC); a current file
+   * larger than `maxKeptBytes` is not copied (KeptCopyTooLargeError), so the copy fits the room
+   * its caller has left.
+   */
+  beginWrite(key: string, options?: { keepExisting?: boolean; maxKeptBytes?: number }): Promise<PendingWrite>;
   // Metadata changes below are synchronous in the local backend (microseconds each), so a
   // caller may run them inside a database transaction without holding it across I/O waits.
   /** Removes a file; false when there was none. */
@@ -89,8 +98,13 @@ export interface Storage {
    */
   rename(from: string, to: string): Promise<void>;
   setTimes(key: string, atimeMs: number, mtimeMs: number): Promise<void>;
-  /** Deletes temporary files under `key` ('' = everything) not written to for `olderThanMs` (left by a killed process). */
-  sweepTemporary(key: string, olderThanMs: number): Promise<number>;
+  /**
+   * Deletes temporary files under `key` ('' = everything) that no live upload owns: those of
+   * this instance whose upload is over, and those of instances that are gone (killed, or
+   * crashed on another machine sharing this storage). Servers call it at start and then
+   * periodically; it also tells other instances that this one is alive.
+   */
+  sweepTemporary(key: string): Promise<number>;
   /**
    * A count of the changes (commit, remove, rename, times) this process has made to the
    * stored files at this location, through any Storage object: it moves after each change is
@@ -107,6 +121,17 @@ export class StorageKeyError extends Error {
   constructor(key: string, reason: string) {
     super(`invalid storage key ${JSON.stringify(key)}: ${reason}`);
     this.name = 'StorageKeyError';
+  }
+}
+
+/** The current file is larger than the room left for a copy of it (`beginWrite` `maxKeptBytes`). */
+export class KeptCopyTooLargeError extends Error {
+  constructor(
+    key: string,
+    readonly size: number,
+  ) {
+    super(`${key} (${size} bytes) is larger than the room left for a copy of it`);
+    this.name = 'KeptCopyTooLargeError';
   }
 }
 

@@ -55,6 +55,11 @@ export interface ProductStorageTable {
    */
   used_bytes: Generated<number>;
   used_files: Generated<number>;
+  /**
+   * Folders of the product below its three fixed ones (migration 0006), counted by MKDIR and
+   * RMDIR under the product's lock and set from the disk by a reconcile.
+   */
+  used_folders: Generated<number>;
   /** null = the configured default. */
   quota_bytes: number | null;
   quota_files: number | null;
@@ -425,6 +430,12 @@ const migrations: Record<string, Migration> = {
           END`)
           .execute(db);
       }
+    },
+  },
+  '0006_p-files_folder_count': {
+    async up(db: Kysely<unknown>) {
+      // Counted from the disk by the reconcile every start runs (files/service.ts).
+      await sql`ALTER TABLE product_storage ADD COLUMN used_folders bigint NOT NULL DEFAULT 0`.execute(db);
     },
   },
 };

@@ -29,10 +29,11 @@ test('PIER_TRUST_PROXY: off, a hop count or a list of addresses and CIDR blocks'
 test('storage and limits: defaults under the data dir, sizes with binary units', () => {
   const c = loadConfig({ PIER_DATA_DIR: '/srv/pier' });
   assert.equal(c.publishing.storageDir, '/srv/pier/storage');
-  assert.deepEqual(c.publishing.limits, { quotaBytes: 5 * 1024 ** 3, quotaFiles: 100_000, maxFileBytes: 2 * 1024 ** 3 });
-  const d = loadConfig({ PIER_STORAGE_DIR: '/mnt/shared', PIER_QUOTA_BYTES: '500M', PIER_MAX_FILE_BYTES: '64k', PIER_QUOTA_FILES: '10' });
+  assert.deepEqual(c.publishing.limits, { quotaBytes: 5 * 1024 ** 3, quotaFiles: 100_000, maxFileBytes: 2 * 1024 ** 3, quotaFolders: 10_000 });
+  const d = loadConfig({ PIER_STORAGE_DIR: '/mnt/shared', PIER_QUOTA_BYTES: '500M', PIER_MAX_FILE_BYTES: '64k', PIER_QUOTA_FILES: '10', PIER_QUOTA_FOLDERS: '20' });
   assert.equal(d.publishing.storageDir, '/mnt/shared');
-  assert.deepEqual(d.publishing.limits, { quotaBytes: 500 * 1024 ** 2, quotaFiles: 10, maxFileBytes: 64 * 1024 });
+  assert.deepEqual(d.publishing.limits, { quotaBytes: 500 * 1024 ** 2, quotaFiles: 10, maxFileBytes: 64 * 1024, quotaFolders: 20 });
+  assert.throws(() => loadConfig({ PIER_QUOTA_FOLDERS: '0' }), /PIER_QUOTA_FOLDERS/);
 });
 
 test('public URLs lose trailing slashes; postgres URLs pass through', () => {

@@ -27,6 +27,15 @@ async function bump(db: Db, productId: string, now: string): Promise<void> {
     .execute();
 }
 
+/** The product's storage row, created empty when it is not there yet (counts nothing as a change). */
+async function ensureStorageRow(db: Db, productId: string): Promise<void> {
+  await db
+    .insertInto('product_storage')
+    .values({ product_id: productId, change_seq: 0, last_upload_at: null })
+    .onConflict((oc) => oc.column('product_id').doNothing())
+    .execute();
+}
+
 async function bumpOnly(db: Db, productId: string): Promise<void> {
   await db
     .insertInto('product_storage')
@@ -61,6 +70,14 @@ export interface ProductRowChanges {
   removeFile(path: string): Promise<void>;
   /** Moves one file's row, or every row below a folder, replacing rows at the target. */
   move(from: string, to: string, now: string): Promise<void>;
+  /** Every file row of the product. */
+  listAll(): Promise<FileRow[]>;
+  /** Records a file found in storage (new or changed), whatever the quotas say: it is served. */
+  recordFound(row: Omit<FileRow, 'product_id'>): Promise<void>;
+  /** Counts one more folder if the product has fewer than `limit`; false when it has not. */
+  addFolderWithin(limit: number): Promise<boolean>;
+  removeFolder(): Promise<void>;
+  setFolderCount(folders: number): Promise<void>;
 }
 
 const num = (v: unknown) => (v == null ? null : Number(v));
@@ -159,6 +176,43 @@ export function filesRepository(db: Kysely<PublishingDB>, hot: { readNow?: ReadN
       }
       await bump(trx, productId, now);
     },
+
+    async listAll(): Promise<FileRow[]> {
+      return trx.selectFrom('product_files').selectAll().where('product_id', '=', productId).execute();
+    },
+
+    async recordFound(row: Omit<FileRow, 'product_id'>): Promise<void> {
+      await trx
+        .insertInto('product_files')
+        .values({ ...row, product_id: productId })
+        .onConflict((oc) => oc.columns(['product_id', 'path']).doUpdateSet({ size: row.size, modified_at: row.modified_at, uploaded_at: row.uploaded_at }))
+        .execute();
+    },
+
+    async addFolderWithin(limit: number): Promise<boolean> {
+      await ensureStorageRow(trx, productId);
+      const r = await trx
+        .updateTable('product_storage')
+        .set({ used_folders: sql`used_folders + 1` })
+        .where('product_id', '=', productId)
+        .where(sql<boolean>`used_folders + 1 <= ${limit}`)
+        .executeTakeFirst();
+      return Number(r.numUpdatedRows) > 0;
+    },
+
+    async removeFolder(): Promise<void> {
+      await trx
+        .updateTable('product_storage')
+        .set({ used_folders: sql`used_folders - 1` })
+        .where('product_id', '=', productId)
+        .where('used_folders', '>', 0)
+        .execute();
+    },
+
+    async setFolderCount(folders: number): Promise<void> {
+      await ensureStorageRow(trx, productId);
+      await trx.updateTable('product_storage').set({ used_folders: folders }).where('product_id', '=', productId).execute();
+    },
   });
 
   /**
@@ -215,6 +269,11 @@ export function filesRepository(db: Kysely<PublishingDB>, hot: { readNow?: ReadN
         .executeTakeFirst();
       // PostgreSQL returns count/sum of bigint as strings; SQLite as numbers (or null for no rows).
       return { files: Number(r?.files ?? 0), bytes: Number(r?.bytes ?? 0) };
+    },
+
+    /** Every registered product's id (a reconcile at start visits each). */
+    async productIds(): Promise<string[]> {
+      return (await db.selectFrom('products').select('id').orderBy('id').execute()).map((r) => r.id);
     },
 
     async state(productId: string): Promise<StorageRow | undefined> {

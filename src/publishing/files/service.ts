@@ -1,5 +1,5 @@
 import type { FileLimits } from '../../infra/config.js';
-import type { PendingWrite, Storage, StoredEntry } from '../../infra/storage.js';
+import { KeptCopyTooLargeError, type PendingWrite, type Storage, type StoredEntry } from '../../infra/storage.js';
 import { type LabelSummary, productFilesReader } from './reader.js';
 import type { FilesRepository, StorageRow } from './repository.js';
 import { AREAS } from './tree.js';
@@ -29,6 +29,14 @@ export interface Upload extends Omit<PendingWrite, 'key' | 'commit'> {
   commit(times?: { atimeMs: number; mtimeMs: number }): Promise<StoredEntry>;
 }
 
+/** What a reconcile changed in a product's records, and the folders it counted. */
+export interface ReconcileResult {
+  added: number;
+  updated: number;
+  removed: number;
+  folders: number;
+}
+
 export interface FilesSummary {
   files: number;
   bytes: number;
@@ -38,6 +46,32 @@ export interface FilesSummary {
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
+
+/** Copies of current files (uploads opened without TRUNC) made at once by one process. */
+const MAX_COPIES_AT_ONCE = 4;
+
+const keptCopyRefusal = (path: string, size: number, available: number) =>
+  new QuotaExceededError(
+    `storage quota exceeded: rewriting ${path} keeps a copy of its ${size} bytes, and the quota leaves ${available} bytes for it and the other copies open now`,
+  );
+
+/** At most `limit` tasks at once; the rest wait their turn. */
+class Semaphore {
+  private active = 0;
+  private readonly waiting: (() => void)[] = [];
+  constructor(private readonly limit: number) {}
+  async run<T>(task: () => Promise<T>): Promise<T> {
+    if (this.active >= this.limit) await new Promise<void>((resolve) => this.waiting.push(resolve));
+    else this.active++;
+    try {
+      return await task();
+    } finally {
+      const next = this.waiting.shift();
+      if (next) next();
+      else this.active--;
+    }
+  }
+}
 
 /**
  * Changes to a product's files: storage holds the bytes, the repository records finished
@@ -72,6 +106,83 @@ export function filesService({ storage, repo, limits: defaults, now = () => new 
     );
   }
 
+  /** Bytes of kept copies (see `beginKeptCopy`) of each product's files on disk now. */
+  const keptBytes = new Map<string, number>();
+  const copying = new Semaphore(MAX_COPIES_AT_ONCE);
+
+  /**
+   * Starts an upload from a copy of the current file (an SFTP open without TRUNC). A copy
+   * takes as much room as the file before a byte is written, so the copies of one product's
+   * files open at once must fit the room its quota leaves for this upload, or many opens of
+   * one file would fill the disk with copies (each counted only once it is committed). The
+   * room is claimed before copying and released when the upload ends, however it ends.
+   */
+  async function beginKeptCopy(productId: string, path: string, available: number) {
+    const room = available - (keptBytes.get(productId) ?? 0);
+    const stored = await storage.stat(key(productId, path));
+    const size = stored?.type === 'file' ? stored.size : 0;
+    if (size > room) throw keptCopyRefusal(path, size, available);
+    let claimed = size;
+    keptBytes.set(productId, (keptBytes.get(productId) ?? 0) + claimed);
+    const release = () => {
+      const left = (keptBytes.get(productId) ?? 0) - claimed;
+      claimed = 0;
+      if (left > 0) keptBytes.set(productId, left);
+      else keptBytes.delete(productId);
+    };
+    try {
+      // Copies run a few at a time: each reads and writes a whole file.
+      const pending = await copying.run(() => storage.beginWrite(key(productId, path), { keepExisting: true, maxKeptBytes: room }));
+      // The file may have been replaced between the stat and the copy: claim what was copied.
+      keptBytes.set(productId, (keptBytes.get(productId) ?? 0) - claimed + pending.size);
+      claimed = pending.size;
+      return { pending, release };
+    } catch (e) {
+      release();
+      if (e instanceof KeptCopyTooLargeError) throw keptCopyRefusal(path, e.size, available);
+      throw e;
+    }
+  }
+
+  /**
+   * Makes the records of a product's files and its folder count match what storage holds,
+   * under the product's lock: a process killed between putting a file in place and
+   * committing its record (or between the two steps of a remove) leaves them apart. Files
+   * found are recorded whatever the quotas say (they are served); records of files that are
+   * gone are dropped. Each change moves the product's counter, so pages and the crawler follow.
+   */
+  async function reconcile(productId: string): Promise<ReconcileResult> {
+    return repo.inProductLock(productId, async (rows) => {
+      const found = new Map<string, StoredEntry>();
+      let folders = 0;
+      for (const area of AREAS) {
+        for (const e of (await storage.walk(key(productId, area))) ?? []) {
+          if (e.type === 'dir') folders++;
+          else found.set(`${area}/${e.path}`, e);
+        }
+      }
+      const result: ReconcileResult = { added: 0, updated: 0, removed: 0, folders };
+      const at = now().toISOString();
+      for (const row of await rows.listAll()) {
+        const e = found.get(row.path);
+        found.delete(row.path);
+        if (!e) {
+          await rows.removeFile(row.path);
+          result.removed++;
+        } else if (Number(row.size) !== e.size || row.modified_at !== iso(e.mtimeMs)) {
+          await rows.recordFound({ path: row.path, size: e.size, modified_at: iso(e.mtimeMs), uploaded_at: at });
+          result.updated++;
+        }
+      }
+      for (const [path, e] of found) {
+        await rows.recordFound({ path, size: e.size, modified_at: iso(e.mtimeMs), uploaded_at: at });
+        result.added++;
+      }
+      await rows.setFolderCount(folders);
+      return result;
+    });
+  }
+
   return {
     storage,
     key,
@@ -94,28 +205,30 @@ export function filesService({ storage, repo, limits: defaults, now = () => new 
       options: { keepExisting?: boolean | (() => Promise<boolean>) } = {},
     ): Promise<Upload> {
       const keep = options.keepExisting;
-      // The temporary file is created while the limits are read (an SFTP OPEN answers after
-      // the slower of the two, not their sum); a refusal deletes it again.
-      const [checks, started] = await Promise.allSettled([
+      // A new file is created while the limits are read (an SFTP OPEN answers after the slower
+      // of the two, not their sum); a refusal deletes it again. A copy of the current file is
+      // made only once the limits allow it (see `beginKeptCopy`).
+      const [checks, fresh] = await Promise.allSettled([
         repo.uploadContext(productId, path),
         (async () => {
           const keepExisting = typeof keep === 'function' ? await keep() : !!keep;
-          return storage.beginWrite(key(productId, path), { keepExisting });
+          return keepExisting ? null : storage.beginWrite(key(productId, path));
         })(),
       ]);
-      if (checks.status === 'rejected' || started.status === 'rejected') {
-        if (started.status === 'fulfilled') await started.value.abort();
-        throw checks.status === 'rejected' ? checks.reason : (started as PromiseRejectedResult).reason;
+      if (checks.status === 'rejected' || fresh.status === 'rejected') {
+        if (fresh.status === 'fulfilled') await fresh.value?.abort();
+        throw checks.status === 'rejected' ? checks.reason : (fresh as PromiseRejectedResult).reason;
       }
       const context = checks.value;
       const limits = limitsOf(context);
       const existingSize = context.existing_size;
-      const pending: PendingWrite = started.value;
       if (existingSize === null && context.files + 1 > limits.quotaFiles) {
-        await pending.abort();
+        await fresh.value?.abort();
         throw new QuotaExceededError(`file-count quota exceeded: this product may store ${limits.quotaFiles} files`);
       }
       const available = limits.quotaBytes - (context.bytes - (existingSize ?? 0));
+      const started = fresh.value ? { pending: fresh.value, release: () => {} } : await beginKeptCopy(productId, path, available);
+      const { pending, release } = started;
       return {
         get size() {
           return pending.size;
@@ -132,6 +245,19 @@ export function filesService({ storage, repo, limits: defaults, now = () => new 
         },
         read: (buffer, offset, length, position) => pending.read(buffer, offset, length, position),
         async commit(times) {
+          try {
+            return await commit(times);
+          } finally {
+            release();
+          }
+        },
+        async abort() {
+          release();
+          await pending.abort();
+        },
+      };
+
+      async function commit(times?: { atimeMs: number; mtimeMs: number }): Promise<StoredEntry> {
           // Record, rename, COMMIT as one unit under the product's lock: a remove or rename of
           // the path or its folder comes wholly before or wholly after (issue #10), and a
           // failed rename (its folder was removed meanwhile) rolls the record back.
@@ -146,9 +272,7 @@ export function filesService({ storage, repo, limits: defaults, now = () => new 
             });
             if (!recorded) throw await commitRefusal(productId, path, entry.size);
           });
-        },
-        abort: () => pending.abort(),
-      };
+      }
     },
 
     // Each change below is one unit with its record (see `commit`): the row changes first,
@@ -161,11 +285,39 @@ export function filesService({ storage, repo, limits: defaults, now = () => new 
     },
 
     async removeDir(productId: string, path: string): Promise<void> {
-      await storage.removeDir(key(productId, path));
+      await repo.inProductLock(productId, async (rows) => {
+        await rows.removeFolder();
+        await storage.removeDir(key(productId, path));
+      });
     },
 
+    /**
+     * Creates a folder if the product has room for one more: folders hold no bytes but cost
+     * the disk an inode and listings their entries, so they are counted like files are.
+     */
     async makeDir(productId: string, path: string): Promise<void> {
-      await storage.makeDir(key(productId, path));
+      await repo.inProductLock(productId, async (rows) => {
+        if (!(await rows.addFolderWithin(defaults.quotaFolders))) {
+          throw new QuotaExceededError(`folder quota exceeded: this product may have ${defaults.quotaFolders} folders`);
+        }
+        await storage.makeDir(key(productId, path));
+      });
+    },
+
+    reconcile,
+
+    /** `reconcile` for every registered product (at start); one product's failure does not stop the rest. */
+    async reconcileAll(onError: (productId: string, e: unknown) => void): Promise<(ReconcileResult & { productId: string })[]> {
+      const changed: (ReconcileResult & { productId: string })[] = [];
+      for (const productId of await repo.productIds()) {
+        try {
+          const r = await reconcile(productId);
+          if (r.added + r.updated + r.removed > 0) changed.push({ productId, ...r });
+        } catch (e) {
+          onError(productId, e);
+        }
+      }
+      return changed;
     },
 
     /** Renames a file or folder (replacing a file at `to`, as uploads overwrite). */

@@ -45,6 +45,11 @@ type Handle =
       upload: Upload;
       /** With APPEND, where the next write lands (requests are placed in arrival order, like O_APPEND). */
       appendAt: number | null;
+      /**
+       * Size of the kept previous contents until the first write (opened without TRUNC): a
+       * first write at or past it would continue the stored file, see `RESUME_REFUSED`.
+       */
+      keptUntilFirstWrite: number | null;
       /** The limit message once a write was refused; the upload is then aborted. */
       failed: string | null;
       times: { atimeMs: number; mtimeMs: number } | null;
@@ -65,6 +70,17 @@ class Refusal extends Error {
 const deny = (msg: string) => new Refusal(STATUS_CODE.PERMISSION_DENIED, msg);
 const missing = (msg = 'No such file') => new Refusal(STATUS_CODE.NO_SUCH_FILE, msg);
 const failure = (msg: string) => new Refusal(STATUS_CODE.FAILURE, msg);
+
+/**
+ * A resumed upload (OpenSSH and psftp `reput`, lftp `put -c`, curl `-C`) continues the file at
+ * its path from its size on. Uploads here are atomic, so an interrupted one leaves the previous
+ * version at the path, not the partial file: continuing would stitch the previous version's
+ * head to the new file's tail. Appending to a stored file, or a first write at or past its end
+ * without TRUNC, is refused instead, and the stored file stays as it was.
+ */
+const RESUME_REFUSED =
+  'Resuming or appending to a stored file is not supported: uploads replace whole files (use put, not reput)';
+const unsupported = (msg: string) => new Refusal(STATUS_CODE.OP_UNSUPPORTED, msg);
 
 export function serveSftp(sftp: SFTPWrapper, ctx: SessionContext): void {
   const { productId, files, log } = ctx;
@@ -162,7 +178,8 @@ export function serveSftp(sftp: SFTPWrapper, ctx: SessionContext): void {
           if (existing?.type === 'dir') throw failure('Is a folder');
           if (existing && flags & OPEN_MODE.EXCL) throw failure('Already exists');
           if (!existing && !(flags & OPEN_MODE.CREAT)) throw missing();
-          // Without TRUNC the client may rewrite parts or append (OpenSSH `reput`): start from a copy.
+          if (existing && flags & OPEN_MODE.APPEND && !(flags & OPEN_MODE.TRUNC)) throw unsupported(RESUME_REFUSED);
+          // Without TRUNC the client may rewrite parts of the file: start from a copy.
           return !!existing && !(flags & OPEN_MODE.TRUNC);
         },
       });
@@ -173,6 +190,7 @@ export function serveSftp(sftp: SFTPWrapper, ctx: SessionContext): void {
           path: p.path,
           upload,
           appendAt: flags & OPEN_MODE.APPEND ? upload.size : null,
+          keptUntilFirstWrite: upload.size > 0 ? upload.size : null,
           failed: null,
           times: null,
           inFlight: new Set(),
@@ -200,6 +218,14 @@ export function serveSftp(sftp: SFTPWrapper, ctx: SessionContext): void {
       const [, h] = handleOf(handle);
       if (h.kind !== 'write') throw failure('Handle not open for writing');
       if (h.failed) throw failure(h.failed);
+      if (h.keptUntilFirstWrite !== null) {
+        if (offset >= h.keptUntilFirstWrite) {
+          h.failed = RESUME_REFUSED;
+          await h.upload.abort();
+          throw unsupported(RESUME_REFUSED);
+        }
+        h.keptUntilFirstWrite = null;
+      }
       // Pipelined writes land at their own offsets (OpenSSH keeps up to 64 in flight); with
       // APPEND the offset is ignored and the place is taken now, before any await.
       let position = offset;

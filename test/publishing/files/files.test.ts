@@ -151,7 +151,7 @@ for (const target of dialects()) {
       assert.equal(fs.readFileSync(path.join(root, 'csv-nodes/assets/keep.txt'), 'utf8'), 'version 1');
       await upload.abort();
       assert.equal(fs.readFileSync(path.join(root, 'csv-nodes/assets/keep.txt'), 'utf8'), 'version 1');
-      assert.ok(!allNames(root).some((n) => n.includes('.pier-')), allNames(root).join(','));
+      assert.ok(!allNames(root).some((n) => n.includes('.pier-tmp-')), allNames(root).join(','));
 
       const again = await files.beginUpload('csv-nodes', 'assets/keep.txt');
       await again.write(b, 8, b.length - 8, 8);

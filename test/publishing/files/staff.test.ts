@@ -54,7 +54,7 @@ for (const target of dialects()) {
         shown.uploads.labels.map((l: Record<string, unknown>) => [l.label, l.files, l.bytes, l.hasArchive, l.archiveBytes]),
         [['5.4', 2, 150, true, 120]],
       );
-      assert.deepEqual(shown.uploads.limits, { quotaBytes: 1024 ** 3, quotaFiles: 100_000, maxFileBytes: 2 * 1024 ** 3 });
+      assert.deepEqual(shown.uploads.limits, { quotaBytes: 1024 ** 3, quotaFiles: 100_000, maxFileBytes: 2 * 1024 ** 3, quotaFolders: 10_000 });
       // The same fingerprints the SFTP server presents (keys live in the shared storage folder).
       const keys = loadOrCreateHostKeys(hostKeyDir(loadConfig(env).publishing.storageDir));
       assert.deepEqual(shown.sftpHostKeys, keys.map(({ type, fingerprint }) => ({ type, fingerprint })));
@@ -68,9 +68,9 @@ for (const target of dialects()) {
     test('set-limits overrides per product, "default" restores; bad values are refused', () => {
       let r = pier('staff', 'set-limits', 'up-ext', '--quota-bytes', '500M', '--quota-files', '10', '--json');
       assert.equal(r.code, 0, r.stderr);
-      assert.deepEqual(JSON.parse(r.stdout), { quotaBytes: 500 * 1024 ** 2, quotaFiles: 10, maxFileBytes: 2 * 1024 ** 3 });
+      assert.deepEqual(JSON.parse(r.stdout), { quotaBytes: 500 * 1024 ** 2, quotaFiles: 10, maxFileBytes: 2 * 1024 ** 3, quotaFolders: 10_000 });
       r = pier('staff', 'set-limits', 'up-ext', '--quota-files', 'default', '--max-file-size', '64M', '--json');
-      assert.deepEqual(JSON.parse(r.stdout), { quotaBytes: 500 * 1024 ** 2, quotaFiles: 100_000, maxFileBytes: 64 * 1024 ** 2 });
+      assert.deepEqual(JSON.parse(r.stdout), { quotaBytes: 500 * 1024 ** 2, quotaFiles: 100_000, maxFileBytes: 64 * 1024 ** 2, quotaFolders: 10_000 });
       for (const args of [['--quota-bytes', 'lots'], ['--quota-files', '-3'], ['--max-file-size', '0'], []]) {
         r = pier('staff', 'set-limits', 'up-ext', ...args);
         assert.notEqual(r.code, 0, args.join(' '));

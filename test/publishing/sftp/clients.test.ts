@@ -105,12 +105,13 @@ describe('real SFTP clients against the SFTP server, checked through the downloa
       ['img/logo.svg', 'shot one.png'],
     );
 
-    // `reput` resumes a partial upload: the server keeps the existing bytes and appends.
+    // `reput` would continue the stored file, which after an interrupted upload is the previous
+    // version (uploads are atomic): it is refused, and the stored file stays as it was.
     fs.writeFileSync(path.join(work, 'resume.bin'), Buffer.alloc(300_000, 9));
     fs.writeFileSync(path.join(work, 'half.bin'), Buffer.alloc(100_000, 9));
     const resumed = await openSshSftp(stack.sftp.port, creds, [`put ${work}/half.bin /assets/resume.bin`, `reput ${work}/resume.bin /assets/resume.bin`]);
-    assert.equal(resumed.code, 0, resumed.stderr);
-    assert.ok((await fetchBytes(`${base}/assets/csv-nodes/resume.bin`)).body.equals(fs.readFileSync(`${work}/resume.bin`)));
+    assert.notEqual(resumed.code, 0, resumed.stderr);
+    assert.ok((await fetchBytes(`${base}/assets/csv-nodes/resume.bin`)).body.equals(fs.readFileSync(`${work}/half.bin`)));
   });
 
   test('lftp mirror -R --delete publishes a site and a later mirror makes the server match exactly', async () => {
