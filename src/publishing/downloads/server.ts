@@ -10,7 +10,7 @@ import { listenOn } from '../../infra/listen.js';
 import type { Storage, StoredReader } from '../../infra/storage.js';
 import { installFastPath } from './fast-path.js';
 import { type CachedFile, FileCache, type FileMeta } from './file-cache.js';
-import { contentTypeOf, etagOf, notModified, rangeOf } from './http-file.js';
+import { contentTypeOf, etagOf, evaluatePreconditions, rangeOf } from './http-file.js';
 import { folderIndex } from './index-page.js';
 import { type DownloadTarget, type ParsedPath, parseDownloadPath } from './paths.js';
 import { sendRange } from './send-file.js';
@@ -151,16 +151,28 @@ export function createDownloadServer(options: {
   /** Answers for one file whose bytes are either in `data` (small files) or behind `reader`. */
   function serveFile(req: http.IncomingMessage, res: http.ServerResponse, meta: FileMeta, data: Buffer | null, reader: StoredReader | null, head: boolean) {
     const { size, etag } = meta;
-    const ifNoneMatch = req.headers['if-none-match'];
-    const ifModifiedSince = req.headers['if-modified-since'];
-    const rangeHeader = req.headers.range;
-    if (ifNoneMatch === undefined && ifModifiedSince === undefined && rangeHeader === undefined && (data || head || size === 0)) {
+    const h = req.headers;
+    const conditional = h['if-none-match'] !== undefined || h['if-modified-since'] !== undefined || h['if-match'] !== undefined || h['if-unmodified-since'] !== undefined;
+    const rangeHeader = h.range;
+    if (!conditional && rangeHeader === undefined && (data || head || size === 0)) {
       // The common case (a p2 client fetching a file): headers built once per file version.
       void reader?.close();
       res.writeHead(200, meta.full);
       return void res.end(head || !data ? undefined : data);
     }
-    if (notModified({ ifNoneMatch, ifModifiedSince }, etag, meta.lastModifiedMs)) {
+    const precondition = conditional
+      ? evaluatePreconditions(
+          { ifMatch: h['if-match'], ifUnmodifiedSince: h['if-unmodified-since'], ifNoneMatch: h['if-none-match'], ifModifiedSince: h['if-modified-since'] },
+          etag,
+          meta.lastModifiedMs,
+          Date.now(),
+        )
+      : 'proceed';
+    if (precondition === 'failed') {
+      void reader?.close();
+      return problem(res, 412, 'precondition_failed', 'The file is not the version the request names (If-Match / If-Unmodified-Since)', head);
+    }
+    if (precondition === 'not-modified') {
       void reader?.close();
       res.writeHead(304, meta.headers);
       return void res.end();
@@ -192,7 +204,7 @@ export function createDownloadServer(options: {
       res.writeHead(204, {
         'access-control-allow-origin': '*',
         'access-control-allow-methods': 'GET, HEAD',
-        'access-control-allow-headers': 'range, if-none-match, if-modified-since',
+        'access-control-allow-headers': 'range, if-range, if-match, if-unmodified-since, if-none-match, if-modified-since',
         'access-control-max-age': '86400',
       });
       res.end();
