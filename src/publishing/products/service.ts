@@ -19,7 +19,7 @@ import {
 } from '../../infra/secrets.js';
 import { FIELD_NAMES, type FieldName, type ProductFields } from './fields.js';
 import type { ProductPatch } from './patch-schema.js';
-import { applyPatch, validatePatch } from './patch-validation.js';
+import { applyPatch, invalidPatch, validatePatch } from './patch-validation.js';
 import type { ProductRow, ProductsRepository, RevisionRow } from './repository.js';
 import { productIdProblem } from './slug.js';
 
@@ -194,11 +194,7 @@ export function productService({ repo, publishing, now = () => new Date() }: Pro
       options: { dryRun: boolean; clientAddress: string },
     ): Promise<{ product: ProductView; warnings: FieldProblem[]; changedFields: FieldName[] }> {
       const checked = validatePatch(body);
-      if (!checked.ok) {
-        const first = checked.errors[0];
-        const detail = `${checked.errors.length} invalid field(s); first: ${first?.field} ${first?.message}${first?.line ? ` (line ${first.line})` : ''}`;
-        throw new ValidationError(detail, checked.errors);
-      }
+      if (!checked.ok) throw invalidPatch(checked.errors);
       const patch = checked.value;
       if (options.dryRun) {
         const fields = applyPatch(parseFields(row), patch);
