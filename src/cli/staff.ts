@@ -183,9 +183,13 @@ export function registerStaffCommands(program: Command): void {
     .option('--force', 'go live even so (says what was overridden)')
     .option('--json', 'print JSON')
     .action(async (id: string, opts: { force?: boolean; json?: boolean }) => {
-      const r = await withProducts((_p, _f, c) => c.enable(id, !!opts.force));
+      const r = await withProducts(async (p, _f, c) => ({ ...(await c.enable(id, !!opts.force)), warnings: await p.placeholderWarnings(id) }));
       print(!!opts.json, r, () =>
-        [`Product "${id}" is live.`, ...(r.forced ? [`Forced past: ${r.blockers.join('; ')}`] : [])].join('\n'),
+        [
+          `Product "${id}" is live.`,
+          ...(r.forced ? [`Forced past: ${r.blockers.join('; ')}`] : []),
+          ...r.warnings.map((w) => `Warning: ${w.field} (line ${w.line}): ${w.message}`),
+        ].join('\n'),
       );
     });
 

@@ -20,6 +20,7 @@ import {
 import { FIELD_NAMES, type FieldName, type ProductFields } from './fields.js';
 import type { ProductPatch } from './patch-schema.js';
 import { applyPatch, invalidPatch, validatePatch } from './patch-validation.js';
+import { placeholderWarnings } from './placeholder-warnings.js';
 import type { ProductRow, ProductsRepository, RevisionRow } from './repository.js';
 import { productIdProblem } from './slug.js';
 
@@ -195,7 +196,8 @@ export function productService({ repo, publishing, now = () => new Date() }: Pro
     ): Promise<{ product: ProductView; warnings: FieldProblem[]; changedFields: FieldName[] }> {
       const checked = validatePatch(body);
       if (!checked.ok) throw invalidPatch(checked.errors);
-      const patch = checked.value;
+      const release = (await repo.getSetting(RELEASE_KEY)) ?? null;
+      const patch = { ...checked.value, warnings: [...checked.value.warnings, ...placeholderWarnings(checked.value.set, release)] };
       if (options.dryRun) {
         const fields = applyPatch(parseFields(row), patch);
         return { product: { ...view(row), name: fields.name, fields }, warnings: patch.warnings, changedFields: patch.changed };
@@ -247,6 +249,12 @@ export function productService({ repo, publishing, now = () => new Date() }: Pro
 
     async platformRelease(): Promise<string | null> {
       return (await repo.getSetting(RELEASE_KEY)) ?? null;
+    },
+
+    /** What the product's page shows literally because no platform release is set (for staff going live). */
+    async placeholderWarnings(id: string): Promise<FieldProblem[]> {
+      const row = await repo.find(id);
+      return row ? placeholderWarnings(parseFields(row), (await repo.getSetting(RELEASE_KEY)) ?? null) : [];
     },
   };
 }

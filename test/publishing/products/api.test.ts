@@ -300,6 +300,22 @@ for (const target of dialects()) {
       assert.equal((await pier.service.products.history('text-tools', 100)).length, count);
     });
 
+    test('a placeholder with no platform release set is warned about, on dry runs too, until staff set one', async () => {
+      const body = { text: 'Intro\n\nWorks on {{platformRelease}}.', faq: '## Which?\n\n{{platformRelease}}', license: 'MIT' };
+      const placeholderWarnings = (json: Record<string, unknown>) =>
+        (json.warnings as { field: string; line?: number; message: string }[]).filter((w) => /platformRelease/.test(w.message));
+      for (const query of ['?dryRun=true', '']) {
+        const res = await patchProduct(pier.url, 'text-tools', token, body, { query });
+        assert.equal(res.status, 200);
+        const warned = placeholderWarnings(res.json);
+        assert.deepEqual(warned.map((w) => [w.field, w.line]), [['text', 3], ['faq', 3]], JSON.stringify(warned));
+        assert.match(warned[0]?.message ?? '', /set-release/);
+      }
+      await pier.service.products.setPlatformRelease('5.4');
+      const res = await patchProduct(pier.url, 'text-tools', token, body);
+      assert.deepEqual(placeholderWarnings(res.json), []);
+    });
+
     test('a rotated token stops working at once; the new one works', async () => {
       const { editToken } = await pier.service.products.rotateEditToken('other-ext');
       const old = await patchProduct(pier.url, 'other-ext', otherToken, { description: 'old token' });
