@@ -36,7 +36,7 @@ for (const target of dialects()) {
       assert.deepEqual(json.warnings.map((w: { field: string; line: number }) => [w.field, w.line]), [['instructions', 3]]);
       assert.equal(pier('staff', 'set-release', '5.4').code, 0);
       const after = pier('staff', 'enable', 'rel-nodes', '--force', '--json');
-      assert.deepEqual(JSON.parse(after.stdout).warnings, []);
+      assert.equal(JSON.parse(after.stdout).warnings, undefined, 'nothing to warn about');
       assert.doesNotMatch(pier('staff', 'enable', 'rel-nodes', '--force').stdout, /Warning/);
     });
   });
