@@ -11,7 +11,7 @@ import type { Storage, StoredReader } from '../../infra/storage.js';
 import { installFastPath } from './fast-path.js';
 import { type CachedFile, FileCache, type FileMeta } from './file-cache.js';
 import { contentTypeOf, etagOf, evaluatePreconditions, rangeOf } from './http-file.js';
-import { folderIndex } from './index-page.js';
+import { FOLDER_PAGE_ENTRIES, folderIndex, folderPageOf } from './index-page.js';
 import { type DownloadTarget, type ParsedPath, parseDownloadPath } from './paths.js';
 import { sendRange } from './send-file.js';
 
@@ -38,6 +38,8 @@ const CACHE_BYTES = 32 * 1024 * 1024;
  * process's descriptors, which the SFTP server and the database share.
  */
 const MAX_CONNECTIONS = 10_000;
+/** Folders whose sorted entry names are kept (each checked against the folder's version on use). */
+const FOLDER_NAMES_CACHED = 16;
 /** Parsed paths remembered; a path decoding to more than 1 KiB is refused and not kept, so a key is a few KiB at most. */
 const MAX_TARGETS = 4096;
 
@@ -106,16 +108,37 @@ export function createDownloadServer(options: {
 
   const storedVersion = async (key: string) => (await storage.stat(key))?.version ?? null;
 
-  async function serveFolder(res: http.ServerResponse, t: DownloadTarget, pathname: string, head: boolean) {
+  /** Sorted entry names of folders lately listed, by key, with the folder version they were read at. */
+  const folderNames = new Map<string, { version: string | undefined; names: string[] }>();
+
+  /** The folder's entry names, read again only when the folder changed (its version moves with every entry added, removed or renamed). */
+  async function namesOf(key: string, version: string | undefined): Promise<string[] | null> {
+    const known = folderNames.get(key);
+    if (known && version !== undefined && known.version === version) return known.names;
+    const names = await storage.listNames(key);
+    if (!names) return null;
+    folderNames.delete(key);
+    if (folderNames.size >= FOLDER_NAMES_CACHED) folderNames.delete(folderNames.keys().next().value as string);
+    folderNames.set(key, { version, names });
+    return names;
+  }
+
+  async function serveFolder(res: http.ServerResponse, t: DownloadTarget, url: string, version: string | undefined, head: boolean) {
+    const pathname = pathOf(url);
     // Only update-site folders have an index (a label folder and below: `<product>/update-site/<label>…`).
     if (t.area !== 'update-site') return problem(res, 404, 'not_found', 'No such file', head);
     if (!t.slash) {
       res.writeHead(301, { location: `${pathname}/`, 'content-length': 0 });
       return res.end();
     }
-    const entries = await storage.list(t.key);
-    if (!entries) return problem(res, 404, 'not_found', 'No such file', head);
-    const body = folderIndex(decodeURIComponent(pathname), entries);
+    const page = folderPageOf(url.slice(pathname.length + 1));
+    const names = await namesOf(t.key, version);
+    if (!names) return problem(res, 404, 'not_found', 'No such file', head);
+    const pages = Math.max(1, Math.ceil(names.length / FOLDER_PAGE_ENTRIES));
+    if (page === null || page > pages) return problem(res, 404, 'not_found', `No such page of this folder (it has ${pages})`, head);
+    const shown = names.slice((page - 1) * FOLDER_PAGE_ENTRIES, page * FOLDER_PAGE_ENTRIES);
+    const entries = (await Promise.all(shown.map((name) => storage.stat(`${t.key}/${name}`)))).filter((e) => e !== null);
+    const body = folderIndex(decodeURIComponent(pathname), entries, { page, pages });
     res.writeHead(200, {
       ...COMMON_HEADERS,
       'content-type': 'text/html; charset=utf-8',
@@ -234,7 +257,7 @@ export function createDownloadServer(options: {
       return serveFile(req, res, describeFile(t, reader), null, reader, head);
     }
     const st = await storage.stat(t.key);
-    if (st?.type === 'dir') return serveFolder(res, t, pathname, head);
+    if (st?.type === 'dir') return serveFolder(res, t, req.url ?? pathname, st.version, head);
     return problem(res, 404, 'not_found', 'No such file', head);
   }
 
