@@ -1,9 +1,10 @@
 import type { Command } from 'commander';
 import { loadConfig } from '../infra/config.js';
+import { startupSummary } from './startup-summary.js';
 
 interface Part {
   name: string;
-  start(): Promise<{ url: string; close(): Promise<void> }>;
+  start(): Promise<{ url: string; close(): Promise<void>; products?: number }>;
 }
 
 const PARTS = ['web', 'downloads', 'sftp', 'runner'] as const;
@@ -29,7 +30,7 @@ export function registerServeCommand(program: Command): void {
             const { createPublishingService } = await import('../publishing/service.js');
             const svc = await createPublishingService(config);
             const addr = await svc.app.listen({ host: config.host, port: config.publishing.httpPort });
-            return { url: addr, close: svc.close };
+            return { url: addr, close: svc.close, products: (await svc.products.list()).length };
           },
         });
       }
@@ -66,12 +67,14 @@ export function registerServeCommand(program: Command): void {
           },
         });
       }
-      const running: { url: string; close(): Promise<void> }[] = [];
+      const running: { url: string; close(): Promise<void>; products?: number }[] = [];
       for (const part of parts) {
         const r = await part.start();
         running.push(r);
         console.error(`pier: ${part.name} listening on ${r.url}`);
       }
+      const products = running.find((r) => r.products !== undefined)?.products;
+      console.error(startupSummary(config, { parts: parts.map((p) => p.name), ...(products !== undefined ? { products } : {}) }));
       const stop = async () => {
         await Promise.allSettled(running.map((r) => r.close()));
         process.exit(0);

@@ -60,12 +60,27 @@ function print(json: boolean, value: unknown, human: () => string): void {
   process.stdout.write(json ? `${JSON.stringify(value, null, 2)}\n` : `${human()}\n`);
 }
 
+/** "1 node", "2 nodes". */
+function count(n: number, one: string, many = `${one}s`): string {
+  return `${n} ${n === 1 ? one : many}`;
+}
+
 function crawlLines(crawls: LabelCrawl[]): string[] {
   if (crawls.length === 0) return ['  crawls:     none'];
   return crawls.flatMap((c) => [
     `  crawl of ${c.label}: ${c.status}${c.finishedAt ? ` ${c.finishedAt}` : ''}${c.stale ? ' (files changed since)' : ''}${c.summary?.fatal ? ' FATAL' : ''}`,
     ...(c.summary
-      ? [`    ${c.summary.units} units, ${c.summary.features} features, ${c.summary.bundles} bundles, ${c.summary.categories} categories, ${c.summary.nodes} nodes, ${c.summary.nodeSets} node sets, ${c.summary.problems} problems`]
+      ? [
+          `    ${[
+            count(c.summary.units, 'unit'),
+            count(c.summary.features, 'feature'),
+            count(c.summary.bundles, 'bundle'),
+            count(c.summary.categories, 'category', 'categories'),
+            count(c.summary.nodes, 'node'),
+            count(c.summary.nodeSets, 'node set'),
+            count(c.summary.problems, 'problem'),
+          ].join(', ')}`,
+        ]
       : []),
     ...c.problems.map((p) => `    ${p.severity.padEnd(7)} ${p.code.padEnd(20)} ${p.where}${p.line ? `:${p.line}` : ''}  ${p.message}`),
   ]);
@@ -183,9 +198,13 @@ export function registerStaffCommands(program: Command): void {
     .option('--force', 'go live even so (says what was overridden)')
     .option('--json', 'print JSON')
     .action(async (id: string, opts: { force?: boolean; json?: boolean }) => {
-      const r = await withProducts((_p, _f, c) => c.enable(id, !!opts.force));
-      print(!!opts.json, r, () =>
-        [`Product "${id}" is live.`, ...(r.forced ? [`Forced past: ${r.blockers.join('; ')}`] : [])].join('\n'),
+      const [r, warnings] = await withProducts(async (p, _f, c) => [await c.enable(id, !!opts.force), await p.placeholderWarnings(id)] as const);
+      print(!!opts.json, warnings.length ? { ...r, warnings } : r, () =>
+        [
+          `Product "${id}" is live.`,
+          ...(r.forced ? [`Forced past: ${r.blockers.join('; ')}`] : []),
+          ...warnings.map((w) => `Warning: ${w.field} (line ${w.line}): ${w.message}`),
+        ].join('\n'),
       );
     });
 

@@ -113,14 +113,15 @@ function fieldOf(instancePath: string, extra?: string): string {
   return parts.length ? parts.join('.') : '(body)';
 }
 
-interface AjvIssue {
+export interface AjvIssue {
   instancePath: string;
   keyword: string;
   message?: string;
   params: Record<string, unknown>;
 }
 
-function validationProblems(issues: AjvIssue[]): FieldProblem[] {
+/** Ajv's issues as the `errors` of a problem (exported for routes that add their own checks to the schema's). */
+export function validationProblems(issues: AjvIssue[]): FieldProblem[] {
   return issues.map((v) => {
     if (v.keyword === 'additionalProperties') {
       const name = String(v.params.additionalProperty);

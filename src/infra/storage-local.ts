@@ -232,6 +232,20 @@ export function localStorage(root: string, options: LocalStorageOptions = {}): S
       return (await visit(top, '')) ? out : null;
     },
 
+    async listNames(key) {
+      let dirents: fs.Dirent[];
+      try {
+        dirents = await fsp.readdir(resolve(key), { withFileTypes: true });
+      } catch (e) {
+        const code = (e as NodeJS.ErrnoException).code;
+        if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'ENAMETOOLONG') return null;
+        throw e;
+      }
+      const names: string[] = [];
+      for (const d of dirents) if (!d.name.startsWith(RESERVED_NAME_PREFIX) && (d.isFile() || d.isDirectory())) names.push(d.name);
+      return names.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    },
+
     async openRead(key) {
       // A raw descriptor opened, checked and closed synchronously (metadata work of
       // microseconds; FileHandle's thread-pool round trips were most of an SFTP OPEN and CLOSE

@@ -68,6 +68,11 @@ export interface Storage {
   stat(key: string): Promise<StoredEntry | null>;
   /** Entries of a folder, temporary files hidden, sorted by name; null when it is not a folder. */
   list(key: string): Promise<StoredEntry[] | null>;
+  /**
+   * Only the names of a folder's entries (files and folders, temporary files hidden), sorted
+   * by name; null when it is not a folder. Nothing is stat'ed: for big folders shown a part at a time.
+   */
+  listNames(key: string): Promise<string[] | null>;
   openRead(key: string): Promise<StoredReader | null>;
   /**
    * Every file and folder below `key` (paths relative to it, temporary files hidden), in no

@@ -52,7 +52,8 @@ test('pier serve: healthz, security headers, one log line per request without se
     const notFound = await fetch(`${base}/nope`);
     assert.equal(notFound.status, 404);
     assert.match(String(notFound.headers.get('content-type')), /application\/problem\+json/);
-    await new Promise((r) => setTimeout(r, 200));
+    // The log lines are written after each answer: wait for the fourth, however slow the machine.
+    for (let i = 0; i < 600 && (out.match(/"msg":"request"/g) ?? []).length < 4; i++) await new Promise((r) => setTimeout(r, 50));
   } finally {
     child.kill('SIGTERM');
     await new Promise((r) => child.once('exit', r));
@@ -68,4 +69,48 @@ test('pier serve: healthz, security headers, one log line per request without se
   );
   assert.doesNotMatch(out, new RegExp(editToken));
   assert.doesNotMatch(out, /guessed-token-value|SECRET-BODY-CONTENT|dryRun|authorization/i);
+});
+
+test('npm start ends with where each part listens, what to open and what is left to set up', async () => {
+  const [http, downloads, sftp, runner] = await Promise.all([freePort(), freePort(), freePort(), freePort()]);
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    PIER_DATA_DIR: tempDir(),
+    PIER_HTTP_PORT: String(http),
+    PIER_DOWNLOAD_PORT: String(downloads),
+    PIER_SFTP_PORT: String(sftp),
+    RUNNER_PORT: String(runner),
+    PIER_LOG_LEVEL: 'warn',
+  };
+  delete env.API_KEY;
+  delete env.PIER_BASE_URL;
+  delete env.PIER_DOWNLOAD_URL;
+  delete env.RUNNER_URL;
+  const startOnce = async (extra: NodeJS.ProcessEnv) => {
+    const child = spawn(process.execPath, ['bin/pier.js', 'serve'], { env: { ...env, ...extra } });
+    let out = '';
+    child.stdout.on('data', (c) => (out += c));
+    child.stderr.on('data', (c) => (out += c));
+    try {
+      for (let i = 0; i < 300 && !/Next steps:[\s\S]*\n\n/.test(out) && child.exitCode === null; i++) await new Promise((r) => setTimeout(r, 100));
+    } finally {
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('exit', r));
+    }
+    return out;
+  };
+  const first = await startOnce({});
+  assert.match(first, new RegExp(`publishing site +http://localhost:${http}/`));
+  assert.match(first, new RegExp(`download host +http://localhost:${downloads}/`));
+  assert.match(first, new RegExp(`SFTP +sftp -P ${sftp} <product-id>@localhost`));
+  assert.match(first, new RegExp(`runner +http://localhost:${runner}/ \\(API docs: http://localhost:${runner}/api/docs\\)`));
+  assert.match(first, /Next steps:/);
+  assert.match(first, /npx pier staff register <product-id> --name/, 'no product yet');
+  assert.match(first, /API_KEY is not set/);
+  assert.match(first, /npx pier runner user add --email .* --admin/);
+  // Once a product exists and the admin key is set, those steps are not repeated.
+  assert.equal(spawnSync(process.execPath, ['bin/pier.js', 'staff', 'register', 'first-one', '--name', 'First'], { env }).status, 0);
+  const second = await startOnce({ API_KEY: 'k'.repeat(40) });
+  assert.doesNotMatch(second, /staff register <product-id>|API_KEY is not set/);
+  assert.match(second, /runner admin key is set/);
 });

@@ -24,9 +24,12 @@ export interface RenderOptions {
   slugger?: GithubSlugger;
   /** Levels to add to every heading (capped at h6), so vendor "# Title" fits under the page's own h1/h2. */
   headingOffset?: number;
+  /** Definitions from the whole document this fragment was cut from (linkReferences). */
+  references?: LinkReferences;
 }
 
 interface RenderEnv {
+  references?: Record<string, { href: string; title: string }>;
   slugger?: GithubSlugger;
   headings?: Heading[];
   headingOffset?: number;
@@ -138,6 +141,12 @@ const renderer = new MarkdownIt({ html: true, linkify: true, typographer: false 
 
 let lastParsed: { text: string; tokens: Token[] } | null = null;
 
+/** Characters handed to the page renderer so far: the work a page render does (tests check it grows linearly). */
+let renderedChars = 0;
+export function renderedCharacters(): number {
+  return renderedChars;
+}
+
 /**
  * The block token stream of `text` (comments already stripped). The PATCH validator reads one
  * document several times (changelog or FAQ structure, then its links), so the last parse is
@@ -159,7 +168,12 @@ export function renderMarkdown(
   options: RenderOptions = {},
 ): { html: string; headings: Heading[] } {
   const env: RenderEnv = { slugger: options.slugger ?? new GithubSlugger(), headings: [], headingOffset: options.headingOffset ?? 0 };
-  const raw = renderer.render(stripHtmlComments(src), env);
+  // A child of the shared table: definitions inside the fragment are added to the child only
+  // (markdown-it keeps the first definition of a label, and looks labels up through the chain).
+  if (options.references) env.references = Object.create(options.references) as Record<string, { href: string; title: string }>;
+  const text = stripHtmlComments(src);
+  renderedChars += text.length;
+  const raw = renderer.render(text, env);
   return { html: sanitizeHtml(raw, SANITIZE), headings: env.headings ?? [] };
 }
 
@@ -257,20 +271,20 @@ function countNewlines(text: string, from: number, to: number): number {
   return n;
 }
 
+/** Link reference definitions by normalised label, as markdown-it keeps them in its env. */
+export type LinkReferences = Readonly<Record<string, { href: string; title: string }>>;
+
 /**
- * The document's link reference definitions ("[label]: url"), regenerated as Markdown. The
- * changelog and FAQ hand out fragments (items, answers) that may use "[#123]"-style references
- * defined once at the bottom; a renderer appends this to each fragment so they still resolve.
+ * The document's link reference definitions ("[label]: url"). The changelog and FAQ hand out
+ * fragments (items, answers) that may use "[#123]"-style references defined once at the
+ * bottom; each fragment is rendered with these (RenderOptions.references) so they still
+ * resolve. Handed over as markdown-it's own lookup table rather than as Markdown appended to
+ * every fragment, which would parse every definition once per fragment: n items with n
+ * definitions would cost n² (a 2,000-item changelog took 20 s).
  */
-export function linkReferenceDefinitions(src: string): string {
+export function linkReferences(src: string): LinkReferences {
   const env: { references?: Record<string, { href: string; title: string }> } = {};
   shared.parse(stripHtmlComments(src), env);
-  const backslash = (s: string, chars: RegExp) => s.replace(chars, '\\$&');
-  return Object.entries(env.references ?? {})
-    .map(([label, { href, title }]) => {
-      const dest = `<${href.replace(/[<>\n]/g, encodeURIComponent)}>`;
-      // The stored label is the normalised source label, escapes included: valid as it is.
-      return `[${label}]: ${dest}${title ? ` "${backslash(title, /[\\"]/g)}"` : ''}`;
-    })
-    .join('\n');
+  // No prototype: a label can never hit an inherited property.
+  return Object.assign(Object.create(null) as Record<string, { href: string; title: string }>, env.references ?? {});
 }

@@ -5,7 +5,7 @@ import GithubSlugger from 'github-slugger';
 import type { ProductFields } from '../products/fields.js';
 import { type ChangelogRelease, latestRelease, parseChangelog } from './changelog.js';
 import { parseFaq } from './faq.js';
-import { type Heading, linkReferenceDefinitions, renderMarkdown } from './markdown.js';
+import { type Heading, type LinkReferences, linkReferences, renderMarkdown } from './markdown.js';
 import { substitutePlatformRelease } from './placeholder.js';
 
 export interface RenderedSection {
@@ -67,11 +67,11 @@ export function renderProductContent(
   const license = renderMarkdown(md(fields.license), { slugger, headingOffset: SECTION_LEVEL });
 
   const faqSource = md(fields.faq);
-  const faqRefs = linkReferenceDefinitions(faqSource);
+  const faqRefs = linkReferences(faqSource);
   const faq = parseFaq(faqSource, { slugger }).entries.map((e) => ({
     question: e.question,
     id: e.id,
-    answerHtml: renderMarkdown(withRefs(e.answerMarkdown, faqRefs), { slugger, headingOffset: SECTION_LEVEL }).html,
+    answerHtml: renderMarkdown(e.answerMarkdown, { slugger, headingOffset: SECTION_LEVEL, references: faqRefs }).html,
   }));
 
   const changelogSource = md(fields.changelog);
@@ -81,13 +81,13 @@ export function renderProductContent(
   if (changelogSource.trim() !== '') {
     const parsed = parseChangelog(changelogSource);
     if (parsed.changelog) {
-      const refs = linkReferenceDefinitions(changelogSource);
+      const refs = linkReferences(changelogSource);
       const ids = new Set<string>();
       const newest = latestRelease(parsed.changelog);
       latest = newest?.date ? { version: newest.version, date: newest.date } : null;
       changelog = {
         title: parsed.changelog.title,
-        introHtml: renderMarkdown(withRefs(parsed.changelog.intro, refs), { slugger, headingOffset: SECTION_LEVEL }).html,
+        introHtml: renderMarkdown(parsed.changelog.intro, { slugger, headingOffset: SECTION_LEVEL, references: refs }).html,
         releases: parsed.changelog.releases.map((r) => renderRelease(r, refs, slugger, ids)),
       };
     } else {
@@ -108,10 +108,6 @@ export function renderProductContent(
   };
 }
 
-function withRefs(markdown: string, refs: string): string {
-  return refs === '' || markdown === '' ? markdown : `${markdown}\n\n${refs}`;
-}
-
 /** `release-1.2.0`: readable, stable across edits of other releases, unique on the page. */
 function releaseId(version: string, taken: Set<string>): string {
   const base = `release-${version.toLowerCase().replace(/[^a-z0-9._-]+/g, '-')}`;
@@ -121,8 +117,8 @@ function releaseId(version: string, taken: Set<string>): string {
   return id;
 }
 
-function renderRelease(r: ChangelogRelease, refs: string, slugger: GithubSlugger, ids: Set<string>): RenderedRelease {
-  const render = (src: string) => renderMarkdown(withRefs(src, refs), { slugger, headingOffset: SECTION_LEVEL + 2 }).html;
+function renderRelease(r: ChangelogRelease, references: LinkReferences, slugger: GithubSlugger, ids: Set<string>): RenderedRelease {
+  const render = (src: string) => renderMarkdown(src, { slugger, headingOffset: SECTION_LEVEL + 2, references }).html;
   return {
     version: r.version,
     date: r.date,

@@ -50,20 +50,53 @@ export function etagOf(size: number, mtimeMs: number, version: string): string {
   return `"${size.toString(16)}-${Math.floor(mtimeMs).toString(16)}-${(h >>> 0).toString(16)}"`;
 }
 
-function etagMatches(header: string, etag: string): boolean {
+/** Weak comparison for If-None-Match (RFC 9110 §13.1.2), strong for If-Match (§13.1.1: a W/ tag never matches). */
+function etagMatches(header: string, etag: string, weak: boolean): boolean {
   if (header.trim() === '*') return true;
-  // If-None-Match uses the weak comparison (RFC 9110 §13.1.2).
-  return header.split(',').some((t) => t.trim().replace(/^W\//, '') === etag);
+  return header.split(',').some((t) => {
+    const tag = t.trim();
+    return (weak ? tag.replace(/^W\//, '') : tag) === etag;
+  });
 }
 
-/** True when the client's copy is current (RFC 9110 §13.2.2 order: If-None-Match wins). */
-export function notModified(headers: { ifNoneMatch?: string | undefined; ifModifiedSince?: string | undefined }, etag: string, lastModifiedMs: number): boolean {
-  if (headers.ifNoneMatch !== undefined) return etagMatches(headers.ifNoneMatch, etag);
-  if (headers.ifModifiedSince !== undefined) {
-    const since = Date.parse(headers.ifModifiedSince);
-    return !Number.isNaN(since) && Math.floor(lastModifiedMs / 1000) * 1000 <= since;
+/**
+ * True when the file has not changed since `header`'s date. Last-Modified has a one-second
+ * resolution and an upload may carry any time, even one in the future: the date must be the
+ * file's own Last-Modified, or not earlier than it and not in the future. A date later than
+ * now cannot have come from this file's current version unless it is its own (RFC 2616
+ * §14.25 called such dates invalid), so a file replaced after a future-dated one is never
+ * taken for it (RFC 9110 §13.1.3, §13.1.4 compare against the current Last-Modified).
+ * null when the header is not a date, which RFC 9110 says to ignore.
+ */
+function unchangedSince(header: string, lastModifiedMs: number, nowMs: number): boolean | null {
+  const since = Date.parse(header);
+  if (Number.isNaN(since)) return null;
+  const lastModified = Math.floor(lastModifiedMs / 1000) * 1000;
+  return lastModified === since || (lastModified <= since && since <= nowMs);
+}
+
+export interface ConditionalHeaders {
+  ifMatch?: string | undefined;
+  ifUnmodifiedSince?: string | undefined;
+  ifNoneMatch?: string | undefined;
+  ifModifiedSince?: string | undefined;
+}
+
+/**
+ * The preconditions of a GET or HEAD in RFC 9110 §13.2.2's order: If-Match, else
+ * If-Unmodified-Since (412 when false: the client's copy is not this file, so a resumed
+ * download must not get a range of it); then If-None-Match, else If-Modified-Since (304 when
+ * the client's copy is current).
+ */
+export function evaluatePreconditions(headers: ConditionalHeaders, etag: string, lastModifiedMs: number, nowMs: number): 'proceed' | 'not-modified' | 'failed' {
+  if (headers.ifMatch !== undefined) {
+    if (!etagMatches(headers.ifMatch, etag, false)) return 'failed';
+  } else if (headers.ifUnmodifiedSince !== undefined) {
+    if (unchangedSince(headers.ifUnmodifiedSince, lastModifiedMs, nowMs) === false) return 'failed';
   }
-  return false;
+  if (headers.ifNoneMatch !== undefined) return etagMatches(headers.ifNoneMatch, etag, true) ? 'not-modified' : 'proceed';
+  if (headers.ifModifiedSince !== undefined && unchangedSince(headers.ifModifiedSince, lastModifiedMs, nowMs)) return 'not-modified';
+  return 'proceed';
 }
 
 export type RangeResult = { kind: 'full' } | { kind: 'partial'; start: number; end: number } | { kind: 'unsatisfiable' };

@@ -57,8 +57,14 @@ export function sendBuffersHeld(): number {
   return held;
 }
 
+export interface SendOptions {
+  /** Nanoseconds from any fixed point, read around each synchronous read; process.hrtime.bigint unless set (tests). */
+  clock?: () => bigint;
+}
+
 /** `id` names the file's content (its strong ETag will do): see "sent whole lately" above. */
-export async function sendRange(res: http.ServerResponse, reader: StoredReader, id: string, start: number, end: number): Promise<void> {
+export async function sendRange(res: http.ServerResponse, reader: StoredReader, id: string, start: number, end: number, options: SendOptions = {}): Promise<void> {
+  const clock = options.clock ?? process.hrtime.bigint;
   // A pipelined response queued behind another never gets 'close' from node:http when the
   // connection goes, and its writes never complete: the connection's own 'close' ends it too,
   // or its descriptor and buffers would be held for ever.
@@ -99,9 +105,9 @@ export async function sendRange(res: http.ServerResponse, reader: StoredReader, 
       // Asked before every read: once any download of the file met a slow read, the others
       // read through the thread pool too.
       if (readNow && warm.has(id)) {
-        const started = process.hrtime.bigint();
+        const started = clock();
         n = readNow(buffer, 0, length, position);
-        slowInARow = process.hrtime.bigint() - started > SLOW_READ_NS ? slowInARow + 1 : 0;
+        slowInARow = clock() - started > SLOW_READ_NS ? slowInARow + 1 : 0;
         if (slowInARow >= SLOW_READS_IN_A_ROW) {
           slow = true;
           warm.delete(id);

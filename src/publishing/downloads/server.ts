@@ -10,8 +10,8 @@ import { listenOn } from '../../infra/listen.js';
 import type { Storage, StoredReader } from '../../infra/storage.js';
 import { installFastPath } from './fast-path.js';
 import { type CachedFile, FileCache, type FileMeta } from './file-cache.js';
-import { contentTypeOf, etagOf, notModified, rangeOf } from './http-file.js';
-import { folderIndex } from './index-page.js';
+import { contentTypeOf, etagOf, evaluatePreconditions, rangeOf } from './http-file.js';
+import { FOLDER_PAGE_ENTRIES, folderIndex, folderPageOf } from './index-page.js';
 import { type DownloadTarget, type ParsedPath, parseDownloadPath } from './paths.js';
 import { sendRange } from './send-file.js';
 
@@ -38,6 +38,8 @@ const CACHE_BYTES = 32 * 1024 * 1024;
  * process's descriptors, which the SFTP server and the database share.
  */
 const MAX_CONNECTIONS = 10_000;
+/** Folders whose sorted entry names are kept (each checked against the folder's version on use). */
+const FOLDER_NAMES_CACHED = 16;
 /** Parsed paths remembered; a path decoding to more than 1 KiB is refused and not kept, so a key is a few KiB at most. */
 const MAX_TARGETS = 4096;
 
@@ -106,16 +108,37 @@ export function createDownloadServer(options: {
 
   const storedVersion = async (key: string) => (await storage.stat(key))?.version ?? null;
 
-  async function serveFolder(res: http.ServerResponse, t: DownloadTarget, pathname: string, head: boolean) {
+  /** Sorted entry names of folders lately listed, by key, with the folder version they were read at. */
+  const folderNames = new Map<string, { version: string | undefined; names: string[] }>();
+
+  /** The folder's entry names, read again only when the folder changed (its version moves with every entry added, removed or renamed). */
+  async function namesOf(key: string, version: string | undefined): Promise<string[] | null> {
+    const known = folderNames.get(key);
+    if (known && version !== undefined && known.version === version) return known.names;
+    const names = await storage.listNames(key);
+    if (!names) return null;
+    folderNames.delete(key);
+    if (folderNames.size >= FOLDER_NAMES_CACHED) folderNames.delete(folderNames.keys().next().value as string);
+    folderNames.set(key, { version, names });
+    return names;
+  }
+
+  async function serveFolder(res: http.ServerResponse, t: DownloadTarget, url: string, version: string | undefined, head: boolean) {
+    const pathname = pathOf(url);
     // Only update-site folders have an index (a label folder and below: `<product>/update-site/<label>…`).
     if (t.area !== 'update-site') return problem(res, 404, 'not_found', 'No such file', head);
     if (!t.slash) {
       res.writeHead(301, { location: `${pathname}/`, 'content-length': 0 });
       return res.end();
     }
-    const entries = await storage.list(t.key);
-    if (!entries) return problem(res, 404, 'not_found', 'No such file', head);
-    const body = folderIndex(decodeURIComponent(pathname), entries);
+    const page = folderPageOf(url.slice(pathname.length + 1));
+    const names = await namesOf(t.key, version);
+    if (!names) return problem(res, 404, 'not_found', 'No such file', head);
+    const pages = Math.max(1, Math.ceil(names.length / FOLDER_PAGE_ENTRIES));
+    if (page === null || page > pages) return problem(res, 404, 'not_found', `No such page of this folder (it has ${pages})`, head);
+    const shown = names.slice((page - 1) * FOLDER_PAGE_ENTRIES, page * FOLDER_PAGE_ENTRIES);
+    const entries = (await Promise.all(shown.map((name) => storage.stat(`${t.key}/${name}`)))).filter((e) => e !== null);
+    const body = folderIndex(decodeURIComponent(pathname), entries, { page, pages });
     res.writeHead(200, {
       ...COMMON_HEADERS,
       'content-type': 'text/html; charset=utf-8',
@@ -151,16 +174,28 @@ export function createDownloadServer(options: {
   /** Answers for one file whose bytes are either in `data` (small files) or behind `reader`. */
   function serveFile(req: http.IncomingMessage, res: http.ServerResponse, meta: FileMeta, data: Buffer | null, reader: StoredReader | null, head: boolean) {
     const { size, etag } = meta;
-    const ifNoneMatch = req.headers['if-none-match'];
-    const ifModifiedSince = req.headers['if-modified-since'];
-    const rangeHeader = req.headers.range;
-    if (ifNoneMatch === undefined && ifModifiedSince === undefined && rangeHeader === undefined && (data || head || size === 0)) {
+    const h = req.headers;
+    const conditional = h['if-none-match'] !== undefined || h['if-modified-since'] !== undefined || h['if-match'] !== undefined || h['if-unmodified-since'] !== undefined;
+    const rangeHeader = h.range;
+    if (!conditional && rangeHeader === undefined && (data || head || size === 0)) {
       // The common case (a p2 client fetching a file): headers built once per file version.
       void reader?.close();
       res.writeHead(200, meta.full);
       return void res.end(head || !data ? undefined : data);
     }
-    if (notModified({ ifNoneMatch, ifModifiedSince }, etag, meta.lastModifiedMs)) {
+    const precondition = conditional
+      ? evaluatePreconditions(
+          { ifMatch: h['if-match'], ifUnmodifiedSince: h['if-unmodified-since'], ifNoneMatch: h['if-none-match'], ifModifiedSince: h['if-modified-since'] },
+          etag,
+          meta.lastModifiedMs,
+          Date.now(),
+        )
+      : 'proceed';
+    if (precondition === 'failed') {
+      void reader?.close();
+      return problem(res, 412, 'precondition_failed', 'The file is not the version the request names (If-Match / If-Unmodified-Since)', head);
+    }
+    if (precondition === 'not-modified') {
       void reader?.close();
       res.writeHead(304, meta.headers);
       return void res.end();
@@ -192,7 +227,7 @@ export function createDownloadServer(options: {
       res.writeHead(204, {
         'access-control-allow-origin': '*',
         'access-control-allow-methods': 'GET, HEAD',
-        'access-control-allow-headers': 'range, if-none-match, if-modified-since',
+        'access-control-allow-headers': 'range, if-range, if-match, if-unmodified-since, if-none-match, if-modified-since',
         'access-control-max-age': '86400',
       });
       res.end();
@@ -222,7 +257,7 @@ export function createDownloadServer(options: {
       return serveFile(req, res, describeFile(t, reader), null, reader, head);
     }
     const st = await storage.stat(t.key);
-    if (st?.type === 'dir') return serveFolder(res, t, pathname, head);
+    if (st?.type === 'dir') return serveFolder(res, t, req.url ?? pathname, st.version, head);
     return problem(res, 404, 'not_found', 'No such file', head);
   }
 

@@ -1,4 +1,4 @@
-import type { FieldProblem } from '../../infra/errors.js';
+import { type FieldProblem, ValidationError } from '../../infra/errors.js';
 import { parseChangelog } from '../content/changelog.js';
 import { parseFaq } from '../content/faq.js';
 import { findRelativeLinks } from '../content/markdown.js';
@@ -151,9 +151,10 @@ export function validatePatch(patch: ProductPatch): { ok: true; value: Validated
         break;
       }
       case 'contact': {
-        const c = value as { name: string; email: string };
-        const name = c.name.trim();
-        const email = c.email.trim();
+        // Either part may be missing here when the schema already reported it (allPatchProblems).
+        const c = value as { name?: string; email?: string };
+        const name = (c.name ?? '').trim();
+        const email = (c.email ?? '').trim();
         if (name === '' || CONTROL_OR_NEWLINE.test(name)) errors.push({ field: 'contact.name', message: 'is required when contact is set and must be a single line' });
         if (!EMAIL.test(email) || email.length > 254) errors.push({ field: 'contact.email', message: 'must be a valid email address' });
         set.contact = { name, email };
@@ -206,6 +207,36 @@ export function validatePatch(patch: ProductPatch): { ok: true; value: Validated
 
   if (errors.length) return { ok: false, errors };
   return { ok: true, value: { set, unset: [...unset], changed: [...changed], warnings } };
+}
+
+/** The 400 for an invalid PATCH: every problem in `errors`, the first in the detail. */
+export function invalidPatch(errors: FieldProblem[]): ValidationError {
+  const first = errors[0];
+  const detail = `${errors.length} invalid field(s); first: ${first?.field} ${first?.message}${first?.line ? ` (line ${first.line})` : ''}`;
+  return new ValidationError(detail, errors);
+}
+
+const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * Every problem of a body the route schema refused: the schema's own (wrong types, unknown or
+ * missing fields) and, for the fields and sub-fields it had nothing against, the rules above.
+ * A vendor then fixes one body in one round trip instead of learning of the next error each time.
+ */
+export function allPatchProblems(body: unknown, schemaProblems: FieldProblem[]): FieldProblem[] {
+  if (!isPlainObject(body)) return schemaProblems;
+  const rest: Record<string, unknown> = { ...body };
+  for (const { field } of schemaProblems) {
+    const [top, sub] = field.split('.') as [string, string | undefined];
+    const value = rest[top];
+    if (sub !== undefined && isPlainObject(value)) {
+      const { [sub]: _dropped, ...kept } = value;
+      rest[top] = kept;
+    } else delete rest[top];
+  }
+  const checked = validatePatch(rest as ProductPatch);
+  const reported = new Set(schemaProblems.map((p) => p.field));
+  return [...schemaProblems, ...(checked.ok ? [] : checked.errors.filter((e) => !reported.has(e.field)))];
 }
 
 /** The fields after applying a validated patch to the current ones. */

@@ -1,9 +1,10 @@
 import { Type } from 'typebox';
 import { TooManyRequestsError, UnauthorizedError } from '../../infra/errors.js';
 import type { FailureLimiter } from '../../infra/failure-limiter.js';
-import type { HttpApp } from '../../infra/http.js';
+import { type AjvIssue, type HttpApp, validationProblems } from '../../infra/http.js';
 import type { CrawlerService } from '../crawler/service.js';
 import { PATCH_BODY_LIMIT } from './fields.js';
+import { allPatchProblems, invalidPatch } from './patch-validation.js';
 import { ProductPatchSchema } from './patch-schema.js';
 import type { ProductRow } from './repository.js';
 import type { ProductService } from './service.js';
@@ -54,8 +55,15 @@ export function registerProductRoutes(app: HttpApp, { products, limiter, crawler
 
   app.patch(
     '/api/products/:id',
-    { schema: { params: Params, querystring: PatchQuery, body: ProductPatchSchema }, onRequest: authenticate, bodyLimit: PATCH_BODY_LIMIT },
+    // attachValidation: a body the schema refuses is still checked field by field below, so the
+    // answer lists every problem of the body at once.
+    { schema: { params: Params, querystring: PatchQuery, body: ProductPatchSchema }, onRequest: authenticate, bodyLimit: PATCH_BODY_LIMIT, attachValidation: true },
     async (req) => {
+      const invalid = req.validationError;
+      if (invalid) {
+        if (invalid.validationContext !== 'body') throw invalid;
+        throw invalidPatch(allPatchProblems(req.body, validationProblems(invalid.validation as AjvIssue[])));
+      }
       const dryRun = req.query.dryRun === 'true' || req.query.dryRun === '1';
       const result = await products.patch(req.product!, req.body, { dryRun, clientAddress: req.ip });
       return { ...result.product, changedFields: result.changedFields, warnings: result.warnings, ...(dryRun ? { dryRun: true } : {}) };

@@ -19,7 +19,8 @@ import {
 } from '../../infra/secrets.js';
 import { FIELD_NAMES, type FieldName, type ProductFields } from './fields.js';
 import type { ProductPatch } from './patch-schema.js';
-import { applyPatch, validatePatch } from './patch-validation.js';
+import { applyPatch, invalidPatch, validatePatch } from './patch-validation.js';
+import { placeholderWarnings } from './placeholder-warnings.js';
 import type { ProductRow, ProductsRepository, RevisionRow } from './repository.js';
 import { productIdProblem } from './slug.js';
 
@@ -194,12 +195,9 @@ export function productService({ repo, publishing, now = () => new Date() }: Pro
       options: { dryRun: boolean; clientAddress: string },
     ): Promise<{ product: ProductView; warnings: FieldProblem[]; changedFields: FieldName[] }> {
       const checked = validatePatch(body);
-      if (!checked.ok) {
-        const first = checked.errors[0];
-        const detail = `${checked.errors.length} invalid field(s); first: ${first?.field} ${first?.message}${first?.line ? ` (line ${first.line})` : ''}`;
-        throw new ValidationError(detail, checked.errors);
-      }
-      const patch = checked.value;
+      if (!checked.ok) throw invalidPatch(checked.errors);
+      const release = (await repo.getSetting(RELEASE_KEY)) ?? null;
+      const patch = { ...checked.value, warnings: [...checked.value.warnings, ...placeholderWarnings(checked.value.set, release)] };
       if (options.dryRun) {
         const fields = applyPatch(parseFields(row), patch);
         return { product: { ...view(row), name: fields.name, fields }, warnings: patch.warnings, changedFields: patch.changed };
@@ -251,6 +249,12 @@ export function productService({ repo, publishing, now = () => new Date() }: Pro
 
     async platformRelease(): Promise<string | null> {
       return (await repo.getSetting(RELEASE_KEY)) ?? null;
+    },
+
+    /** What the product's page shows literally because no platform release is set (for staff going live). */
+    async placeholderWarnings(id: string): Promise<FieldProblem[]> {
+      const row = await repo.find(id);
+      return row ? placeholderWarnings(parseFields(row), (await repo.getSetting(RELEASE_KEY)) ?? null) : [];
     },
   };
 }

@@ -49,7 +49,8 @@ export interface ProductPageModel {
   labels: InstallLabel[] | null;
   workflows: WorkflowFile[] | null;
   contact: { name: string; email: string } | null;
-  feedUrl: string;
+  /** The product's release feed; null while hidden (feeds list live products only, README "Product pages"). */
+  feedUrl: string | null;
   /** Nodes of the best crawled label, grouped by named category path; null before any crawl. */
   nodes: { label: string; groups: NodeGroup[] } | null;
 }

@@ -136,7 +136,7 @@ export function productPageModel(
     labels: files ? installLabels(site, p.id, files.labels, release) : null,
     workflows,
     contact: f.contact ?? null,
-    feedUrl: `/product/${p.id}/releases.atom`,
+    feedUrl: p.state === 'live' ? `/product/${p.id}/releases.atom` : null,
     nodes: null,
   };
 }

@@ -338,7 +338,7 @@ export function ProductPage(props: { site: SiteInfo; m: ProductPageModel }) {
         canonical: m.pageUrl,
         noindex: m.hidden,
         ...(m.iconUrl ? { ogImage: `${site.baseUrl}${m.iconUrl}` } : {}),
-        feed: { title: `${m.name}: releases`, href: m.feedUrl },
+        ...(m.feedUrl ? { feed: { title: `${m.name}: releases`, href: m.feedUrl } } : {}),
       }}
     >
       {m.hidden ? (

@@ -4,7 +4,7 @@ import GithubSlugger from 'github-slugger';
 import {
   createMarkdown,
   findRelativeLinks,
-  linkReferenceDefinitions,
+  linkReferences,
   renderMarkdown,
   stripHtmlComments,
 } from '../../../src/publishing/content/markdown.js';
@@ -138,10 +138,17 @@ describe('stripHtmlComments', () => {
   });
 });
 
-describe('linkReferenceDefinitions', () => {
-  it('regenerates the definitions so fragments can be rendered on their own', () => {
-    const refs = linkReferenceDefinitions('- Fixed ([#12])\n\n[#12]: https://example.com/issues/12 "Issue 12"\n<!-- [x]: https://hidden.example -->');
-    assert.equal(refs, '[#12]: <https://example.com/issues/12> "Issue 12"');
-    assert.match(renderMarkdown(`Fixed ([#12])\n\n${refs}`).html, /<a href="https:\/\/example\.com\/issues\/12" title="Issue 12"/);
+describe('linkReferences', () => {
+  it('collects the definitions so fragments can be rendered on their own', () => {
+    const refs = linkReferences('- Fixed ([#12])\n\n[#12]: https://example.com/issues/12 "Issue 12"\n<!-- [x]: https://hidden.example -->');
+    assert.deepEqual(Object.keys(refs), ['#12']);
+    assert.match(renderMarkdown('Fixed ([#12])', { references: refs }).html, /<a href="https:\/\/example\.com\/issues\/12" title="Issue 12"/);
+    assert.doesNotMatch(renderMarkdown('[x] and [toString] and [__proto__]', { references: refs }).html, /<a/);
+  });
+
+  it('a definition inside one fragment does not leak into the next', () => {
+    const refs = linkReferences('[a]: https://a.example');
+    assert.match(renderMarkdown('[b]\n\n[b]: https://b.example', { references: refs }).html, /b\.example/);
+    assert.doesNotMatch(renderMarkdown('[b]', { references: refs }).html, /<a/);
   });
 });

@@ -4,6 +4,7 @@ import fc from 'fast-check';
 import { versionBadge } from '../../../src/publishing/content/badge.js';
 import { releaseNotesHtml } from '../../../src/publishing/content/feeds.js';
 import { substitutePlatformRelease } from '../../../src/publishing/content/placeholder.js';
+import { renderedCharacters } from '../../../src/publishing/content/markdown.js';
 import { renderProductContent } from '../../../src/publishing/content/product-content.js';
 
 describe('substitutePlatformRelease', () => {
@@ -89,4 +90,29 @@ describe('versionBadge', () => {
     assert.match(svg, /fill="#ff8800"/);
     assert.match(versionBadge('P', null, '#ff8800'), /no release/);
   });
+});
+
+describe('rendering work grows linearly with the content', () => {
+  /** A changelog of n items, each using its own reference defined at the bottom (a common style). */
+  const changelogOf = (n: number) =>
+    `# Changelog\n\n## [1.0.0] - 2024-01-01\n\n### Fixed\n\n${Array.from({ length: n }, (_, i) => `- Fixed [#${i}]`).join('\n')}\n\n${Array.from({ length: n }, (_, i) => `[#${i}]: https://issues.example/${i}`).join('\n')}\n`;
+  const faqOf = (n: number) =>
+    `${Array.from({ length: n }, (_, i) => `## Question ${i}\n\nSee [q${i}].`).join('\n\n')}\n\n${Array.from({ length: n }, (_, i) => `[q${i}]: https://faq.example/${i}`).join('\n')}\n`;
+
+  function workFor(fields: { changelog?: string; faq?: string }): number {
+    const before = renderedCharacters();
+    const c = renderProductContent({ name: 'P', ...fields }, null);
+    // Every reference still resolves in its fragment.
+    for (const item of c.changelog?.releases[0]?.sections[0]?.itemsHtml ?? []) assert.match(item, /<a href="https:\/\/issues\.example\/\d+"/);
+    for (const entry of c.faq) assert.match(entry.answerHtml, /<a href="https:\/\/faq\.example\/\d+"/);
+    return renderedCharacters() - before;
+  }
+
+  for (const [field, build] of [['changelog', changelogOf], ['faq', faqOf]] as const) {
+    it(`${field}: four times the items and reference definitions is at most about four times the Markdown parsed`, () => {
+      const small = workFor({ [field]: build(100) });
+      const large = workFor({ [field]: build(400) });
+      assert.ok(large <= small * 4.5, `${small} characters parsed for 100 items, ${large} for 400`);
+    });
+  }
 });

@@ -73,7 +73,7 @@ for (const target of dialects()) {
 
       const human = await pier('staff', 'crawl', 'widgets');
       assert.equal(human.code, 0, human.stderr);
-      assert.match(human.stdout, /crawl of 5\.4: finished .*\n +9 units, 2 features, 4 bundles, 1 categories, 4 nodes, 1 node sets, 1 problems/);
+      assert.match(human.stdout, /crawl of 5\.4: finished .*\n +9 units, 2 features, 4 bundles, 1 category, 4 nodes, 1 node set, 1 problem/);
       const json = await pier('staff', 'crawl', 'widgets', '--label', '5.4', '--json');
       assert.equal(json.code, 0, json.stderr);
       const out = JSON.parse(json.stdout);

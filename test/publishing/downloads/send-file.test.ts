@@ -1,5 +1,6 @@
 // sendRange's choice between synchronous and thread-pool reads (src/publishing/downloads/send-file.ts),
-// with a stored reader over bytes in memory whose synchronous read can be made slow.
+// with a stored reader over bytes in memory whose synchronous reads take as long as a fake clock
+// says: how fast this machine reads from memory never decides a result.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import http from 'node:http';
@@ -10,8 +11,12 @@ import { sendRange } from '../../../src/publishing/downloads/send-file.js';
 const content = Buffer.from(Array.from({ length: 5 * 1024 * 1024 + 123 }, (_, i) => (i * 31) % 251));
 const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 const calls = { now: 0, pool: 0 };
-/** Milliseconds each of the next synchronous reads takes (reads that had to go to the disk). */
+/** Milliseconds each of the next synchronous reads takes on the fake clock (reads that had to go to the disk). */
 let slowNowDelays: number[] = [];
+/** Milliseconds each of the next synchronous reads really blocks, unseen by the fake clock (a busy machine). */
+let realNowDelays: number[] = [];
+let fakeNs = 0n;
+const clock = () => fakeNs;
 
 function reader(): StoredReader {
   const copy = (buffer: Buffer, offset: number, length: number, position: number) => content.copy(buffer, offset, position, Math.min(content.length, position + length));
@@ -27,8 +32,9 @@ function reader(): StoredReader {
     },
     readNow(buffer, offset, length, position) {
       calls.now++;
-      const delay = slowNowDelays.shift() ?? 0;
-      if (delay > 0) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, delay);
+      fakeNs += BigInt(slowNowDelays.shift() ?? 0) * 1_000_000n;
+      const real = realNowDelays.shift() ?? 0;
+      if (real > 0) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, real);
       return copy(buffer, offset, length, position);
     },
     async close() {},
@@ -41,7 +47,7 @@ before(async () => {
   server = http.createServer((req, res) => {
     const id = String(req.headers['x-id']);
     res.writeHead(200, { 'content-length': content.length });
-    void sendRange(res, reader(), id, 0, content.length - 1);
+    void sendRange(res, reader(), id, 0, content.length - 1, { clock });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   url = `http://127.0.0.1:${(server.address() as { port: number }).port}/`;
@@ -77,4 +83,14 @@ test('two slow synchronous reads in a row send the rest of that download through
   const next = await download('file-c');
   assert.equal(next.now, 0, 'a download that met a slow read does not mark the file warm');
   assert.ok((await download('file-c')).now >= 5, 'a whole download without one does');
+});
+
+test('how long reads really take on this machine does not matter: only the injected clock is read', async () => {
+  await download('file-d');
+  realNowDelays = [5, 5, 5, 5, 5, 5];
+  const busy = await download('file-d');
+  realNowDelays = [];
+  assert.ok(busy.now >= 5, 'every read stayed synchronous');
+  assert.equal(busy.pool, 0);
+  assert.ok((await download('file-d')).now >= 5, 'and the file stays warm');
 });

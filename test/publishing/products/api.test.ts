@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import fc from 'fast-check';
 import { dialects } from '../../helpers/db.js';
 import { patchProduct, type RunningPublishing, startPublishing } from '../../helpers/publishing.js';
 
@@ -169,6 +170,47 @@ for (const target of dialects()) {
       }
     });
 
+    test('every invalid field of one body is reported at once, type errors and rule errors alike', async () => {
+      const res = await patchProduct(pier.url, 'text-tools', token, {
+        name: '  ',
+        contact: { name: 'Ada' },
+        style: { color1: 'red', color2: 7 },
+        description: ['x'],
+        changelog: '# A\n\n## [1.0.0] - 2023-02-29\n',
+        bogus: 1,
+      });
+      assert.equal(res.status, 400);
+      const fields = (res.json.errors as { field: string }[]).map((e) => e.field).sort();
+      assert.deepEqual(fields, ['bogus', 'changelog', 'contact.email', 'description', 'name', 'style.color1', 'style.color2'].sort());
+    });
+
+    test('property: whatever subset of fields is invalid, the answer names exactly those', async () => {
+      const bad: [string, (b: Record<string, unknown>) => void][] = [
+        ['name', (b) => (b.name = '')],
+        ['description', (b) => (b.description = 3)],
+        ['contact.email', (b) => (b.contact = { ...(b.contact as object), name: 'Ada' })],
+        ['contact.name', (b) => (b.contact = { ...(b.contact as object), name: 'x\ny', email: 'a@b.example' })],
+        ['style.color1', (b) => (b.style = { ...(b.style as object), color1: 'red' })],
+        ['style.color2', (b) => (b.style = { ...(b.style as object), color2: false })],
+        ['faq', (b) => (b.faq = 'no questions')],
+        ['icon', (b) => (b.icon = '<html/>')],
+        ['extra', (b) => (b.extra = 1)],
+      ];
+      await fc.assert(
+        fc.asyncProperty(fc.subarray(bad, { minLength: 1 }), async (chosen) => {
+          // contact.name and contact.email cannot both be set by these builders: keep one.
+          const picked = chosen.some(([f]) => f === 'contact.name') ? chosen.filter(([f]) => f !== 'contact.email') : chosen;
+          const body: Record<string, unknown> = {};
+          for (const [, make] of picked) make(body);
+          const res = await patchProduct(pier.url, 'text-tools', token, body);
+          assert.equal(res.status, 400);
+          const fields = (res.json.errors as { field: string }[]).map((e) => e.field).sort();
+          assert.deepEqual(fields, picked.map(([f]) => f).sort());
+        }),
+        { numRuns: 25 },
+      );
+    });
+
     test('a request with any invalid field changes nothing at all', async () => {
       const before = await get('text-tools', token);
       const res = await patchProduct(pier.url, 'text-tools', token, { description: 'changed?', style: { color1: 'nope' } });
@@ -256,6 +298,22 @@ for (const target of dialects()) {
       await patchProduct(pier.url, 'text-tools', token, { description: 'dry' }, { query: '?dryRun=true' });
       await patchProduct(pier.url, 'text-tools', token, { style: { color1: 'bad' } });
       assert.equal((await pier.service.products.history('text-tools', 100)).length, count);
+    });
+
+    test('a placeholder with no platform release set is warned about, on dry runs too, until staff set one', async () => {
+      const body = { text: 'Intro\n\nWorks on {{platformRelease}}.', faq: '## Which?\n\n{{platformRelease}}', license: 'MIT' };
+      const placeholderWarnings = (json: Record<string, unknown>) =>
+        (json.warnings as { field: string; line?: number; message: string }[]).filter((w) => /platformRelease/.test(w.message));
+      for (const query of ['?dryRun=true', '']) {
+        const res = await patchProduct(pier.url, 'text-tools', token, body, { query });
+        assert.equal(res.status, 200);
+        const warned = placeholderWarnings(res.json);
+        assert.deepEqual(warned.map((w) => [w.field, w.line]), [['text', 3], ['faq', 3]], JSON.stringify(warned));
+        assert.match(warned[0]?.message ?? '', /set-release/);
+      }
+      await pier.service.products.setPlatformRelease('5.4');
+      const res = await patchProduct(pier.url, 'text-tools', token, body);
+      assert.deepEqual(placeholderWarnings(res.json), []);
     });
 
     test('a rotated token stops working at once; the new one works', async () => {

@@ -40,6 +40,10 @@ for (const dialect of dialects()) {
       assert.match(hidden.headers.get('content-type') ?? '', /^text\/html/);
       assert.match(hidden.text, /<meta name="robots" content="noindex"\/>/);
       assert.match(hidden.text, /Not live yet\./);
+      // Every feed a page links must answer: a hidden product has no feed, so its page links none.
+      const feedLinks = (html: string) => [...html.matchAll(/<link rel="alternate" type="application\/atom\+xml"[^>]* href="([^"]+)"/g)].map((m) => m[1] as string);
+      assert.deepEqual(feedLinks(hidden.text).filter((href) => href.startsWith('/product/')), []);
+      for (const href of feedLinks(hidden.text)) assert.equal((await get(`${site.url}${href}`)).status, 200, href);
       await site.setState('text-tools', 'live');
       const live = await get(`${site.url}/product/text-tools`);
       assert.doesNotMatch(live.text, /noindex|Not live yet/);
@@ -47,6 +51,7 @@ for (const dialect of dialects()) {
       assert.match(live.text, /<meta property="og:title" content="Text Tools · Pier"\/>/);
       assert.match(live.text, /<meta name="twitter:description" content="Tokenize, stem and tag text right inside your workflows"\/>/);
       assert.match(live.text, /<link rel="alternate" type="application\/atom\+xml" title="Text Tools: releases" href="\/product\/text-tools\/releases.atom"\/>/);
+      for (const href of feedLinks(live.text)) assert.equal((await get(`${site.url}${href}`)).status, 200, href);
       const csp = Object.fromEntries((live.headers.get('content-security-policy') ?? '').split(/;\s*/).map((d) => [d.split(' ')[0], d]));
       assert.equal(csp['script-src'], "script-src 'self'", 'no inline or foreign script');
       assert.equal(csp['default-src'], "default-src 'none'");
