@@ -179,8 +179,8 @@ export function registerStaffCommands(program: Command): void {
 
   staff
     .command('enable <product-id>')
-    .description('make the page live: only when the latest crawl of every label began after its last change and finished without fatal problems')
-    .option('--force', 'go live even so (says what was overridden)')
+    .description('make the page live: only when the latest crawl of every label began after its last change and finished without fatal or error problems')
+    .option('--force', 'go live even so, past unfinished crawls and fatal or error problems (says what was overridden)')
     .option('--json', 'print JSON')
     .action(async (id: string, opts: { force?: boolean; json?: boolean }) => {
       const r = await withProducts((_p, _f, c) => c.enable(id, !!opts.force));

@@ -96,10 +96,14 @@ async function pool<T>(items: T[], n: number, fn: (t: T) => Promise<void>): Prom
   );
 }
 
-export async function crawlRepository(url: string, crawlLimits: CrawlLimits = DEFAULT_CRAWL_LIMITS): Promise<CrawlResult> {
+/**
+ * `scope` (a URL prefix ending in `/`, the product's folder on the download host) confines every
+ * fetch of the crawl, composite children included; without it the crawl stays on the origin.
+ */
+export async function crawlRepository(url: string, crawlLimits: CrawlLimits = DEFAULT_CRAWL_LIMITS, scope?: string): Promise<CrawlResult> {
   const base = url.endsWith('/') ? url : `${url}/`;
   // Every fetch of this crawl stays on the label's own host and shares one request budget.
-  const limits: CrawlLimits = { ...crawlLimits, origin: new URL(base).origin, budget: { left: crawlLimits.maxRequests } };
+  const limits: CrawlLimits = { ...crawlLimits, origin: new URL(base).origin, budget: { left: crawlLimits.maxRequests }, ...(scope ? { scope } : {}) };
   const problems = new ProblemList();
   const repo = await readRepository(base, problems, limits);
   if (!repo.readable) {

@@ -5,7 +5,7 @@
  * with a depth and cycle guard. Artifact locations come from the repository's mapping rules.
  */
 import xz from 'xz-decompress';
-import { type FetchLimits, FetchProblem, fetchBytes } from './fetcher.js';
+import { type FetchLimits, FetchProblem, fetchBytes, withinScope } from './fetcher.js';
 import { JarProblem, openJar } from './jar.js';
 import type { ProblemList } from './problems.js';
 import { child, childElements, parseXml, type XmlElement, XmlProblem } from './xml.js';
@@ -190,14 +190,34 @@ function readArtifacts(root: XmlElement, base: string, into: Map<string, Artifac
   }
 }
 
-/** Children of a composite repository, resolved against its URL. */
-function compositeChildren(root: XmlElement, base: string, limits: ReadLimits): string[] {
+/**
+ * Children of a composite repository, resolved against its URL. A child outside the crawl's
+ * scope (the product's own folder) is refused with a problem naming it: it would index another
+ * product's nodes as this one's.
+ */
+function compositeChildren(root: XmlElement, base: string, limits: ReadLimits, problems: ProblemList): string[] {
   return childElements(child(root, 'children'), 'child')
     .slice(0, limits.maxChildren)
-    .map((c) => {
+    .flatMap((c) => {
       const loc = c.attrs.location ?? '';
-      const url = new URL(loc, base).href;
-      return url.endsWith('/') ? url : `${url}/`;
+      let url: string;
+      try {
+        url = new URL(loc, base).href;
+      } catch {
+        problems.add({ severity: 'error', code: 'composite_child_refused', message: `composite child "${loc}" is not a valid URL`, where: base });
+        return [];
+      }
+      if (!url.endsWith('/')) url = `${url}/`;
+      if (limits.scope !== undefined && !withinScope(url, limits.scope)) {
+        problems.add({
+          severity: 'error',
+          code: 'composite_child_refused',
+          message: `composite child "${loc}" (${url}) is outside this product's folder ${limits.scope}: not read`,
+          where: base,
+        });
+        return [];
+      }
+      return [url];
     });
 }
 
@@ -231,7 +251,7 @@ export async function readRepository(url: string, problems: ProblemList, limits:
     if (!loaded) return false;
     if (loaded.file.startsWith('composite')) {
       let any = false;
-      for (const c of compositeChildren(loaded.root, base, limits)) {
+      for (const c of compositeChildren(loaded.root, base, limits, problems)) {
         if (await visit(c, depth + 1, kind, [...path, base])) any = true;
       }
       return any;

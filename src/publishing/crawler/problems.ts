@@ -11,6 +11,7 @@ export interface CrawlProblem {
     | 'fetch_failed'
     | 'composite_cycle'
     | 'composite_too_deep'
+    | 'composite_child_refused'
     | 'category_undeclared'
     | 'description_missing'
     | 'label_removed';
@@ -24,7 +25,12 @@ export class ProblemList {
   readonly items: CrawlProblem[] = [];
   /** Enough to tell what is wrong; a hostile site cannot grow the report without bound. */
   constructor(private readonly max = 500) {}
+  private readonly seen = new Set<string>();
   add(p: CrawlProblem): void {
+    // The metadata and the artifact pass may meet the same defect: it is listed once.
+    const key = `${p.severity} ${p.code} ${p.where} ${p.message}`;
+    if (this.seen.has(key)) return;
+    this.seen.add(key);
     if (this.items.length < this.max) this.items.push(p);
   }
 }

@@ -145,7 +145,8 @@ export function crawlerService({ crawls, products, files, downloadUrl, limits = 
     const present = (await files.listLabels(productId)).some((x) => x.label === l && x.files > 0);
     let result: CrawlResult;
     try {
-      result = present ? await crawlRepository(url, limits) : removedLabel(url, l);
+      // Only the product's own folder: a composite child elsewhere on the download host is another vendor's.
+      result = present ? await crawlRepository(url, limits, `${downloadUrl}/${encodeURIComponent(productId)}/`) : removedLabel(url, l);
     } catch (e) {
       // A defect of ours, not of the site: recorded, so the label never stays "running".
       result = failedCrawl(url, (e as Error).message);
@@ -218,7 +219,7 @@ export function crawlerService({ crawls, products, files, downloadUrl, limits = 
       return done;
     },
 
-    /** Why the product may not go live yet: empty when every label's latest crawl finished without fatal problems. */
+    /** Why the product may not go live yet: empty when every label's latest crawl finished without fatal or error problems. */
     async liveBlockers(productId: string): Promise<string[]> {
       const labels = await crawlableLabels(productId);
       if (labels.length === 0) {
@@ -240,6 +241,13 @@ export function crawlerService({ crawls, products, files, downloadUrl, limits = 
         // The latest crawl read files that are no longer there: its nodes may be wrong.
         if (c.stale) return [`the files of label ${l} changed after its latest crawl began (${c.startedAt}): ${recrawl}`];
         if (c.summary?.fatal) return [`the latest crawl of label ${l} has fatal problems: ${c.problems.filter((p) => p.severity === 'fatal').map((p) => p.message).join('; ')}`];
+        // Errors (a missing or corrupt artifact, a checksum P2 refuses) make installs from the
+        // label fail: they block as fatal problems do.
+        const errors = c.problems.filter((p) => p.severity === 'error');
+        if (errors.length > 0) {
+          const shown = errors.slice(0, 5).map((p) => p.message);
+          return [`the latest crawl of label ${l} has ${errors.length} error${errors.length === 1 ? '' : 's'} (installs from it may fail): ${shown.join('; ')}${errors.length > shown.length ? '; …' : ''}`];
+        }
         return [];
       });
       // A label removed (or renamed away) after its crawl still has that crawl's nodes indexed.
