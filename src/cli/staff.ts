@@ -29,8 +29,13 @@ async function withProducts<T>(action: (products: ProductService, files: FilesSe
       products: repo,
       files: productFilesReader(filesRepository(database.db)),
       downloadUrl: config.publishing.downloadUrl,
+      isolation: { maxMemoryMb: config.publishing.crawlMaxMemoryMb, timeoutMs: config.publishing.crawlTimeoutSeconds * 1000 },
     });
-    return await action(productService({ repo, publishing: config.publishing }), files, crawler);
+    try {
+      return await action(productService({ repo, publishing: config.publishing }), files, crawler);
+    } finally {
+      await crawler.close();
+    }
   } finally {
     await database.close();
   }

@@ -40,7 +40,13 @@ export async function createPublishingService(config: Config, options: Publishin
   const products = productService({ repo, publishing: config.publishing });
   const files = productFilesReader(filesRepository(database.db));
   const crawls = crawlsRepository(database.db, database.dialect);
-  const crawler = crawlerService({ crawls, products: repo, files, downloadUrl: config.publishing.downloadUrl });
+  const crawler = crawlerService({
+    crawls,
+    products: repo,
+    files,
+    downloadUrl: config.publishing.downloadUrl,
+    isolation: { maxMemoryMb: config.publishing.crawlMaxMemoryMb, timeoutMs: config.publishing.crawlTimeoutSeconds * 1000 },
+  });
   const pages = pagesService({
     repo,
     files,
@@ -67,6 +73,7 @@ export async function createPublishingService(config: Config, options: Publishin
     autoCrawl,
     async close() {
       await autoCrawl?.stop();
+      await crawler.close();
       await app.close();
       await database.close();
     },

@@ -18,7 +18,7 @@ import {
 import { type CrawlProblem, ProblemList } from './problems.js';
 import { readKnimeYml, readPythonModule } from './python-extension.js';
 import { describeUnit, type InstallableUnit, mayHoldNodes } from './units.js';
-import { parseXml, XmlProblem } from './xml.js';
+import { DEFAULT_MAX_XML_ELEMENTS, parseXml, XmlProblem } from './xml.js';
 
 export interface CrawlLimits extends ReadLimits {
   jar: JarLimits;
@@ -38,6 +38,7 @@ export const DEFAULT_CRAWL_LIMITS: CrawlLimits = {
   // A vendor's own repository metadata is a few MB at most; parsed XML takes ~60x its size
   // in memory, and crawls run in the serving process.
   maxXmlBytes: 16 * 1024 * 1024,
+  maxXmlElements: DEFAULT_MAX_XML_ELEMENTS,
   maxCompositeDepth: 5,
   maxChildren: 100,
   jar: DEFAULT_JAR_LIMITS,
@@ -214,23 +215,28 @@ export async function crawlRepository(url: string, crawlLimits: CrawlLimits = DE
   }
   nodes.sort((a, b) => (a.factoryClass < b.factoryClass ? -1 : a.factoryClass > b.factoryClass ? 1 : 0));
   const list = problems.items;
-  return {
+  const result = {
     url: base,
     units,
     nodes,
     categories: categories.map((c) => ({ ...c, fullPath: categoryFullPath(c) })),
     nodeSets,
     problems: list,
-    summary: {
-      units: units.length,
-      features: units.filter((u) => u.kind === 'feature').length,
-      bundles: units.filter((u) => u.kind === 'bundle').length,
-      categories: units.filter((u) => u.kind === 'category').length,
-      nodes: nodes.length,
-      nodeSets: nodeSets.length,
-      problems: list.length,
-      fatal: list.some((p) => p.severity === 'fatal'),
-    },
+  };
+  return { ...result, summary: summarize(result) };
+}
+
+/** The counts of a result (also recounted by the serving process for a worker's result). */
+export function summarize(r: Pick<CrawlResult, 'units' | 'nodes' | 'nodeSets' | 'problems'>): CrawlSummary {
+  return {
+    units: r.units.length,
+    features: r.units.filter((u) => u.kind === 'feature').length,
+    bundles: r.units.filter((u) => u.kind === 'bundle').length,
+    categories: r.units.filter((u) => u.kind === 'category').length,
+    nodes: r.nodes.length,
+    nodeSets: r.nodeSets.length,
+    problems: r.problems.length,
+    fatal: r.problems.some((p) => p.severity === 'fatal'),
   };
 }
 

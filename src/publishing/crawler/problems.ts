@@ -4,10 +4,12 @@ export interface CrawlProblem {
   code:
     | 'metadata_unreadable'
     | 'crawl_failed'
+    | 'crawl_limit_exceeded'
     | 'artifact_missing'
     | 'checksum_mismatch'
     | 'jar_unreadable'
     | 'xml_error'
+    | 'metadata_empty'
     | 'fetch_failed'
     | 'composite_cycle'
     | 'composite_too_deep'

@@ -10,7 +10,8 @@ import { ConflictError, NotFoundError } from '../../infra/errors.js';
 import type { ProductFilesReader } from '../files/reader.js';
 import { isLabel } from '../files/tree.js';
 import type { ProductRow, ProductsRepository } from '../products/repository.js';
-import { type CrawlLimits, type CrawlResult, type CrawlSummary, crawlRepository, DEFAULT_CRAWL_LIMITS } from './crawl.js';
+import { type CrawlLimits, type CrawlResult, type CrawlSummary, DEFAULT_CRAWL_LIMITS } from './crawl.js';
+import { CrawlAborted, DEFAULT_ISOLATION, type IsolationLimits, isolatedCrawler } from './isolated.js';
 import type { CrawlProblem } from './problems.js';
 import type { CrawlNodeRow, CrawlRow, CrawlsRepository } from './repository.js';
 
@@ -36,6 +37,8 @@ export interface CrawlerServiceDeps {
   /** Public URL of the download host: the crawler reads what users get. */
   downloadUrl: string;
   limits?: CrawlLimits;
+  /** Memory and wall-time limits of the worker thread crawls run in. */
+  isolation?: IsolationLimits;
   now?: () => Date;
 }
 
@@ -60,8 +63,9 @@ function emptyCrawl(url: string, problem: CrawlProblem): CrawlResult {
   };
 }
 
-function failedCrawl(url: string, message: string): CrawlResult {
-  return emptyCrawl(url, { severity: 'fatal', code: 'crawl_failed', message: `the crawl failed: ${message}`, where: url });
+function failedCrawl(url: string, e: unknown): CrawlResult {
+  if (e instanceof CrawlAborted) return emptyCrawl(url, { severity: 'fatal', code: 'crawl_limit_exceeded', message: e.message, where: url });
+  return emptyCrawl(url, { severity: 'fatal', code: 'crawl_failed', message: `the crawl failed: ${(e as Error).message}`, where: url });
 }
 
 /**
@@ -92,7 +96,18 @@ function nodeRows(productId: string, productName: string, label: string, r: Craw
   }));
 }
 
-export function crawlerService({ crawls, products, files, downloadUrl, limits = DEFAULT_CRAWL_LIMITS, now = () => new Date() }: CrawlerServiceDeps) {
+export function crawlerService({
+  crawls,
+  products,
+  files,
+  downloadUrl,
+  limits = DEFAULT_CRAWL_LIMITS,
+  isolation = DEFAULT_ISOLATION,
+  now = () => new Date(),
+}: CrawlerServiceDeps) {
+  // Crawls run in a worker thread: vendor input never blocks or exhausts the serving process.
+  const isolated = isolatedCrawler(limits, isolation);
+
   async function product(id: string): Promise<ProductRow> {
     const row = await products.find(id);
     if (!row) throw new NotFoundError(`no product "${id}"`);
@@ -146,10 +161,10 @@ export function crawlerService({ crawls, products, files, downloadUrl, limits = 
     let result: CrawlResult;
     try {
       // Only the product's own folder: a composite child elsewhere on the download host is another vendor's.
-      result = present ? await crawlRepository(url, limits, `${downloadUrl}/${encodeURIComponent(productId)}/`) : removedLabel(url, l);
+      result = present ? await isolated.crawl(url, `${downloadUrl}/${encodeURIComponent(productId)}/`) : removedLabel(url, l);
     } catch (e) {
-      // A defect of ours, not of the site: recorded, so the label never stays "running".
-      result = failedCrawl(url, (e as Error).message);
+      // A limit exceeded, or a defect of ours: recorded as fatal, so the label never stays "running".
+      result = failedCrawl(url, e);
     }
     await crawls.finish(
       {
@@ -175,6 +190,8 @@ export function crawlerService({ crawls, products, files, downloadUrl, limits = 
     report,
     crawlableLabels,
     archiveOnlyLabels,
+    /** Ends the crawl worker (after the crawl in progress). */
+    close: () => isolated.close(),
 
     /**
      * Crawls every uploaded label (or one), and every label removed since its latest crawl (which
