@@ -1,5 +1,6 @@
 import { type Generated, type Kysely, type Migration, PostgresAdapter, sql } from 'kysely';
 import { openMigratedDatabase } from '../infra/database/index.js';
+import { MAX_LABEL_LENGTH } from './files/tree.js';
 
 export interface ProductsTable {
   id: string;
@@ -424,6 +425,17 @@ const migrations: Record<string, Migration> = {
           ${step('old', dbNow)}
           END`)
           .execute(db);
+      }
+    },
+  },
+  // Labels may be MAX_LABEL_LENGTH characters (files/tree.ts); 0003 made the crawl tables'
+  // label columns varchar(64), so on PostgreSQL a longer label failed every crawl pass. SQLite
+  // does not enforce a varchar length.
+  '0006_p_crawl_label_length': {
+    async up(db: Kysely<unknown>) {
+      if (!(db.getExecutor().adapter instanceof PostgresAdapter)) return;
+      for (const table of ['crawls', 'crawl_nodes']) {
+        await sql.raw(`ALTER TABLE ${table} ALTER COLUMN label TYPE varchar(${MAX_LABEL_LENGTH})`).execute(db);
       }
     },
   },

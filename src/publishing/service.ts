@@ -45,6 +45,8 @@ export async function createPublishingService(config: Config, options: Publishin
     products: repo,
     files,
     downloadUrl: config.publishing.downloadUrl,
+    // The app (and its logger) is built below; crawls run only after start-up.
+    log: { error: (o, msg) => app.log.error(o, msg) },
     isolation: { maxMemoryMb: config.publishing.crawlMaxMemoryMb, timeoutMs: config.publishing.crawlTimeoutSeconds * 1000 },
   });
   const pages = pagesService({

@@ -213,17 +213,62 @@ export async function crawlRepository(url: string, crawlLimits: CrawlLimits = DE
   for (const u of [...undeclared].sort()) {
     problems.add({ severity: 'warning', code: 'category_undeclared', message: `category ${u} is not declared by any bundle of the site`, where: u });
   }
-  nodes.sort((a, b) => (a.factoryClass < b.factoryClass ? -1 : a.factoryClass > b.factoryClass ? 1 : 0));
+  const unique = newestPerFactory(nodes, problems);
   const list = problems.items;
   const result = {
     url: base,
     units,
-    nodes,
+    nodes: unique,
     categories: categories.map((c) => ({ ...c, fullPath: categoryFullPath(c) })),
     nodeSets,
     problems: list,
   };
   return { ...result, summary: summarize(result) };
+}
+
+/**
+ * OSGi version order (major.minor.micro numerically, then the qualifier as a string), as P2
+ * picks the highest version of a bundle to install.
+ */
+export function compareOsgiVersions(a: string, b: string): number {
+  const pa = a.split('.');
+  const pb = b.split('.');
+  for (let i = 0; i < 3; i++) {
+    const d = (Number.parseInt(pa[i] ?? '0', 10) || 0) - (Number.parseInt(pb[i] ?? '0', 10) || 0);
+    if (d !== 0) return Math.sign(d);
+  }
+  const qa = pa.slice(3).join('.');
+  const qb = pb.slice(3).join('.');
+  return qa < qb ? -1 : qa > qb ? 1 : 0;
+}
+
+/**
+ * One node per factory class, sorted: the node catalog keys a label's nodes by factory class.
+ * A site with several versions of a bundle (or the same factory in two bundles) lists the one
+ * a P2 client installs, the highest version, and says so in a warning.
+ */
+function newestPerFactory(nodes: CrawledNode[], problems: ProblemList): CrawledNode[] {
+  const byFactory = new Map<string, CrawledNode[]>();
+  for (const n of nodes) {
+    const same = byFactory.get(n.factoryClass);
+    if (same) same.push(n);
+    else byFactory.set(n.factoryClass, [n]);
+  }
+  const out: CrawledNode[] = [];
+  for (const [factoryClass, same] of byFactory) {
+    same.sort((a, b) => compareOsgiVersions(b.bundleVersion, a.bundleVersion) || (a.bundle < b.bundle ? -1 : a.bundle > b.bundle ? 1 : 0));
+    const kept = same[0]!;
+    out.push(kept);
+    if (same.length > 1) {
+      problems.add({
+        severity: 'warning',
+        code: 'node_duplicate',
+        message: `node ${factoryClass} is in ${same.map((n) => `${n.bundle} ${n.bundleVersion}`).join(', ')}: the node catalog lists the one in ${kept.bundle} ${kept.bundleVersion}`,
+        where: factoryClass,
+      });
+    }
+  }
+  return out.sort((a, b) => (a.factoryClass < b.factoryClass ? -1 : a.factoryClass > b.factoryClass ? 1 : 0));
 }
 
 /** The counts of a result (also recounted by the serving process for a worker's result). */

@@ -16,6 +16,7 @@ export interface CrawlProblem {
     | 'composite_child_refused'
     | 'category_undeclared'
     | 'description_missing'
+    | 'node_duplicate'
     | 'label_removed';
   message: string;
   /** URL or `bundle!entry` the problem is about. */

@@ -53,6 +53,12 @@ export function checkCrawlResult(value: unknown, limits: CrawlLimits): CrawlResu
       if ((n.icon.base64 as string).length > iconChars) throw new InvalidCrawlResult(`the icon of ${String(n.factoryClass)} is over ${limits.maxIconBytes} bytes`);
     }
   }
+  const factories = new Set<string>();
+  for (const n of value.nodes as { factoryClass: string }[]) {
+    // The node catalog's key within a label: a second row would fail the whole store.
+    if (factories.has(n.factoryClass)) throw new InvalidCrawlResult(`node ${n.factoryClass} is listed twice`);
+    factories.add(n.factoryClass);
+  }
   for (const c of list(value, 'categories', RESULT_CAPS.categories)) strings(c, 'category', ['path', 'levelId', 'name', 'bundle', 'fullPath'], []);
   for (const s of list(value, 'nodeSets', RESULT_CAPS.nodeSets)) strings(s, 'nodeSet', ['bundle', 'factoryClass']);
   for (const p of list(value, 'problems', RESULT_CAPS.problems)) {

@@ -39,6 +39,8 @@ export interface CrawlerServiceDeps {
   limits?: CrawlLimits;
   /** Memory and wall-time limits of the worker thread crawls run in. */
   isolation?: IsolationLimits;
+  /** Where failures of ours (not of the site) are logged for operators. */
+  log?: { error(o: object, msg: string): void };
   now?: () => Date;
 }
 
@@ -103,6 +105,7 @@ export function crawlerService({
   downloadUrl,
   limits = DEFAULT_CRAWL_LIMITS,
   isolation = DEFAULT_ISOLATION,
+  log,
   now = () => new Date(),
 }: CrawlerServiceDeps) {
   // Crawls run in a worker thread: vendor input never blocks or exhausts the serving process.
@@ -166,23 +169,28 @@ export function crawlerService({
       // A limit exceeded, or a defect of ours: recorded as fatal, so the label never stays "running".
       result = failedCrawl(url, e);
     }
-    await crawls.finish(
-      {
-        product_id: productId,
-        label: l,
-        status: 'finished',
-        url,
-        started_at: startedAt,
-        finished_at: now().toISOString(),
-        files_seq: filesSeq,
-        summary: JSON.stringify(result.summary),
-        problems: JSON.stringify(result.problems),
-        units: JSON.stringify(result.units),
-      },
+    const record = (r: CrawlResult) => ({
+      product_id: productId,
+      label: l,
+      status: 'finished' as const,
+      url,
+      started_at: startedAt,
+      finished_at: now().toISOString(),
+      files_seq: filesSeq,
+      summary: JSON.stringify(r.summary),
+      problems: JSON.stringify(r.problems),
+      units: JSON.stringify(r.units),
+    });
+    try {
       // A fatal crawl (no readable metadata: a broken upload, or the download host down) keeps
       // the last good node index; its report says what is wrong and blocks going live.
-      result.summary.fatal ? null : nodeRows(productId, row.name, l, result),
-    );
+      await crawls.finish(record(result), result.summary.fatal ? null : nodeRows(productId, row.name, l, result));
+    } catch (e) {
+      // Storing failed (a defect of ours): the crawl still ends, as fatal, never "running"; the
+      // database's message goes to the operators' log, not into the vendor's report.
+      log?.error({ err: e, productId, label: l }, 'storing a crawl result failed');
+      await crawls.finish(record(failedCrawl(url, new Error('its result could not be stored (the error is in the server log)'))), null);
+    }
     return true;
   }
 
@@ -221,7 +229,7 @@ export function crawlerService({
      * so the catalog follows new releases and loses removed ones. Returns the labels crawled as
      * `product/label`. Several instances may run it: the claim lets one crawl each change.
      */
-    async crawlSettled(settleMs: number): Promise<string[]> {
+    async crawlSettled(settleMs: number, onError: (label: string, e: unknown) => void = () => {}): Promise<string[]> {
       const settledBy = new Date(now().getTime() - settleMs).toISOString();
       const staleBefore = new Date(now().getTime() - CLAIM_STALE_MS).toISOString();
       const done: string[] = [];
@@ -231,7 +239,13 @@ export function crawlerService({
         if (!rows.has(d.product_id)) rows.set(d.product_id, await products.find(d.product_id));
         const row = rows.get(d.product_id);
         if (!row) continue;
-        if (await crawlLabel(row, d.label, { changedSeq: d.changed_seq })) done.push(`${d.product_id}/${d.label}`);
+        // One label's failure (of ours: the database refusing a value, say) is reported and
+        // the pass goes on: it must never stop every other product's crawls.
+        try {
+          if (await crawlLabel(row, d.label, { changedSeq: d.changed_seq })) done.push(`${d.product_id}/${d.label}`);
+        } catch (e) {
+          onError(`${d.product_id}/${d.label}`, e);
+        }
       }
       return done;
     },
