@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
+import { strFromU8, strToU8, unzipSync, zipSync } from 'fflate';
 import { crawlRepository, DEFAULT_CRAWL_LIMITS } from '../../../src/publishing/crawler/crawl.js';
 import { withinScope } from '../../../src/publishing/crawler/fetcher.js';
 import { tempDir } from '../../helpers/db.js';
@@ -39,4 +40,26 @@ test('scope: prefixes, dot segments and encoded separators', () => {
   assert.equal(withinScope(new URL('..%2F..%2Fvictim/', 'http://h/evil/latest/').href, scope), false);
   assert.equal(withinScope('http://h/evil-twin/1.0/', scope), false);
   assert.equal(withinScope('http://other/evil/1.0/', scope), false);
+});
+
+test("an artifact mapping rule pointing into another product's folder is not fetched", async () => {
+  const root = tempDir('pier-confine-');
+  buildSite(path.join(root, 'victim', '1.0'), exampleSpec('xml', 'org.evil'));
+  const site = path.join(root, 'evil', '1.0');
+  buildSite(site, exampleSpec('xml', 'org.evil'));
+  // The evil site's own jars are gone; its rule sends the crawl to the victim's copies.
+  fs.rmSync(path.join(site, 'plugins'), { recursive: true });
+  const jar = path.join(site, 'artifacts.jar');
+  const xml = strFromU8(unzipSync(fs.readFileSync(jar))['artifacts.xml']!);
+  fs.writeFileSync(jar, zipSync({ 'artifacts.xml': strToU8(xml.replace("output='${repoUrl}/plugins/", "output='${repoUrl}/../../victim/1.0/plugins/")) }));
+  const server = await serveDir(root);
+  try {
+    const r = await crawlRepository(`${server.url}/evil/1.0/`, DEFAULT_CRAWL_LIMITS, `${server.url}/evil/`);
+    assert.deepEqual(r.nodes, []);
+    const refused = r.problems.filter((p) => p.code === 'fetch_failed');
+    assert.ok(refused.length > 0 && refused.every((p) => p.message === `not fetched: outside the product's folder ${server.url}/evil/` && new URL(p.where).pathname.startsWith("/victim/")), JSON.stringify(r.problems));
+  } finally {
+    await server.close();
+    fs.rmSync(root, { recursive: true, force: true });
+  }
 });
