@@ -29,8 +29,13 @@ async function withProducts<T>(action: (products: ProductService, files: FilesSe
       products: repo,
       files: productFilesReader(filesRepository(database.db)),
       downloadUrl: config.publishing.downloadUrl,
+      isolation: { maxMemoryMb: config.publishing.crawlMaxMemoryMb, timeoutMs: config.publishing.crawlTimeoutSeconds * 1000 },
     });
-    return await action(productService({ repo, publishing: config.publishing }), files, crawler);
+    try {
+      return await action(productService({ repo, publishing: config.publishing }), files, crawler);
+    } finally {
+      await crawler.close();
+    }
   } finally {
     await database.close();
   }
@@ -194,8 +199,8 @@ export function registerStaffCommands(program: Command): void {
 
   staff
     .command('enable <product-id>')
-    .description('make the page live: only when the latest crawl of every label began after its last change and finished without fatal problems')
-    .option('--force', 'go live even so (says what was overridden)')
+    .description('make the page live: only when the latest crawl of every label began after its last change and finished without fatal or error problems')
+    .option('--force', 'go live even so, past unfinished crawls and fatal or error problems (says what was overridden)')
     .option('--json', 'print JSON')
     .action(async (id: string, opts: { force?: boolean; json?: boolean }) => {
       const [r, warnings] = await withProducts(async (p, _f, c) => [await c.enable(id, !!opts.force), await p.placeholderWarnings(id)] as const);

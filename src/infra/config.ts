@@ -42,6 +42,10 @@ export interface Config {
     sftpMaxSessions: number;
     /** Seconds without writes to a label before it is re-crawled automatically; 0 turns that off. */
     crawlSettleSeconds: number;
+    /** Heap of the worker thread a crawl runs in, MiB (PIER_CRAWL_MAX_MEMORY_MB, default 512). */
+    crawlMaxMemoryMb: number;
+    /** Wall time one crawl of one label may take (PIER_CRAWL_TIMEOUT_SECONDS, default 600). */
+    crawlTimeoutSeconds: number;
   };
   runner: {
     port: number;
@@ -117,6 +121,15 @@ function port(env: Env, name: string, fallback: number): number {
   // 0 lets the OS pick a free port (used by tests and benchmarks).
   if (n > 65535) throw new ConfigError(name, `port ${n} is out of range 0-65535`);
   return n;
+}
+
+function mebibytes(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) {
+    throw new ConfigError(name, `expected a whole number of MiB from ${min} to ${max}, got "${raw}"`);
+  }
+  return Number(raw);
 }
 
 function seconds(env: Env, name: string, fallback: number, min: number, max: number): number {
@@ -234,6 +247,8 @@ export function loadConfig(env: Env = process.env): Config {
       },
       sftpMaxSessions: count(env, 'PIER_SFTP_MAX_SESSIONS', 8, 1000),
       crawlSettleSeconds: env.PIER_CRAWL_SETTLE_SECONDS === '0' ? 0 : count(env, 'PIER_CRAWL_SETTLE_SECONDS', 60, 86_400),
+      crawlMaxMemoryMb: mebibytes(env, 'PIER_CRAWL_MAX_MEMORY_MB', 512, 32, 16_384),
+      crawlTimeoutSeconds: seconds(env, 'PIER_CRAWL_TIMEOUT_SECONDS', 600, 1, 86_400),
     },
     runner: {
       port: runnerPort,

@@ -1,5 +1,6 @@
 import { type Generated, type Kysely, type Migration, PostgresAdapter, sql } from 'kysely';
 import { openMigratedDatabase } from '../infra/database/index.js';
+import { MAX_LABEL_LENGTH } from './files/tree.js';
 
 export interface ProductsTable {
   id: string;
@@ -432,10 +433,21 @@ const migrations: Record<string, Migration> = {
       }
     },
   },
-  '0006_p-files_folder_count': {
+  '0006_folder_count': {
     async up(db: Kysely<unknown>) {
       // Counted from the disk by the reconcile every start runs (files/service.ts).
       await sql`ALTER TABLE product_storage ADD COLUMN used_folders bigint NOT NULL DEFAULT 0`.execute(db);
+    },
+  },
+  // Labels may be MAX_LABEL_LENGTH characters (files/tree.ts); 0003 made the crawl tables'
+  // label columns varchar(64), so on PostgreSQL a longer label failed every crawl pass. SQLite
+  // does not enforce a varchar length.
+  '0007_crawl_label_length': {
+    async up(db: Kysely<unknown>) {
+      if (!(db.getExecutor().adapter instanceof PostgresAdapter)) return;
+      for (const table of ['crawls', 'crawl_nodes']) {
+        await sql.raw(`ALTER TABLE ${table} ALTER COLUMN label TYPE varchar(${MAX_LABEL_LENGTH})`).execute(db);
+      }
     },
   },
 };

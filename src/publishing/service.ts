@@ -40,7 +40,15 @@ export async function createPublishingService(config: Config, options: Publishin
   const products = productService({ repo, publishing: config.publishing });
   const files = productFilesReader(filesRepository(database.db));
   const crawls = crawlsRepository(database.db, database.dialect);
-  const crawler = crawlerService({ crawls, products: repo, files, downloadUrl: config.publishing.downloadUrl });
+  const crawler = crawlerService({
+    crawls,
+    products: repo,
+    files,
+    downloadUrl: config.publishing.downloadUrl,
+    // The app (and its logger) is built below; crawls run only after start-up.
+    log: { error: (o, msg) => app.log.error(o, msg) },
+    isolation: { maxMemoryMb: config.publishing.crawlMaxMemoryMb, timeoutMs: config.publishing.crawlTimeoutSeconds * 1000 },
+  });
   const pages = pagesService({
     repo,
     files,
@@ -68,6 +76,7 @@ export async function createPublishingService(config: Config, options: Publishin
     autoCrawl,
     async close() {
       await autoCrawl?.stop();
+      await crawler.close();
       await app.close();
       await database.close();
     },

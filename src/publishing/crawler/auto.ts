@@ -20,7 +20,7 @@ export function startAutoCrawl(
   let running: Promise<string[]> | null = null;
   const pass = () => {
     running ??= crawler
-      .crawlSettled(settleMs)
+      .crawlSettled(settleMs, (label, err) => log.error({ err, label }, 'automatic crawl of a label failed'))
       .then((done) => {
         if (done.length) log.info({ labels: done }, 'crawled settled uploads');
         return done;

@@ -19,7 +19,7 @@ import { type CrawlProblem, ProblemList } from './problems.js';
 import { readKnimeYml, readPythonModule } from './python-extension.js';
 import { describePlatformFilter, unionPlatforms } from './platform-filter.js';
 import { describeUnit, type InstallableUnit, mayHoldNodes } from './units.js';
-import { parseXml, XmlProblem } from './xml.js';
+import { DEFAULT_MAX_XML_ELEMENTS, parseXml, XmlProblem } from './xml.js';
 
 export interface CrawlLimits extends ReadLimits {
   jar: JarLimits;
@@ -39,6 +39,7 @@ export const DEFAULT_CRAWL_LIMITS: CrawlLimits = {
   // A vendor's own repository metadata is a few MB at most; parsed XML takes ~60x its size
   // in memory, and crawls run in the serving process.
   maxXmlBytes: 16 * 1024 * 1024,
+  maxXmlElements: DEFAULT_MAX_XML_ELEMENTS,
   maxCompositeDepth: 5,
   maxChildren: 100,
   jar: DEFAULT_JAR_LIMITS,
@@ -99,10 +100,14 @@ async function pool<T>(items: T[], n: number, fn: (t: T) => Promise<void>): Prom
   );
 }
 
-export async function crawlRepository(url: string, crawlLimits: CrawlLimits = DEFAULT_CRAWL_LIMITS): Promise<CrawlResult> {
+/**
+ * `scope` (a URL prefix ending in `/`, the product's folder on the download host) confines every
+ * fetch of the crawl, composite children included; without it the crawl stays on the origin.
+ */
+export async function crawlRepository(url: string, crawlLimits: CrawlLimits = DEFAULT_CRAWL_LIMITS, scope?: string): Promise<CrawlResult> {
   const base = url.endsWith('/') ? url : `${url}/`;
   // Every fetch of this crawl stays on the label's own host and shares one request budget.
-  const limits: CrawlLimits = { ...crawlLimits, origin: new URL(base).origin, budget: { left: crawlLimits.maxRequests } };
+  const limits: CrawlLimits = { ...crawlLimits, origin: new URL(base).origin, budget: { left: crawlLimits.maxRequests }, ...(scope ? { scope } : {}) };
   const problems = new ProblemList();
   const repo = await readRepository(base, problems, limits);
   if (!repo.readable) {
@@ -212,45 +217,87 @@ export async function crawlRepository(url: string, crawlLimits: CrawlLimits = DE
   for (const u of [...undeclared].sort()) {
     problems.add({ severity: 'warning', code: 'category_undeclared', message: `category ${u} is not declared by any bundle of the site`, where: u });
   }
-  nodes.sort((a, b) => (a.factoryClass < b.factoryClass ? -1 : a.factoryClass > b.factoryClass ? 1 : 0));
-  mergePlatformCopies(nodes);
+  const unique = newestPerFactory(nodes, problems);
   const list = problems.items;
-  return {
+  const result = {
     url: base,
     units,
-    nodes,
+    nodes: unique,
     categories: categories.map((c) => ({ ...c, fullPath: categoryFullPath(c) })),
     nodeSets,
     problems: list,
-    summary: {
-      units: units.length,
-      features: units.filter((u) => u.kind === 'feature').length,
-      bundles: units.filter((u) => u.kind === 'bundle').length,
-      categories: units.filter((u) => u.kind === 'category').length,
-      nodes: nodes.length,
-      nodeSets: nodeSets.length,
-      problems: list.length,
-      fatal: list.some((p) => p.severity === 'fatal'),
-    },
   };
+  return { ...result, summary: summarize(result) };
 }
 
 /**
- * One node per factory class: a node declared by several platform-filtered plug-ins (one per
- * operating system, as native integrations are built) is one node for the union of their
- * platforms. `nodes` is sorted by factory class.
+ * OSGi version order (major.minor.micro numerically, then the qualifier as a string), as P2
+ * picks the highest version of a bundle to install.
  */
-function mergePlatformCopies(nodes: CrawledNode[]): void {
-  let w = 0;
+export function compareOsgiVersions(a: string, b: string): number {
+  const pa = a.split('.');
+  const pb = b.split('.');
+  for (let i = 0; i < 3; i++) {
+    const d = (Number.parseInt(pa[i] ?? '0', 10) || 0) - (Number.parseInt(pb[i] ?? '0', 10) || 0);
+    if (d !== 0) return Math.sign(d);
+  }
+  const qa = pa.slice(3).join('.');
+  const qb = pb.slice(3).join('.');
+  return qa < qb ? -1 : qa > qb ? 1 : 0;
+}
+
+/**
+ * One node per factory class, sorted: the node catalog keys a label's nodes by factory class.
+ * A site with several versions of a bundle (or the same factory in two bundles) lists the one
+ * a P2 client installs, the highest version, and says so in a warning.
+ */
+/** Copies of one node each from a different plug-in, and at least one of them platform-filtered. */
+function onePerPlatform(copies: CrawledNode[]): boolean {
+  return new Set(copies.map((n) => n.bundle)).size === copies.length && copies.some((n) => n.platforms !== null);
+}
+
+function newestPerFactory(nodes: CrawledNode[], problems: ProblemList): CrawledNode[] {
+  const byFactory = new Map<string, CrawledNode[]>();
   for (const n of nodes) {
-    const last = w > 0 ? nodes[w - 1]! : null;
-    if (last && last.factoryClass === n.factoryClass && last.bundle !== n.bundle && (last.platforms !== null || n.platforms !== null)) {
-      last.platforms = unionPlatforms(last.platforms, n.platforms);
+    const same = byFactory.get(n.factoryClass);
+    if (same) same.push(n);
+    else byFactory.set(n.factoryClass, [n]);
+  }
+  const out: CrawledNode[] = [];
+  for (const [factoryClass, same] of byFactory) {
+    same.sort((a, b) => compareOsgiVersions(b.bundleVersion, a.bundleVersion) || (a.bundle < b.bundle ? -1 : a.bundle > b.bundle ? 1 : 0));
+    const kept = same[0]!;
+    out.push(kept);
+    // Platform-filtered plug-ins (one per operating system, as native integrations are built)
+    // declaring one node: one node, for the union of their platforms; not a duplicate.
+    if (same.length > 1 && onePerPlatform(same)) {
+      kept.platforms = same.reduce<string[] | null>((acc, n) => unionPlatforms(acc, n.platforms), kept.platforms);
       continue;
     }
-    nodes[w++] = n;
+    if (same.length > 1) {
+      problems.add({
+        severity: 'warning',
+        code: 'node_duplicate',
+        message: `node ${factoryClass} is in ${same.map((n) => `${n.bundle} ${n.bundleVersion}`).join(', ')}: the node catalog lists the one in ${kept.bundle} ${kept.bundleVersion}`,
+        where: factoryClass,
+      });
+    }
   }
-  nodes.length = w;
+  return out.sort((a, b) => (a.factoryClass < b.factoryClass ? -1 : a.factoryClass > b.factoryClass ? 1 : 0));
+}
+
+/** The counts of a result (also recounted by the serving process for a worker's result). */
+export function summarize(r: Pick<CrawlResult, 'units' | 'nodes' | 'nodeSets' | 'problems'>): CrawlSummary {
+  return {
+    units: r.units.length,
+    features: r.units.filter((u) => u.kind === 'feature').length,
+    bundles: r.units.filter((u) => u.kind === 'bundle').length,
+    categories: r.units.filter((u) => u.kind === 'category').length,
+    nodes: r.nodes.length,
+    nodeSets: r.nodeSets.length,
+    problems: r.problems.length,
+    fatal: r.problems.some((p) => p.severity === 'fatal'),
+  };
 }
 
 /** A jar path inside `base`, or null when it would leave the jar root (traversal). */

@@ -14,6 +14,12 @@ export interface FetchLimits {
    * vendor could make the server fetch internal hosts and read the outcome in the crawl report.
    */
   origin?: string;
+  /**
+   * The URL prefix every fetch must stay under (`<download host>/<product>/`): the download
+   * host serves every product's files, so the origin alone would let one vendor's composite
+   * children, mapping rules or redirects read another product's files as its own.
+   */
+  scope?: string;
   /** Requests this crawl may still make; a repository that keeps asking for more is cut off. */
   budget?: { left: number };
 }
@@ -26,10 +32,22 @@ function admit(url: URL, limits: FetchLimits): void {
   if (limits.origin !== undefined && url.origin !== limits.origin) {
     throw new FetchProblem(url.href, `not fetched: outside the download host ${limits.origin}`);
   }
+  if (limits.scope !== undefined && !withinScope(url.href, limits.scope)) {
+    throw new FetchProblem(url.href, `not fetched: outside the product's folder ${limits.scope}`);
+  }
   if (limits.budget) {
     if (limits.budget.left <= 0) throw new FetchProblem(url.href, 'not fetched: the crawl made too many requests');
     limits.budget.left -= 1;
   }
+}
+
+/**
+ * Whether `href` lies under the folder `scope` (ending in `/`). URL parsing has already removed
+ * `.` and `..` segments (also percent-encoded ones, WHATWG URL); an encoded slash or backslash
+ * could still turn into a separator on the server, so it never counts as inside.
+ */
+export function withinScope(href: string, scope: string): boolean {
+  return href.startsWith(scope) && !/%2f|%5c/i.test(href.slice(scope.length));
 }
 
 /** fetch() that follows redirects itself, only within the crawl's origin. */

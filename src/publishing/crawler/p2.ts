@@ -5,7 +5,7 @@
  * with a depth and cycle guard. Artifact locations come from the repository's mapping rules.
  */
 import xz from 'xz-decompress';
-import { type FetchLimits, FetchProblem, fetchBytes } from './fetcher.js';
+import { type FetchLimits, FetchProblem, fetchBytes, withinScope } from './fetcher.js';
 import { JarProblem, openJar } from './jar.js';
 import type { ProblemList } from './problems.js';
 import { child, childElements, parseXml, type XmlElement, XmlProblem } from './xml.js';
@@ -41,6 +41,8 @@ export interface RepositoryContents {
 
 export interface ReadLimits extends FetchLimits {
   maxXmlBytes: number;
+  /** Most elements in one metadata file (the parsed tree grows with elements, not bytes). */
+  maxXmlElements: number;
   maxCompositeDepth: number;
   maxChildren: number;
 }
@@ -77,13 +79,17 @@ export function parseP2Index(text: string): { metadata?: string[]; artifact?: st
   return out;
 }
 
-async function unxz(bytes: Buffer, maxBytes: number): Promise<Buffer> {
+const mib = (n: number) => `${Math.round((n / 1024 / 1024) * 10) / 10} MiB`;
+
+async function unxz(file: string, bytes: Buffer, maxBytes: number): Promise<Buffer> {
   const stream = new xz.XzReadableStream(new Blob([new Uint8Array(bytes)]).stream() as ReadableStream<Uint8Array>);
   const chunks: Buffer[] = [];
   let total = 0;
   for await (const c of stream as unknown as AsyncIterable<Uint8Array>) {
     total += c.length;
-    if (total > maxBytes) throw new XmlProblem(`more than ${maxBytes} bytes after xz decompression`);
+    if (total > maxBytes) {
+      throw new XmlProblem(`${file} expands beyond ${mib(maxBytes)}`);
+    }
     chunks.push(Buffer.from(c));
   }
   return Buffer.concat(chunks, total);
@@ -93,7 +99,7 @@ async function unxz(bytes: Buffer, maxBytes: number): Promise<Buffer> {
 async function loadXmlFile(url: string, file: string, limits: ReadLimits): Promise<Buffer | null> {
   const bytes = await fetchBytes(url, limits, file.endsWith('.xml') ? limits.maxXmlBytes : limits.maxBytes);
   if (!bytes) return null;
-  if (file.endsWith('.xz')) return unxz(bytes, limits.maxXmlBytes);
+  if (file.endsWith('.xz')) return unxz(file, bytes, limits.maxXmlBytes);
   if (file.endsWith('.jar')) {
     const jar = await openJar(bytes, { maxEntryBytes: limits.maxXmlBytes, maxTotalBytes: limits.maxXmlBytes, maxRatio: 1000 });
     try {
@@ -121,7 +127,12 @@ async function loadFirst(base: string, factories: string[], problems: ProblemLis
       try {
         const bytes = await loadXmlFile(url, file, limits);
         if (!bytes) continue;
-        return { file, root: parseXml(bytes, limits.maxXmlBytes) };
+        try {
+          return { file, root: parseXml(bytes, limits.maxXmlBytes, limits.maxXmlElements) };
+        } catch (e) {
+          if (e instanceof XmlProblem) throw new XmlProblem(`${file.replace(/\.xml\.xz$|\.jar$/, '.xml')}: ${e.message}`, e.line);
+          throw e;
+        }
       } catch (e) {
         const code = e instanceof XmlProblem ? 'xml_error' : e instanceof JarProblem ? 'jar_unreadable' : 'fetch_failed';
         problems.add({
@@ -190,14 +201,34 @@ function readArtifacts(root: XmlElement, base: string, into: Map<string, Artifac
   }
 }
 
-/** Children of a composite repository, resolved against its URL. */
-function compositeChildren(root: XmlElement, base: string, limits: ReadLimits): string[] {
+/**
+ * Children of a composite repository, resolved against its URL. A child outside the crawl's
+ * scope (the product's own folder) is refused with a problem naming it: it would index another
+ * product's nodes as this one's.
+ */
+function compositeChildren(root: XmlElement, base: string, limits: ReadLimits, problems: ProblemList): string[] {
   return childElements(child(root, 'children'), 'child')
     .slice(0, limits.maxChildren)
-    .map((c) => {
+    .flatMap((c) => {
       const loc = c.attrs.location ?? '';
-      const url = new URL(loc, base).href;
-      return url.endsWith('/') ? url : `${url}/`;
+      let url: string;
+      try {
+        url = new URL(loc, base).href;
+      } catch {
+        problems.add({ severity: 'error', code: 'composite_child_refused', message: `composite child "${loc}" is not a valid URL`, where: base });
+        return [];
+      }
+      if (!url.endsWith('/')) url = `${url}/`;
+      if (limits.scope !== undefined && !withinScope(url, limits.scope)) {
+        problems.add({
+          severity: 'error',
+          code: 'composite_child_refused',
+          message: `composite child "${loc}" (${url}) is outside this product's folder ${limits.scope}: not read`,
+          where: base,
+        });
+        return [];
+      }
+      return [url];
     });
 }
 
@@ -231,12 +262,17 @@ export async function readRepository(url: string, problems: ProblemList, limits:
     if (!loaded) return false;
     if (loaded.file.startsWith('composite')) {
       let any = false;
-      for (const c of compositeChildren(loaded.root, base, limits)) {
+      for (const c of compositeChildren(loaded.root, base, limits, problems)) {
         if (await visit(c, depth + 1, kind, [...path, base])) any = true;
       }
       return any;
     }
-    if (kind === 'metadata') units.push(...readUnits(loaded.root));
+    if (kind === 'metadata') {
+      const read = readUnits(loaded.root);
+      // Metadata that parses but lists nothing installs nothing: say so instead of a clean report.
+      if (read.length === 0) problems.add({ severity: 'error', code: 'metadata_empty', message: `${loaded.file} lists no installable units`, where: new URL(loaded.file, base).href });
+      units.push(...read);
+    }
     else readArtifacts(loaded.root, base, artifacts);
     return true;
   }

@@ -10,7 +10,8 @@ import { ConflictError, NotFoundError } from '../../infra/errors.js';
 import type { ProductFilesReader } from '../files/reader.js';
 import { isLabel } from '../files/tree.js';
 import type { ProductRow, ProductsRepository } from '../products/repository.js';
-import { type CrawlLimits, type CrawlResult, type CrawlSummary, crawlRepository, DEFAULT_CRAWL_LIMITS } from './crawl.js';
+import { type CrawlLimits, type CrawlResult, type CrawlSummary, DEFAULT_CRAWL_LIMITS } from './crawl.js';
+import { CrawlAborted, DEFAULT_ISOLATION, type IsolationLimits, isolatedCrawler } from './isolated.js';
 import type { CrawlProblem } from './problems.js';
 import type { CrawlNodeRow, CrawlRow, CrawlsRepository } from './repository.js';
 
@@ -36,6 +37,10 @@ export interface CrawlerServiceDeps {
   /** Public URL of the download host: the crawler reads what users get. */
   downloadUrl: string;
   limits?: CrawlLimits;
+  /** Memory and wall-time limits of the worker thread crawls run in. */
+  isolation?: IsolationLimits;
+  /** Where failures of ours (not of the site) are logged for operators. */
+  log?: { error(o: object, msg: string): void };
   now?: () => Date;
 }
 
@@ -60,8 +65,9 @@ function emptyCrawl(url: string, problem: CrawlProblem): CrawlResult {
   };
 }
 
-function failedCrawl(url: string, message: string): CrawlResult {
-  return emptyCrawl(url, { severity: 'fatal', code: 'crawl_failed', message: `the crawl failed: ${message}`, where: url });
+function failedCrawl(url: string, e: unknown): CrawlResult {
+  if (e instanceof CrawlAborted) return emptyCrawl(url, { severity: 'fatal', code: 'crawl_limit_exceeded', message: e.message, where: url });
+  return emptyCrawl(url, { severity: 'fatal', code: 'crawl_failed', message: `the crawl failed: ${(e as Error).message}`, where: url });
 }
 
 /**
@@ -92,7 +98,19 @@ function nodeRows(productId: string, productName: string, label: string, r: Craw
   }));
 }
 
-export function crawlerService({ crawls, products, files, downloadUrl, limits = DEFAULT_CRAWL_LIMITS, now = () => new Date() }: CrawlerServiceDeps) {
+export function crawlerService({
+  crawls,
+  products,
+  files,
+  downloadUrl,
+  limits = DEFAULT_CRAWL_LIMITS,
+  isolation = DEFAULT_ISOLATION,
+  log,
+  now = () => new Date(),
+}: CrawlerServiceDeps) {
+  // Crawls run in a worker thread: vendor input never blocks or exhausts the serving process.
+  const isolated = isolatedCrawler(limits, isolation);
+
   async function product(id: string): Promise<ProductRow> {
     const row = await products.find(id);
     if (!row) throw new NotFoundError(`no product "${id}"`);
@@ -145,28 +163,34 @@ export function crawlerService({ crawls, products, files, downloadUrl, limits = 
     const present = (await files.listLabels(productId)).some((x) => x.label === l && x.files > 0);
     let result: CrawlResult;
     try {
-      result = present ? await crawlRepository(url, limits) : removedLabel(url, l);
+      // Only the product's own folder: a composite child elsewhere on the download host is another vendor's.
+      result = present ? await isolated.crawl(url, `${downloadUrl}/${encodeURIComponent(productId)}/`) : removedLabel(url, l);
     } catch (e) {
-      // A defect of ours, not of the site: recorded, so the label never stays "running".
-      result = failedCrawl(url, (e as Error).message);
+      // A limit exceeded, or a defect of ours: recorded as fatal, so the label never stays "running".
+      result = failedCrawl(url, e);
     }
-    await crawls.finish(
-      {
-        product_id: productId,
-        label: l,
-        status: 'finished',
-        url,
-        started_at: startedAt,
-        finished_at: now().toISOString(),
-        files_seq: filesSeq,
-        summary: JSON.stringify(result.summary),
-        problems: JSON.stringify(result.problems),
-        units: JSON.stringify(result.units),
-      },
+    const record = (r: CrawlResult) => ({
+      product_id: productId,
+      label: l,
+      status: 'finished' as const,
+      url,
+      started_at: startedAt,
+      finished_at: now().toISOString(),
+      files_seq: filesSeq,
+      summary: JSON.stringify(r.summary),
+      problems: JSON.stringify(r.problems),
+      units: JSON.stringify(r.units),
+    });
+    try {
       // A fatal crawl (no readable metadata: a broken upload, or the download host down) keeps
       // the last good node index; its report says what is wrong and blocks going live.
-      result.summary.fatal ? null : nodeRows(productId, row.name, l, result),
-    );
+      await crawls.finish(record(result), result.summary.fatal ? null : nodeRows(productId, row.name, l, result));
+    } catch (e) {
+      // Storing failed (a defect of ours): the crawl still ends, as fatal, never "running"; the
+      // database's message goes to the operators' log, not into the vendor's report.
+      log?.error({ err: e, productId, label: l }, 'storing a crawl result failed');
+      await crawls.finish(record(failedCrawl(url, new Error('its result could not be stored (the error is in the server log)'))), null);
+    }
     return true;
   }
 
@@ -174,6 +198,8 @@ export function crawlerService({ crawls, products, files, downloadUrl, limits = 
     report,
     crawlableLabels,
     archiveOnlyLabels,
+    /** Ends the crawl worker (after the crawl in progress). */
+    close: () => isolated.close(),
 
     /**
      * Crawls every uploaded label (or one), and every label removed since its latest crawl (which
@@ -203,7 +229,7 @@ export function crawlerService({ crawls, products, files, downloadUrl, limits = 
      * so the catalog follows new releases and loses removed ones. Returns the labels crawled as
      * `product/label`. Several instances may run it: the claim lets one crawl each change.
      */
-    async crawlSettled(settleMs: number): Promise<string[]> {
+    async crawlSettled(settleMs: number, onError: (label: string, e: unknown) => void = () => {}): Promise<string[]> {
       const settledBy = new Date(now().getTime() - settleMs).toISOString();
       const staleBefore = new Date(now().getTime() - CLAIM_STALE_MS).toISOString();
       const done: string[] = [];
@@ -213,12 +239,18 @@ export function crawlerService({ crawls, products, files, downloadUrl, limits = 
         if (!rows.has(d.product_id)) rows.set(d.product_id, await products.find(d.product_id));
         const row = rows.get(d.product_id);
         if (!row) continue;
-        if (await crawlLabel(row, d.label, { changedSeq: d.changed_seq })) done.push(`${d.product_id}/${d.label}`);
+        // One label's failure (of ours: the database refusing a value, say) is reported and
+        // the pass goes on: it must never stop every other product's crawls.
+        try {
+          if (await crawlLabel(row, d.label, { changedSeq: d.changed_seq })) done.push(`${d.product_id}/${d.label}`);
+        } catch (e) {
+          onError(`${d.product_id}/${d.label}`, e);
+        }
       }
       return done;
     },
 
-    /** Why the product may not go live yet: empty when every label's latest crawl finished without fatal problems. */
+    /** Why the product may not go live yet: empty when every label's latest crawl finished without fatal or error problems. */
     async liveBlockers(productId: string): Promise<string[]> {
       const labels = await crawlableLabels(productId);
       if (labels.length === 0) {
@@ -240,6 +272,13 @@ export function crawlerService({ crawls, products, files, downloadUrl, limits = 
         // The latest crawl read files that are no longer there: its nodes may be wrong.
         if (c.stale) return [`the files of label ${l} changed after its latest crawl began (${c.startedAt}): ${recrawl}`];
         if (c.summary?.fatal) return [`the latest crawl of label ${l} has fatal problems: ${c.problems.filter((p) => p.severity === 'fatal').map((p) => p.message).join('; ')}`];
+        // Errors (a missing or corrupt artifact, a checksum P2 refuses) make installs from the
+        // label fail: they block as fatal problems do.
+        const errors = c.problems.filter((p) => p.severity === 'error');
+        if (errors.length > 0) {
+          const shown = errors.slice(0, 5).map((p) => p.message);
+          return [`the latest crawl of label ${l} has ${errors.length} error${errors.length === 1 ? '' : 's'} (installs from it may fail): ${shown.join('; ')}${errors.length > shown.length ? '; …' : ''}`];
+        }
         return [];
       });
       // A label removed (or renamed away) after its crawl still has that crawl's nodes indexed.

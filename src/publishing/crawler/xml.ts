@@ -54,11 +54,27 @@ function convert(items: Ordered[]): (XmlElement | string)[] {
   return out;
 }
 
+/**
+ * Most elements a document may have. The parsed tree takes far more memory and time per element
+ * than per byte: 16 MiB of `<p/>` is four million elements (about 1 GB and most of a minute),
+ * while real repository metadata has a few dozen elements per installable unit.
+ */
+export const DEFAULT_MAX_XML_ELEMENTS = 500_000;
+
+/** An upper bound on the elements of `text` (every `<` opens at most one), in one linear pass. */
+function markupCount(text: string, stopAt: number): number {
+  let n = 0;
+  for (let i = text.indexOf('<'); i !== -1 && n <= stopAt; i = text.indexOf('<', i + 1)) n++;
+  return n;
+}
+
 /** Parses a document and returns its root element; throws XmlProblem with a line when invalid. */
-export function parseXml(input: Buffer | string, maxBytes: number): XmlElement {
+export function parseXml(input: Buffer | string, maxBytes: number, maxElements = DEFAULT_MAX_XML_ELEMENTS): XmlElement {
   const size = typeof input === 'string' ? Buffer.byteLength(input) : input.length;
   if (size > maxBytes) throw new XmlProblem(`XML document of ${size} bytes is over the limit of ${maxBytes}`);
   let text = typeof input === 'string' ? input : input.toString('utf8');
+  // Half of the `<` are closing tags at most: counted before anything is built.
+  if (markupCount(text, 2 * maxElements) > 2 * maxElements) throw new XmlProblem(`more than ${maxElements} XML elements`);
   if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
   const entity = /<!ENTITY/i.exec(text);
   if (entity) {

@@ -14,9 +14,13 @@ export const MAX_PATH_BYTES = 1024;
 /** Longest single name (common filesystem limit, NAME_MAX). */
 export const MAX_NAME_BYTES = 255;
 
+/** Longest label: the one rule, used by the database columns that hold labels too. */
+export const MAX_LABEL_LENGTH = 128;
+const LABEL = new RegExp(`^[A-Za-z0-9._-]{1,${MAX_LABEL_LENGTH}}$`);
+
 /** A label is one path segment of letters, digits, `.`, `_`, `-`, not `.`/`..` (the issue). */
 export function isLabel(s: string): boolean {
-  return /^[A-Za-z0-9._-]{1,128}$/.test(s) && s !== '.' && s !== '..';
+  return LABEL.test(s) && s !== '.' && s !== '..';
 }
 
 /** Uploaders that write to a side name and rename (WinSCP `.filepart`, rclone `.partial`). */

@@ -78,7 +78,7 @@ test('composite repositories: relative and absolute children, diamonds read once
     assert.equal(r.nodes.length, 8);
     assert.equal(r.summary.fatal, false);
     const cycles = r.problems.filter((p) => p.code === 'composite_cycle');
-    assert.equal(cycles.length, 2, JSON.stringify(r.problems));
+    assert.equal(cycles.length, 1, 'met in the metadata and the artifact pass, listed once: ' + JSON.stringify(r.problems));
     assert.match(cycles[0]!.message, /top\/ → .*mid\/ → .*top\//);
   } finally {
     await server.close();
