@@ -4,6 +4,7 @@ import path from 'node:path';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { NotFoundError, PayloadTooLargeError, ValidationError } from '../../infra/errors.js';
+import { closed } from '../workflows/storage.js';
 
 /** Longest output file name accepted (bytes of UTF-8), well under every file system's 255. */
 export const MAX_OUTPUT_NAME_BYTES = 200;
@@ -115,10 +116,13 @@ export class LocalRunOutputStorage implements RunOutputStorage {
         done(null, chunk);
       },
     });
+    const out = fs.createWriteStream(tmp, { flags: 'wx', mode: 0o640 });
     try {
-      await pipeline(source, count, fs.createWriteStream(tmp, { flags: 'wx', mode: 0o640 }));
+      await pipeline(source, count, out);
       return { size, sha256: hash.digest('hex'), tmp };
     } catch (e) {
+      // The file may still be opening when the pipeline fails: remove it only once it is closed.
+      await closed(out);
       await fs.promises.rm(tmp, { force: true });
       throw e;
     }

@@ -1,0 +1,136 @@
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, test } from 'node:test';
+import fc from 'fast-check';
+import { boundaryOf, boundaryProblem } from '../../src/runner/api/multipart.js';
+import { dialects } from '../helpers/db.js';
+import { leaseOf, type ProtocolFixture, protocolFixture } from './executor-fixtures.js';
+import { API_KEY, apiKey, bearer, makeZip, multipart, startRunner, type TestRunner } from './helpers.js';
+
+const sha = (b: string | Buffer) => createHash('sha256').update(b).digest('hex');
+
+/** Every file below a directory (recursively), relative to it. */
+function filesUnder(dir: string): string[] {
+  if (!fs.existsSync(dir)) return [];
+  return (fs.readdirSync(dir, { recursive: true }) as string[]).filter((f) => fs.statSync(path.join(dir, f)).isFile()).sort();
+}
+
+for (const target of dialects()) {
+  describe(`multipart uploads (${target.name})`, () => {
+    let dbh: { url: string; drop(): Promise<void> };
+    let r: TestRunner;
+    let f: ProtocolFixture;
+
+    beforeEach(async () => {
+      dbh = await target.create();
+      r = await startRunner({ databaseUrl: dbh.url });
+      f = await protocolFixture(r);
+    });
+    afterEach(async () => {
+      await r.close();
+      await dbh.drop();
+    });
+
+    const storage = () => r.config.runner.storageDir;
+
+    /** The three multipart routes, each with a valid request's parts (the lease of a fresh claim for outputs). */
+    async function routes(): Promise<{ name: string; url: string; method: 'POST' | 'PUT'; headers: Record<string, string>; parts: Parameters<typeof multipart>[0] }[]> {
+      const run = await f.start();
+      const c = (await f.claim(await f.register())).claim!;
+      const data = Buffer.from('output bytes\n');
+      return [
+        { name: 'workflow upload', method: 'POST', url: `/api/projects/${f.projectId}/workflows`, headers: bearer(f.session), parts: [{ name: 'file', file: makeZip() }] },
+        { name: 'new version', method: 'POST', url: `/api/workflows/${f.workflowId}/versions`, headers: bearer(f.session), parts: [{ name: 'file', file: makeZip() }] },
+        {
+          name: 'output upload',
+          method: 'PUT',
+          url: `/api/runs/${run.id}/outputs/result.csv`,
+          headers: apiKey(API_KEY),
+          parts: [
+            { name: 'leaseToken', value: leaseOf(c).leaseToken },
+            { name: 'attempt', value: String(leaseOf(c).attempt) },
+            { name: 'sha256', value: sha(data) },
+            { name: 'file', file: data, filename: 'result.csv' },
+          ],
+        },
+      ];
+    }
+
+    test('malformed multipart bodies get 400 problem+json on every multipart route, and store nothing', async () => {
+      const before = filesUnder(storage());
+      for (const route of await routes()) {
+        const good = multipart(route.parts);
+        const boundary = /boundary=(.*)$/.exec(good.headers['content-type']!)![1]!;
+        const long = 'b'.repeat(200);
+        const cases: { label: string; type: string; payload: Buffer }[] = [
+          { label: 'no boundary', type: 'multipart/form-data', payload: good.payload },
+          { label: 'empty boundary', type: 'multipart/form-data; boundary=', payload: good.payload },
+          { label: 'truncated body', type: good.headers['content-type']!, payload: good.payload.subarray(0, good.payload.length - 30) },
+          { label: 'cut inside the headers', type: good.headers['content-type']!, payload: good.payload.subarray(0, 40) },
+          { label: '200-character boundary', type: `multipart/form-data; boundary=${long}`, payload: Buffer.from(good.payload.toString('latin1').replaceAll(boundary, long), 'latin1') },
+          { label: '300-character boundary', type: `multipart/form-data; boundary=${'c'.repeat(300)}`, payload: Buffer.from(good.payload.toString('latin1').replaceAll(boundary, 'c'.repeat(300)), 'latin1') },
+          { label: 'boundary not in the body', type: 'multipart/form-data; boundary=other', payload: good.payload },
+          { label: 'part without headers', type: good.headers['content-type']!, payload: Buffer.from(`--${boundary}\r\nno colon here\r\n\r\nx\r\n--${boundary}--\r\n`) },
+        ];
+        for (const c of cases) {
+          const res = await f.inject({ method: route.method, url: route.url, headers: { ...route.headers, 'content-type': c.type }, payload: c.payload });
+          assert.equal(res.statusCode, 400, `${route.name}, ${c.label}: ${res.body}`);
+          assert.match(String(res.headers['content-type']), /^application\/problem\+json/, `${route.name}, ${c.label}`);
+          const problem = res.json();
+          assert.equal(problem.status, 400);
+          assert.ok(problem.errors?.length >= 1 && problem.errors[0].field, `${route.name}, ${c.label}: names a field: ${res.body}`);
+        }
+      }
+      assert.deepEqual(filesUnder(storage()), before);
+    });
+
+    test('a quoted boundary of 70 characters is a valid multipart body', async () => {
+      const good = multipart([{ name: 'file', file: makeZip() }]);
+      const boundary = /boundary=(.*)$/.exec(good.headers['content-type']!)![1]!;
+      const b70 = `'()+_,-./:=? ${'x'.repeat(57)}`;
+      assert.equal(b70.length, 70);
+      const payload = Buffer.from(good.payload.toString('latin1').replaceAll(boundary, b70), 'latin1');
+      const res = await f.inject({
+        method: 'POST',
+        url: `/api/projects/${f.projectId}/workflows`,
+        headers: { ...bearer(f.session), 'content-type': `multipart/form-data; boundary="${b70}"` },
+        payload,
+      });
+      assert.equal(res.statusCode, 201, res.body);
+    });
+  });
+}
+
+describe('multipart boundary rule (RFC 2046 §5.1.1)', () => {
+  const BCHARS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'()+_,-./:=? ".split('');
+  const bchars = (min: number, max: number) => fc.array(fc.constantFrom(...BCHARS), { minLength: min, maxLength: max }).map((a) => a.join(''));
+
+  test('1-70 bchars not ending in a space are accepted, plain or quoted', () => {
+    fc.assert(
+      fc.property(bchars(1, 70).filter((b) => !b.endsWith(' ')), (b) => {
+        const quoted = `multipart/form-data; boundary="${b}"`;
+        assert.equal(boundaryOf(quoted), b);
+        assert.equal(boundaryProblem(quoted), null);
+        if (!/[ ()+,/:=?]/.test(b)) assert.equal(boundaryProblem(`multipart/form-data; charset=utf-8; boundary=${b}`), null);
+      }),
+    );
+  });
+
+  test('longer than 70, ending in a space, or with any other character: refused', () => {
+    fc.assert(fc.property(bchars(71, 400), (b) => assert.notEqual(boundaryProblem(`multipart/form-data; boundary="${b}"`), null)));
+    fc.assert(fc.property(bchars(0, 69), (b) => assert.notEqual(boundaryProblem(`multipart/form-data; boundary="${b} "`), null)));
+    fc.assert(
+      fc.property(bchars(0, 30), fc.string({ unit: 'binary', minLength: 1, maxLength: 1 }).filter((c) => !BCHARS.includes(c) && c !== '"'), bchars(0, 30), (a, c, z) => {
+        assert.notEqual(boundaryProblem(`multipart/form-data; boundary="${a}${c}${z}"`), null);
+      }),
+    );
+    fc.assert(fc.property(fc.string({ maxLength: 100 }), (s) => {
+      // Never throws, whatever the header holds.
+      boundaryProblem(s);
+    }));
+    assert.notEqual(boundaryProblem('multipart/form-data'), null);
+    assert.notEqual(boundaryProblem('multipart/form-data; boundary='), null);
+  });
+});
