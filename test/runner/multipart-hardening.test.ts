@@ -86,6 +86,77 @@ for (const target of dialects()) {
       assert.deepEqual(filesUnder(storage()), before);
     });
 
+    /** A multipart body whose file part names its file in RFC 5987 form (any character, percent-encoded). */
+    function withFilename(fileName: string, fields: { name: string; value: string }[] = []) {
+      const boundary = 'pierboundary42';
+      const head = fields.map((p) => `--${boundary}\r\nContent-Disposition: form-data; name="${p.name}"\r\n\r\n${p.value}\r\n`).join('');
+      const payload = Buffer.concat([
+        Buffer.from(`${head}--${boundary}\r\nContent-Disposition: form-data; name="file"; filename*=UTF-8''${encodeURIComponent(fileName)}\r\n\r\n`),
+        makeZip(),
+        Buffer.from(`\r\n--${boundary}--\r\n`),
+      ]);
+      return { payload, headers: { 'content-type': `multipart/form-data; boundary=${boundary}` } };
+    }
+
+    const workflowNames = async () =>
+      (await f.inject({ method: 'GET', url: `/api/projects/${f.projectId}/workflows`, headers: bearer(f.session) })).json().items.map((w: { name: string }) => w.name);
+
+    test('the workflow name follows the Name rule of the JSON routes: control characters and escapes are refused, nothing is stored', async () => {
+      const names = await workflowNames();
+      const files = filesUnder(storage());
+      const bad = ['\u001b[31mred\u001b[0m', 'two\nlines', 'tab\there', 'bell\u0007', 'del\u007f', '   ', 'x'.repeat(201)];
+      for (const name of bad) {
+        // The same value in a JSON body is refused by the project route's Name: the rule is one.
+        const json = await f.inject({ method: 'POST', url: '/api/projects', headers: bearer(f.session), payload: { name } });
+        assert.equal(json.statusCode, 400, `JSON ${JSON.stringify(name)}`);
+        const m = multipart([{ name: 'name', value: name }, { name: 'file', file: makeZip() }]);
+        const res = await f.inject({ method: 'POST', url: `/api/projects/${f.projectId}/workflows`, headers: { ...bearer(f.session), ...m.headers }, payload: m.payload });
+        assert.equal(res.statusCode, 400, `${JSON.stringify(name)}: ${res.body}`);
+        assert.match(String(res.headers['content-type']), /^application\/problem\+json/);
+        assert.equal(res.json().code, json.json().code);
+        assert.deepEqual(res.json().errors.map((e: { field: string }) => e.field), ['name']);
+        // No name field: the default, the file name without .knwf, follows the rule too.
+        const byFile = withFilename(`${name}.knwf`);
+        const res2 = await f.inject({ method: 'POST', url: `/api/projects/${f.projectId}/workflows`, headers: { ...bearer(f.session), ...byFile.headers }, payload: byFile.payload });
+        assert.equal(res2.statusCode, 400, `file name ${JSON.stringify(name)}: ${res2.body}`);
+        // (The parser drops a file part whose name holds a line break: then the file is missing.)
+        const field = name.includes('\n') ? 'file' : 'name';
+        assert.deepEqual(res2.json().errors.map((e: { field: string }) => e.field), [field], `${JSON.stringify(name)} ${res2.body}`);
+      }
+      assert.deepEqual(await workflowNames(), names);
+      assert.deepEqual(filesUnder(storage()), files);
+      // A fine name with blanks around it is stored trimmed, as the JSON routes do.
+      const m = multipart([{ name: 'name', value: '  Nightly ETL \u00e9  ' }, { name: 'description', value: 'line one\nline two' }, { name: 'file', file: makeZip() }]);
+      const ok = await f.inject({ method: 'POST', url: `/api/projects/${f.projectId}/workflows`, headers: { ...bearer(f.session), ...m.headers }, payload: m.payload });
+      assert.equal(ok.statusCode, 201, ok.body);
+      assert.equal(ok.json().name, 'Nightly ETL \u00e9');
+      assert.equal(ok.json().description, 'line one\nline two');
+    });
+
+    test('the workflow description follows the JSON description rule (at most 10,000 characters), never silently cut', async () => {
+      const names = await workflowNames();
+      const long = multipart([{ name: 'description', value: 'd'.repeat(10_001) }, { name: 'file', file: makeZip() }]);
+      const res = await f.inject({ method: 'POST', url: `/api/projects/${f.projectId}/workflows`, headers: { ...bearer(f.session), ...long.headers }, payload: long.payload });
+      assert.equal(res.statusCode, 400, res.body);
+      assert.deepEqual(res.json().errors.map((e: { field: string }) => e.field), ['description']);
+      assert.deepEqual(await workflowNames(), names);
+      // 10,000 characters of two bytes each are fine, as in JSON.
+      const wide = multipart([{ name: 'description', value: '\u00e9'.repeat(10_000) }, { name: 'file', file: makeZip() }]);
+      const ok = await f.inject({ method: 'POST', url: `/api/projects/${f.projectId}/workflows`, headers: { ...bearer(f.session), ...wide.headers }, payload: wide.payload });
+      assert.equal(ok.statusCode, 201, ok.body.slice(0, 300));
+      assert.equal(ok.json().description, '\u00e9'.repeat(10_000));
+    });
+
+    test('a new version takes no name: a name field is refused and the workflow keeps its name', async () => {
+      const m = multipart([{ name: 'name', value: '\u001b[2Jx' }, { name: 'file', file: makeZip() }]);
+      const res = await f.inject({ method: 'POST', url: `/api/workflows/${f.workflowId}/versions`, headers: { ...bearer(f.session), ...m.headers }, payload: m.payload });
+      assert.equal(res.statusCode, 400, res.body);
+      assert.deepEqual(res.json().errors.map((e: { field: string }) => e.field), ['name']);
+      const wf = await f.inject({ method: 'GET', url: `/api/workflows/${f.workflowId}`, headers: bearer(f.session) });
+      assert.equal(wf.json().name, 'w');
+      assert.equal(wf.json().latestVersion, 1);
+    });
+
     test('a quoted boundary of 70 characters is a valid multipart body', async () => {
       const good = multipart([{ name: 'file', file: makeZip() }]);
       const boundary = /boundary=(.*)$/.exec(good.headers['content-type']!)![1]!;

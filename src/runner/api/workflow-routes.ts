@@ -4,10 +4,10 @@ import { RUN_READ, USER_READ, USER_WRITE } from '../auth/access.js';
 import { access, principalOf } from '../auth/authenticate.js';
 import type { RunnerContext } from '../context.js';
 import { MAX_WORKFLOW_BYTES } from '../workflows/upload.js';
-import { registerMultipart, withMultipart } from './multipart.js';
+import { checkFields, registerMultipart, withMultipart } from './multipart.js';
 import { multipartConfig } from './openapi.js';
 import { presentVersion, presentWorkflow, presentWorkflowDetails, Workflow, WorkflowDetails, WorkflowVersion } from './presenters.js';
-import { errors, Id, IdParams, items, NoContent, PROTECTED } from './schemas.js';
+import { Description, errors, Id, IdParams, items, Name, NoContent, PROTECTED } from './schemas.js';
 
 const UPLOAD_DOC = multipartConfig({
   fields: {
@@ -24,6 +24,9 @@ const VERSION_DOC = multipartConfig({
 });
 
 const WORKFLOW_PARTS = 'the workflow archive as a "file" part';
+
+/** The text of a new workflow: the rules of every JSON body's name and description. */
+const WorkflowText = Type.Object({ name: Name, description: Description }, { additionalProperties: false });
 
 /** Workflows and versions: each handler validates, calls one WorkflowsService method, presents. */
 export async function registerWorkflowRoutes(app: HttpApp, ctx: RunnerContext): Promise<void> {
@@ -59,7 +62,9 @@ export async function registerWorkflowRoutes(app: HttpApp, ctx: RunnerContext): 
       },
     },
     async (req, reply) => {
-      const { workflow, versions } = await withMultipart(req, WORKFLOW_PARTS, (parts) => workflows.create(principalOf(req), req.params.id, parts));
+      const { workflow, versions } = await withMultipart(req, WORKFLOW_PARTS, (parts) =>
+        workflows.create(principalOf(req), req.params.id, parts, (text) => checkFields(req, WorkflowText, text)),
+      );
       return reply.code(201).send(presentWorkflowDetails(workflow, versions));
     },
   );
