@@ -157,6 +157,41 @@ for (const target of dialects()) {
       assert.equal(wf.json().latestVersion, 1);
     });
 
+    test('an output upload with a part too many stores nothing: no row, no download, no file', async () => {
+      const run = await f.start();
+      const c = (await f.claim(await f.register())).claim!;
+      const data = Buffer.from('result bytes\n');
+      const proof = [
+        { name: 'leaseToken', value: leaseOf(c).leaseToken },
+        { name: 'attempt', value: String(leaseOf(c).attempt) },
+        { name: 'sha256', value: sha(data) },
+        { name: 'file', file: data, filename: 'result.csv' },
+      ];
+      const extras: { label: string; parts: Parameters<typeof multipart>[0] }[] = [
+        { label: 'a text field after the file', parts: [...proof, { name: 'extra', value: '1' }] },
+        { label: 'a second file', parts: [...proof, { name: 'file', file: data, filename: 'again.csv' }] },
+        { label: 'a file of another name', parts: [...proof, { name: 'other', file: data, filename: 'x.csv' }] },
+        { label: 'a lease field again', parts: [...proof, { name: 'attempt', value: '1' }] },
+      ];
+      for (const e of extras) {
+        const m = multipart(e.parts);
+        const res = await f.inject({ method: 'PUT', url: `/api/runs/${run.id}/outputs/result.csv`, headers: { ...apiKey(API_KEY), ...m.headers }, payload: m.payload });
+        assert.equal(res.statusCode, 400, `${e.label}: ${res.body}`);
+        assert.match(String(res.headers['content-type']), /^application\/problem\+json/);
+        const listed = await f.inject({ method: 'GET', url: `/api/runs/${run.id}/outputs`, headers: bearer(f.session) });
+        assert.deepEqual(listed.json().items, [], e.label);
+        const got = await f.inject({ method: 'GET', url: `/api/runs/${run.id}/outputs/result.csv`, headers: bearer(f.session) });
+        assert.equal(got.statusCode, 404, e.label);
+        assert.deepEqual(filesUnder(path.join(storage(), 'outputs')), [], e.label);
+      }
+      // The same upload without the extra part is stored.
+      const m = multipart(proof);
+      const ok = await f.inject({ method: 'PUT', url: `/api/runs/${run.id}/outputs/result.csv`, headers: { ...apiKey(API_KEY), ...m.headers }, payload: m.payload });
+      assert.equal(ok.statusCode, 200, ok.body);
+      const got = await f.inject({ method: 'GET', url: `/api/runs/${run.id}/outputs/result.csv`, headers: bearer(f.session) });
+      assert.equal(got.body, data.toString());
+    });
+
     test('a quoted boundary of 70 characters is a valid multipart body', async () => {
       const good = multipart([{ name: 'file', file: makeZip() }]);
       const boundary = /boundary=(.*)$/.exec(good.headers['content-type']!)![1]!;
