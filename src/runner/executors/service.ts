@@ -275,6 +275,14 @@ export class ExecutorsService {
       await this.d.outputs.discard(received);
       throw e;
     }
+    // The run may have been deleted (its workflow or project) between the record and the
+    // rename, and the delete may have removed the run's files before this one arrived: looked
+    // at after the rename, either the run is still there (a later delete removes the file) or
+    // this upload removes what it put in place. No file outlives its run.
+    if (!(await this.d.runs.findById(runId))) {
+      await this.d.outputs.removeRun(runId);
+      throw new NotFoundError('no such run');
+    }
     return { name, ...stored };
   }
 

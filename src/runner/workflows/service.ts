@@ -3,6 +3,7 @@ import { NotFoundError } from '../../infra/errors.js';
 import { randomUUID } from '../../infra/secrets.js';
 import type { Principal } from '../auth/authenticate.js';
 import { loadProject, loadWorkflow, type ScopeRepositories } from '../projects/access.js';
+import type { RunOutputStorage } from '../runs/output-storage.js';
 import type { WorkflowRow, WorkflowVersionRow } from './repository.js';
 import type { WorkflowStorage } from './storage.js';
 import { type PartSource, readUpload } from './upload.js';
@@ -15,6 +16,7 @@ export interface WorkflowText {
 
 export interface WorkflowsDeps extends ScopeRepositories {
   storage: WorkflowStorage;
+  outputs: RunOutputStorage;
   now: () => Date;
 }
 
@@ -73,10 +75,16 @@ export class WorkflowsService {
     return this.d.workflows.versions(id);
   }
 
-  /** Deletes the workflow with its versions and runs, then its archives. */
+  /**
+   * Deletes the workflow with its versions and runs, then its archives and the runs' output
+   * files. Files go after the rows: an upload racing the delete either finds its run gone and
+   * stores nothing, or has put its file in place before the files are removed.
+   */
   async delete(p: Principal, id: string): Promise<void> {
     await loadWorkflow(this.d, p, id, 'write');
-    await this.d.workflows.delete(id);
+    const runIds = await this.d.workflows.delete(id);
+    if (runIds === null) throw new NotFoundError('no such workflow');
+    for (const runId of runIds) await this.d.outputs.removeRun(runId);
     await this.d.storage.removeWorkflow(id);
   }
 
