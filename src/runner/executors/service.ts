@@ -96,6 +96,10 @@ function outputProof(fields: Record<string, string>): LeaseProof {
  */
 const withoutNul = (text: string): string => (text.includes('\u0000') ? text.replaceAll('\u0000', '\uFFFD') : text);
 
+/** The run was cancelled before the executor's result arrived: the result and outputs are not taken. */
+const cancelledError = () =>
+  new ConflictError('the run was cancelled before its end was reported: it ends cancelled and its result and outputs are discarded', 'run_cancelled');
+
 const leaseOf = (proof: LeaseProof): Lease => ({ hash: sha256(proof.leaseToken), attempt: proof.attempt });
 
 /**
@@ -262,14 +266,15 @@ export class ExecutorsService {
           { field: 'sha256', message: `the file's sha256 is ${stored.sha256}` },
         ], 'checksum_mismatch');
       }
-      const recorded = await this.d.runs.recordOutput(runId, leaseOf(proof), {
+      const outcome = await this.d.runs.recordOutput(runId, leaseOf(proof), {
         name,
         size: stored.size,
         sha256: stored.sha256,
         content_type: upload.contentType,
         created_at: this.d.now().toISOString(),
       });
-      if (!recorded) throw await this.staleOrMissing(runId);
+      if (outcome === 'cancelling') throw cancelledError();
+      if (outcome !== 'recorded') throw await this.staleOrMissing(runId);
       await this.d.outputs.place(received, runId, proof.attempt, name);
     } catch (e) {
       await this.d.outputs.discard(received);
@@ -279,9 +284,15 @@ export class ExecutorsService {
     // rename, and the delete may have removed the run's files before this one arrived: looked
     // at after the rename, either the run is still there (a later delete removes the file) or
     // this upload removes what it put in place. No file outlives its run.
-    if (!(await this.d.runs.findById(runId))) {
+    // Likewise a cancel that ended the run (and removed its files) between the two.
+    const now = await this.d.runs.findById(runId);
+    if (!now) {
       await this.d.outputs.removeRun(runId);
       throw new NotFoundError('no such run');
+    }
+    if (now.status === 'cancelled' && now.attempt === proof.attempt) {
+      await this.d.outputs.removeAttempt(runId, proof.attempt);
+      throw cancelledError();
     }
     return { name, ...stored };
   }
@@ -331,7 +342,11 @@ export class ExecutorsService {
     return this.commitOutput(runId, pending.proof, name, pending.upload, pending.received);
   }
 
-  /** Ends a held run. A run being cancelled ends as cancelled; that frees the executor's capacity. */
+  /**
+   * Ends a held run; that frees the executor's capacity. A run being cancelled (the cancel
+   * committed first) ends cancelled: a confirmation is taken, a success or failure is refused
+   * with 409 `run_cancelled` (see RunsRepository.complete). A cancelled run keeps no output files.
+   */
   async complete(
     runId: string,
     proof: LeaseProof,
@@ -340,7 +355,9 @@ export class ExecutorsService {
     const done = await this.d.runs.complete(runId, leaseOf(proof), { ...result, error: result.error === null ? null : withoutNul(result.error) }, this.d.now().toISOString());
     if (!done) throw await this.staleOrMissing(runId);
     this.d.queue.notify();
-    return done;
+    if (done.run.status === 'cancelled') await this.d.outputs.removeAttempt(runId, proof.attempt);
+    if (done.refused) throw cancelledError();
+    return done.run;
   }
 
   /** The executor hands a held run back (it is shutting down): queued again for another executor. */
