@@ -111,6 +111,16 @@ for (const target of dialects()) {
       assert.deepEqual(filesUnder(outputsDir()), []);
     });
 
+    test('retention removes output files whose run no longer exists (left by a crash between the delete and the file removal)', async () => {
+      const kept = await finishedRunOf(f.workflowId);
+      const orphan = path.join(outputsDir(), '0b5a8c1e-2d4f-4e6a-9c3b-7f1e2d3c4b5a', '1');
+      fs.mkdirSync(orphan, { recursive: true });
+      fs.writeFileSync(path.join(orphan, 'left.csv'), 'left behind\n');
+      // Nothing is old enough to prune; the orphan goes all the same.
+      assert.equal(await r.service.retention.prune(r.clock.now()), 0);
+      assert.deepEqual(filesUnder(outputsDir()), [path.join(kept, '1', 'out.csv')]);
+    });
+
     test('uploads racing a project delete leave no file behind, whichever commits first', async () => {
       const workflows = [f.workflowId, await newWorkflow(f.projectId), await newWorkflow(f.projectId)];
       const held: { runId: string; lease: Lease }[] = [];

@@ -59,6 +59,8 @@ export interface RunOutputStorage {
   removeAttempt(runId: string, attempt: number): Promise<void>;
   /** Removes every output of a run (missing is fine); used by retention. */
   removeRun(runId: string): Promise<void>;
+  /** The ids of the runs that have outputs stored. */
+  runIds(): Promise<string[]>;
 }
 
 /**
@@ -176,5 +178,14 @@ export class LocalRunOutputStorage implements RunOutputStorage {
 
   async removeRun(runId: string): Promise<void> {
     await fs.promises.rm(this.dirOf(runId), { recursive: true, force: true });
+  }
+
+  async runIds(): Promise<string[]> {
+    const entries = await fs.promises.readdir(this.root, { withFileTypes: true }).catch((e: NodeJS.ErrnoException) => {
+      if (e.code === 'ENOENT') return [];
+      throw e;
+    });
+    // `.tmp` (uploads being received) and anything else no run id can name are not runs.
+    return entries.filter((e) => e.isDirectory() && /^[A-Za-z0-9_-]{1,64}$/.test(e.name)).map((e) => e.name);
   }
 }
