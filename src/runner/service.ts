@@ -138,8 +138,8 @@ export async function createRunnerService(config: Config, options: RunnerService
       auth,
       account: new AccountService({ users, pats, jwt, loginLimiter: new LoginLimiter(now), now }),
       users,
-      projects: new ProjectsService({ ...scope, users, storage, now }),
-      workflows: new WorkflowsService({ ...scope, storage, now }),
+      projects: new ProjectsService({ ...scope, users, storage, outputs, now }),
+      workflows: new WorkflowsService({ ...scope, storage, outputs, now }),
       runs,
       schedules: new SchedulesService({ ...scope, schedules, now }),
       executors: new ExecutorsService({

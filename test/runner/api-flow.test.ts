@@ -117,9 +117,11 @@ describe('projects, workflows, runs and executors over HTTP', () => {
 
     const cancel = await inject({ method: 'POST', url: `/api/runs/${run.id}/cancel`, headers: bearer(bob) });
     assert.equal(cancel.json().status, 'cancelling');
-    // The executor confirms the kill; the run ends cancelled whatever it reports.
+    // The cancel committed first: a success reported now is refused, and the run ends cancelled.
     const confirmed = await inject({ method: 'POST', url: `/api/runs/${run.id}/complete`, headers: apiKey(API_KEY), payload: { ...lease, status: 'succeeded' } });
-    assert.equal(confirmed.json().status, 'cancelled');
+    assert.equal(confirmed.statusCode, 409);
+    assert.equal(confirmed.json().code, 'run_cancelled');
+    assert.equal((await inject({ method: 'GET', url: `/api/runs/${run.id}`, headers: bearer(bob) })).json().status, 'cancelled');
     assert.equal((await logs({ ...lease, chunks: [{ seq: 4, text: 'late' }] })).statusCode, 409);
     const late = await inject({ method: 'POST', url: `/api/runs/${run.id}/complete`, headers: apiKey(API_KEY), payload: { ...lease, status: 'succeeded' } });
     assert.equal(late.statusCode, 409);

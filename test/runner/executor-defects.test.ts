@@ -89,7 +89,7 @@ for (const target of dialects()) {
       assert.equal(hb.runningRuns, 1);
       // Its last lines still arrive; then it confirms.
       assert.equal((await f.logs(a.id, leaseOf(ca), [{ seq: 1, text: 'terminated' }])).body.ack, 1);
-      const done = await f.complete(a.id, leaseOf(ca), 'failed');
+      const done = await f.complete(a.id, leaseOf(ca), 'cancelled');
       assert.equal(done.body.status, 'cancelled');
       assert.equal((await f.claim(ex)).claim?.run.id, b.id);
       assert.equal((await f.logs(a.id, leaseOf(ca), [{ seq: 2, text: 'late' }])).statusCode, 409);

@@ -316,7 +316,7 @@ for (const target of dialects()) {
       );
       const r = await runs.create(run({ project_id: p.id, workflow_id: wid }));
       await database.db.insertInto('run_logs').values({ run_id: r.id, attempt: 1, seq: 1, text: 'x', created_at: T0 }).execute();
-      assert.equal(await projects.delete(p.id), true);
+      assert.deepEqual(await projects.delete(p.id), { workflowIds: [wid], runIds: [r.id] });
       assert.equal(await workflows.findById(wid), undefined);
       assert.equal(await runs.findById(r.id), undefined);
       assert.deepEqual(await runs.logs(r.id, { attempt: 1, seq: 0 }, 10), []);

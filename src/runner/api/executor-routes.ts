@@ -4,8 +4,7 @@ import { EXECUTORS } from '../auth/access.js';
 import { access } from '../auth/authenticate.js';
 import type { RunnerContext } from '../context.js';
 import { Executor, presentExecutor, presentRun, Run } from './presenters.js';
-import { UnsupportedMediaTypeError } from '../../infra/errors.js';
-import { nulCheckedParts } from '../../infra/nul.js';
+import { withMultipart } from './multipart.js';
 import { multipartConfig } from './openapi.js';
 import { errors, Id, IdParams, INT32_MAX, INT32_MIN, items, Label, MAX_COUNTER, Name, NoContent, Nullable, OutputParams, PROTECTED, StringEnum, Timestamp } from './schemas.js';
 
@@ -233,10 +232,8 @@ export function registerExecutorRoutes(app: HttpApp, ctx: RunnerContext): void {
         response: { 200: Type.Object({ name: Type.String(), size: Type.Integer(), sha256: Type.String() }), ...errors(...PROTECTED, 404, 409, 413, 415) },
       },
     },
-    async (req) => {
-      if (!req.isMultipart()) throw new UnsupportedMediaTypeError('send the output as multipart/form-data: leaseToken, attempt, sha256, then "file"');
-      return executors.uploadOutputParts(req.params.id, req.params.name, (limits) => nulCheckedParts(req.parts({ limits })));
-    },
+    async (req) =>
+      withMultipart(req, 'leaseToken, attempt, sha256, then "file"', (parts) => executors.uploadOutputParts(req.params.id, req.params.name, parts)),
   );
 
   app.post(

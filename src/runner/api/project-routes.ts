@@ -4,9 +4,8 @@ import { USER_READ, USER_WRITE } from '../auth/access.js';
 import { access, principalOf, userOf } from '../auth/authenticate.js';
 import type { RunnerContext } from '../context.js';
 import { Member, MemberRoleSchema, Project, presentMember, presentProject } from './presenters.js';
-import { errors, Id, IdParams, items, Name, NoContent, PROTECTED } from './schemas.js';
+import { Description, errors, Id, IdParams, items, Name, NoContent, PROTECTED } from './schemas.js';
 
-const Description = Type.String({ maxLength: 10_000 });
 const MemberParams = Type.Object({ id: Id, userId: Id });
 
 /** Projects and members: each handler validates, calls one ProjectsService method, presents. */

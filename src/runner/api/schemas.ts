@@ -97,6 +97,8 @@ export const Password = Type.String({ minLength: 10, maxLength: 1024, descriptio
  * even of a string over maxLength).
  */
 export const Name = Type.String({ minLength: 1, maxLength: 200, pattern: '^[^\\S\\u0000-\\u001f\\u007f]*[^\\s\\u0000-\\u001f\\u007f][^\\u0000-\\u001f\\u007f]*$' });
+/** A free-text description (projects, workflows); line breaks are welcome. */
+export const Description = Type.String({ maxLength: 10_000 });
 
 /**
  * The path parameters of one output file. The service checks the name's rule (outputNameProblem:

@@ -1,16 +1,13 @@
-import multipart from '@fastify/multipart';
-import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import { UnsupportedMediaTypeError } from '../../infra/errors.js';
-import { nulCheckedParts } from '../../infra/nul.js';
 import type { HttpApp } from '../../infra/http.js';
 import { RUN_READ, USER_READ, USER_WRITE } from '../auth/access.js';
 import { access, principalOf } from '../auth/authenticate.js';
 import type { RunnerContext } from '../context.js';
-import { MAX_WORKFLOW_BYTES, type PartSource } from '../workflows/upload.js';
+import { MAX_WORKFLOW_BYTES } from '../workflows/upload.js';
+import { checkFields, registerMultipart, withMultipart } from './multipart.js';
 import { multipartConfig } from './openapi.js';
 import { presentVersion, presentWorkflow, presentWorkflowDetails, Workflow, WorkflowDetails, WorkflowVersion } from './presenters.js';
-import { errors, Id, IdParams, items, NoContent, PROTECTED } from './schemas.js';
+import { Description, errors, Id, IdParams, items, Name, NoContent, PROTECTED } from './schemas.js';
 
 const UPLOAD_DOC = multipartConfig({
   fields: {
@@ -26,16 +23,15 @@ const VERSION_DOC = multipartConfig({
   required: ['file'],
 });
 
-/** The multipart parts of the request; 415 for any other body. */
-function partsOf(req: FastifyRequest): PartSource {
-  if (!req.isMultipart()) throw new UnsupportedMediaTypeError('send the workflow as multipart/form-data with a "file" part');
-  return (limits) => nulCheckedParts(req.parts({ limits }));
-}
+const WORKFLOW_PARTS = 'the workflow archive as a "file" part';
+
+/** The text of a new workflow: the rules of every JSON body's name and description. */
+const WorkflowText = Type.Object({ name: Name, description: Description }, { additionalProperties: false });
 
 /** Workflows and versions: each handler validates, calls one WorkflowsService method, presents. */
 export async function registerWorkflowRoutes(app: HttpApp, ctx: RunnerContext): Promise<void> {
   const { workflows } = ctx;
-  await app.register(multipart, { throwFileSizeLimit: true });
+  await registerMultipart(app);
 
   app.get(
     '/api/projects/:id/workflows',
@@ -66,7 +62,9 @@ export async function registerWorkflowRoutes(app: HttpApp, ctx: RunnerContext): 
       },
     },
     async (req, reply) => {
-      const { workflow, versions } = await workflows.create(principalOf(req), req.params.id, partsOf(req));
+      const { workflow, versions } = await withMultipart(req, WORKFLOW_PARTS, (parts) =>
+        workflows.create(principalOf(req), req.params.id, parts, (text) => checkFields(req, WorkflowText, text)),
+      );
       return reply.code(201).send(presentWorkflowDetails(workflow, versions));
     },
   );
@@ -136,7 +134,8 @@ export async function registerWorkflowRoutes(app: HttpApp, ctx: RunnerContext): 
         response: { 201: WorkflowVersion, ...errors(...PROTECTED, 404, 413, 415) },
       },
     },
-    async (req, reply) => reply.code(201).send(presentVersion(await workflows.addVersion(principalOf(req), req.params.id, partsOf(req)))),
+    async (req, reply) =>
+      reply.code(201).send(presentVersion(await withMultipart(req, WORKFLOW_PARTS, (parts) => workflows.addVersion(principalOf(req), req.params.id, parts)))),
   );
 
   app.get(

@@ -502,6 +502,13 @@ export class ExecutorAgent {
       await this.#client.json('POST', `/api/runs/${run.id}/complete`, { ...lease, status, exitCode: exit.code, error }, { giveUpAfterMs: this.o.giveUpMs ?? GIVE_UP_MS });
       this.o.log('finished', { runId: run.id, status, exitCode: exit.code });
     } catch (e) {
+      if (e instanceof ApiError && e.status === 409 && e.code === 'run_cancelled') {
+        // The cancel reached the runner before this run's result: the run ends cancelled and its
+        // result and outputs are discarded. Confirm (if the runner has not ended it already).
+        await this.#client.json('POST', `/api/runs/${run.id}/complete`, { ...lease, status: 'cancelled', exitCode: null, error: null }).catch(() => {});
+        this.o.log('cancelled', { runId: run.id, detail: 'cancelled before its result was taken; result and outputs discarded' });
+        return;
+      }
       if (e instanceof ApiError && e.status === 409) {
         this.o.log('lease_lost', { runId: run.id });
         return;

@@ -2,7 +2,7 @@ import type { Readable } from 'node:stream';
 import { ConflictError, NotFoundError, PayloadTooLargeError, ValidationError } from '../../infra/errors.js';
 import type { PartSource } from '../workflows/upload.js';
 import { constantTimeEqual, generateToken, randomUUID, sha256 } from '../../infra/secrets.js';
-import type { RunOutputStorage } from '../runs/output-storage.js';
+import type { ReceivedOutput, RunOutputStorage } from '../runs/output-storage.js';
 import { outputNameProblem } from '../runs/output-storage.js';
 import type { QueueSignal } from '../runs/queue-signal.js';
 import { LOG_WINDOW, type Lease, type RunRow, type RunsRepository } from '../runs/repository.js';
@@ -95,6 +95,10 @@ function outputProof(fields: Record<string, string>): LeaseProof {
  * U+FFFD, the replacement character, on both databases alike.
  */
 const withoutNul = (text: string): string => (text.includes('\u0000') ? text.replaceAll('\u0000', '\uFFFD') : text);
+
+/** The run was cancelled before the executor's result arrived: the result and outputs are not taken. */
+const cancelledError = () =>
+  new ConflictError('the run was cancelled before its end was reported: it ends cancelled and its result and outputs are discarded', 'run_cancelled');
 
 const leaseOf = (proof: LeaseProof): Lease => ({ hash: sha256(proof.leaseToken), attempt: proof.attempt });
 
@@ -230,24 +234,31 @@ export class ExecutorsService {
   }
 
   /**
-   * Stores one output file of a held run (before completing it): streamed to storage with the
-   * size limit, then its sha256 must equal the one the executor sent. A retry replaces it.
+   * Streams an output into a temporary file after checking its name and the lease; nothing is
+   * visible until `commitOutput`. So a bad upload never touches the recorded file, and an upload
+   * of a lost attempt never becomes an output (files are kept per attempt besides; review of #8).
    */
-  async uploadOutput(runId: string, proof: LeaseProof, name: string, upload: OutputUpload): Promise<{ name: string; size: number; sha256: string }> {
+  private async receiveOutput(runId: string, proof: LeaseProof, name: string, upload: OutputUpload): Promise<ReceivedOutput> {
     const problem = outputNameProblem(name);
     if (problem) {
       upload.source.resume();
       throw new ValidationError(`invalid output name: ${problem}`, [{ field: 'name', message: problem }], 'invalid_output_name');
     }
-    const lease = leaseOf(proof);
-    if (!(await this.d.runs.leased(runId, lease))) {
+    if (!(await this.d.runs.leased(runId, leaseOf(proof)))) {
       upload.source.resume();
       throw await this.staleOrMissing(runId);
     }
-    // Into a temporary file first: checked, then recorded under the lease, only then in place.
-    // So a bad upload never touches the recorded file, and an upload of a lost attempt never
-    // becomes an output (files are kept per attempt besides; review of #8).
-    const received = await this.d.outputs.receive(runId, upload.source, this.d.settings.maxOutputBytes);
+    return this.d.outputs.receive(runId, upload.source, this.d.settings.maxOutputBytes);
+  }
+
+  /** Checks a received output's sha256, records it under the lease, only then puts it in place; else discards it. */
+  private async commitOutput(
+    runId: string,
+    proof: LeaseProof,
+    name: string,
+    upload: Omit<OutputUpload, 'source'>,
+    received: ReceivedOutput,
+  ): Promise<{ name: string; size: number; sha256: string }> {
     const stored = { size: received.size, sha256: received.sha256 };
     try {
       if (!constantTimeEqual(stored.sha256, upload.sha256.toLowerCase())) {
@@ -255,38 +266,62 @@ export class ExecutorsService {
           { field: 'sha256', message: `the file's sha256 is ${stored.sha256}` },
         ], 'checksum_mismatch');
       }
-      const recorded = await this.d.runs.recordOutput(runId, lease, {
+      const outcome = await this.d.runs.recordOutput(runId, leaseOf(proof), {
         name,
         size: stored.size,
         sha256: stored.sha256,
         content_type: upload.contentType,
         created_at: this.d.now().toISOString(),
       });
-      if (!recorded) throw await this.staleOrMissing(runId);
+      if (outcome === 'cancelling') throw cancelledError();
+      if (outcome !== 'recorded') throw await this.staleOrMissing(runId);
       await this.d.outputs.place(received, runId, proof.attempt, name);
     } catch (e) {
       await this.d.outputs.discard(received);
       throw e;
+    }
+    // The run may have been deleted (its workflow or project) between the record and the
+    // rename, and the delete may have removed the run's files before this one arrived: looked
+    // at after the rename, either the run is still there (a later delete removes the file) or
+    // this upload removes what it put in place. No file outlives its run.
+    // Likewise a cancel that ended the run (and removed its files) between the two.
+    const now = await this.d.runs.findById(runId);
+    if (!now) {
+      await this.d.outputs.removeRun(runId);
+      throw new NotFoundError('no such run');
+    }
+    if (now.status === 'cancelled' && now.attempt === proof.attempt) {
+      await this.d.outputs.removeAttempt(runId, proof.attempt);
+      throw cancelledError();
     }
     return { name, ...stored };
   }
 
   /**
    * Reads a multipart output upload: text fields `leaseToken`, `attempt`, `sha256` first, then
-   * one `file` part, which is streamed to storage (see uploadOutput).
+   * one `file` part, streamed to a temporary file. The output is recorded and put in place only
+   * once the whole request has been read and found acceptable: a part after the file (another
+   * field, a second file) refuses the upload, and nothing of it is stored.
    */
   async uploadOutputParts(runId: string, name: string, parts: PartSource): Promise<{ name: string; size: number; sha256: string }> {
     const fields: Record<string, string> = {};
-    let result: { name: string; size: number; sha256: string } | null = null;
+    let pending: { proof: LeaseProof; upload: Omit<OutputUpload, 'source'>; received: ReceivedOutput } | null = null;
     try {
       for await (const part of parts({ fileSize: this.d.settings.maxOutputBytes + 1, files: 1, fields: 3, fieldSize: 1000 })) {
+        if (pending) {
+          if (part.type === 'file') part.file.resume();
+          throw new ValidationError(`unexpected part "${part.fieldname}" after the file`, [
+            { field: part.fieldname, message: 'the file must be the last part' },
+          ]);
+        }
         if (part.type === 'file') {
           if (part.fieldname !== 'file') {
             part.file.resume();
             throw new ValidationError(`unknown file part "${part.fieldname}"`, [{ field: part.fieldname, message: 'send the output as "file"' }]);
           }
           const proof = outputProof(fields);
-          result = await this.uploadOutput(runId, proof, name, { sha256: fields.sha256!, contentType: part.mimetype || null, source: part.file });
+          const upload = { sha256: fields.sha256!, contentType: part.mimetype || null };
+          pending = { proof, upload, received: await this.receiveOutput(runId, proof, name, { ...upload, source: part.file }) };
         } else {
           if (!['leaseToken', 'attempt', 'sha256'].includes(part.fieldname)) {
             throw new ValidationError(`unknown field "${part.fieldname}"`, [{ field: part.fieldname, message: 'unknown field' }]);
@@ -295,6 +330,7 @@ export class ExecutorsService {
         }
       }
     } catch (e) {
+      if (pending) await this.d.outputs.discard(pending.received);
       const code = (e as { code?: string }).code;
       if (code === 'FST_REQ_FILE_TOO_LARGE') throw new PayloadTooLargeError(`the output is larger than ${this.d.settings.maxOutputBytes} bytes`);
       if (code === 'FST_FILES_LIMIT' || code === 'FST_FIELDS_LIMIT' || code === 'FST_PARTS_LIMIT') {
@@ -302,11 +338,15 @@ export class ExecutorsService {
       }
       throw e;
     }
-    if (!result) throw new ValidationError('the "file" part is required', [{ field: 'file', message: 'is required' }]);
-    return result;
+    if (!pending) throw new ValidationError('the "file" part is required', [{ field: 'file', message: 'is required' }]);
+    return this.commitOutput(runId, pending.proof, name, pending.upload, pending.received);
   }
 
-  /** Ends a held run. A run being cancelled ends as cancelled; that frees the executor's capacity. */
+  /**
+   * Ends a held run; that frees the executor's capacity. A run being cancelled (the cancel
+   * committed first) ends cancelled: a confirmation is taken, a success or failure is refused
+   * with 409 `run_cancelled` (see RunsRepository.complete). A cancelled run keeps no output files.
+   */
   async complete(
     runId: string,
     proof: LeaseProof,
@@ -315,7 +355,9 @@ export class ExecutorsService {
     const done = await this.d.runs.complete(runId, leaseOf(proof), { ...result, error: result.error === null ? null : withoutNul(result.error) }, this.d.now().toISOString());
     if (!done) throw await this.staleOrMissing(runId);
     this.d.queue.notify();
-    return done;
+    if (done.run.status === 'cancelled') await this.d.outputs.removeAttempt(runId, proof.attempt);
+    if (done.refused) throw cancelledError();
+    return done.run;
   }
 
   /** The executor hands a held run back (it is shutting down): queued again for another executor. */

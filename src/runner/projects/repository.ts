@@ -52,9 +52,19 @@ export class ProjectsRepository {
     return this.findById(id);
   }
 
-  async delete(id: string): Promise<boolean> {
-    const r = await this.db.deleteFrom('projects').where('id', '=', id).executeTakeFirst();
-    return Number(r.numDeletedRows) > 0;
+  /**
+   * Deletes the project with its workflows, runs and schedules (foreign keys cascade). Answers
+   * the ids of its workflows and runs deleted, whose files the caller removes; null when there
+   * was no project.
+   */
+  async delete(id: string): Promise<{ workflowIds: string[]; runIds: string[] } | null> {
+    return this.db.transaction().execute(async (trx) => {
+      const workflows = await trx.selectFrom('workflows').select('id').where('project_id', '=', id).execute();
+      const runs = await trx.selectFrom('runs').select('id').where('project_id', '=', id).execute();
+      const r = await trx.deleteFrom('projects').where('id', '=', id).executeTakeFirst();
+      if (Number(r.numDeletedRows) === 0) return null;
+      return { workflowIds: workflows.map((w) => w.id), runIds: runs.map((row) => row.id) };
+    });
   }
 
   async roleOf(projectId: string, userId: string): Promise<MemberRole | null> {

@@ -1,6 +1,7 @@
 import { ConflictError, NotFoundError } from '../../infra/errors.js';
 import { randomUUID } from '../../infra/secrets.js';
 import type { Principal, UserPrincipal } from '../auth/authenticate.js';
+import type { RunOutputStorage } from '../runs/output-storage.js';
 import type { UsersRepository } from '../users/repository.js';
 import type { WorkflowStorage } from '../workflows/storage.js';
 import { loadProject, type ScopeRepositories } from './access.js';
@@ -9,6 +10,7 @@ import type { MemberRole, MemberRow, ProjectRow } from './repository.js';
 export interface ProjectsDeps extends ScopeRepositories {
   users: UsersRepository;
   storage: WorkflowStorage;
+  outputs: RunOutputStorage;
   now: () => Date;
 }
 
@@ -46,12 +48,16 @@ export class ProjectsService {
     return row;
   }
 
-  /** Deletes the project with its workflows, runs and logs, then the stored archives. */
+  /**
+   * Deletes the project with its workflows, runs and logs, then the stored archives and the
+   * runs' output files (after the rows, see WorkflowsService.delete).
+   */
   async delete(p: Principal, id: string): Promise<void> {
     await loadProject(this.d, p, id, 'manage');
-    const workflowIds = (await this.d.workflows.listByProject(id)).map((w) => w.id);
-    await this.d.projects.delete(id);
-    await Promise.all(workflowIds.map((w) => this.d.storage.removeWorkflow(w)));
+    const deleted = await this.d.projects.delete(id);
+    if (!deleted) throw new NotFoundError('no such project');
+    for (const runId of deleted.runIds) await this.d.outputs.removeRun(runId);
+    await Promise.all(deleted.workflowIds.map((w) => this.d.storage.removeWorkflow(w)));
   }
 
   async members(p: Principal, id: string): Promise<MemberRow[]> {

@@ -6,6 +6,13 @@ import { TERMINAL } from '../runs/repository.js';
 export class RetentionRepository {
   constructor(private readonly db: Kysely<RunnerDB>) {}
 
+  /** Of `ids`, those that are runs. */
+  async existing(ids: string[]): Promise<Set<string>> {
+    if (ids.length === 0) return new Set();
+    const rows = await this.db.selectFrom('runs').select('id').where('id', 'in', ids).execute();
+    return new Set(rows.map((r) => r.id));
+  }
+
   /** Ids of up to `limit` runs that finished before `cutoff`, oldest first. Queued and running runs never qualify. */
   async finishedBefore(cutoff: string, limit: number): Promise<string[]> {
     const rows = await this.db

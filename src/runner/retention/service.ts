@@ -51,6 +51,21 @@ export class RunRetention {
       if (ids.length < batchSize) break;
       await pause(this.d.pauseMs ?? 200, signal);
     }
+    if (!signal.aborted) await this.removeOrphans(batchSize);
     return deleted;
+  }
+
+  /**
+   * Removes stored outputs whose run is gone: a process that stopped between deleting runs and
+   * removing their files left them. Safe beside uploads: an output is put in place only after
+   * its run's row was written, and a run id is never used again.
+   */
+  private async removeOrphans(batchSize: number): Promise<void> {
+    const ids = await this.d.outputs.runIds();
+    for (let i = 0; i < ids.length; i += batchSize) {
+      const batch = ids.slice(i, i + batchSize);
+      const existing = await this.d.repository.existing(batch);
+      for (const id of batch) if (!existing.has(id)) await this.d.outputs.removeRun(id);
+    }
   }
 }

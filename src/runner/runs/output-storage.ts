@@ -4,6 +4,7 @@ import path from 'node:path';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { NotFoundError, PayloadTooLargeError, ValidationError } from '../../infra/errors.js';
+import { closed } from '../workflows/storage.js';
 
 /** Longest output file name accepted (bytes of UTF-8), well under every file system's 255. */
 export const MAX_OUTPUT_NAME_BYTES = 200;
@@ -58,6 +59,8 @@ export interface RunOutputStorage {
   removeAttempt(runId: string, attempt: number): Promise<void>;
   /** Removes every output of a run (missing is fine); used by retention. */
   removeRun(runId: string): Promise<void>;
+  /** The ids of the runs that have outputs stored. */
+  runIds(): Promise<string[]>;
 }
 
 /**
@@ -115,10 +118,13 @@ export class LocalRunOutputStorage implements RunOutputStorage {
         done(null, chunk);
       },
     });
+    const out = fs.createWriteStream(tmp, { flags: 'wx', mode: 0o640 });
     try {
-      await pipeline(source, count, fs.createWriteStream(tmp, { flags: 'wx', mode: 0o640 }));
+      await pipeline(source, count, out);
       return { size, sha256: hash.digest('hex'), tmp };
     } catch (e) {
+      // The file may still be opening when the pipeline fails: remove it only once it is closed.
+      await closed(out);
       await fs.promises.rm(tmp, { force: true });
       throw e;
     }
@@ -172,5 +178,14 @@ export class LocalRunOutputStorage implements RunOutputStorage {
 
   async removeRun(runId: string): Promise<void> {
     await fs.promises.rm(this.dirOf(runId), { recursive: true, force: true });
+  }
+
+  async runIds(): Promise<string[]> {
+    const entries = await fs.promises.readdir(this.root, { withFileTypes: true }).catch((e: NodeJS.ErrnoException) => {
+      if (e.code === 'ENOENT') return [];
+      throw e;
+    });
+    // `.tmp` (uploads being received) and anything else no run id can name are not runs.
+    return entries.filter((e) => e.isDirectory() && /^[A-Za-z0-9_-]{1,64}$/.test(e.name)).map((e) => e.name);
   }
 }

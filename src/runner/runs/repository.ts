@@ -84,9 +84,15 @@ function lockLeased(trx: Transaction<RunnerDB>, id: string, lease: Lease) {
     .where('status', 'in', HELD)
     .where('lease_hash', '=', lease.hash)
     .where('attempt', '=', lease.attempt)
-    .returning('log_ack')
+    .returning(['log_ack', 'status'])
     .executeTakeFirst();
 }
+
+/** What a completion did: `refused` when the run was being cancelled and the executor reported another end. */
+export type CompleteOutcome = { run: RunRow; refused: boolean } | null;
+
+/** What an output record did: `cancelling` when the run is being cancelled (it takes no outputs). */
+export type RecordOutcome = 'recorded' | 'stale-lease' | 'cancelling';
 
 /** A run as it is queued: the counters that start at 0 are filled in by `insertRun`. */
 export type NewRunRow = Omit<RunRow, 'log_ack' | 'handbacks'>;
@@ -404,33 +410,36 @@ export class RunsRepository {
   }
 
   /**
-   * Finishes a held run; null when the lease no longer holds it. A run being cancelled ends as
-   * `cancelled` whatever the executor reports: the user's cancel stands.
+   * Finishes a held run; null when the lease no longer holds it. Cancel and completion race for
+   * the run row and the first to commit wins: a cancel that committed first made the run
+   * `cancelling`, and then only the executor's confirmation (`cancelled`) is taken as reported; a
+   * success or failure reported now is refused (`refused`): the run ends cancelled without an
+   * exit code. A run that ends cancelled keeps no outputs (rows dropped here, files by the caller),
+   * so status, exit code and outputs agree. A completion that committed first leaves the run
+   * finished, and the cancel finds nothing to cancel.
    */
   async complete(
     id: string,
     lease: Lease,
     result: { status: 'succeeded' | 'failed' | 'cancelled'; exitCode: number | null; error: string | null },
     now: string,
-  ): Promise<RunRow | null> {
-    return (
-      (await this.db
+  ): Promise<CompleteOutcome> {
+    return this.db.transaction().execute(async (trx): Promise<CompleteOutcome> => {
+      const held = await lockLeased(trx, id, lease);
+      if (!held) return null;
+      const refused = held.status === 'cancelling' && result.status !== 'cancelled';
+      const end = refused
+        ? { status: 'cancelled' as const, exit_code: null, error: 'cancelled while it was finishing: its result and outputs were discarded' }
+        : { status: held.status === 'cancelling' ? ('cancelled' as const) : result.status, exit_code: result.exitCode, error: result.error };
+      const run = await trx
         .updateTable('runs')
-        .set((eb) => ({
-          status: eb.case().when('status', '=', 'cancelling').then('cancelled').else(result.status).end().$castTo<RunStatus>(),
-          exit_code: result.exitCode,
-          error: result.error,
-          finished_at: now,
-          lease_hash: null,
-          lease_expires_at: null,
-        }))
+        .set({ ...end, finished_at: now, lease_hash: null, lease_expires_at: null })
         .where('id', '=', id)
-        .where('status', 'in', HELD)
-        .where('lease_hash', '=', lease.hash)
-        .where('attempt', '=', lease.attempt)
         .returningAll()
-        .executeTakeFirst()) ?? null
-    );
+        .executeTakeFirstOrThrow();
+      if (run.status === 'cancelled') await dropOutputs(trx, [id]);
+      return { run, refused };
+    });
   }
 
   /**
@@ -458,11 +467,15 @@ export class RunsRepository {
     });
   }
 
-  /** Records (or replaces) one uploaded output of a held run; false when the lease is gone. */
-  async recordOutput(id: string, lease: Lease, output: Omit<RunOutputRow, 'run_id'>): Promise<boolean> {
-    return this.db.transaction().execute(async (trx) => {
+  /**
+   * Records (or replaces) one uploaded output of a held run that is running; a run being
+   * cancelled takes none (it will end cancelled, without outputs).
+   */
+  async recordOutput(id: string, lease: Lease, output: Omit<RunOutputRow, 'run_id'>): Promise<RecordOutcome> {
+    return this.db.transaction().execute(async (trx): Promise<RecordOutcome> => {
       const run = await lockLeased(trx, id, lease);
-      if (!run) return false;
+      if (!run) return 'stale-lease';
+      if (run.status !== 'running') return 'cancelling';
       await trx
         .insertInto('run_outputs')
         .values({ ...output, run_id: id })
@@ -470,7 +483,7 @@ export class RunsRepository {
           oc.columns(['run_id', 'name']).doUpdateSet({ size: output.size, sha256: output.sha256, content_type: output.content_type, created_at: output.created_at }),
         )
         .execute();
-      return true;
+      return 'recorded';
     });
   }
 

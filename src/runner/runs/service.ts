@@ -174,7 +174,11 @@ export class RunsService {
   async cancel(p: Principal, id: string): Promise<RunRow> {
     const run = await loadRun(this.d, p, id, 'write');
     const cancelled = await this.d.runs.cancel(run.id, this.d.now().toISOString());
-    if (!cancelled) throw new ConflictError(`the run has already ended (${run.status})`, 'run_finished');
+    if (!cancelled) {
+      // Its end committed first (maybe just now): say how it ended.
+      const ended = await this.d.runs.findById(run.id);
+      throw new ConflictError(`the run has already finished (${ended?.status ?? 'deleted'})`, 'run_finished');
+    }
     return cancelled;
   }
 

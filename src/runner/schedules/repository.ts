@@ -22,9 +22,35 @@ async function casFire(db: Kysely<RunnerDB>, id: string, expected: string, chang
 export class SchedulesRepository {
   constructor(private readonly db: Kysely<RunnerDB>) {}
 
+  /** Inserts a schedule without the cap (see createWithin). */
   async create(row: ScheduleRow): Promise<ScheduleRow> {
     await this.db.insertInto('schedules').values(row).execute();
     return row;
+  }
+
+  /**
+   * Inserts the schedule unless its workflow has `max` already; false then, with nothing written.
+   * Count and insert are one transaction that first locks the workflow's row by a no-op write
+   * (PostgreSQL row lock; on SQLite a write transaction from its start), so concurrent creates,
+   * also through other instances, count one after the other and never pass the cap together.
+   */
+  async createWithin(row: ScheduleRow, max: number): Promise<boolean> {
+    return this.db.transaction().execute(async (trx) => {
+      const locked = await trx
+        .updateTable('workflows')
+        .set((eb) => ({ updated_at: eb.ref('updated_at') }))
+        .where('id', '=', row.workflow_id)
+        .executeTakeFirst();
+      if (Number(locked.numUpdatedRows) === 0) return false;
+      const { n } = await trx
+        .selectFrom('schedules')
+        .where('workflow_id', '=', row.workflow_id)
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .executeTakeFirstOrThrow();
+      if (Number(n) >= max) return false;
+      await trx.insertInto('schedules').values(row).execute();
+      return true;
+    });
   }
 
   findById(id: string): Promise<ScheduleRow | undefined> {
@@ -33,15 +59,6 @@ export class SchedulesRepository {
 
   listByWorkflow(workflowId: string): Promise<ScheduleRow[]> {
     return this.db.selectFrom('schedules').selectAll().where('workflow_id', '=', workflowId).orderBy('created_at').orderBy('id').execute();
-  }
-
-  async countByWorkflow(workflowId: string): Promise<number> {
-    const r = await this.db
-      .selectFrom('schedules')
-      .where('workflow_id', '=', workflowId)
-      .select((eb) => eb.fn.countAll<number>().as('n'))
-      .executeTakeFirstOrThrow();
-    return Number(r.n);
   }
 
   /** Writes the changed fields; the row after the change, or undefined when it is gone. */

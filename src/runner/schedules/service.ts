@@ -86,14 +86,9 @@ export class SchedulesService {
     const now = this.d.now();
     const spec = checkCronSpec({ cron: input.cron, timeZone: input.timeZone ?? 'UTC' }, now);
     await this.checkVersion(wf.id, input.workflowVersion);
-    if ((await this.d.schedules.countByWorkflow(wf.id)) >= MAX_SCHEDULES_PER_WORKFLOW) {
-      throw new ValidationError(`a workflow has at most ${MAX_SCHEDULES_PER_WORKFLOW} schedules`, [
-        { field: '(body)', message: `at most ${MAX_SCHEDULES_PER_WORKFLOW} schedules per workflow` },
-      ]);
-    }
     const enabled = input.enabled ?? true;
     const stamp = now.toISOString();
-    const row = await this.d.schedules.create({
+    const row: ScheduleRow = {
       id: randomUUID(),
       project_id: wf.project_id,
       workflow_id: wf.id,
@@ -112,7 +107,14 @@ export class SchedulesService {
       created_by: p.type === 'user' ? p.user.id : null,
       created_at: stamp,
       updated_at: stamp,
-    });
+    };
+    if (!(await this.d.schedules.createWithin(row, MAX_SCHEDULES_PER_WORKFLOW))) {
+      // The workflow is there (loaded above) unless deleted meanwhile: then the cap is moot.
+      if (!(await this.d.workflows.findById(wf.id))) throw new NotFoundError('no such workflow');
+      throw new ValidationError(`a workflow has at most ${MAX_SCHEDULES_PER_WORKFLOW} schedules`, [
+        { field: '(body)', message: `at most ${MAX_SCHEDULES_PER_WORKFLOW} schedules per workflow` },
+      ]);
+    }
     return this.view(row);
   }
 

@@ -58,8 +58,15 @@ export class WorkflowsRepository {
       .executeTakeFirst();
   }
 
-  async delete(id: string): Promise<boolean> {
-    const r = await this.db.deleteFrom('workflows').where('id', '=', id).executeTakeFirst();
-    return Number(r.numDeletedRows) > 0;
+  /**
+   * Deletes the workflow with its versions and runs (foreign keys cascade). Answers the ids of
+   * the runs deleted, whose output files the caller removes; null when there was no workflow.
+   */
+  async delete(id: string): Promise<string[] | null> {
+    return this.db.transaction().execute(async (trx) => {
+      const runs = await trx.selectFrom('runs').select('id').where('workflow_id', '=', id).execute();
+      const r = await trx.deleteFrom('workflows').where('id', '=', id).executeTakeFirst();
+      return Number(r.numDeletedRows) > 0 ? runs.map((row) => row.id) : null;
+    });
   }
 }

@@ -1,14 +1,22 @@
 import type { Readable } from 'node:stream';
-import { NotFoundError, ValidationError } from '../../infra/errors.js';
+import { NotFoundError } from '../../infra/errors.js';
 import { randomUUID } from '../../infra/secrets.js';
 import type { Principal } from '../auth/authenticate.js';
 import { loadProject, loadWorkflow, type ScopeRepositories } from '../projects/access.js';
+import type { RunOutputStorage } from '../runs/output-storage.js';
 import type { WorkflowRow, WorkflowVersionRow } from './repository.js';
 import type { WorkflowStorage } from './storage.js';
 import { type PartSource, readUpload } from './upload.js';
 
+/** The text fields of a new workflow. */
+export interface WorkflowText {
+  name: string;
+  description: string;
+}
+
 export interface WorkflowsDeps extends ScopeRepositories {
   storage: WorkflowStorage;
+  outputs: RunOutputStorage;
   now: () => Date;
 }
 
@@ -23,20 +31,28 @@ export class WorkflowsService {
     return this.d.workflows.listByProject(projectId);
   }
 
-  /** A new workflow whose version 1 is the uploaded archive (name default: the file name). */
-  async create(p: Principal, projectId: string, parts: PartSource): Promise<{ workflow: WorkflowRow; versions: WorkflowVersionRow[] }> {
+  /**
+   * A new workflow whose version 1 is the uploaded archive (name default: the file name).
+   * `check` applies the route's rules for name and description (those of the JSON bodies) to the
+   * text as sent, the default name included; the name is stored trimmed, as everywhere.
+   */
+  async create(
+    p: Principal,
+    projectId: string,
+    parts: PartSource,
+    check: (text: WorkflowText) => void,
+  ): Promise<{ workflow: WorkflowRow; versions: WorkflowVersionRow[] }> {
     await loadProject(this.d, p, projectId, 'write');
     const id = randomUUID();
     const { fields, file } = await readUpload(parts, this.d.storage, id, ['name', 'description']);
     try {
-      const name = (fields.name ?? file.fileName.replace(/\.knwf$/i, '')).trim();
-      if (!name || name.length > 200) {
-        throw new ValidationError('name must be 1-200 characters', [{ field: 'name', message: 'must be 1-200 characters' }]);
-      }
+      const text = { name: fields.name ?? file.fileName.replace(/\.knwf$/i, ''), description: fields.description ?? '' };
+      check(text);
+      const name = text.name.trim();
       const now = this.d.now().toISOString();
       const userId = userIdOf(p);
       const workflow = await this.d.workflows.create(
-        { id, project_id: projectId, name, description: fields.description ?? '', created_by: userId, created_at: now, updated_at: now },
+        { id, project_id: projectId, name, description: text.description, created_by: userId, created_at: now, updated_at: now },
         { file_name: file.fileName, size: file.size, sha256: file.sha256, storage_key: file.storageKey, created_by: userId, created_at: now },
       );
       return { workflow, versions: await this.d.workflows.versions(id) };
@@ -56,10 +72,16 @@ export class WorkflowsService {
     return this.d.workflows.versions(id);
   }
 
-  /** Deletes the workflow with its versions and runs, then its archives. */
+  /**
+   * Deletes the workflow with its versions and runs, then its archives and the runs' output
+   * files. Files go after the rows: an upload racing the delete either finds its run gone and
+   * stores nothing, or has put its file in place before the files are removed.
+   */
   async delete(p: Principal, id: string): Promise<void> {
     await loadWorkflow(this.d, p, id, 'write');
-    await this.d.workflows.delete(id);
+    const runIds = await this.d.workflows.delete(id);
+    if (runIds === null) throw new NotFoundError('no such workflow');
+    for (const runId of runIds) await this.d.outputs.removeRun(runId);
     await this.d.storage.removeWorkflow(id);
   }
 

@@ -10,6 +10,11 @@ const ZIP_MAGIC = Buffer.from([0x50, 0x4b, 0x03, 0x04]);
 /** The smallest possible zip with one entry is larger than this (header + end record). */
 const MIN_ZIP_BYTES = 22 + 30;
 
+/** Resolves once a write stream has released its file (it was destroyed or finished). */
+export function closed(stream: fs.WriteStream): Promise<void> {
+  return stream.closed ? Promise.resolve() : new Promise((resolve) => stream.once('close', () => resolve()));
+}
+
 export interface StoredFile {
   storageKey: string;
   size: number;
@@ -70,8 +75,9 @@ export class LocalWorkflowStorage implements WorkflowStorage {
         done(null, chunk);
       },
     });
+    const out = fs.createWriteStream(tmp, { flags: 'wx', mode: 0o640 });
     try {
-      await pipeline(source, inspect, fs.createWriteStream(tmp, { flags: 'wx', mode: 0o640 }));
+      await pipeline(source, inspect, out);
       if (truncated() || size > maxBytes) {
         throw new PayloadTooLargeError(`the workflow archive is larger than ${maxBytes} bytes`, [
           { field: 'file', message: `is larger than ${maxBytes} bytes` },
@@ -85,6 +91,9 @@ export class LocalWorkflowStorage implements WorkflowStorage {
       fs.renameSync(tmp, target);
       return { storageKey: key, size, sha256: hash.digest('hex') };
     } catch (e) {
+      // A source that failed at once fails the pipeline before the file is even opened: wait for
+      // the write stream to close, or the file would appear after it was removed.
+      await closed(out);
       fs.rmSync(tmp, { force: true });
       throw e;
     }

@@ -5,6 +5,12 @@ import type { StoredFile, WorkflowStorage } from './storage.js';
 /** Largest accepted workflow archive. */
 export const MAX_WORKFLOW_BYTES = 100 * 1024 * 1024;
 
+/**
+ * Largest text field in bytes: a description of 10,000 characters (the JSON rule) may take four
+ * bytes each in UTF-8; the characters are counted by the route's schema.
+ */
+const MAX_FIELD_BYTES = 40_000;
+
 export interface PartLimits {
   fileSize: number;
   files: number;
@@ -28,7 +34,7 @@ export async function readUpload(parts: PartSource, storage: WorkflowStorage, wo
   const fields: Record<string, string> = {};
   let file: Upload['file'] | null = null;
   try {
-    for await (const part of parts({ fileSize: MAX_WORKFLOW_BYTES, files: 1, fields: 10, fieldSize: 10_000 })) {
+    for await (const part of parts({ fileSize: MAX_WORKFLOW_BYTES, files: 1, fields: 10, fieldSize: MAX_FIELD_BYTES })) {
       if (part.type === 'file') {
         if (part.fieldname !== 'file') {
           part.file.resume();
@@ -39,6 +45,10 @@ export async function readUpload(parts: PartSource, storage: WorkflowStorage, wo
       } else {
         if (!allowed.includes(part.fieldname)) {
           throw new ValidationError(`unknown field "${part.fieldname}"`, [{ field: part.fieldname, message: 'unknown field' }]);
+        }
+        // The parser cuts a longer value: refused, never stored cut short.
+        if (part.valueTruncated) {
+          throw new ValidationError(`field "${part.fieldname}" is too long`, [{ field: part.fieldname, message: `is longer than ${MAX_FIELD_BYTES} bytes` }]);
         }
         fields[part.fieldname] = String(part.value);
       }
