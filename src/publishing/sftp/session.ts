@@ -32,7 +32,7 @@ export interface SessionContext {
  * (with at most 2 channels per connection and the per-product session cap, this bounds the
  * descriptors one product can hold).
  */
-const MAX_HANDLES = 64;
+export const MAX_HANDLES = 64;
 /** Largest READ answered (OpenSSH's own server caps at 256 KiB too). */
 const MAX_READ = 256 * 1024;
 const READDIR_BATCH = 128;
@@ -70,6 +70,9 @@ export function serveSftp(sftp: SFTPWrapper, ctx: SessionContext): void {
   const { productId, files, log } = ctx;
   const storage = files.storage;
   const handles = new Map<number, Handle>();
+  /** OPENs between their cap check and their handle: they count against the cap too. */
+  let opening = 0;
+  let closed = false;
   let nextHandle = 1;
   const key = (p: string) => files.key(productId, p);
 
@@ -105,13 +108,37 @@ export function serveSftp(sftp: SFTPWrapper, ctx: SessionContext): void {
     if (st?.type !== 'dir') throw missing('The parent folder does not exist');
   }
 
-  function newHandle(h: Handle): Buffer {
-    if (handles.size >= MAX_HANDLES) throw failure(`Too many open handles (limit ${MAX_HANDLES})`);
+  /** Releases what a handle holds (a descriptor, a temporary upload file); never throws. */
+  async function release(h: Handle): Promise<void> {
+    if (h.kind === 'write') await h.upload.abort().catch(() => {});
+    if (h.kind === 'read') await h.reader.close().catch(() => {});
+  }
+
+  /**
+   * Answers an OPEN or OPENDIR with a new handle. The cap is checked, and a place taken, before
+   * `acquire` opens anything: a refused request must hold nothing (each refused OPEN used to
+   * keep a descriptor, and a write one a temporary file, until the process ran out of them).
+   * Whatever `acquire` returns after the session closed is released at once.
+   */
+  async function openHandle(reqid: number, acquire: () => Promise<Handle>): Promise<void> {
+    if (closed) throw failure('The session is closed');
+    if (handles.size + opening >= MAX_HANDLES) throw failure(`Too many open handles (limit ${MAX_HANDLES})`);
+    opening++;
+    let h: Handle;
+    try {
+      h = await acquire();
+    } finally {
+      opening--;
+    }
+    if (closed) {
+      await release(h);
+      throw failure('The session is closed');
+    }
     const id = nextHandle++;
     handles.set(id, h);
     const buf = Buffer.allocUnsafe(4);
     buf.writeUInt32BE(id >>> 0, 0);
-    return buf;
+    sftp.handle(reqid, buf);
   }
 
   function handleOf(buf: Buffer): [number, Handle] {
@@ -145,30 +172,30 @@ export function serveSftp(sftp: SFTPWrapper, ctx: SessionContext): void {
       const p = resolve(filename, writing);
       if (p.kind !== 'inside') throw failure('Is a folder');
       if (!writing) {
-        const reader = await storage.openRead(key(p.path));
-        if (!reader) {
-          const st = await storage.stat(key(p.path));
-          throw st ? failure('Is a folder') : missing();
-        }
-        sftp.handle(reqid, newHandle({ kind: 'read', path: p.path, reader }));
-        return;
+        return openHandle(reqid, async () => {
+          const reader = await storage.openRead(key(p.path));
+          if (!reader) {
+            const st = await storage.stat(key(p.path));
+            throw st ? failure('Is a folder') : missing();
+          }
+          return { kind: 'read', path: p.path, reader };
+        });
       }
       requireCreatable(p, 'file');
-      // The checks of what exists run while the files service reads the limits; a missing
-      // parent folder makes the temporary file's creation fail with "no such file".
-      const upload = await files.beginUpload(productId, p.path, {
-        keepExisting: async () => {
-          const existing = await storage.stat(key(p.path));
-          if (existing?.type === 'dir') throw failure('Is a folder');
-          if (existing && flags & OPEN_MODE.EXCL) throw failure('Already exists');
-          if (!existing && !(flags & OPEN_MODE.CREAT)) throw missing();
-          // Without TRUNC the client may rewrite parts or append (OpenSSH `reput`): start from a copy.
-          return !!existing && !(flags & OPEN_MODE.TRUNC);
-        },
-      });
-      sftp.handle(
-        reqid,
-        newHandle({
+      return openHandle(reqid, async () => {
+        // The checks of what exists run while the files service reads the limits; a missing
+        // parent folder makes the temporary file's creation fail with "no such file".
+        const upload = await files.beginUpload(productId, p.path, {
+          keepExisting: async () => {
+            const existing = await storage.stat(key(p.path));
+            if (existing?.type === 'dir') throw failure('Is a folder');
+            if (existing && flags & OPEN_MODE.EXCL) throw failure('Already exists');
+            if (!existing && !(flags & OPEN_MODE.CREAT)) throw missing();
+            // Without TRUNC the client may rewrite parts or append (OpenSSH `reput`): start from a copy.
+            return !!existing && !(flags & OPEN_MODE.TRUNC);
+          },
+        });
+        return {
           kind: 'write',
           path: p.path,
           upload,
@@ -176,8 +203,8 @@ export function serveSftp(sftp: SFTPWrapper, ctx: SessionContext): void {
           failed: null,
           times: null,
           inFlight: new Set(),
-        }),
-      );
+        };
+      });
     }),
   );
 
@@ -295,7 +322,7 @@ export function serveSftp(sftp: SFTPWrapper, ctx: SessionContext): void {
     run(reqid, 'opendir', async () => {
       const p = resolve(path);
       if ((await describe(p)).type !== 'dir') throw failure('Not a folder');
-      sftp.handle(reqid, newHandle({ kind: 'dir', path: p, entries: null }));
+      await openHandle(reqid, async () => ({ kind: 'dir', path: p, entries: null }));
     }),
   );
 
@@ -395,10 +422,8 @@ export function serveSftp(sftp: SFTPWrapper, ctx: SessionContext): void {
   sftp.on('end', () => sftp.end());
   // The client went away (or the connection broke): unfinished uploads leave nothing behind.
   sftp.on('close', () => {
-    for (const h of handles.values()) {
-      if (h.kind === 'write') void h.upload.abort().catch(() => {});
-      if (h.kind === 'read') void h.reader.close().catch(() => {});
-    }
+    closed = true;
+    for (const h of handles.values()) void release(h);
     handles.clear();
   });
 }
