@@ -40,6 +40,10 @@ export interface Config {
     limits: FileLimits;
     /** Concurrent SFTP sessions one product may hold on one instance. */
     sftpMaxSessions: number;
+    /** Seconds a new SFTP connection has to log in before it is closed (PIER_SFTP_LOGIN_TIMEOUT, 15). */
+    sftpLoginTimeoutSeconds: number;
+    /** Seconds a logged-in SFTP session may go without a request before it is closed (PIER_SFTP_IDLE_TIMEOUT, 900). */
+    sftpIdleTimeoutSeconds: number;
     /** Seconds without writes to a label before it is re-crawled automatically; 0 turns that off. */
     crawlSettleSeconds: number;
   };
@@ -230,6 +234,8 @@ export function loadConfig(env: Env = process.env): Config {
         maxFileBytes: size(env, 'PIER_MAX_FILE_BYTES', DEFAULT_LIMITS.maxFileBytes),
       },
       sftpMaxSessions: count(env, 'PIER_SFTP_MAX_SESSIONS', 8, 1000),
+      sftpLoginTimeoutSeconds: seconds(env, 'PIER_SFTP_LOGIN_TIMEOUT', 15, 1, 600),
+      sftpIdleTimeoutSeconds: seconds(env, 'PIER_SFTP_IDLE_TIMEOUT', 900, 1, 86_400),
       crawlSettleSeconds: env.PIER_CRAWL_SETTLE_SECONDS === '0' ? 0 : count(env, 'PIER_CRAWL_SETTLE_SECONDS', 60, 86_400),
     },
     runner: {

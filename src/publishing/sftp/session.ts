@@ -25,6 +25,21 @@ export interface SessionContext {
   productId: string;
   files: FilesService;
   log: SessionLog;
+  /** Called on every request (the connection's idle timeout restarts). */
+  activity?: () => void;
+  /**
+   * Throws CredentialRevokedError once the product's password is no longer the one this
+   * session logged in with; awaited before every request that changes files.
+   */
+  checkCredential?: () => Promise<void>;
+}
+
+/** A request refused because the session's password was rotated since it logged in. */
+export class CredentialRevokedError extends Error {
+  constructor() {
+    super('The SFTP password was changed: log in again with the new one');
+    this.name = 'CredentialRevokedError';
+  }
 }
 
 /**
@@ -68,6 +83,7 @@ const failure = (msg: string) => new Refusal(STATUS_CODE.FAILURE, msg);
 
 export function serveSftp(sftp: SFTPWrapper, ctx: SessionContext): void {
   const { productId, files, log } = ctx;
+  const stillAllowed = ctx.checkCredential ?? (async () => {});
   const storage = files.storage;
   const handles = new Map<number, Handle>();
   /** OPENs between their cap check and their handle: they count against the cap too. */
@@ -150,8 +166,10 @@ export function serveSftp(sftp: SFTPWrapper, ctx: SessionContext): void {
 
   /** Runs one request; refusals and storage errors become the matching status, never a crash. */
   function run(reqid: number, op: string, work: () => Promise<void>): void {
+    ctx.activity?.();
     work().catch((e: unknown) => {
       if (e instanceof Refusal) return sftp.status(reqid, e.status, e.message);
+      if (e instanceof CredentialRevokedError) return sftp.status(reqid, STATUS_CODE.PERMISSION_DENIED, e.message);
       if (e instanceof QuotaExceededError) return sftp.status(reqid, STATUS_CODE.FAILURE, e.message);
       const code = storageErrorCode(e);
       if (code === 'ENOENT') return sftp.status(reqid, STATUS_CODE.NO_SUCH_FILE, 'No such file');
@@ -182,6 +200,7 @@ export function serveSftp(sftp: SFTPWrapper, ctx: SessionContext): void {
         });
       }
       requireCreatable(p, 'file');
+      await stillAllowed();
       return openHandle(reqid, async () => {
         // The checks of what exists run while the files service reads the limits; a missing
         // parent folder makes the temporary file's creation fail with "no such file".
@@ -263,6 +282,10 @@ export function serveSftp(sftp: SFTPWrapper, ctx: SessionContext): void {
           await h.upload.abort();
           throw failure(h.failed);
         }
+        await stillAllowed().catch(async (e: unknown) => {
+          await h.upload.abort();
+          throw e;
+        });
         // The upload becomes visible only now, in one rename (spec: uploads overwrite), if the
         // product's files still fit its quotas with it (parallel uploads finish in between).
         const entry = await h.upload.commit(h.times ?? undefined).catch((e: unknown) => {
@@ -296,13 +319,17 @@ export function serveSftp(sftp: SFTPWrapper, ctx: SessionContext): void {
       const [, h] = handleOf(handle);
       const times = timesOf(attrs);
       if (times && h.kind === 'write') h.times = times;
-      else if (times && h.kind === 'read') await files.setTimes(productId, h.path, times.atimeMs, times.mtimeMs);
+      else if (times && h.kind === 'read') {
+        await stillAllowed();
+        await files.setTimes(productId, h.path, times.atimeMs, times.mtimeMs);
+      }
       ok(reqid);
     }),
   );
 
   sftp.on('SETSTAT', (reqid: number, path: string, attrs: Attributes) =>
     run(reqid, 'setstat', async () => {
+      await stillAllowed();
       const p = resolve(path);
       await describe(p);
       const times = timesOf(attrs);
@@ -359,6 +386,7 @@ export function serveSftp(sftp: SFTPWrapper, ctx: SessionContext): void {
 
   sftp.on('MKDIR', (reqid: number, path: string) =>
     run(reqid, 'mkdir', async () => {
+      await stillAllowed();
       const p = resolve(path, true);
       if (p.kind !== 'inside') throw failure('Already exists');
       requireCreatable(p, 'dir');
@@ -370,6 +398,7 @@ export function serveSftp(sftp: SFTPWrapper, ctx: SessionContext): void {
 
   sftp.on('RMDIR', (reqid: number, path: string) =>
     run(reqid, 'rmdir', async () => {
+      await stillAllowed();
       const p = resolve(path, true);
       if (p.kind !== 'inside') throw deny('The root and its three folders are fixed');
       const st = await storage.stat(key(p.path));
@@ -382,6 +411,7 @@ export function serveSftp(sftp: SFTPWrapper, ctx: SessionContext): void {
 
   sftp.on('REMOVE', (reqid: number, path: string) =>
     run(reqid, 'remove', async () => {
+      await stillAllowed();
       const p = resolve(path, true);
       if (p.kind !== 'inside') throw deny('The root and its three folders are fixed');
       if (!(await files.remove(productId, p.path))) throw missing();
@@ -392,6 +422,7 @@ export function serveSftp(sftp: SFTPWrapper, ctx: SessionContext): void {
 
   sftp.on('RENAME', (reqid: number, oldPath: string, newPath: string) =>
     run(reqid, 'rename', async () => {
+      await stillAllowed();
       const from = resolve(oldPath, true);
       const to = resolve(newPath, true);
       if (from.kind !== 'inside') throw deny('The root and its three folders are fixed');

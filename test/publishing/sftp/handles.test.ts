@@ -19,7 +19,7 @@ function temporaryFiles(dir: string): string[] {
     .filter((rel) => path.basename(rel).startsWith('.pier-tmp-'));
 }
 
-function open(sftp: Sftp, p: string, flags: string): Promise<{ handle: Buffer | null; code: number; message: string }> {
+function open(sftp: Sftp, p: string, flags: ssh2.OpenMode): Promise<{ handle: Buffer | null; code: number; message: string }> {
   return new Promise((resolve) =>
     sftp.open(p, flags, (err, handle) =>
       resolve(err ? { handle: null, code: Number((err as { code?: number }).code ?? -1), message: err.message } : { handle, code: 0, message: '' }),
