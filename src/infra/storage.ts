@@ -16,6 +16,13 @@ export interface StoredEntry {
   version?: string;
 }
 
+/** An open folder listing (Storage.openList). */
+export interface StoredList {
+  /** Up to `max` further entries; an empty array only at the end. */
+  next(max: number): Promise<StoredEntry[]>;
+  close(): Promise<void>;
+}
+
 /** An open stored file for reading; `close` must be called. */
 export interface StoredReader {
   readonly size: number;
@@ -68,6 +75,12 @@ export interface Storage {
   stat(key: string): Promise<StoredEntry | null>;
   /** Entries of a folder, temporary files hidden, sorted by name; null when it is not a folder. */
   list(key: string): Promise<StoredEntry[] | null>;
+  /**
+   * A folder's entries read a batch at a time, in the order the backend keeps them (temporary
+   * files hidden); null when it is not a folder. Memory stays bounded by the batch however big
+   * the folder: SFTP READDIR answers from it. `close` must be called.
+   */
+  openList(key: string): Promise<StoredList | null>;
   openRead(key: string): Promise<StoredReader | null>;
   /**
    * A whole small file in one call (`data` null when it is larger than `maxBytes`: open it with

@@ -4,11 +4,11 @@
  * decided in one place; files change only through the files service (atomic uploads, quotas,
  * the record of finished uploads).
  */
-import type { Attributes, SFTPWrapper } from 'ssh2';
+import type { Attributes, FileEntry, SFTPWrapper } from 'ssh2';
 import ssh2 from 'ssh2';
 
 const { utils } = ssh2;
-import { type StoredEntry, type StoredReader, storageErrorCode } from '../../infra/storage.js';
+import { type StoredEntry, type StoredList, type StoredReader, storageErrorCode } from '../../infra/storage.js';
 import { QuotaExceededError, type FilesService, type Upload } from '../files/service.js';
 import { AREAS, creationProblem, resolveTreePath, type TreePath, TreePathError } from '../files/tree.js';
 import { attrsOf, entryOf, longname } from './attrs.js';
@@ -50,7 +50,12 @@ export class CredentialRevokedError extends Error {
 export const MAX_HANDLES = 64;
 /** Largest READ answered (OpenSSH's own server caps at 256 KiB too). */
 const MAX_READ = 256 * 1024;
-const READDIR_BATCH = 128;
+/**
+ * Entries per READDIR answer (OpenSSH's sftp-server sends 100). The folder is read as the client
+ * asks, so an open folder handle holds one batch, not the folder: a client holding every handle
+ * on a huge folder holds little memory, and no request stats more than a batch.
+ */
+export const READDIR_BATCH = 100;
 
 type Handle =
   | { kind: 'read'; path: string; reader: StoredReader }
@@ -65,7 +70,14 @@ type Handle =
       times: { atimeMs: number; mtimeMs: number } | null;
       inFlight: Set<Promise<unknown>>;
     }
-  | { kind: 'dir'; path: TreePath; entries: ReturnType<typeof entryOf>[] | null };
+  | {
+      kind: 'dir';
+      path: TreePath;
+      /** `.`, `..` (and the root's three folders) not yet sent. */
+      first: FileEntry[];
+      /** The folder read a batch per READDIR; null for the root and a folder not created yet. */
+      list: StoredList | null;
+    };
 
 /** A refusal with its SFTP status; anything else thrown is an internal error. */
 class Refusal extends Error {
@@ -128,6 +140,7 @@ export function serveSftp(sftp: SFTPWrapper, ctx: SessionContext): void {
   async function release(h: Handle): Promise<void> {
     if (h.kind === 'write') await h.upload.abort().catch(() => {});
     if (h.kind === 'read') await h.reader.close().catch(() => {});
+    if (h.kind === 'dir') await h.list?.close();
   }
 
   /**
@@ -276,6 +289,7 @@ export function serveSftp(sftp: SFTPWrapper, ctx: SessionContext): void {
       const [id, h] = handleOf(handle);
       handles.delete(id);
       if (h.kind === 'read') await h.reader.close();
+      if (h.kind === 'dir') await h.list?.close();
       if (h.kind === 'write') {
         await Promise.allSettled([...h.inFlight]);
         if (h.failed) {
@@ -348,8 +362,19 @@ export function serveSftp(sftp: SFTPWrapper, ctx: SessionContext): void {
   sftp.on('OPENDIR', (reqid: number, path: string) =>
     run(reqid, 'opendir', async () => {
       const p = resolve(path);
-      if ((await describe(p)).type !== 'dir') throw failure('Not a folder');
-      await openHandle(reqid, async () => ({ kind: 'dir', path: p, entries: null }));
+      const self = await describe(p);
+      if (self.type !== 'dir') throw failure('Not a folder');
+      await openHandle(reqid, async () => {
+        const now = Date.now();
+        const parent = { type: 'dir' as const, size: 0, mtimeMs: now };
+        const first: FileEntry[] = [
+          { filename: '.', longname: longname('.', self), attrs: attrsOf(self) },
+          { filename: '..', longname: longname('..', parent), attrs: attrsOf(parent) },
+        ];
+        if (p.kind === 'root') first.push(...AREAS.map((a) => entryOf({ name: a, type: 'dir', size: 0, mtimeMs: now })));
+        const list = p.kind === 'root' ? null : await storage.openList(key(p.path));
+        return { kind: 'dir', path: p, first, list };
+      });
     }),
   );
 
@@ -357,22 +382,11 @@ export function serveSftp(sftp: SFTPWrapper, ctx: SessionContext): void {
     run(reqid, 'readdir', async () => {
       const [, h] = handleOf(handle);
       if (h.kind !== 'dir') throw failure('Not a folder');
-      if (h.entries === null) {
-        const now = Date.now();
-        const listed =
-          h.path.kind === 'root'
-            ? AREAS.map((a) => ({ name: a, type: 'dir' as const, size: 0, mtimeMs: now }))
-            : ((await storage.list(key(h.path.path))) ?? []);
-        const self = await describe(h.path);
-        h.entries = [
-          { filename: '.', longname: longname('.', self), attrs: attrsOf(self) },
-          { filename: '..', longname: longname('..', { type: 'dir', size: 0, mtimeMs: now }), attrs: attrsOf({ type: 'dir', size: 0, mtimeMs: now }) },
-          ...listed.map(entryOf),
-        ];
-      }
+      const batch = h.first.splice(0, READDIR_BATCH);
+      if (batch.length < READDIR_BATCH && h.list) batch.push(...(await h.list.next(READDIR_BATCH - batch.length)).map(entryOf));
       // A listing ends with an EOF status, or OpenSSH and others wait forever (ssh2 #560).
-      if (h.entries.length === 0) return void sftp.status(reqid, STATUS_CODE.EOF);
-      sftp.name(reqid, h.entries.splice(0, READDIR_BATCH));
+      if (batch.length === 0) return void sftp.status(reqid, STATUS_CODE.EOF);
+      sftp.name(reqid, batch);
     }),
   );
 
