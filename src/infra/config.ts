@@ -40,6 +40,10 @@ export interface Config {
     limits: FileLimits;
     /** Concurrent SFTP sessions one product may hold on one instance. */
     sftpMaxSessions: number;
+    /** Seconds a new SFTP connection has to log in before it is closed (PIER_SFTP_LOGIN_TIMEOUT, 15). */
+    sftpLoginTimeoutSeconds: number;
+    /** Seconds a logged-in SFTP session may go without a request before it is closed (PIER_SFTP_IDLE_TIMEOUT, 900). */
+    sftpIdleTimeoutSeconds: number;
     /** Seconds without writes to a label before it is re-crawled automatically; 0 turns that off. */
     crawlSettleSeconds: number;
     /** Heap of the worker thread a crawl runs in, MiB (PIER_CRAWL_MAX_MEMORY_MB, default 512). */
@@ -246,6 +250,8 @@ export function loadConfig(env: Env = process.env): Config {
         quotaFolders: count(env, 'PIER_QUOTA_FOLDERS', DEFAULT_LIMITS.quotaFolders, 2 ** 31 - 1),
       },
       sftpMaxSessions: count(env, 'PIER_SFTP_MAX_SESSIONS', 8, 1000),
+      sftpLoginTimeoutSeconds: seconds(env, 'PIER_SFTP_LOGIN_TIMEOUT', 15, 1, 600),
+      sftpIdleTimeoutSeconds: seconds(env, 'PIER_SFTP_IDLE_TIMEOUT', 900, 1, 86_400),
       crawlSettleSeconds: env.PIER_CRAWL_SETTLE_SECONDS === '0' ? 0 : count(env, 'PIER_CRAWL_SETTLE_SECONDS', 60, 86_400),
       crawlMaxMemoryMb: mebibytes(env, 'PIER_CRAWL_MAX_MEMORY_MB', 512, 32, 16_384),
       crawlTimeoutSeconds: seconds(env, 'PIER_CRAWL_TIMEOUT_SECONDS', 600, 1, 86_400),

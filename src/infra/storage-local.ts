@@ -10,6 +10,7 @@ import {
   RESERVED_NAME_PREFIX,
   type Storage,
   type StoredEntry,
+  type StoredList,
   type StoredReader,
 } from './storage.js';
 
@@ -244,6 +245,53 @@ export function localStorage(root: string, options: LocalStorageOptions = {}): S
       const names: string[] = [];
       for (const d of dirents) if (!d.name.startsWith(RESERVED_NAME_PREFIX) && (d.isFile() || d.isDirectory())) names.push(d.name);
       return names.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+      },
+
+    async openList(key) {
+      const dir = resolve(key);
+      let handle: fs.Dir;
+      try {
+        // A small read-ahead: the folder is walked as the caller asks, never held whole.
+        handle = await fsp.opendir(dir, { bufferSize: 64 });
+      } catch (e) {
+        const code = (e as NodeJS.ErrnoException).code;
+        if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'ENAMETOOLONG') return null;
+        throw e;
+      }
+      let closed = false;
+      const list: StoredList = {
+        async next(max) {
+          const out: StoredEntry[] = [];
+          // Entries removed between reading the name and its lstat are skipped; an empty
+          // answer means the end, so read on until something is left or the folder is done.
+          while (out.length === 0 && !closed) {
+            const names: string[] = [];
+            let end = false;
+            while (names.length < max) {
+              const d = await handle.read();
+              if (!d) {
+                end = true;
+                break;
+              }
+              if (!d.name.startsWith(RESERVED_NAME_PREFIX) && (d.isFile() || d.isDirectory())) names.push(d.name);
+            }
+            // Asynchronous lstat, one batch at a time: a huge folder never blocks the event loop.
+            const stats = await Promise.all(names.map((n) => fsp.lstat(path.join(dir, n)).catch(() => null)));
+            names.forEach((n, i) => {
+              const st = stats[i];
+              if (st && (st.isFile() || st.isDirectory())) out.push(entry(n, st));
+            });
+            if (end) break;
+          }
+          return out;
+        },
+        async close() {
+          if (closed) return;
+          closed = true;
+          await handle.close().catch(() => {});
+        },
+      };
+      return list;
     },
 
     async openRead(key) {

@@ -16,6 +16,13 @@ export interface StoredEntry {
   version?: string;
 }
 
+/** An open folder listing (Storage.openList). */
+export interface StoredList {
+  /** Up to `max` further entries; an empty array only at the end. */
+  next(max: number): Promise<StoredEntry[]>;
+  close(): Promise<void>;
+}
+
 /** An open stored file for reading; `close` must be called. */
 export interface StoredReader {
   readonly size: number;
@@ -73,6 +80,12 @@ export interface Storage {
    * by name; null when it is not a folder. Nothing is stat'ed: for big folders shown a part at a time.
    */
   listNames(key: string): Promise<string[] | null>;
+  /**
+   * A folder's entries read a batch at a time, in the order the backend keeps them (temporary
+   * files hidden); null when it is not a folder. Memory stays bounded by the batch however big
+   * the folder: SFTP READDIR answers from it. `close` must be called.
+   */
+  openList(key: string): Promise<StoredList | null>;
   openRead(key: string): Promise<StoredReader | null>;
   /**
    * Every file and folder below `key` (paths relative to it, temporary files hidden), in no

@@ -9,7 +9,10 @@ import { filesService } from '../files/service.js';
 import { productsRepository } from '../products/repository.js';
 import { productService } from '../products/service.js';
 import { type HostKey, hostKeyDir, loadOrCreateHostKeys } from './host-keys.js';
-import { createSftpServer } from './server.js';
+import { createSftpServer, type SftpServerOptions } from './server.js';
+
+/** Caps and intervals a test may set (production uses the server's defaults). */
+export type SftpTuning = Partial<Pick<SftpServerOptions, 'maxConnections' | 'maxPendingLogins' | 'maxPendingPerAddress' | 'credentialCheckMs'>>;
 
 export interface RunningSftp {
   host: string;
@@ -28,7 +31,7 @@ const SWEEP_INTERVAL_MS = 5 * 60_000;
 /** The `sftp` part of `pier serve`: its own database handle, the shared storage, the host keys. */
 export async function startSftp(
   config: Config,
-  options: { port?: number; failureLimits?: Partial<FailureLimiterOptions> } = {},
+  options: { port?: number; failureLimits?: Partial<FailureLimiterOptions>; tuning?: SftpTuning } = {},
 ): Promise<RunningSftp> {
   const { publishing } = config;
   const database = await openPublishingDatabase(publishing.databaseUrl);
@@ -36,7 +39,8 @@ export async function startSftp(
   try {
     const storage = localStorage(publishing.storageDir);
     const files = filesService({ storage, repo: filesRepository(database.db, database), limits: publishing.limits });
-    const products = productService({ repo: productsRepository(database.db, database.dialect), publishing });
+    const productsRepo = productsRepository(database.db, database.dialect);
+    const products = productService({ repo: productsRepo, publishing });
     const hostKeys = loadOrCreateHostKeys(hostKeyDir(publishing.storageDir));
     const log = pino({ level: config.logLevel, name: 'sftp' });
     // A process killed between putting a file in place and committing its record left them
@@ -56,10 +60,22 @@ export async function startSftp(
     sweeping.start();
     const server = createSftpServer({
       hostKeys,
-      auth: { authenticateSftp: (u, p) => products.authenticateSftp(u, p) },
+      auth: {
+        async authenticateSftp(username, password) {
+          const row = await products.authenticateSftp(username, password);
+          // The password's hash (new salt on every rotation) tells a session its password changed.
+          return row ? { id: row.id, credential: row.sftp_password_hash } : null;
+        },
+        async sftpCredentialCurrent(productId, credential) {
+          return (await productsRepo.find(productId))?.sftp_password_hash === credential;
+        },
+      },
       files,
       log,
       maxSessionsPerProduct: publishing.sftpMaxSessions,
+      loginTimeoutSeconds: publishing.sftpLoginTimeoutSeconds,
+      idleTimeoutSeconds: publishing.sftpIdleTimeoutSeconds,
+      ...options.tuning,
       ...(options.failureLimits ? { failureLimits: options.failureLimits } : {}),
     });
     const address = await server.listen(options.port ?? publishing.sftpPort, config.host);

@@ -1,22 +1,41 @@
 /**
  * The SFTP server (spec area A "SFTP upload": port 2222, username and password issued by
  * staff). ssh2 in server mode with modern algorithms only; password login checked against the
- * product registry on every attempt (a rotated password stops working at once); failed logins
- * scored per client address with growing bans; a cap on concurrent sessions per product.
+ * product registry on every attempt, and sessions already open end once the password is
+ * rotated (the old one stops working at once); failed logins scored per client address with
+ * growing bans; connections capped overall, connections not logged in yet capped overall and
+ * per address and given a short time to log in; a cap on concurrent sessions per product.
  */
+import net from 'node:net';
 import ssh2, { type Connection, type ServerConfig } from 'ssh2';
 import { FailureLimiter, type FailureLimiterOptions } from '../../infra/failure-limiter.js';
 import { listenOn } from '../../infra/listen.js';
 import type { FilesService } from '../files/service.js';
 import type { HostKey } from './host-keys.js';
-import { type SessionLog, serveSftp } from './session.js';
-
+import { CredentialRevokedError, type SessionLog, serveSftp } from './session.js';
 
 /** SFTP channels open at once on one connection (OpenSSH, lftp and rclone use one each). */
 const MAX_CHANNELS_PER_CONNECTION = 2;
+/**
+ * Connections held at once, each a descriptor: past this, new ones are closed as they arrive
+ * (as the download host and nginx do), so the process keeps descriptors for its other parts.
+ */
+const MAX_CONNECTIONS = 1000;
+/**
+ * Connections not logged in yet, in all and from one address: each costs a key exchange and a
+ * descriptor until it logs in or times out, so anonymous clients may hold only a slice of
+ * MAX_CONNECTIONS, and one address only a few (OpenSSH's MaxStartups plays this part).
+ */
+const MAX_PENDING_LOGINS = 100;
+const MAX_PENDING_PER_ADDRESS = 10;
+/** How often an open session checks that its product's password is still the one it logged in with. */
+const CREDENTIAL_CHECK_MS = 5000;
+
 export interface SftpAuthenticator {
-  /** The product whose SFTP credentials these are, or null. */
-  authenticateSftp(username: string, password: string): Promise<{ id: string } | null>;
+  /** The product whose SFTP credentials these are, or null; `credential` changes when its password does. */
+  authenticateSftp(username: string, password: string): Promise<{ id: string; credential: string } | null>;
+  /** Whether the product still has the credential a session logged in with (false once rotated or removed). */
+  sftpCredentialCurrent(productId: string, credential: string): Promise<boolean>;
 }
 
 export interface SftpServerOptions {
@@ -30,6 +49,16 @@ export interface SftpServerOptions {
   failureLimits?: Partial<FailureLimiterOptions>;
   /** Seconds a connection may take to log in. */
   loginTimeoutSeconds?: number;
+  /** Seconds a logged-in connection may go without an SFTP request. */
+  idleTimeoutSeconds?: number;
+  /** Connections held at once (MAX_CONNECTIONS unless set: tests). */
+  maxConnections?: number;
+  /** Connections not logged in yet, in all (MAX_PENDING_LOGINS unless set: tests). */
+  maxPendingLogins?: number;
+  /** Connections not logged in yet from one address (MAX_PENDING_PER_ADDRESS unless set: tests). */
+  maxPendingPerAddress?: number;
+  /** Milliseconds between an idle session's checks of its password (CREDENTIAL_CHECK_MS unless set: tests). */
+  credentialCheckMs?: number;
 }
 
 export interface SftpServer {
@@ -77,24 +106,29 @@ export function createSftpServer(options: SftpServerOptions): SftpServer {
   });
   const sessions = new Map<string, number>();
   const connections = new Set<Connection>();
-  const loginTimeoutMs = (options.loginTimeoutSeconds ?? 60) * 1000;
+  const sockets = new Set<net.Socket>();
+  const loginTimeoutMs = (options.loginTimeoutSeconds ?? 15) * 1000;
+  const idleTimeoutMs = (options.idleTimeoutSeconds ?? 900) * 1000;
+  const maxPendingLogins = options.maxPendingLogins ?? MAX_PENDING_LOGINS;
+  const maxPendingPerAddress = options.maxPendingPerAddress ?? MAX_PENDING_PER_ADDRESS;
+  const credentialCheckMs = options.credentialCheckMs ?? CREDENTIAL_CHECK_MS;
+  /** Connections not logged in yet, per address. */
+  const pending = new Map<string, number>();
+  let pendingTotal = 0;
+  /** Marks a pending connection as logged in, by "address|port" (what ssh2's connection info names). */
+  const loggedIn = new Map<string, () => void>();
 
-  const server = new ssh2.Server(
+  const ssh = new ssh2.Server(
     { hostKeys: options.hostKeys.map((k) => k.privateKey), algorithms: SFTP_ALGORITHMS, ident: 'Pier' },
     (client, info) => {
       const ip = info.ip;
-      if (limiter.retryAfter(ip) > 0) {
-        // A banned address gets no key exchange at all (cheapest for us).
-        client.end();
-        return;
-      }
-      // SFTP is request/response: without TCP_NODELAY, Nagle's algorithm holds small replies
-      // back until the client's delayed ACK (tens of ms per file on many-small-file uploads).
-      (client as Connection & { setNoDelay(noDelay: boolean): void }).setNoDelay(true);
       connections.add(client);
       let productId: string | null = null;
-      const timer = setTimeout(() => client.end(), loginTimeoutMs);
-      timer.unref();
+      /** What the product's password was at login (see `checkCredential`). */
+      let credential = '';
+      let closed = false;
+      let idleTimer: NodeJS.Timeout | undefined;
+      let checkTimer: NodeJS.Timeout | undefined;
 
       client.on('authentication', (ctx) => {
         if (ctx.method !== 'password') {
@@ -114,6 +148,8 @@ export function createSftpServer(options: SftpServerOptions): SftpServer {
             return null;
           });
           if (!product) {
+            // Counted even when the client has gone meanwhile: dropping the connection must
+            // not be a way around the limiter.
             const ban = limiter.fail(ip);
             // Never the password; the username helps staff help a vendor with a typo.
             log.warn({ ip, username }, ban ? `sftp login failed; address banned for ${ban} s` : 'sftp login failed');
@@ -121,14 +157,19 @@ export function createSftpServer(options: SftpServerOptions): SftpServer {
             if (ban) client.end();
             return;
           }
+          // The connection closed while the password was checked (scrypt): its 'close' has
+          // already run, so a session counted now would never be released.
+          if (closed || productId) return;
           const active = sessions.get(product.id) ?? 0;
           if (active >= options.maxSessionsPerProduct) {
             log.warn({ ip, productId: product.id }, `sftp login refused: ${active} sessions already open`);
             ctx.reject(['password']);
             return;
           }
+          // Counted and recorded in one step: from here on 'close' releases it, on every path.
           sessions.set(product.id, active + 1);
           productId = product.id;
+          credential = product.credential;
           try {
             await files.ensureTree(product.id);
           } catch (e) {
@@ -143,8 +184,31 @@ export function createSftpServer(options: SftpServerOptions): SftpServer {
       });
 
       client.on('ready', () => {
-        clearTimeout(timer);
+        loggedIn.get(`${ip}|${info.port}`)?.();
         const id = productId as string;
+        idleTimer = setTimeout(() => {
+          log.info({ ip, productId: id }, 'sftp session idle; closed');
+          client.end();
+        }, idleTimeoutMs);
+        idleTimer.unref();
+
+        /**
+         * Ends the session once its product's password is no longer the one it logged in with
+         * (rotated by `pier staff`, possibly on another instance: the database decides). Asked
+         * before every request that changes files, and every few seconds while idle.
+         */
+        let revoked = false;
+        const checkCredential = async (): Promise<void> => {
+          if (!revoked && !(await auth.sftpCredentialCurrent(id, credential))) {
+            revoked = true;
+            log.warn({ ip, productId: id }, 'sftp session ended: the password was changed');
+            setImmediate(() => client.end());
+          }
+          if (revoked) throw new CredentialRevokedError();
+        };
+        checkTimer = setInterval(() => void checkCredential().catch(() => {}), credentialCheckMs);
+        checkTimer.unref();
+
         let channels = 0;
         client.on('session', (acceptSession, rejectSession) => {
           // Sessions per product are capped by connection; channels per connection are capped
@@ -162,7 +226,9 @@ export function createSftpServer(options: SftpServerOptions): SftpServer {
           });
           // Accepted synchronously: OpenSSH sends INIT right behind the subsystem request, and
           // data arriving before accept() would be dropped.
-          session.on('sftp', (acceptSftp) => serveSftp(acceptSftp(), { productId: id, files, log }));
+          session.on('sftp', (acceptSftp) =>
+            serveSftp(acceptSftp(), { productId: id, files, log, activity: () => idleTimer?.refresh(), checkCredential }),
+          );
           // Shells, exec, port forwarding: this server only speaks SFTP.
           session.on('exec', (_accept, reject) => reject());
           session.on('shell', (_accept, reject) => reject());
@@ -175,7 +241,9 @@ export function createSftpServer(options: SftpServerOptions): SftpServer {
 
       client.on('error', (e) => log.warn({ ip, err: e.message }, 'sftp connection error'));
       client.on('close', () => {
-        clearTimeout(timer);
+        closed = true;
+        clearTimeout(idleTimer);
+        clearInterval(checkTimer);
         connections.delete(client);
         if (productId) {
           const left = (sessions.get(productId) ?? 1) - 1;
@@ -187,6 +255,47 @@ export function createSftpServer(options: SftpServerOptions): SftpServer {
     },
   );
 
+  // Connections are taken here, before ssh2 sees them: ssh2 announces a connection only once the
+  // client has sent its version line, so a socket that never says a word would escape both the
+  // caps and the login timeout.
+  const server = net.createServer({ noDelay: true }, (socket) => {
+    // SFTP is request/response: without TCP_NODELAY (noDelay above), Nagle's algorithm holds
+    // small replies back until the client's delayed ACK (tens of ms per file).
+    socket.on('error', () => {});
+    const ip = socket.remoteAddress ?? '';
+    const fromHere = pending.get(ip) ?? 0;
+    // A banned address gets no key exchange at all (cheapest for us).
+    if (limiter.retryAfter(ip) > 0 || pendingTotal >= maxPendingLogins || fromHere >= maxPendingPerAddress) {
+      if (limiter.retryAfter(ip) === 0) log.warn({ ip }, 'sftp connection refused: too many connections not logged in');
+      socket.destroy();
+      return;
+    }
+    pendingTotal += 1;
+    pending.set(ip, fromHere + 1);
+    const key = `${ip}|${socket.remotePort}`;
+    const timer = setTimeout(() => socket.destroy(), loginTimeoutMs);
+    timer.unref();
+    let waiting = true;
+    const leavePending = () => {
+      if (!waiting) return;
+      waiting = false;
+      clearTimeout(timer);
+      loggedIn.delete(key);
+      pendingTotal -= 1;
+      const left = (pending.get(ip) ?? 1) - 1;
+      if (left > 0) pending.set(ip, left);
+      else pending.delete(ip);
+    };
+    loggedIn.set(key, leavePending);
+    sockets.add(socket);
+    socket.once('close', () => {
+      leavePending();
+      sockets.delete(socket);
+    });
+    ssh.injectSocket(socket);
+  });
+  server.maxConnections = options.maxConnections ?? MAX_CONNECTIONS;
+
   return {
     async listen(port, host) {
       const a = await listenOn(server, port, host);
@@ -194,8 +303,9 @@ export function createSftpServer(options: SftpServerOptions): SftpServer {
     },
     close() {
       return new Promise((resolve) => {
-        for (const c of connections) c.end();
         server.close(() => resolve());
+        for (const c of connections) c.end();
+        for (const s of sockets) s.destroy();
       });
     },
   };

@@ -4,11 +4,11 @@
  * decided in one place; files change only through the files service (atomic uploads, quotas,
  * the record of finished uploads).
  */
-import type { Attributes, SFTPWrapper } from 'ssh2';
+import type { Attributes, FileEntry, SFTPWrapper } from 'ssh2';
 import ssh2 from 'ssh2';
 
 const { utils } = ssh2;
-import { type StoredEntry, type StoredReader, storageErrorCode } from '../../infra/storage.js';
+import { type StoredEntry, type StoredList, type StoredReader, storageErrorCode } from '../../infra/storage.js';
 import { QuotaExceededError, type FilesService, type Upload } from '../files/service.js';
 import { AREAS, creationProblem, resolveTreePath, type TreePath, TreePathError } from '../files/tree.js';
 import { attrsOf, entryOf, longname } from './attrs.js';
@@ -25,6 +25,21 @@ export interface SessionContext {
   productId: string;
   files: FilesService;
   log: SessionLog;
+  /** Called on every request (the connection's idle timeout restarts). */
+  activity?: () => void;
+  /**
+   * Throws CredentialRevokedError once the product's password is no longer the one this
+   * session logged in with; awaited before every request that changes files.
+   */
+  checkCredential?: () => Promise<void>;
+}
+
+/** A request refused because the session's password was rotated since it logged in. */
+export class CredentialRevokedError extends Error {
+  constructor() {
+    super('The SFTP password was changed: log in again with the new one');
+    this.name = 'CredentialRevokedError';
+  }
 }
 
 /**
@@ -32,10 +47,15 @@ export interface SessionContext {
  * (with at most 2 channels per connection and the per-product session cap, this bounds the
  * descriptors one product can hold).
  */
-const MAX_HANDLES = 64;
+export const MAX_HANDLES = 64;
 /** Largest READ answered (OpenSSH's own server caps at 256 KiB too). */
 const MAX_READ = 256 * 1024;
-const READDIR_BATCH = 128;
+/**
+ * Entries per READDIR answer (OpenSSH's sftp-server sends 100). The folder is read as the client
+ * asks, so an open folder handle holds one batch, not the folder: a client holding every handle
+ * on a huge folder holds little memory, and no request stats more than a batch.
+ */
+export const READDIR_BATCH = 100;
 
 type Handle =
   | { kind: 'read'; path: string; reader: StoredReader }
@@ -55,7 +75,14 @@ type Handle =
       times: { atimeMs: number; mtimeMs: number } | null;
       inFlight: Set<Promise<unknown>>;
     }
-  | { kind: 'dir'; path: TreePath; entries: ReturnType<typeof entryOf>[] | null };
+  | {
+      kind: 'dir';
+      path: TreePath;
+      /** `.`, `..` (and the root's three folders) not yet sent. */
+      first: FileEntry[];
+      /** The folder read a batch per READDIR; null for the root and a folder not created yet. */
+      list: StoredList | null;
+    };
 
 /** A refusal with its SFTP status; anything else thrown is an internal error. */
 class Refusal extends Error {
@@ -84,8 +111,12 @@ const unsupported = (msg: string) => new Refusal(STATUS_CODE.OP_UNSUPPORTED, msg
 
 export function serveSftp(sftp: SFTPWrapper, ctx: SessionContext): void {
   const { productId, files, log } = ctx;
+  const stillAllowed = ctx.checkCredential ?? (async () => {});
   const storage = files.storage;
   const handles = new Map<number, Handle>();
+  /** OPENs between their cap check and their handle: they count against the cap too. */
+  let opening = 0;
+  let closed = false;
   let nextHandle = 1;
   const key = (p: string) => files.key(productId, p);
 
@@ -121,13 +152,38 @@ export function serveSftp(sftp: SFTPWrapper, ctx: SessionContext): void {
     if (st?.type !== 'dir') throw missing('The parent folder does not exist');
   }
 
-  function newHandle(h: Handle): Buffer {
-    if (handles.size >= MAX_HANDLES) throw failure(`Too many open handles (limit ${MAX_HANDLES})`);
+  /** Releases what a handle holds (a descriptor, a temporary upload file); never throws. */
+  async function release(h: Handle): Promise<void> {
+    if (h.kind === 'write') await h.upload.abort().catch(() => {});
+    if (h.kind === 'read') await h.reader.close().catch(() => {});
+    if (h.kind === 'dir') await h.list?.close();
+  }
+
+  /**
+   * Answers an OPEN or OPENDIR with a new handle. The cap is checked, and a place taken, before
+   * `acquire` opens anything: a refused request must hold nothing (each refused OPEN used to
+   * keep a descriptor, and a write one a temporary file, until the process ran out of them).
+   * Whatever `acquire` returns after the session closed is released at once.
+   */
+  async function openHandle(reqid: number, acquire: () => Promise<Handle>): Promise<void> {
+    if (closed) throw failure('The session is closed');
+    if (handles.size + opening >= MAX_HANDLES) throw failure(`Too many open handles (limit ${MAX_HANDLES})`);
+    opening++;
+    let h: Handle;
+    try {
+      h = await acquire();
+    } finally {
+      opening--;
+    }
+    if (closed) {
+      await release(h);
+      throw failure('The session is closed');
+    }
     const id = nextHandle++;
     handles.set(id, h);
     const buf = Buffer.allocUnsafe(4);
     buf.writeUInt32BE(id >>> 0, 0);
-    return buf;
+    sftp.handle(reqid, buf);
   }
 
   function handleOf(buf: Buffer): [number, Handle] {
@@ -139,8 +195,10 @@ export function serveSftp(sftp: SFTPWrapper, ctx: SessionContext): void {
 
   /** Runs one request; refusals and storage errors become the matching status, never a crash. */
   function run(reqid: number, op: string, work: () => Promise<void>): void {
+    ctx.activity?.();
     work().catch((e: unknown) => {
       if (e instanceof Refusal) return sftp.status(reqid, e.status, e.message);
+      if (e instanceof CredentialRevokedError) return sftp.status(reqid, STATUS_CODE.PERMISSION_DENIED, e.message);
       if (e instanceof QuotaExceededError) return sftp.status(reqid, STATUS_CODE.FAILURE, e.message);
       const code = storageErrorCode(e);
       if (code === 'ENOENT') return sftp.status(reqid, STATUS_CODE.NO_SUCH_FILE, 'No such file');
@@ -161,31 +219,32 @@ export function serveSftp(sftp: SFTPWrapper, ctx: SessionContext): void {
       const p = resolve(filename, writing);
       if (p.kind !== 'inside') throw failure('Is a folder');
       if (!writing) {
-        const reader = await storage.openRead(key(p.path));
-        if (!reader) {
-          const st = await storage.stat(key(p.path));
-          throw st ? failure('Is a folder') : missing();
-        }
-        sftp.handle(reqid, newHandle({ kind: 'read', path: p.path, reader }));
-        return;
+        return openHandle(reqid, async () => {
+          const reader = await storage.openRead(key(p.path));
+          if (!reader) {
+            const st = await storage.stat(key(p.path));
+            throw st ? failure('Is a folder') : missing();
+          }
+          return { kind: 'read', path: p.path, reader };
+        });
       }
       requireCreatable(p, 'file');
-      // The checks of what exists run while the files service reads the limits; a missing
-      // parent folder makes the temporary file's creation fail with "no such file".
-      const upload = await files.beginUpload(productId, p.path, {
-        keepExisting: async () => {
-          const existing = await storage.stat(key(p.path));
-          if (existing?.type === 'dir') throw failure('Is a folder');
-          if (existing && flags & OPEN_MODE.EXCL) throw failure('Already exists');
-          if (!existing && !(flags & OPEN_MODE.CREAT)) throw missing();
-          if (existing && flags & OPEN_MODE.APPEND && !(flags & OPEN_MODE.TRUNC)) throw unsupported(RESUME_REFUSED);
-          // Without TRUNC the client may rewrite parts of the file: start from a copy.
-          return !!existing && !(flags & OPEN_MODE.TRUNC);
-        },
-      });
-      sftp.handle(
-        reqid,
-        newHandle({
+      await stillAllowed();
+      return openHandle(reqid, async () => {
+        // The checks of what exists run while the files service reads the limits; a missing
+        // parent folder makes the temporary file's creation fail with "no such file".
+        const upload = await files.beginUpload(productId, p.path, {
+          keepExisting: async () => {
+            const existing = await storage.stat(key(p.path));
+            if (existing?.type === 'dir') throw failure('Is a folder');
+            if (existing && flags & OPEN_MODE.EXCL) throw failure('Already exists');
+            if (!existing && !(flags & OPEN_MODE.CREAT)) throw missing();
+            if (existing && flags & OPEN_MODE.APPEND && !(flags & OPEN_MODE.TRUNC)) throw unsupported(RESUME_REFUSED);
+            // Without TRUNC the client may rewrite parts of the file: start from a copy.
+            return !!existing && !(flags & OPEN_MODE.TRUNC);
+          },
+        });
+        return {
           kind: 'write',
           path: p.path,
           upload,
@@ -194,8 +253,8 @@ export function serveSftp(sftp: SFTPWrapper, ctx: SessionContext): void {
           failed: null,
           times: null,
           inFlight: new Set(),
-        }),
-      );
+        };
+      });
     }),
   );
 
@@ -256,12 +315,17 @@ export function serveSftp(sftp: SFTPWrapper, ctx: SessionContext): void {
       const [id, h] = handleOf(handle);
       handles.delete(id);
       if (h.kind === 'read') await h.reader.close();
+      if (h.kind === 'dir') await h.list?.close();
       if (h.kind === 'write') {
         await Promise.allSettled([...h.inFlight]);
         if (h.failed) {
           await h.upload.abort();
           throw failure(h.failed);
         }
+        await stillAllowed().catch(async (e: unknown) => {
+          await h.upload.abort();
+          throw e;
+        });
         // The upload becomes visible only now, in one rename (spec: uploads overwrite), if the
         // product's files still fit its quotas with it (parallel uploads finish in between).
         const entry = await h.upload.commit(h.times ?? undefined).catch((e: unknown) => {
@@ -295,13 +359,17 @@ export function serveSftp(sftp: SFTPWrapper, ctx: SessionContext): void {
       const [, h] = handleOf(handle);
       const times = timesOf(attrs);
       if (times && h.kind === 'write') h.times = times;
-      else if (times && h.kind === 'read') await files.setTimes(productId, h.path, times.atimeMs, times.mtimeMs);
+      else if (times && h.kind === 'read') {
+        await stillAllowed();
+        await files.setTimes(productId, h.path, times.atimeMs, times.mtimeMs);
+      }
       ok(reqid);
     }),
   );
 
   sftp.on('SETSTAT', (reqid: number, path: string, attrs: Attributes) =>
     run(reqid, 'setstat', async () => {
+      await stillAllowed();
       const p = resolve(path);
       await describe(p);
       const times = timesOf(attrs);
@@ -320,8 +388,19 @@ export function serveSftp(sftp: SFTPWrapper, ctx: SessionContext): void {
   sftp.on('OPENDIR', (reqid: number, path: string) =>
     run(reqid, 'opendir', async () => {
       const p = resolve(path);
-      if ((await describe(p)).type !== 'dir') throw failure('Not a folder');
-      sftp.handle(reqid, newHandle({ kind: 'dir', path: p, entries: null }));
+      const self = await describe(p);
+      if (self.type !== 'dir') throw failure('Not a folder');
+      await openHandle(reqid, async () => {
+        const now = Date.now();
+        const parent = { type: 'dir' as const, size: 0, mtimeMs: now };
+        const first: FileEntry[] = [
+          { filename: '.', longname: longname('.', self), attrs: attrsOf(self) },
+          { filename: '..', longname: longname('..', parent), attrs: attrsOf(parent) },
+        ];
+        if (p.kind === 'root') first.push(...AREAS.map((a) => entryOf({ name: a, type: 'dir', size: 0, mtimeMs: now })));
+        const list = p.kind === 'root' ? null : await storage.openList(key(p.path));
+        return { kind: 'dir', path: p, first, list };
+      });
     }),
   );
 
@@ -329,22 +408,11 @@ export function serveSftp(sftp: SFTPWrapper, ctx: SessionContext): void {
     run(reqid, 'readdir', async () => {
       const [, h] = handleOf(handle);
       if (h.kind !== 'dir') throw failure('Not a folder');
-      if (h.entries === null) {
-        const now = Date.now();
-        const listed =
-          h.path.kind === 'root'
-            ? AREAS.map((a) => ({ name: a, type: 'dir' as const, size: 0, mtimeMs: now }))
-            : ((await storage.list(key(h.path.path))) ?? []);
-        const self = await describe(h.path);
-        h.entries = [
-          { filename: '.', longname: longname('.', self), attrs: attrsOf(self) },
-          { filename: '..', longname: longname('..', { type: 'dir', size: 0, mtimeMs: now }), attrs: attrsOf({ type: 'dir', size: 0, mtimeMs: now }) },
-          ...listed.map(entryOf),
-        ];
-      }
+      const batch = h.first.splice(0, READDIR_BATCH);
+      if (batch.length < READDIR_BATCH && h.list) batch.push(...(await h.list.next(READDIR_BATCH - batch.length)).map(entryOf));
       // A listing ends with an EOF status, or OpenSSH and others wait forever (ssh2 #560).
-      if (h.entries.length === 0) return void sftp.status(reqid, STATUS_CODE.EOF);
-      sftp.name(reqid, h.entries.splice(0, READDIR_BATCH));
+      if (batch.length === 0) return void sftp.status(reqid, STATUS_CODE.EOF);
+      sftp.name(reqid, batch);
     }),
   );
 
@@ -358,6 +426,7 @@ export function serveSftp(sftp: SFTPWrapper, ctx: SessionContext): void {
 
   sftp.on('MKDIR', (reqid: number, path: string) =>
     run(reqid, 'mkdir', async () => {
+      await stillAllowed();
       const p = resolve(path, true);
       if (p.kind !== 'inside') throw failure('Already exists');
       requireCreatable(p, 'dir');
@@ -369,6 +438,7 @@ export function serveSftp(sftp: SFTPWrapper, ctx: SessionContext): void {
 
   sftp.on('RMDIR', (reqid: number, path: string) =>
     run(reqid, 'rmdir', async () => {
+      await stillAllowed();
       const p = resolve(path, true);
       if (p.kind !== 'inside') throw deny('The root and its three folders are fixed');
       const st = await storage.stat(key(p.path));
@@ -381,6 +451,7 @@ export function serveSftp(sftp: SFTPWrapper, ctx: SessionContext): void {
 
   sftp.on('REMOVE', (reqid: number, path: string) =>
     run(reqid, 'remove', async () => {
+      await stillAllowed();
       const p = resolve(path, true);
       if (p.kind !== 'inside') throw deny('The root and its three folders are fixed');
       if (!(await files.remove(productId, p.path))) throw missing();
@@ -391,6 +462,7 @@ export function serveSftp(sftp: SFTPWrapper, ctx: SessionContext): void {
 
   sftp.on('RENAME', (reqid: number, oldPath: string, newPath: string) =>
     run(reqid, 'rename', async () => {
+      await stillAllowed();
       const from = resolve(oldPath, true);
       const to = resolve(newPath, true);
       if (from.kind !== 'inside') throw deny('The root and its three folders are fixed');
@@ -421,10 +493,8 @@ export function serveSftp(sftp: SFTPWrapper, ctx: SessionContext): void {
   sftp.on('end', () => sftp.end());
   // The client went away (or the connection broke): unfinished uploads leave nothing behind.
   sftp.on('close', () => {
-    for (const h of handles.values()) {
-      if (h.kind === 'write') void h.upload.abort().catch(() => {});
-      if (h.kind === 'read') void h.reader.close().catch(() => {});
-    }
+    closed = true;
+    for (const h of handles.values()) void release(h);
     handles.clear();
   });
 }

@@ -13,7 +13,7 @@ import { type FilesService, filesService } from '../../../src/publishing/files/s
 import { localStorage } from '../../../src/infra/storage-local.js';
 import { productsRepository } from '../../../src/publishing/products/repository.js';
 import { type IssuedCredentials, productService, type ProductService } from '../../../src/publishing/products/service.js';
-import { type RunningSftp, startSftp } from '../../../src/publishing/sftp/index.js';
+import { type RunningSftp, type SftpTuning, startSftp } from '../../../src/publishing/sftp/index.js';
 import { tempDir } from '../../helpers/db.js';
 
 export interface Stack {
@@ -33,7 +33,7 @@ export interface Stack {
 /** The real SFTP server and download host in this process, on free ports, sharing one data dir. */
 export async function startStack(
   databaseUrl: string,
-  options: { env?: Record<string, string>; failureLimits?: Partial<FailureLimiterOptions> } = {},
+  options: { env?: Record<string, string>; failureLimits?: Partial<FailureLimiterOptions>; sftp?: SftpTuning } = {},
 ): Promise<Stack> {
   const dataDir = tempDir('pier-sftp-');
   const config = loadConfig({
@@ -46,7 +46,10 @@ export async function startStack(
   });
   const database = await openPublishingDatabase(config.publishing.databaseUrl);
   const products = productService({ repo: productsRepository(database.db, database.dialect), publishing: config.publishing });
-  const sftp = await startSftp(config, options.failureLimits ? { failureLimits: options.failureLimits } : {});
+  const sftp = await startSftp(config, {
+    ...(options.failureLimits ? { failureLimits: options.failureLimits } : {}),
+    ...(options.sftp ? { tuning: options.sftp } : {}),
+  });
   const downloads = await startDownloads(config);
   return {
     config,
