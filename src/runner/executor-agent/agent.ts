@@ -301,6 +301,7 @@ export class ExecutorAgent {
       } catch (e) {
         if (this.#stopping || this.#fatal) break;
         if (e instanceof ApiError && e.status === 404) this.#fail(new Error('the runner no longer knows this executor (removed?)'));
+        else if (e instanceof ApiError && e.code === 'executor_draining') this.#drain();
         else {
           this.o.log('claim_failed', { error: (e as Error).message });
           await sleep(1000);
@@ -367,12 +368,7 @@ export class ExecutorAgent {
             this.#kill(run);
           }
         }
-        if (hb.drain && !this.#draining) {
-          this.#draining = true;
-          this.o.log('draining', { running: this.#active.size });
-          this.#claimAbort.abort();
-          this.#slotFreed?.();
-        }
+        if (hb.drain) this.#drain();
       } catch (e) {
         if (e instanceof ApiError && e.status === 404) {
           this.#fail(new Error('the runner no longer knows this executor (removed?)'));
@@ -384,6 +380,15 @@ export class ExecutorAgent {
       // the runner first said how often) could let the leases of the runs held lapse.
       await this.#pause(ok ? Math.min(this.#heartbeatMs, 10_000) : Math.min(this.#heartbeatMs, 1000));
     }
+  }
+
+  /** Told to drain (by a heartbeat or a claim's answer): claim nothing more, finish what runs, exit. */
+  #drain(): void {
+    if (this.#draining) return;
+    this.#draining = true;
+    this.o.log('draining', { running: this.#active.size });
+    this.#claimAbort.abort();
+    this.#slotFreed?.();
   }
 
   /** Sleeps, but wakes early once the executor stops with nothing left to run. */
