@@ -102,6 +102,13 @@ export function registerRunnerCommands(program: Command): void {
       const key = opts.apiKey;
       if (key !== undefined && process.argv.some((a) => a.includes(key))) process.title = 'pier runner executor';
       if (!opts.command) throw new UsageError('--command (or PIER_EXECUTOR_COMMAND) is required');
+      const { compileTemplate, TemplateError } = await import('../runner/executor-agent/template.js');
+      try {
+        compileTemplate(opts.command);
+      } catch (e) {
+        if (e instanceof TemplateError) throw new UsageError(`--command: ${e.message}`);
+        throw e;
+      }
       const capacity = Number(opts.capacity);
       if (!Number.isInteger(capacity) || capacity < 1 || capacity > 256) throw new UsageError('--capacity must be a whole number from 1 to 256');
       const grace = Number(opts.killGrace);

@@ -90,6 +90,28 @@ describe(`executor host safety: real processes (${target.name})`, () => {
   };
   const registered = (child: { output: string[] }) => until(() => child.output.join('').includes('"event":"registered"'), () => `registration: ${child.output.join('')}`);
 
+  test('a run parameter never becomes shell syntax: bare, in "…", in \'…\', in `…` and $(…) it arrives byte for byte and runs nothing', { timeout: 120_000 }, async () => {
+    const canary = path.join(work, 'canary');
+    fs.mkdirSync(canary);
+    const value = `$(touch ${canary}/a) \`touch ${canary}/b\` '; touch ${canary}/c; ' "; touch ${canary}/d; " \\ $HOME`;
+    const command = [
+      `printf 'bare=%s|\\n' {param.x}`,
+      `printf 'dq=%s|\\n' "v={param.x}"`,
+      `printf 'sq=%s|\\n' 'v={param.x}'`,
+      "printf 'bq=%s|\\n' \"`printf '%s' {param.x}`\"",
+      `printf 'cs=%s|\\n' "$(printf '%s' '{param.x}')"`,
+    ].join('; ');
+    const ex = spawnExecutor('quoting', command);
+    const run = await f.start({ parameters: { x: value } });
+    const done = await ended(run.id);
+    const log = await logText(run.id);
+    assert.equal(done.status, 'succeeded', log);
+    assert.equal(log, `bare=${value}|\ndq=v=${value}|\nsq=v=${value}|\nbq=${value}|\ncs=${value}|\n`);
+    assert.deepEqual(fs.readdirSync(canary), [], 'the parameter ran a command');
+    ex.kill('SIGTERM');
+    assert.equal(await exited(ex), 0);
+  });
+
   test('--api-key=KEY and --api-key KEY: the key is not in /proc/<pid>/cmdline of the executor', { timeout: 120_000 }, async () => {
     for (const form of [[`--api-key=${API_KEY}`], ['--api-key', API_KEY]]) {
       const ex = spawnExecutor(`cmdline-${form.length}`, 'true', form, {});

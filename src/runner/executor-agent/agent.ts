@@ -6,7 +6,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ApiError, GaveUpError, type Logger, RunnerClient } from './client.js';
-import { expandTemplate } from './template.js';
+import { compileTemplate, templateEnv } from './template.js';
 import { unzipInto } from './unzip.js';
 
 export interface AgentOptions {
@@ -91,6 +91,8 @@ export function commandEnv(env: NodeJS.ProcessEnv, extra: Record<string, string>
   const out: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(env)) {
     if (k.startsWith('PIER_EXECUTOR_') || k === 'API_KEY' || k === 'PIER_API_KEY') continue;
+    // A run's parameters are its own: none of the same name leaks in from the executor's start.
+    if (k.startsWith('PIER_PARAM_') || k.startsWith('PIER_PARAMX_')) continue;
     out[k] = v;
   }
   return { ...out, ...extra };
@@ -236,8 +238,11 @@ export class ExecutorAgent {
   #claimAbort = new AbortController();
   #slotFreed: (() => void) | null = null;
   #archives = new Map<string, Promise<string>>();
+  /** The command for /bin/sh: placeholders are references to the variables of `templateEnv`. */
+  readonly #command: string;
 
   constructor(private readonly o: AgentOptions) {
+    this.#command = compileTemplate(o.command);
     this.#client = new RunnerClient({ url: o.url, apiKey: o.apiKey, log: o.log, stopping: () => this.#stopping });
   }
 
@@ -473,7 +478,8 @@ export class ExecutorAgent {
       const archive = await this.#archive(claim.download, `${claim.run.workflowId}-${claim.run.workflowVersion}`);
       await fs.promises.copyFile(archive, path.join(runDir, 'workflow.knwf'));
       await unzipInto(archive, workflowDir);
-      const command = expandTemplate(this.o.command, {
+      // Values travel in the environment, never in the shell text (see compileTemplate).
+      const values = templateEnv({
         archive: path.join(runDir, 'workflow.knwf'),
         workDir: runDir,
         workflowDir,
@@ -483,12 +489,12 @@ export class ExecutorAgent {
         parameters: claim.run.parameters,
       });
       const exit = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve, reject) => {
-        const child = spawn('/bin/sh', ['-c', command], {
+        const child = spawn('/bin/sh', ['-c', this.#command], {
           cwd: runDir,
           detached: true,
           stdio: ['ignore', 'pipe', 'pipe'],
           // Never the executor's own settings: PIER_EXECUTOR_API_KEY is the runner's admin key.
-          env: commandEnv(process.env, { PIER_RUN_ID: run.id, PIER_ATTEMPT: String(lease.attempt), PIER_WORK_DIR: runDir, PIER_OUT_DIR: outDir }),
+          env: commandEnv(process.env, values),
         });
         run.child = child;
         if (run.cancelled || run.handBack || run.failure) this.#kill(run);
