@@ -112,6 +112,40 @@ describe(`executor host safety: real processes (${target.name})`, () => {
     assert.equal(await exited(ex), 0);
   });
 
+  const pidsIn = async (runId: string) => {
+    let m: RegExpExecArray | null = null;
+    await until(async () => (m = /bg=(\d+) sh=(\d+)/.exec(await logText(runId))) !== null, 'the command to print its pids');
+    return [Number(m![1]), Number(m![2])];
+  };
+
+  test('a SIGKILLed executor takes its command and the command\'s background children with it', { timeout: 120_000 }, async () => {
+    const ex = spawnExecutor('sigkilled', 'sleep 300 & echo "bg=$! sh=$$"; sleep 300');
+    const run = await f.start();
+    const pids = await pidsIn(run.id);
+    try {
+      assert.ok(pids.every(alive));
+      ex.kill('SIGKILL');
+      await exited(ex);
+      await until(() => !pids.some(alive), () => `the command (${pids.filter(alive).join(', ')} still running)`);
+    } finally {
+      for (const pid of pids) if (alive(pid)) process.kill(pid, 'SIGKILL');
+    }
+  });
+
+  test('a run that ended leaves nothing running: its background children are killed with it', { timeout: 120_000 }, async () => {
+    const ex = spawnExecutor('background', 'sleep 300 > /dev/null 2>&1 & echo "bg=$! sh=$$"');
+    const run = await f.start();
+    const pids = await pidsIn(run.id);
+    try {
+      assert.equal((await ended(run.id)).status, 'succeeded');
+      await until(() => !pids.some(alive), () => `the background child (${pids.filter(alive).join(', ')} still running)`);
+    } finally {
+      for (const pid of pids) if (alive(pid)) process.kill(pid, 'SIGKILL');
+      ex.kill('SIGTERM');
+      await exited(ex);
+    }
+  });
+
   test('--api-key=KEY and --api-key KEY: the key is not in /proc/<pid>/cmdline of the executor', { timeout: 120_000 }, async () => {
     for (const form of [[`--api-key=${API_KEY}`], ['--api-key', API_KEY]]) {
       const ex = spawnExecutor(`cmdline-${form.length}`, 'true', form, {});
@@ -206,4 +240,3 @@ describe('a runner without API_KEY', () => {
   });
 });
 
-export { alive };

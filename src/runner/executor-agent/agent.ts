@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -73,6 +74,12 @@ interface HeartbeatAnswer {
   drain: boolean;
   heartbeatMs: number;
 }
+
+/**
+ * Runs each command (see the file): the command's process group dies when the executor does, even
+ * by SIGKILL, and when the command's shell exits, whatever it left running in the background.
+ */
+const SUPERVISOR = fileURLToPath(new URL('./supervisor.mjs', import.meta.url));
 
 /** Largest log chunk sent (characters); the API takes up to 65,536. */
 const CHUNK_CHARS = 16_000;
@@ -275,14 +282,17 @@ export class ExecutorAgent {
    * keeps running after the executor while the runner gives its run to another executor.
    */
   async killAll(): Promise<void> {
-    const children = [...this.#active.values()].map((r) => r.child).filter((c): c is ChildProcess => !!c?.pid && c.exitCode === null && c.signalCode === null);
+    const children = [...this.#active.values()].map((r) => r.child).filter((c): c is ChildProcess => !!c && running(c));
     for (const child of children) signalGroup(child, 'SIGTERM');
     const deadline = Date.now() + this.o.killGraceSeconds * 1000;
-    while (Date.now() < deadline && children.some((c) => groupAlive(c))) await sleep(50);
+    while (Date.now() < deadline && children.some(running)) await sleep(50);
     for (const child of children) signalGroup(child, 'SIGKILL');
   }
 
-  /** Synchronous last resort (a fatal error): SIGKILL every command's process group now. */
+  /**
+   * Synchronous last resort (a fatal error): SIGKILL every command's process group now. The
+   * supervisors kill them anyway once this process has exited and their control pipes close.
+   */
   killAllNow(): void {
     for (const run of this.#active.values()) if (run.child) signalGroup(run.child, 'SIGKILL');
   }
@@ -407,7 +417,7 @@ export class ExecutorAgent {
 
   #kill(run: ActiveRun): void {
     const child = run.child;
-    if (!child?.pid || child.exitCode !== null || child.signalCode !== null) return;
+    if (!child || !running(child)) return;
     // The command runs in its own process group: the shell and everything it started get it.
     signalGroup(child, 'SIGTERM');
     clearTimeout(run.killTimer);
@@ -489,14 +499,16 @@ export class ExecutorAgent {
         parameters: claim.run.parameters,
       });
       const exit = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve, reject) => {
-        const child = spawn('/bin/sh', ['-c', this.#command], {
+        // The supervisor runs `/bin/sh -c` in a process group of its own; stdin is its control pipe.
+        const child = spawn(process.execPath, [SUPERVISOR, this.#command], {
           cwd: runDir,
-          detached: true,
-          stdio: ['ignore', 'pipe', 'pipe'],
+          stdio: ['pipe', 'pipe', 'pipe'],
           // Never the executor's own settings: PIER_EXECUTOR_API_KEY is the runner's admin key.
           env: commandEnv(process.env, values),
         });
         run.child = child;
+        // Writing to a supervisor that has just exited fails with EPIPE: nothing left to signal.
+        child.stdin.on('error', () => {});
         if (run.cancelled || run.handBack || run.failure) this.#kill(run);
         child.stdout.setEncoding('utf8').on('data', (d: string) => shipper.write(d));
         child.stderr.setEncoding('utf8').on('data', (d: string) => shipper.write(d));
@@ -582,19 +594,12 @@ export class ExecutorAgent {
   }
 }
 
-function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {
-  try {
-    process.kill(-child.pid!, signal);
-  } catch {
-    // already gone
-  }
+/** Asks the command's supervisor to signal the command's whole process group. */
+function signalGroup(child: ChildProcess, signal: 'SIGTERM' | 'SIGKILL'): void {
+  if (running(child) && child.stdin?.writable) child.stdin.write(signal === 'SIGTERM' ? 'TERM\n' : 'KILL\n');
 }
 
-function groupAlive(child: ChildProcess): boolean {
-  try {
-    process.kill(-child.pid!, 0);
-    return true;
-  } catch {
-    return false;
-  }
+/** The supervisor exits only after the command's shell did and its group was killed. */
+function running(child: ChildProcess): boolean {
+  return child.exitCode === null && child.signalCode === null;
 }
