@@ -114,7 +114,10 @@ describe(`executor host safety: real processes (${target.name})`, () => {
 
   const pidsIn = async (runId: string) => {
     let m: RegExpExecArray | null = null;
-    await until(async () => (m = /bg=(\d+) sh=(\d+)/.exec(await logText(runId))) !== null, 'the command to print its pids');
+    await until(async () => {
+      m = /bg=(\d+) sh=(\d+)/.exec(await logText(runId));
+      return m !== null;
+    }, 'the command to print its pids');
     return [Number(m![1]), Number(m![2])];
   };
 
