@@ -149,6 +149,38 @@ describe(`executor host safety: real processes (${target.name})`, () => {
     }
   });
 
+  const outputs = async (runId: string) =>
+    (await f.inject({ method: 'GET', url: `/api/runs/${runId}/outputs`, headers: apiKey(API_KEY) })).json().items.map((o: { name: string }) => o.name).sort();
+
+  test('an output directory replaced by a symbolic link uploads nothing: the run fails and says why', { timeout: 120_000 }, async () => {
+    const secrets = path.join(work, 'secrets');
+    fs.mkdirSync(secrets);
+    fs.writeFileSync(path.join(secrets, 'executor.key'), API_KEY, { mode: 0o600 });
+    const ex = spawnExecutor('swapped-out', `rm -rf {out} && ln -s ${secrets} {out}`);
+    const run = await f.start();
+    const done = await ended(run.id);
+    assert.equal(done.status, 'failed');
+    assert.match(done.error ?? '', /output directory .*symbolic link/);
+    assert.deepEqual(await outputs(run.id), []);
+    ex.kill('SIGTERM');
+    assert.equal(await exited(ex), 0);
+  });
+
+  test('symbolic links and other non-regular files inside the output directory are skipped, each with a log line', { timeout: 120_000 }, async () => {
+    const secrets = path.join(work, 'secrets-2');
+    fs.mkdirSync(secrets);
+    fs.writeFileSync(path.join(secrets, 'executor.key'), API_KEY, { mode: 0o600 });
+    const ex = spawnExecutor('links-in-out', `echo result > {out}/real.txt; ln -s ${secrets}/executor.key {out}/key.txt; ln -s ${secrets} {out}/dir; mkfifo {out}/fifo`);
+    const run = await f.start();
+    const done = await ended(run.id);
+    const log = await logText(run.id);
+    assert.equal(done.status, 'succeeded', log);
+    assert.deepEqual(await outputs(run.id), ['real.txt']);
+    for (const name of ['key.txt', 'dir', 'fifo']) assert.match(log, new RegExp(`output "${name}" skipped: not a regular file`));
+    ex.kill('SIGTERM');
+    assert.equal(await exited(ex), 0);
+  });
+
   test('--api-key=KEY and --api-key KEY: the key is not in /proc/<pid>/cmdline of the executor', { timeout: 120_000 }, async () => {
     for (const form of [[`--api-key=${API_KEY}`], ['--api-key', API_KEY]]) {
       const ex = spawnExecutor(`cmdline-${form.length}`, 'true', form, {});

@@ -467,6 +467,8 @@ export class ExecutorAgent {
     const outDir = path.join(runDir, 'out');
     fs.rmSync(runDir, { recursive: true, force: true });
     fs.mkdirSync(outDir, { recursive: true });
+    // Where {out} really is, fixed before the command runs: it must still be there afterwards.
+    const realOutDir = fs.realpathSync(outDir);
     const shipper = new LogShipper(
       this.#client,
       run.id,
@@ -519,7 +521,10 @@ export class ExecutorAgent {
       if (shipper.lost) return;
       if (run.failure) throw new Error(run.failure);
       if (run.handBack) return await this.#handBack(run, lease);
-      if (!run.cancelled) await this.#uploadOutputs(run, lease, outDir);
+      if (!run.cancelled) {
+        await this.#uploadOutputs(run, lease, outDir, realOutDir, (line) => shipper.write(line));
+        await shipper.flush();
+      }
       const status = run.cancelled ? 'cancelled' : exit.code === 0 ? 'succeeded' : 'failed';
       const error = status === 'failed' ? (exit.signal ? `killed by ${exit.signal}` : `exit code ${exit.code}`) : null;
       await this.#client.json('POST', `/api/runs/${run.id}/complete`, { ...lease, status, exitCode: exit.code, error }, { giveUpAfterMs: this.o.giveUpMs ?? GIVE_UP_MS });
@@ -558,39 +563,83 @@ export class ExecutorAgent {
   }
 
   /**
-   * Uploads every file of `out/`, streamed from disk (outputs may be up to 1 GiB): a first pass
-   * computes the sha256, the multipart body then reads the file again.
+   * Uploads every regular file of `out/`, streamed from disk (outputs may be up to 1 GiB): a first
+   * pass computes the sha256, the multipart body then reads the file again. Only regular files
+   * really inside the output directory are read: the command may have replaced the directory by a
+   * symbolic link (the run fails) or put links, directories or FIFOs in it (skipped, each with a
+   * log line), and these must not make the executor upload what it can read elsewhere (its key).
    */
-  async #uploadOutputs(run: ActiveRun, lease: { leaseToken: string; attempt: number }, outDir: string): Promise<void> {
-    for (const entry of await fs.promises.readdir(outDir, { withFileTypes: true })) {
-      if (!entry.isFile()) continue;
-      const file = path.join(outDir, entry.name);
-      const hash = createHash('sha256');
-      await pipeline(fs.createReadStream(file), hash);
-      const digest = hash.digest('hex');
-      const size = (await fs.promises.stat(file)).size;
-      let delay = 250;
-      for (let attempt = 1; ; attempt++) {
-        // A fresh body per try: FormData bodies are consumed by a request.
-        const form = new FormData();
-        form.set('leaseToken', lease.leaseToken);
-        form.set('attempt', String(lease.attempt));
-        form.set('sha256', digest);
-        form.set('file', await fs.openAsBlob(file), entry.name);
-        try {
-          await this.#client.request('PUT', `/api/runs/${run.id}/outputs/${encodeURIComponent(entry.name)}`, undefined, { raw: form, retry: false });
-          break;
-        } catch (e) {
-          if (e instanceof ApiError) throw e;
-          // Stopping: a few tries, then give up; a second SIGTERM (hand back) gives up at once.
-          if (run.handBack || (this.#stopping && attempt > 3)) throw new Error(`giving up uploading ${entry.name}: the executor is stopping`);
-          this.o.log('api_retry', { method: 'PUT', path: `outputs/${entry.name}`, error: (e as Error).message, attempt });
-          await sleep(Math.random() * delay);
-          delay = Math.min(delay * 2, 15_000);
-        }
-      }
-      this.o.log('output_uploaded', { runId: run.id, name: entry.name, size, sha256: digest });
+  async #uploadOutputs(
+    run: ActiveRun,
+    lease: { leaseToken: string; attempt: number },
+    outDir: string,
+    realOutDir: string,
+    runLog: (line: string) => void,
+  ): Promise<void> {
+    const dir = await fs.promises.lstat(outDir).catch(() => null);
+    const real = dir?.isDirectory() ? await fs.promises.realpath(outDir).catch(() => null) : null;
+    if (real !== realOutDir) {
+      throw new Error('the output directory {out} was removed or replaced (by a symbolic link or another file): no outputs uploaded');
     }
+    for (const entry of await fs.promises.readdir(outDir, { withFileTypes: true })) {
+      const file = path.join(outDir, entry.name);
+      const skip = (why: string) => {
+        runLog(`executor: output "${entry.name}" skipped: ${why}\n`);
+        this.o.log('output_skipped', { runId: run.id, name: entry.name, reason: why });
+      };
+      // O_NOFOLLOW: a link swapped in after readdir is refused; O_NONBLOCK: a FIFO does not hang.
+      const handle = await fs.promises.open(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK).catch((e: NodeJS.ErrnoException) => e);
+      if (handle instanceof Error) {
+        skip(handle.code === 'ELOOP' ? 'not a regular file (a symbolic link)' : `cannot be opened (${handle.code ?? handle.message})`);
+        continue;
+      }
+      try {
+        const stat = await handle.stat();
+        if (!stat.isFile()) {
+          skip(`not a regular file (${stat.isDirectory() ? 'a directory' : stat.isFIFO() ? 'a FIFO' : 'a special file'})`);
+          continue;
+        }
+        // What was opened, by the kernel's account (Linux): a directory swapped in between the
+        // check above and the open shows here.
+        const opened = `/proc/self/fd/${handle.fd}`;
+        const where = await fs.promises.readlink(opened).catch(() => null);
+        if (where !== null && where !== path.join(realOutDir, entry.name)) {
+          skip('not a regular file inside the output directory');
+          continue;
+        }
+        await this.#uploadOutput(run, lease, entry.name, where !== null ? opened : file, stat.size);
+      } finally {
+        await handle.close();
+      }
+    }
+  }
+
+  /** One output, read through `source` (the open file where the system allows). */
+  async #uploadOutput(run: ActiveRun, lease: { leaseToken: string; attempt: number }, name: string, source: string, size: number): Promise<void> {
+    const hash = createHash('sha256');
+    await pipeline(fs.createReadStream(source), hash);
+    const digest = hash.digest('hex');
+    let delay = 250;
+    for (let attempt = 1; ; attempt++) {
+      // A fresh body per try: FormData bodies are consumed by a request.
+      const form = new FormData();
+      form.set('leaseToken', lease.leaseToken);
+      form.set('attempt', String(lease.attempt));
+      form.set('sha256', digest);
+      form.set('file', await fs.openAsBlob(source), name);
+      try {
+        await this.#client.request('PUT', `/api/runs/${run.id}/outputs/${encodeURIComponent(name)}`, undefined, { raw: form, retry: false });
+        break;
+      } catch (e) {
+        if (e instanceof ApiError) throw e;
+        // Stopping: a few tries, then give up; a second SIGTERM (hand back) gives up at once.
+        if (run.handBack || (this.#stopping && attempt > 3)) throw new Error(`giving up uploading ${name}: the executor is stopping`);
+        this.o.log('api_retry', { method: 'PUT', path: `outputs/${name}`, error: (e as Error).message, attempt });
+        await sleep(Math.random() * delay);
+        delay = Math.min(delay * 2, 15_000);
+      }
+    }
+    this.o.log('output_uploaded', { runId: run.id, name, size, sha256: digest });
   }
 }
 
