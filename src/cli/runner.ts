@@ -98,8 +98,17 @@ export function registerRunnerCommands(program: Command): void {
       // README says to prefer --api-key-file and to run commands as another user.
       delete process.env.PIER_EXECUTOR_API_KEY;
       delete process.env.PIER_EXECUTOR_API_KEY_FILE;
-      if (opts.apiKey !== undefined && process.argv.includes(opts.apiKey)) process.title = 'pier runner executor';
+      // Both `--api-key KEY` and `--api-key=KEY` put it into an argument.
+      const key = opts.apiKey;
+      if (key !== undefined && process.argv.some((a) => a.includes(key))) process.title = 'pier runner executor';
       if (!opts.command) throw new UsageError('--command (or PIER_EXECUTOR_COMMAND) is required');
+      const { compileTemplate, TemplateError } = await import('../runner/executor-agent/template.js');
+      try {
+        compileTemplate(opts.command);
+      } catch (e) {
+        if (e instanceof TemplateError) throw new UsageError(`--command: ${e.message}`);
+        throw e;
+      }
       const capacity = Number(opts.capacity);
       if (!Number.isInteger(capacity) || capacity < 1 || capacity > 256) throw new UsageError('--capacity must be a whole number from 1 to 256');
       const grace = Number(opts.killGrace);

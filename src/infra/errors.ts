@@ -60,8 +60,8 @@ export class NotFoundError extends AppError {
 }
 
 export class ConflictError extends AppError {
-  constructor(detail: string, code = 'conflict') {
-    super(409, code, 'Conflict', detail);
+  constructor(detail: string, code = 'conflict', headers: Record<string, string> = {}) {
+    super(409, code, 'Conflict', detail, [], headers);
     this.name = 'ConflictError';
   }
 }

@@ -167,7 +167,7 @@ describe('projects, workflows, runs and executors over HTTP', () => {
     const drained = await inject({ method: 'POST', url: `/api/executors/${ex.id}/drain`, headers: apiKey(API_KEY) });
     assert.equal(drained.json().status, 'draining');
     assert.equal(drained.json().runningRuns, 1);
-    assert.equal((await inject({ method: 'POST', url: `/api/executors/${ex.id}/claim?wait=0`, headers: apiKey(API_KEY) })).statusCode, 204);
+    assert.equal((await inject({ method: 'POST', url: `/api/executors/${ex.id}/claim?wait=0`, headers: apiKey(API_KEY) })).json().code, 'executor_draining');
     assert.equal((await inject({ method: 'DELETE', url: `/api/executors/${ex.id}`, headers: apiKey(API_KEY) })).statusCode, 204);
     const back = (await inject({ method: 'GET', url: `/api/runs/${claimed.run.id}`, headers: bearer(bob) })).json();
     assert.equal(back.status, 'queued');

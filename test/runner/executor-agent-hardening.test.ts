@@ -127,7 +127,9 @@ describe(`pier runner executor against a real runner (${target.name})`, () => {
 
   test('the admin key reaches no command: not in its environment, nor the executor\'s command line or environment', { timeout: 120_000 }, async () => {
     // What a hostile workflow could print into a log every viewer reads.
-    const command = "env; echo; tr '\\0' ' ' < /proc/$PPID/cmdline; echo; tr '\\0' '\\n' < /proc/$PPID/environ; echo";
+    // The command's parent is its supervisor; the executor is the supervisor's parent.
+    const parent = "EXECUTOR=$(cut -d' ' -f4 /proc/$PPID/stat); ";
+    const command = parent + "env; echo; tr '\\0' ' ' < /proc/$EXECUTOR/cmdline; echo; tr '\\0' '\\n' < /proc/$EXECUTOR/environ; echo";
     const keyFile = path.join(work, 'key');
     fs.writeFileSync(keyFile, `${API_KEY}\n`, { mode: 0o600 });
     // Given by file: the key is nowhere the command can look.
@@ -145,7 +147,7 @@ describe(`pier runner executor against a real runner (${target.name})`, () => {
     // Given by env var: not in the command's environment nor the executor's command line. (The
     // executor's own /proc/<pid>/environ keeps what it was started with: README says to prefer
     // --api-key-file and to run commands as another user.)
-    const byEnv = executorWith({ PIER_EXECUTOR_API_KEY: API_KEY }, base, 'by-env', path.join(work, 'e'), "env; echo; tr '\\0' ' ' < /proc/$PPID/cmdline; echo");
+    const byEnv = executorWith({ PIER_EXECUTOR_API_KEY: API_KEY }, base, 'by-env', path.join(work, 'e'), parent + "env; echo; tr '\\0' ' ' < /proc/$EXECUTOR/cmdline; echo");
     started.push(byEnv);
     const run2 = await f.start();
     assert.equal((await ended(run2.id)).status, 'succeeded');
@@ -156,7 +158,7 @@ describe(`pier runner executor against a real runner (${target.name})`, () => {
     assert.equal(await exited(byEnv), 0);
 
     // Given as an argument: the executor rewrites its command line.
-    const byArg = executorWith({}, base, 'by-arg', path.join(work, 'a'), "tr '\\0' ' ' < /proc/$PPID/cmdline; echo", ['--api-key', API_KEY]);
+    const byArg = executorWith({}, base, 'by-arg', path.join(work, 'a'), parent + "tr '\\0' ' ' < /proc/$EXECUTOR/cmdline; echo", ['--api-key', API_KEY]);
     started.push(byArg);
     const run3 = await f.start();
     assert.equal((await ended(run3.id)).status, 'succeeded');

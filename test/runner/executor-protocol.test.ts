@@ -67,12 +67,17 @@ for (const target of dialects()) {
       assert.deepEqual(hb.cancel, ['someone-elses-run']);
       assert.equal(hb.drain, false);
       assert.ok(hb.heartbeatMs > 0);
-      const pending = f.claim(ex, 30);
+      const claimNow = (wait: number) => f.inject({ method: 'POST', url: `/api/executors/${ex}/claim?wait=${wait}`, headers: apiKey(API_KEY) });
+      const pending = claimNow(30);
       await until(() => r.service.queue.waiting === 1, 'the claim to wait');
       const drained = await f.inject({ method: 'POST', url: `/api/executors/${ex}/drain`, headers: apiKey(API_KEY) });
       assert.equal(drained.json().status, 'draining');
-      assert.equal((await pending).statusCode, 204, 'a held claim of a drained executor ends');
-      assert.equal((await f.claim(ex, 30)).statusCode, 204);
+      // Told apart from "nothing to run" (204), which an executor would answer by claiming again.
+      const held = await pending;
+      assert.equal(held.statusCode, 409, 'a held claim of a drained executor ends');
+      assert.equal(held.json().code, 'executor_draining');
+      assert.ok(Number(held.headers['retry-after']) >= 1);
+      assert.equal((await claimNow(30)).json().code, 'executor_draining');
       assert.equal((await f.heartbeat(ex, [a.id])).drain, true);
       // A draining executor still finishes what it holds.
       assert.equal((await f.complete(a.id, leaseOf(ca), 'succeeded')).body.status, 'succeeded');

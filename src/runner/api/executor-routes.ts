@@ -142,14 +142,15 @@ export function registerExecutorRoutes(app: HttpApp, ctx: RunnerContext): void {
           'Atomically takes the oldest queued run whose `requiredLabels` are all among the executor\'s labels, within its capacity ' +
           '(runs being cancelled still count until the executor confirms the kill), and returns it with a lease (token + attempt) that every later call about the run must carry. ' +
           'Waits up to `wait` seconds (0-30, default 20) for such a run to be queued and answers as soon as one is; ' +
-          '204 when the time is up, the executor is draining or at capacity.',
+          '204 when the time is up or the executor is at capacity. A draining executor gets 409 `executor_draining` (with `Retry-After`) at once, also while its claim waits: ' +
+          'it must stop claiming, finish the runs it holds and stop (registering again ends the draining).',
         operationId: 'claimRun',
         params: IdParams,
         querystring: Type.Object(
           { wait: Type.Optional(Type.String({ pattern: '^([0-9]|[12][0-9]|30)$', description: 'seconds to wait for a run, 0-30 (default 20)' })) },
           { additionalProperties: false },
         ),
-        response: { 200: Claim, 204: Type.Null({ description: 'Nothing to run' }), ...errors(...PROTECTED, 404) },
+        response: { 200: Claim, 204: Type.Null({ description: 'Nothing to run' }), ...errors(...PROTECTED, 404, 409) },
       },
     },
     async (req, reply) => {

@@ -12,6 +12,9 @@ import type { OAuthAccessTokenRow, OAuthTokensRepository, PersonalTokenRow, Pers
 export const PAT_PREFIX = 'rnr_pat_';
 export const OAUTH_ACCESS_PREFIX = 'rnr_oat_';
 /** Last use is written at most this often per token (Gitea: 30 s); it is a write on a hot path. */
+/** Answered to `ApiKey <key>` when API_KEY is unset: "not valid" would send admins hunting for a typo. */
+const NO_ADMIN_KEY = 'this runner has no admin key configured (API_KEY is unset): set API_KEY to a secret of at least 32 characters where the runner runs, restart it, and give executors the same key';
+
 export const LAST_USED_WINDOW_MS = 30_000;
 
 /**
@@ -180,7 +183,8 @@ export class Authenticator {
     const { apiKey } = this.deps;
     if (value.startsWith(PAT_PREFIX)) return this.personalToken(value, ip);
     if (value.startsWith(OAUTH_ACCESS_PREFIX)) return this.oauthToken(value);
-    if (apiKey !== null && constantTimeEqual(value, apiKey)) return { type: 'api-key' };
+    if (apiKey === null) throw this.unauthorized(NO_ADMIN_KEY);
+    if (constantTimeEqual(value, apiKey)) return { type: 'api-key' };
     throw this.unauthorized('the API key or token is not valid');
   }
 

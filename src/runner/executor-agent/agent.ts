@@ -2,11 +2,12 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ApiError, GaveUpError, type Logger, RunnerClient } from './client.js';
-import { expandTemplate } from './template.js';
+import { compileTemplate, templateEnv } from './template.js';
 import { unzipInto } from './unzip.js';
 
 export interface AgentOptions {
@@ -74,6 +75,12 @@ interface HeartbeatAnswer {
   heartbeatMs: number;
 }
 
+/**
+ * Runs each command (see the file): the command's process group dies when the executor does, even
+ * by SIGKILL, and when the command's shell exits, whatever it left running in the background.
+ */
+const SUPERVISOR = fileURLToPath(new URL('./supervisor.mjs', import.meta.url));
+
 /** Largest log chunk sent (characters); the API takes up to 65,536. */
 const CHUNK_CHARS = 16_000;
 /** Chunks per log request (the API takes up to 500). */
@@ -91,6 +98,8 @@ export function commandEnv(env: NodeJS.ProcessEnv, extra: Record<string, string>
   const out: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(env)) {
     if (k.startsWith('PIER_EXECUTOR_') || k === 'API_KEY' || k === 'PIER_API_KEY') continue;
+    // A run's parameters are its own: none of the same name leaks in from the executor's start.
+    if (k.startsWith('PIER_PARAM_') || k.startsWith('PIER_PARAMX_')) continue;
     out[k] = v;
   }
   return { ...out, ...extra };
@@ -236,8 +245,11 @@ export class ExecutorAgent {
   #claimAbort = new AbortController();
   #slotFreed: (() => void) | null = null;
   #archives = new Map<string, Promise<string>>();
+  /** The command for /bin/sh: placeholders are references to the variables of `templateEnv`. */
+  readonly #command: string;
 
   constructor(private readonly o: AgentOptions) {
+    this.#command = compileTemplate(o.command);
     this.#client = new RunnerClient({ url: o.url, apiKey: o.apiKey, log: o.log, stopping: () => this.#stopping });
   }
 
@@ -270,14 +282,17 @@ export class ExecutorAgent {
    * keeps running after the executor while the runner gives its run to another executor.
    */
   async killAll(): Promise<void> {
-    const children = [...this.#active.values()].map((r) => r.child).filter((c): c is ChildProcess => !!c?.pid && c.exitCode === null && c.signalCode === null);
+    const children = [...this.#active.values()].map((r) => r.child).filter((c): c is ChildProcess => !!c && running(c));
     for (const child of children) signalGroup(child, 'SIGTERM');
     const deadline = Date.now() + this.o.killGraceSeconds * 1000;
-    while (Date.now() < deadline && children.some((c) => groupAlive(c))) await sleep(50);
+    while (Date.now() < deadline && children.some(running)) await sleep(50);
     for (const child of children) signalGroup(child, 'SIGKILL');
   }
 
-  /** Synchronous last resort (a fatal error): SIGKILL every command's process group now. */
+  /**
+   * Synchronous last resort (a fatal error): SIGKILL every command's process group now. The
+   * supervisors kill them anyway once this process has exited and their control pipes close.
+   */
   killAllNow(): void {
     for (const run of this.#active.values()) if (run.child) signalGroup(run.child, 'SIGKILL');
   }
@@ -301,6 +316,7 @@ export class ExecutorAgent {
       } catch (e) {
         if (this.#stopping || this.#fatal) break;
         if (e instanceof ApiError && e.status === 404) this.#fail(new Error('the runner no longer knows this executor (removed?)'));
+        else if (e instanceof ApiError && e.code === 'executor_draining') this.#drain();
         else {
           this.o.log('claim_failed', { error: (e as Error).message });
           await sleep(1000);
@@ -367,12 +383,7 @@ export class ExecutorAgent {
             this.#kill(run);
           }
         }
-        if (hb.drain && !this.#draining) {
-          this.#draining = true;
-          this.o.log('draining', { running: this.#active.size });
-          this.#claimAbort.abort();
-          this.#slotFreed?.();
-        }
+        if (hb.drain) this.#drain();
       } catch (e) {
         if (e instanceof ApiError && e.status === 404) {
           this.#fail(new Error('the runner no longer knows this executor (removed?)'));
@@ -386,6 +397,15 @@ export class ExecutorAgent {
     }
   }
 
+  /** Told to drain (by a heartbeat or a claim's answer): claim nothing more, finish what runs, exit. */
+  #drain(): void {
+    if (this.#draining) return;
+    this.#draining = true;
+    this.o.log('draining', { running: this.#active.size });
+    this.#claimAbort.abort();
+    this.#slotFreed?.();
+  }
+
   /** Sleeps, but wakes early once the executor stops with nothing left to run. */
   async #pause(ms: number): Promise<void> {
     const step = 100;
@@ -397,7 +417,7 @@ export class ExecutorAgent {
 
   #kill(run: ActiveRun): void {
     const child = run.child;
-    if (!child?.pid || child.exitCode !== null || child.signalCode !== null) return;
+    if (!child || !running(child)) return;
     // The command runs in its own process group: the shell and everything it started get it.
     signalGroup(child, 'SIGTERM');
     clearTimeout(run.killTimer);
@@ -447,6 +467,8 @@ export class ExecutorAgent {
     const outDir = path.join(runDir, 'out');
     fs.rmSync(runDir, { recursive: true, force: true });
     fs.mkdirSync(outDir, { recursive: true });
+    // Where {out} really is, fixed before the command runs: it must still be there afterwards.
+    const realOutDir = fs.realpathSync(outDir);
     const shipper = new LogShipper(
       this.#client,
       run.id,
@@ -468,7 +490,8 @@ export class ExecutorAgent {
       const archive = await this.#archive(claim.download, `${claim.run.workflowId}-${claim.run.workflowVersion}`);
       await fs.promises.copyFile(archive, path.join(runDir, 'workflow.knwf'));
       await unzipInto(archive, workflowDir);
-      const command = expandTemplate(this.o.command, {
+      // Values travel in the environment, never in the shell text (see compileTemplate).
+      const values = templateEnv({
         archive: path.join(runDir, 'workflow.knwf'),
         workDir: runDir,
         workflowDir,
@@ -478,14 +501,16 @@ export class ExecutorAgent {
         parameters: claim.run.parameters,
       });
       const exit = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve, reject) => {
-        const child = spawn('/bin/sh', ['-c', command], {
+        // The supervisor runs `/bin/sh -c` in a process group of its own; stdin is its control pipe.
+        const child = spawn(process.execPath, [SUPERVISOR, this.#command], {
           cwd: runDir,
-          detached: true,
-          stdio: ['ignore', 'pipe', 'pipe'],
+          stdio: ['pipe', 'pipe', 'pipe'],
           // Never the executor's own settings: PIER_EXECUTOR_API_KEY is the runner's admin key.
-          env: commandEnv(process.env, { PIER_RUN_ID: run.id, PIER_ATTEMPT: String(lease.attempt), PIER_WORK_DIR: runDir, PIER_OUT_DIR: outDir }),
+          env: commandEnv(process.env, values),
         });
         run.child = child;
+        // Writing to a supervisor that has just exited fails with EPIPE: nothing left to signal.
+        child.stdin.on('error', () => {});
         if (run.cancelled || run.handBack || run.failure) this.#kill(run);
         child.stdout.setEncoding('utf8').on('data', (d: string) => shipper.write(d));
         child.stderr.setEncoding('utf8').on('data', (d: string) => shipper.write(d));
@@ -496,7 +521,10 @@ export class ExecutorAgent {
       if (shipper.lost) return;
       if (run.failure) throw new Error(run.failure);
       if (run.handBack) return await this.#handBack(run, lease);
-      if (!run.cancelled) await this.#uploadOutputs(run, lease, outDir);
+      if (!run.cancelled) {
+        await this.#uploadOutputs(run, lease, outDir, realOutDir, (line) => shipper.write(line));
+        await shipper.flush();
+      }
       const status = run.cancelled ? 'cancelled' : exit.code === 0 ? 'succeeded' : 'failed';
       const error = status === 'failed' ? (exit.signal ? `killed by ${exit.signal}` : `exit code ${exit.code}`) : null;
       await this.#client.json('POST', `/api/runs/${run.id}/complete`, { ...lease, status, exitCode: exit.code, error }, { giveUpAfterMs: this.o.giveUpMs ?? GIVE_UP_MS });
@@ -542,55 +570,92 @@ export class ExecutorAgent {
   }
 
   /**
-   * Uploads every file of `out/`, streamed from disk (outputs may be up to 1 GiB): a first pass
-   * computes the sha256, the multipart body then reads the file again.
+   * Uploads every regular file of `out/`, streamed from disk (outputs may be up to 1 GiB): a first
+   * pass computes the sha256, the multipart body then reads the file again. Only regular files
+   * really inside the output directory are read: the command may have replaced the directory by a
+   * symbolic link (the run fails) or put links, directories or FIFOs in it (skipped, each with a
+   * log line), and these must not make the executor upload what it can read elsewhere (its key).
    */
-  async #uploadOutputs(run: ActiveRun, lease: { leaseToken: string; attempt: number }, outDir: string): Promise<void> {
+  async #uploadOutputs(
+    run: ActiveRun,
+    lease: { leaseToken: string; attempt: number },
+    outDir: string,
+    realOutDir: string,
+    runLog: (line: string) => void,
+  ): Promise<void> {
+    const dir = await fs.promises.lstat(outDir).catch(() => null);
+    const real = dir?.isDirectory() ? await fs.promises.realpath(outDir).catch(() => null) : null;
+    if (real !== realOutDir) {
+      throw new Error('the output directory {out} was removed or replaced (by a symbolic link or another file): no outputs uploaded');
+    }
     for (const entry of await fs.promises.readdir(outDir, { withFileTypes: true })) {
-      if (!entry.isFile()) continue;
       const file = path.join(outDir, entry.name);
-      const hash = createHash('sha256');
-      await pipeline(fs.createReadStream(file), hash);
-      const digest = hash.digest('hex');
-      const size = (await fs.promises.stat(file)).size;
-      let delay = 250;
-      for (let attempt = 1; ; attempt++) {
-        // A fresh body per try: FormData bodies are consumed by a request.
-        const form = new FormData();
-        form.set('leaseToken', lease.leaseToken);
-        form.set('attempt', String(lease.attempt));
-        form.set('sha256', digest);
-        form.set('file', await fs.openAsBlob(file), entry.name);
-        try {
-          await this.#client.request('PUT', `/api/runs/${run.id}/outputs/${encodeURIComponent(entry.name)}`, undefined, { raw: form, retry: false });
-          break;
-        } catch (e) {
-          if (e instanceof ApiError) throw e;
-          // Stopping: a few tries, then give up; a second SIGTERM (hand back) gives up at once.
-          if (run.handBack || (this.#stopping && attempt > 3)) throw new Error(`giving up uploading ${entry.name}: the executor is stopping`);
-          this.o.log('api_retry', { method: 'PUT', path: `outputs/${entry.name}`, error: (e as Error).message, attempt });
-          await sleep(Math.random() * delay);
-          delay = Math.min(delay * 2, 15_000);
-        }
+      const skip = (why: string) => {
+        runLog(`executor: output "${entry.name}" skipped: ${why}\n`);
+        this.o.log('output_skipped', { runId: run.id, name: entry.name, reason: why });
+      };
+      // O_NOFOLLOW: a link swapped in after readdir is refused; O_NONBLOCK: a FIFO does not hang.
+      const handle = await fs.promises.open(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK).catch((e: NodeJS.ErrnoException) => e);
+      if (handle instanceof Error) {
+        skip(handle.code === 'ELOOP' ? 'not a regular file (a symbolic link)' : `cannot be opened (${handle.code ?? handle.message})`);
+        continue;
       }
-      this.o.log('output_uploaded', { runId: run.id, name: entry.name, size, sha256: digest });
+      try {
+        const stat = await handle.stat();
+        if (!stat.isFile()) {
+          skip(`not a regular file (${stat.isDirectory() ? 'a directory' : stat.isFIFO() ? 'a FIFO' : 'a special file'})`);
+          continue;
+        }
+        // What was opened, by the kernel's account (Linux): a directory swapped in between the
+        // check above and the open shows here.
+        const opened = `/proc/self/fd/${handle.fd}`;
+        const where = await fs.promises.readlink(opened).catch(() => null);
+        if (where !== null && where !== path.join(realOutDir, entry.name)) {
+          skip('not a regular file inside the output directory');
+          continue;
+        }
+        await this.#uploadOutput(run, lease, entry.name, where !== null ? opened : file, stat.size);
+      } finally {
+        await handle.close();
+      }
     }
   }
-}
 
-function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {
-  try {
-    process.kill(-child.pid!, signal);
-  } catch {
-    // already gone
+  /** One output, read through `source` (the open file where the system allows). */
+  async #uploadOutput(run: ActiveRun, lease: { leaseToken: string; attempt: number }, name: string, source: string, size: number): Promise<void> {
+    const hash = createHash('sha256');
+    await pipeline(fs.createReadStream(source), hash);
+    const digest = hash.digest('hex');
+    let delay = 250;
+    for (let attempt = 1; ; attempt++) {
+      // A fresh body per try: FormData bodies are consumed by a request.
+      const form = new FormData();
+      form.set('leaseToken', lease.leaseToken);
+      form.set('attempt', String(lease.attempt));
+      form.set('sha256', digest);
+      form.set('file', await fs.openAsBlob(source), name);
+      try {
+        await this.#client.request('PUT', `/api/runs/${run.id}/outputs/${encodeURIComponent(name)}`, undefined, { raw: form, retry: false });
+        break;
+      } catch (e) {
+        if (e instanceof ApiError) throw e;
+        // Stopping: a few tries, then give up; a second SIGTERM (hand back) gives up at once.
+        if (run.handBack || (this.#stopping && attempt > 3)) throw new Error(`giving up uploading ${name}: the executor is stopping`);
+        this.o.log('api_retry', { method: 'PUT', path: `outputs/${name}`, error: (e as Error).message, attempt });
+        await sleep(Math.random() * delay);
+        delay = Math.min(delay * 2, 15_000);
+      }
+    }
+    this.o.log('output_uploaded', { runId: run.id, name, size, sha256: digest });
   }
 }
 
-function groupAlive(child: ChildProcess): boolean {
-  try {
-    process.kill(-child.pid!, 0);
-    return true;
-  } catch {
-    return false;
-  }
+/** Asks the command's supervisor to signal the command's whole process group. */
+function signalGroup(child: ChildProcess, signal: 'SIGTERM' | 'SIGKILL'): void {
+  if (running(child) && child.stdin?.writable) child.stdin.write(signal === 'SIGTERM' ? 'TERM\n' : 'KILL\n');
+}
+
+/** The supervisor exits only after the command's shell did and its group was killed. */
+function running(child: ChildProcess): boolean {
+  return child.exitCode === null && child.signalCode === null;
 }

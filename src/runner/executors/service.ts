@@ -201,8 +201,13 @@ export class ExecutorsService {
       if (typeof outcome === 'object') {
         return { run: outcome.run, lease: { token, attempt: outcome.run.attempt, expiresAt }, nextLogSeq: 1 };
       }
-      // A draining executor is told at once: waiting could only end the same way.
-      if (outcome === 'draining') return null;
+      // A draining executor is told at once, and told apart from "nothing to run": an executor
+      // that took the 204 for an empty queue would claim again at once, in a tight loop.
+      if (outcome === 'draining') {
+        throw new ConflictError('the executor is draining: claim nothing more, finish the runs held, then stop (registering again ends the draining)', 'executor_draining', {
+          'retry-after': String(Math.ceil(this.heartbeatMs / 1000)),
+        });
+      }
       const left = deadline - Date.now();
       if (left <= 0 || abort?.aborted || this.d.queue.closed) return null;
       await this.d.queue.wait(ticket, Math.min(left, this.d.settings.recheckMs), abort);
