@@ -44,13 +44,17 @@ const report = {
     finished: 0,
     longestMs: 0,
     problems: [] as string[],
-    /** Label and seconds since its upload, for a crawl still awaited at the deadline. */
+    /** Labels whose crawl was still awaited at the deadline, and for how long. */
     waiting: null as string | null,
     error: null as string | null,
   },
   page: { patches: 0, refused: null as string | null, renders: 0, longestMs: 0, waitingMs: 0, error: null as string | null },
   sftp: { held: 0, refusedOpens: 0, acceptedOpens: 0, readdirs: 0, listings: 0, error: null as string | null },
 };
+
+/** What the attacks were waiting for when the deadline came (reported with how long). */
+let crawlAwaited: { labels: Set<string>; since: number } | null = null;
+let pageStarted = 0;
 
 async function uploadLabel(sftp: ssh2.SFTPWrapper, label: string, dir: string, files: string[]): Promise<void> {
   for (const f of files) await putFile(sftp, `/update-site/${label}/${f}`, fs.readFileSync(path.join(dir, f)));
@@ -86,8 +90,8 @@ async function crawlAttack(sftp: ssh2.SFTPWrapper): Promise<void> {
     const uploadedAt = Date.now();
     report.crawl.uploads++;
     const pending = new Set(plan.labels.map((l) => l.label));
+    crawlAwaited = { labels: pending, since: uploadedAt };
     while (pending.size && live()) {
-      report.crawl.waiting = `${[...pending].join(', ')} for ${((Date.now() - uploadedAt) / 1000).toFixed(0)} s`;
       const res = await fetch(`${plan.webUrl}/api/products/${plan.productId}/crawl`, { headers: auth });
       if (!res.ok) throw new Error(`crawl report: ${res.status} ${await res.text()}`);
       const body = (await res.json()) as { labels: { label: string; status: string; stale: boolean; finishedAt: string | null; problems: { severity: string; code: string }[] }[] };
@@ -101,13 +105,12 @@ async function crawlAttack(sftp: ssh2.SFTPWrapper): Promise<void> {
       }
       if (pending.size) await sleep(250);
     }
-    report.crawl.waiting = null;
+    crawlAwaited = null;
     // A replacement is a change of the label: the automatic crawl reads it again once settled.
     for (const l of plan.labels) await uploadLabel(sftp, l.label, l.dir, l.reupload);
   }
 }
 
-let pageStarted = 0;
 
 /** Stores a hostile changelog and asks for the page (hidden pages are public), in turn. */
 async function pageAttack(): Promise<void> {
@@ -215,11 +218,18 @@ const [uploader, abuser] = await Promise.all([
     : null,
 ]);
 process.stdout.write('ready\n');
-await new Promise((resolve) => process.stdin.once('data', resolve));
-deadline = Date.now() + plan.seconds * 1000;
+// Without `go` (the bench ended early) there is nothing to do: leave.
+await new Promise<void>((resolve) => {
+  process.stdin.once('data', () => {
+    deadline = Date.now() + plan.seconds * 1000;
+    resolve();
+  });
+  process.stdin.once('end', () => deadline === Number.POSITIVE_INFINITY && process.exit(1));
+});
 // Reports and exits at the deadline, whatever is still waiting for the server.
 setTimeout(() => {
   if (pageStarted) report.page.waitingMs = Date.now() - pageStarted;
+  if (crawlAwaited?.labels.size) report.crawl.waiting = `${[...crawlAwaited.labels].join(', ')} for ${((Date.now() - crawlAwaited.since) / 1000).toFixed(1)} s`;
   process.stdout.write(`${JSON.stringify(report)}\n`);
   process.exit(0);
 }, plan.seconds * 1000);
