@@ -1,6 +1,7 @@
 // `npm run bench [name…]`: runs each benchmark with its reference in the same run and prints ratios.
 import { benchCrawl } from './crawl.js';
 import { benchDownloads } from './downloads.js';
+import { benchHostileLoad } from './hostile-load.js';
 import { benchPages } from './pages.js';
 import { benchPublishingPatch } from './publishing-patch.js';
 import { benchSftp } from './sftp.js';
@@ -11,6 +12,7 @@ const benches: Record<string, () => Promise<string>> = {
   crawl: benchCrawl,
   sftp: benchSftp,
   downloads: benchDownloads,
+  'hostile-load': benchHostileLoad,
 };
 
 const runner = await import('./runner-auth.js').catch(() => null);
