@@ -50,6 +50,8 @@ export interface Config {
     crawlMaxMemoryMb: number;
     /** Wall time one crawl of one label may take (PIER_CRAWL_TIMEOUT_SECONDS, default 600). */
     crawlTimeoutSeconds: number;
+    /** Wall time rendering one product page's Markdown may take (PIER_PAGE_RENDER_TIMEOUT_SECONDS, default 10). */
+    pageRenderTimeoutSeconds: number;
   };
   runner: {
     port: number;
@@ -255,6 +257,7 @@ export function loadConfig(env: Env = process.env): Config {
       crawlSettleSeconds: env.PIER_CRAWL_SETTLE_SECONDS === '0' ? 0 : count(env, 'PIER_CRAWL_SETTLE_SECONDS', 60, 86_400),
       crawlMaxMemoryMb: mebibytes(env, 'PIER_CRAWL_MAX_MEMORY_MB', 512, 32, 16_384),
       crawlTimeoutSeconds: seconds(env, 'PIER_CRAWL_TIMEOUT_SECONDS', 600, 1, 86_400),
+      pageRenderTimeoutSeconds: seconds(env, 'PIER_PAGE_RENDER_TIMEOUT_SECONDS', 10, 1, 600),
     },
     runner: {
       port: runnerPort,

@@ -96,3 +96,12 @@ export class UsageError extends Error {
     this.name = 'UsageError';
   }
 }
+
+export class ServiceUnavailableError extends AppError {
+  constructor(detail: string, retryAfterSeconds: number) {
+    super(503, 'unavailable', 'Service unavailable', detail, [], {
+      'retry-after': String(Math.max(1, Math.ceil(retryAfterSeconds))),
+    });
+    this.name = 'ServiceUnavailableError';
+  }
+}

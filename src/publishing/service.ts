@@ -1,6 +1,7 @@
 import type { Config } from '../infra/config.js';
 import { FailureLimiter, type FailureLimiterOptions } from '../infra/failure-limiter.js';
 import { createHttpApp, type HttpApp } from '../infra/http.js';
+import { isolatedRenderer } from './content/isolated-render.js';
 import { type AutoCrawl, startAutoCrawl } from './crawler/auto.js';
 import { crawlsRepository } from './crawler/repository.js';
 import { type CrawlerService, crawlerService } from './crawler/service.js';
@@ -31,6 +32,8 @@ export interface PublishingService {
 export interface PublishingOptions {
   /** Bans of addresses that keep sending bad edit tokens (defaults: 10 failures a minute → 60 s). */
   failureLimits?: Partial<FailureLimiterOptions>;
+  /** Tests only: product page renders wait in their worker while this cell is 0. */
+  renderHold?: Int32Array;
 }
 
 /** The publishing web + REST API part: opens and migrates its database, builds the app. */
@@ -49,7 +52,9 @@ export async function createPublishingService(config: Config, options: Publishin
     log: { error: (o, msg) => app.log.error(o, msg) },
     isolation: { maxMemoryMb: config.publishing.crawlMaxMemoryMb, timeoutMs: config.publishing.crawlTimeoutSeconds * 1000 },
   });
+  const renderer = isolatedRenderer({ timeoutMs: config.publishing.pageRenderTimeoutSeconds * 1000, hold: options.renderHold });
   const pages = pagesService({
+    renderer,
     repo,
     files,
     crawls,
@@ -78,6 +83,7 @@ export async function createPublishingService(config: Config, options: Publishin
       await autoCrawl?.stop();
       await crawler.close();
       await app.close();
+      await renderer.close();
       await database.close();
     },
   };

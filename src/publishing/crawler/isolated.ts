@@ -5,7 +5,8 @@
  * costs a module load) and ended after a while idle, after a limit was exceeded, or on close.
  * Whatever the worker posts is validated before anyone stores it.
  */
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
+import { startTsWorker } from '../../infra/ts-worker.js';
 import type { CrawlLimits, CrawlResult } from './crawl.js';
 import type { CrawlJob, CrawlReply } from './crawl-worker.js';
 import { checkCrawlResult } from './result.js';
@@ -34,13 +35,6 @@ export interface IsolatedCrawler {
   close(): Promise<void>;
 }
 
-// Sources are TypeScript run through tsx: the worker registers the same loader before it loads
-// the crawl module (a worker does not inherit a loader registered by `register()`).
-const BOOT = `
-const { workerData } = require('node:worker_threads');
-import(workerData.tsx).then((m) => { m.register(); return import(workerData.entry); });
-`;
-
 interface Running {
   worker: Worker;
   ready: Promise<void>;
@@ -53,19 +47,7 @@ export function isolatedCrawler(limits: CrawlLimits, isolation: IsolationLimits 
   let idleTimer: NodeJS.Timeout | null = null;
 
   function spawn(): Running {
-    const worker = new Worker(BOOT, {
-      eval: true,
-      workerData: { tsx: import.meta.resolve('tsx/esm/api'), entry: new URL('./crawl-worker.ts', import.meta.url).href },
-      resourceLimits: { maxOldGenerationSizeMb: isolation.maxMemoryMb, maxYoungGenerationSizeMb: Math.min(64, Math.max(8, isolation.maxMemoryMb / 8)) },
-      stdout: false,
-      stderr: false,
-    });
-    const ready = new Promise<void>((resolve, reject) => {
-      worker.once('message', (m) => (m === 'ready' ? resolve() : reject(new CrawlAborted('the crawl worker did not start'))));
-      worker.once('error', (e) => reject(new CrawlAborted(`the crawl worker did not start: ${e.message}`)));
-      worker.once('exit', (code) => reject(new CrawlAborted(`the crawl worker did not start (exit ${code})`)));
-    });
-    ready.catch(() => {});
+    const { worker, ready } = startTsWorker(new URL('./crawl-worker.ts', import.meta.url), isolation.maxMemoryMb, (m) => new CrawlAborted(`the crawl worker ${m}`));
     const running = { worker, ready };
     worker.once('exit', () => {
       if (current === running) current = null;

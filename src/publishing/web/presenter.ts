@@ -2,13 +2,12 @@
 // their output by the inputs it read.
 import { createHash } from 'node:crypto';
 import { plainTextAsHtml, sanitizeNodeMarkup } from '../content/node-markup.js';
-import { renderProductContent } from '../content/product-content.js';
+import type { RenderedContent } from '../content/product-content.js';
 import type { NodeDescription, NodeOption } from '../crawler/node-description.js';
 import type { FileEntry, LabelSummary } from '../files/reader.js';
 import type { ProductFields } from '../products/fields.js';
 import { normalizeHex, readableOn, textColorOn } from './colors.js';
 import type { CatalogCard, Colors, InstallLabel, NodeGroup, ProductPageModel, SiteInfo, WorkflowFile } from './model.js';
-import { PAGE_IDS } from './product-page.js';
 
 /** What was uploaded for a product (files/reader.ts). */
 export interface ProductFilesView {
@@ -108,10 +107,11 @@ export function productPageModel(
   p: ProductInput,
   release: string | null,
   files: ProductFilesView | null,
+  /** `renderProductContent` of the fields, with PAGE_IDS reserved (made off the serving loop). */
+  content: RenderedContent,
 ): ProductPageModel {
   const f = p.fields;
   const colors = productColors(p.id, f.style);
-  const content = renderProductContent(f, release, PAGE_IDS);
   const badgeColor = normalizeHex(f.style?.badgeColor, colors.color1);
   const workflows: WorkflowFile[] | null = files
     ? files.workflows.map((w) => ({

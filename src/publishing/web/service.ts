@@ -7,6 +7,7 @@
 // make the cached copy look older than it is (re-rendered next time), never newer.
 import { createHash } from 'node:crypto';
 import { versionBadge } from '../content/badge.js';
+import type { ContentRenderer } from '../content/isolated-render.js';
 import { type FeedProduct, productFeed, siteFeed } from '../content/feeds.js';
 import { rasterSize, sanitizeSvg, sniffRasterImage } from '../content/svg.js';
 import type { NodeDescription } from '../crawler/node-description.js';
@@ -19,7 +20,7 @@ import type { CatalogCard, CatalogPageModel, NodePageModel, NodeSearchModel, Pro
 import { NodePage } from './node-page.js';
 import { NodeSearchPage } from './node-search-page.js';
 import { NotFoundPage } from './not-found-page.js';
-import { ProductPage } from './product-page.js';
+import { PAGE_IDS, ProductPage } from './product-page.js';
 import { catalogCard, iconVersion, nodeDescriptionHtml, nodeGroups, nodeUrl, type ProductFilesView, type ProductInput, productPageModel } from './presenter.js';
 import { renderDocument } from './render.js';
 
@@ -30,6 +31,8 @@ export interface PagesServiceDeps {
   files: ProductFilesReader;
   /** Crawled nodes (issue 11): the product page's node list, node pages and node search. */
   crawls: CrawlsRepository;
+  /** Renders the vendor Markdown off the serving event loop, under a time limit. */
+  renderer: ContentRenderer;
   /** Products kept rendered at once (least recently used are dropped). */
   cacheSize?: number;
 }
@@ -78,7 +81,7 @@ function parseFields(row: ProductRow): ProductFields {
 
 export const NODE_SEARCH_LIMIT = 100;
 
-export function pagesService({ repo, site, files, crawls, cacheSize = 500 }: PagesServiceDeps) {
+export function pagesService({ repo, site, files, crawls, renderer, cacheSize = 500 }: PagesServiceDeps) {
   const cache = new Map<string, Rendered>();
   const building = new Map<string, Promise<Rendered>>();
 
@@ -94,7 +97,8 @@ export function pagesService({ repo, site, files, crawls, cacheSize = 500 }: Pag
     const [labels, workflows] = await Promise.all([files.listLabels(id), files.listFiles(id, 'workflows')]);
     const filesView: ProductFilesView = { labels, workflows };
     const input: ProductInput = { id: row.id, state: row.state, fields: parseFields(row) };
-    const model = productPageModel(site, input, release, filesView);
+    const content = await renderer.render(input.fields, release, PAGE_IDS);
+    const model = productPageModel(site, input, release, filesView, content);
     // Nodes of the best label that has been crawled: recommended first (issue 7's order).
     // Only labels with an update site: an archive alone is never crawled, and nodes left from
     // a folder since deleted would point users at an update site that no longer exists.

@@ -1,5 +1,6 @@
 // The page cache never outlives its data (issue 7 "Quality"; DESIGN "Changes made by another
 // process"): edits through a second instance, and two edits within one clock tick.
+import { isolatedRenderer } from '../../../src/publishing/content/isolated-render.js';
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { openPublishingDatabase } from '../../../src/publishing/db.js';
@@ -55,11 +56,12 @@ for (const dialect of dialects()) {
 
     it('two edits within the same millisecond both show', async () => {
       const database = await openPublishingDatabase(db.url);
+      const renderer = isolatedRenderer({ timeoutMs: 60_000 });
       try {
         const repo = productsRepository(database.db, database.dialect, { readNow: database.readNow });
         const frozen = new Date('2030-01-01T00:00:00.000Z');
         const products = productService({ repo, publishing: { baseUrl: 'http://pier.test' } as never, now: () => frozen });
-        const pages = pagesService({ repo, files: productFilesReader(filesRepository(database.db)), crawls: crawlsRepository(database.db, database.dialect), site: { name: 'Pier', baseUrl: 'http://pier.test', downloadUrl: 'http://dl.test' } });
+        const pages = pagesService({ renderer, repo, files: productFilesReader(filesRepository(database.db)), crawls: crawlsRepository(database.db, database.dialect), site: { name: 'Pier', baseUrl: 'http://pier.test', downloadUrl: 'http://dl.test' } });
         await products.register('frozen', { name: 'Frozen' });
         const row = await products.show('frozen');
         const rowOf = async () => (await repo.find('frozen'))!;
@@ -69,6 +71,7 @@ for (const dialect of dialects()) {
         assert.match((await pages.productPage('frozen'))!.body.toString(), /tagline">two</);
         assert.ok((await rowOf()).updated_at > row.updatedAt);
       } finally {
+        await renderer.close();
         await database.close();
       }
     });
