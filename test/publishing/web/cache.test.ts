@@ -1,8 +1,8 @@
 // The page cache never outlives its data (issue 7 "Quality"; DESIGN "Changes made by another
 // process"): edits through a second instance, and two edits within one clock tick.
-import { isolatedRenderer } from '../../../src/publishing/content/isolated-render.js';
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { isolatedRenderer } from '../../../src/publishing/content/isolated-render.js';
 import { openPublishingDatabase } from '../../../src/publishing/db.js';
 import { productFilesReader } from '../../../src/publishing/files/reader.js';
 import { filesRepository } from '../../../src/publishing/files/repository.js';

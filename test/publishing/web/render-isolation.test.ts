@@ -1,0 +1,142 @@
+// Vendor Markdown is rendered off the serving event loop: while a product page renders, the same
+// process still answers /healthz and serves downloads; a render over its time limit ends with a
+// clear 503 and the next render works again.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { loadConfig } from '../../../src/infra/config.js';
+import { type RunningDownloads, startDownloads } from '../../../src/publishing/downloads/index.js';
+import { createPublishingService, type PublishingService } from '../../../src/publishing/service.js';
+import { dialects, tempDir } from '../../helpers/db.js';
+import { patchProduct } from '../../helpers/publishing.js';
+
+/** 2,000 changelog items each using its own link reference: slow to render by design. */
+function hostileChangelog(n = 2000): string {
+  const items = Array.from({ length: n }, (_, i) => `- item ${i} [r${i}]`);
+  const refs = Array.from({ length: n }, (_, i) => `[r${i}]: https://example.test/${i}`);
+  return ['# Changelog', '', '## [1.0.0] - 2024-01-01', '### Added', ...items, '', ...refs].join('\n');
+}
+
+/** Resolves once the worker has taken a render and sits in the test hold (cell 1 set). */
+async function renderStarted(hold: Int32Array, page: Promise<unknown>): Promise<void> {
+  let answered = false;
+  void page.finally(() => {
+    answered = true;
+  });
+  while (Atomics.load(hold, 1) === 0) {
+    if (answered) throw new Error('the page was answered without its render passing through the worker');
+    await sleep(5);
+  }
+}
+
+function release(hold: Int32Array): void {
+  Atomics.store(hold, 0, 1);
+  Atomics.notify(hold, 0);
+}
+
+interface Running {
+  service: PublishingService;
+  url: string;
+  downloads: RunningDownloads;
+  storageDir: string;
+  close(): Promise<void>;
+}
+
+async function start(databaseUrl: string, hold: Int32Array, env: Record<string, string> = {}): Promise<Running> {
+  const config = loadConfig({
+    PIER_DATA_DIR: tempDir('pier-render-'),
+    PIER_DATABASE_URL: databaseUrl,
+    PIER_LOG_LEVEL: 'silent',
+    PIER_BASE_URL: 'http://pier.test',
+    ...env,
+  });
+  const service = await createPublishingService(config, { renderHold: hold });
+  const url = await service.app.listen({ host: '127.0.0.1', port: 0 });
+  const downloads = await startDownloads(config, { port: 0 });
+  return {
+    service,
+    url,
+    downloads,
+    storageDir: config.publishing.storageDir,
+    async close() {
+      release(hold);
+      await downloads.close();
+      await service.close();
+    },
+  };
+}
+
+for (const dialect of dialects()) {
+  describe(`product page rendering off the event loop on ${dialect.name}`, () => {
+    let db: { url: string; drop(): Promise<void> };
+    before(async () => {
+      db = await dialect.create();
+    });
+    after(async () => {
+      await db.drop();
+    });
+
+    it('answers /healthz and a download while a hostile changelog renders', async () => {
+      const hold = new Int32Array(new SharedArrayBuffer(8));
+      const pier = await start(db.url, hold);
+      try {
+        const creds = await pier.service.products.register('hostile', { name: 'Hostile' });
+        const patched = await patchProduct(pier.url, 'hostile', creds.editToken, { changelog: hostileChangelog() });
+        assert.equal(patched.status, 200, JSON.stringify(patched.json));
+        const jar = path.join(pier.storageDir, 'hostile/update-site/1.0/plugins/a.jar');
+        fs.mkdirSync(path.dirname(jar), { recursive: true });
+        fs.writeFileSync(jar, 'jar bytes');
+
+        const events: string[] = [];
+        const page = fetch(`${pier.url}/product/hostile`).then(async (r) => {
+          events.push('page');
+          return { status: r.status, body: await r.text() };
+        });
+        await renderStarted(hold, page);
+        const health = await fetch(`${pier.url}/healthz`);
+        events.push('healthz');
+        assert.equal(health.status, 200);
+        const download = await fetch(`${pier.downloads.url}/hostile/1.0/plugins/a.jar`);
+        assert.equal(download.status, 200);
+        assert.equal(await download.text(), 'jar bytes');
+        events.push('download');
+        release(hold);
+        const shown = await page;
+        assert.deepEqual(events, ['healthz', 'download', 'page']);
+        assert.equal(shown.status, 200);
+        assert.match(shown.body, /item 1999/);
+        assert.match(shown.body, /href="https:\/\/example\.test\/1999"/);
+      } finally {
+        await pier.close();
+      }
+    });
+
+    it('a render over the time limit answers 503 with Retry-After, and the next render works', async () => {
+      const hold = new Int32Array(new SharedArrayBuffer(8));
+      const pier = await start(db.url, hold, { PIER_PAGE_RENDER_TIMEOUT_SECONDS: '1' });
+      try {
+        const creds = await pier.service.products.register('slow', { name: 'Slow' });
+        const patched = await patchProduct(pier.url, 'slow', creds.editToken, { text: 'Hello **world**' });
+        assert.equal(patched.status, 200);
+        // Held past its limit: the worker is ended and the request answered, never left hanging.
+        const stuck = await fetch(`${pier.url}/product/slow`);
+        assert.equal(stuck.status, 503);
+        assert.equal(stuck.headers.get('retry-after'), '30');
+        assert.match(stuck.headers.get('content-type') ?? '', /^application\/problem\+json/);
+        const problem = (await stuck.json()) as { code: string; detail: string };
+        assert.equal(problem.code, 'unavailable');
+        assert.match(problem.detail, /could not be rendered in time/);
+        assert.doesNotMatch(JSON.stringify(problem), /worker|stack|\.ts\b/i);
+        // The next request starts a fresh worker and renders normally.
+        release(hold);
+        const again = await fetch(`${pier.url}/product/slow`);
+        assert.equal(again.status, 200);
+        assert.match(await again.text(), /Hello <strong>world<\/strong>/);
+      } finally {
+        await pier.close();
+      }
+    });
+  });
+}
