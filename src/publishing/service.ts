@@ -32,7 +32,7 @@ export interface PublishingService {
 export interface PublishingOptions {
   /** Bans of addresses that keep sending bad edit tokens (defaults: 10 failures a minute → 60 s). */
   failureLimits?: Partial<FailureLimiterOptions>;
-  /** Tests only: a page render in its worker sets cell 1, then waits while cell 0 is 0. */
+  /** Tests only: a page render in its worker counts itself in cell 1, then waits while cell 0 is 0. */
   renderHold?: Int32Array;
 }
 

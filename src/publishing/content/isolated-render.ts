@@ -22,7 +22,7 @@ export interface RenderLimits {
   maxQueued?: number;
   /** A worker idle this long is ended, ms. */
   idleMs?: number;
-  /** Tests only: a render in the worker sets cell 1, then waits while cell 0 is 0. */
+  /** Tests only: a render in the worker counts itself in cell 1, then waits while cell 0 is 0. */
   hold?: Int32Array;
 }
 

@@ -12,7 +12,7 @@ export interface RenderJob {
   fields: ProductFields;
   release: string | null;
   reservedIds: string[];
-  /** Tests only: the worker sets cell 1 when it has the job, then waits while cell 0 is 0. */
+  /** Tests only: the worker counts the job in cell 1, then waits while cell 0 is 0. */
   hold?: Int32Array;
 }
 
@@ -25,7 +25,7 @@ if (port) {
   port.on('message', (job: RenderJob) => {
     try {
       if (job.hold) {
-        Atomics.store(job.hold, 1, 1);
+        Atomics.add(job.hold, 1, 1);
         Atomics.wait(job.hold, 0, 0, HOLD_MAX_MS);
       }
       const content = renderProductContent(job.fields, job.release, job.reservedIds);

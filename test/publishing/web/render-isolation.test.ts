@@ -113,6 +113,26 @@ for (const dialect of dialects()) {
       }
     });
 
+    it('concurrent requests for one product share one render', async () => {
+      const hold = new Int32Array(new SharedArrayBuffer(8));
+      const pier = await start(db.url, hold);
+      try {
+        const creds = await pier.service.products.register('popular', { name: 'Popular' });
+        assert.equal((await patchProduct(pier.url, 'popular', creds.editToken, { changelog: hostileChangelog(200) })).status, 200);
+        const first = fetch(`${pier.url}/product/popular`);
+        await renderStarted(hold, first);
+        const more = [1, 2, 3, 4].map(() => fetch(`${pier.url}/product/popular`));
+        // Each later request has been answered by the app's router before the render is let go.
+        assert.equal((await fetch(`${pier.url}/healthz`)).status, 200);
+        release(hold);
+        const statuses = await Promise.all([first, ...more].map((p) => p.then((r) => r.status)));
+        assert.deepEqual(statuses, [200, 200, 200, 200, 200]);
+        assert.equal(Atomics.load(hold, 1), 1);
+      } finally {
+        await pier.close();
+      }
+    });
+
     it('a render over the time limit answers 503 with Retry-After, and the next render works', async () => {
       const hold = new Int32Array(new SharedArrayBuffer(8));
       const pier = await start(db.url, hold, { PIER_PAGE_RENDER_TIMEOUT_SECONDS: '1' });
