@@ -7,8 +7,19 @@ import { ValidationError } from './errors.js';
  * and cut strings short in C code, and no name, email, URL, cursor or parameter needs it. The
  * few fields that take arbitrary command output (log text, a run's error) replace it instead and
  * say so in their schema; their routes list them in `nulReplacedIn`.
+ *
+ * The same rule refuses unpaired UTF-16 surrogates (`"\ud800"` in JSON): they have no UTF-8
+ * form, so the database, the environment of a command or a log would silently hold U+FFFD
+ * instead of what was sent.
  */
-export const NUL_MESSAGE = 'must not contain the NUL character (U+0000)';
+export const NUL_MESSAGE = 'must not contain the NUL character (U+0000) or an unpaired surrogate (\\ud800–\\udfff)';
+
+const UNPAIRED_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** Whether a string holds what no stored or passed-on text may: NUL or an unpaired surrogate. */
+export function unstorableText(value: string): boolean {
+  return value.includes('\u0000') || UNPAIRED_SURROGATE.test(value);
+}
 
 /** A 400 naming the first field whose value (or key) holds NUL. */
 export class NulCharacterError extends ValidationError {
@@ -19,7 +30,7 @@ export class NulCharacterError extends ValidationError {
 }
 
 /** A key as it appears in a field path: a NUL in the key itself is shown escaped. */
-const shown = (key: string) => key.replaceAll('\u0000', '\\u0000');
+const shown = (key: string) => key.replaceAll('\u0000', '\\u0000').replace(/[\uD800-\uDFFF]/g, (c) => `\\u${c.charCodeAt(0).toString(16)}`);
 
 /**
  * The dotted path (`chunks.0.text`, as validation errors name fields) of the first string or
@@ -28,14 +39,14 @@ const shown = (key: string) => key.replaceAll('\u0000', '\\u0000');
  */
 export function nulFieldIn(value: unknown, path: string[] = [], skip: string[][] = []): string | null {
   if (typeof value === 'string') {
-    if (!value.includes('\u0000') || skip.some((s) => matches(s, path))) return null;
+    if (!unstorableText(value) || skip.some((s) => matches(s, path))) return null;
     return path.length ? path.join('.') : '(body)';
   }
   if (typeof value !== 'object' || value === null) return null;
   const entries: [string, unknown][] = Array.isArray(value) ? value.map((v, i) => [String(i), v]) : Object.entries(value);
   for (const [k, v] of entries) {
     const at = [...path, shown(k)];
-    if (k.includes('\u0000')) return at.join('.');
+    if (unstorableText(k)) return at.join('.');
     const found = nulFieldIn(v, at, skip);
     if (found) return found;
   }
@@ -59,9 +70,9 @@ export function refuseNul(value: unknown, field: string): void {
  */
 export async function* nulCheckedParts(parts: AsyncIterable<Multipart>): AsyncIterable<Multipart> {
   for await (const part of parts) {
-    const field = part.fieldname.includes('\u0000') ? shown(part.fieldname) : null;
+    const field = unstorableText(part.fieldname) ? shown(part.fieldname) : null;
     if (part.type === 'file') {
-      if (field || part.filename.includes('\u0000')) {
+      if (field || unstorableText(part.filename)) {
         part.file.resume();
         throw new NulCharacterError(field ?? `${part.fieldname}.filename`);
       }

@@ -90,16 +90,16 @@ describe(`executor host safety: real processes (${target.name})`, () => {
   };
   const registered = (child: { output: string[] }) => until(() => child.output.join('').includes('"event":"registered"'), () => `registration: ${child.output.join('')}`);
 
-  test('a run parameter never becomes shell syntax: bare, in "…", in \'…\', in `…` and $(…) it arrives byte for byte and runs nothing', { timeout: 120_000 }, async () => {
+  test('a run parameter never becomes shell syntax: bare, in "…", as an argument after sh -c, in `…` and $(…) it arrives byte for byte and runs nothing', { timeout: 120_000 }, async () => {
     const canary = path.join(work, 'canary');
     fs.mkdirSync(canary);
     const value = `$(touch ${canary}/a) \`touch ${canary}/b\` '; touch ${canary}/c; ' "; touch ${canary}/d; " \\ $HOME`;
     const command = [
       `printf 'bare=%s|\\n' {param.x}`,
       `printf 'dq=%s|\\n' "v={param.x}"`,
-      `printf 'sq=%s|\\n' 'v={param.x}'`,
+      `sh -c 'printf "sq=v=%s|\\n" "$1"' _ {param.x}`,
       "printf 'bq=%s|\\n' \"`printf '%s' {param.x}`\"",
-      `printf 'cs=%s|\\n' "$(printf '%s' '{param.x}')"`,
+      `printf 'cs=%s|\\n' "$(printf '%s' "{param.x}")"`,
     ].join('; ');
     const ex = spawnExecutor('quoting', command);
     const run = await f.start({ parameters: { x: value } });
@@ -227,6 +227,27 @@ describe(`executor host safety: real processes (${target.name})`, () => {
       await new Promise((resolve) => proxy.close(resolve));
     }
   });
+});
+
+test('pier runner executor refuses a template that hands a placeholder to a second reading, naming it, before it registers', { timeout: 60_000 }, async () => {
+  const work = tempDir('pier-refused-template-');
+  try {
+    for (const [command, why] of [
+      ["sh -c 'echo {param.x}'", /\{param\.x\} stands inside '…'/],
+      ['trap "rm -f {out}/x" EXIT; true', /\{out\} is an argument of trap/],
+      ['[[ {param.n} -gt 3 ]]', /\[\[ … \]\]/],
+    ] as const) {
+      // The URL points nowhere: the template is refused before any request.
+      const ex = executor({ PIER_EXECUTOR_API_KEY: API_KEY }, ['--url', 'http://127.0.0.1:9', '--name', 'refused', '--work-dir', work, '--command', command]);
+      assert.notEqual(await exited(ex), 0);
+      const out = ex.output.join('');
+      assert.match(out, /--command: the placeholder/, out);
+      assert.match(out, why, out);
+      assert.match(out, /PIER_PARAM_<name>/, out);
+    }
+  } finally {
+    fs.rmSync(work, { recursive: true, force: true });
+  }
 });
 
 describe('a runner without API_KEY', () => {

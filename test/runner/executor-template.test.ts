@@ -79,20 +79,17 @@ const CONTEXTS: { name: string; template: (p: string) => string; expect: (v: str
   { name: 'bare', template: (p) => `printf '%s' ${p}`, expect: (v) => v },
   { name: 'inside a word', template: (p) => `printf '%s' a"b"'c'${p}'d'`, expect: (v) => `abc${v}d` },
   { name: 'double quotes', template: (p) => `printf '%s' "a ${p} b"`, expect: (v) => `a ${v} b` },
-  { name: 'single quotes', template: (p) => `printf '%s' 'a ${p} b'`, expect: (v) => `a ${v} b` },
-  { name: 'single quotes, $ before', template: (p) => `printf '%s' '$${p}'`, expect: (v) => `$${v}` },
   { name: 'backticks', template: (p) => `printf '%s' "\`printf '%s.' ${p}\`"`, expect: (v) => `${v}.` },
-  { name: 'single quotes in backticks', template: (p) => `printf '%s' "\`printf '%s.' '${p}'\`"`, expect: (v) => `${v}.` },
   { name: '$( ) in double quotes', template: (p) => `printf '%s' "$(printf '%s.' ${p})"`, expect: (v) => `${v}.` },
   { name: 'double quotes in $( )', template: (p) => `printf '%s' "$(printf '%s.' "x${p}")"`, expect: (v) => `x${v}.` },
-  { name: 'single quotes in $( ) in double quotes', template: (p) => `printf '%s' "$(printf '%s.' '${p}')"`, expect: (v) => `${v}.` },
-  { name: 'nested $( )', template: (p) => `printf '%s' $(printf '%s' "$(printf '%s' '${p}' | od -An -tx1 | tr -d ' \\n')")`, expect: (v) => Buffer.from(v).toString('hex') },
-  { name: '${ :- } in double quotes', template: (p) => `printf '%s' "\${PIER_UNSET_X:-${p}}"`, expect: (v) => v },
+  { name: 'nested $( )', template: (p) => `printf '%s' $(printf '%s' "$(printf '%s' "${p}" | od -An -tx1 | tr -d ' \\n')")`, expect: (v) => Buffer.from(v).toString('hex') },
+  { name: 'an argument after sh -c', template: (p) => `sh -c 'printf "%s" "$1"' _ ${p}`, expect: (v) => v },
+  { name: 'after an escaped blank and #', template: (p) => `printf '%s' a\\ #${p}`, expect: (v) => `a #${v}` },
   { name: 'here-document', template: (p) => `cat <<EOF\nbefore ${p} after\nEOF`, expect: (v) => `before ${v} after\n` },
   { name: 'here-document <<-', template: (p) => `cat <<-END\n\t${p}\n\tEND`, expect: (v) => `${v}\n` },
-  { name: 'after a here-document', template: (p) => `cat <<'EOF'\n'"\nEOF\nprintf '%s' '${p}'`, expect: (v) => `'"\n${v}` },
+  { name: 'after a here-document', template: (p) => `cat <<'EOF'\n'"\nEOF\nprintf '%s' ${p}`, expect: (v) => `'"\n${v}` },
   { name: 'case', template: (p) => `case ${p} in *) printf '%s' "${p}";; esac`, expect: (v) => v },
-  { name: 'after a comment', template: (p) => `# it's a "comment" {nope\nprintf '%s' '${p}'`, expect: (v) => v },
+  { name: 'after a comment', template: (p) => `# it's a "comment" {nope\nprintf '%s' ${p}`, expect: (v) => v },
 ];
 
 describe('executor command template', () => {
@@ -102,7 +99,6 @@ describe('executor command template', () => {
       'knime -batch "${PIER_ARCHIVE}" -dest "${PIER_OUT_DIR}"/x -run "${PIER_RUN_ID}"#"${PIER_ATTEMPT}" "${PIER_PARAM_rows}"',
     );
     assert.equal(compileTemplate('echo "v={param.x}"'), 'echo "v=${PIER_PARAM_x}"');
-    assert.equal(compileTemplate("echo 'v={param.x}'"), `echo 'v='"\${PIER_PARAM_x}"''`);
     assert.equal(compileTemplate('echo ${HOME} {param.a b}'), 'echo ${HOME} "${PIER_PARAMX_612062}"');
     assert.equal(parameterEnvName('rows'), 'PIER_PARAM_rows');
     assert.equal(parameterEnvName('a-b'), 'PIER_PARAMX_612d62');
@@ -127,6 +123,79 @@ describe('executor command template', () => {
     assert.throws(() => compileTemplate('echo $(( {attempt} + 1 ))'), /\{attempt\} stands inside \$\(\(/);
     assert.throws(() => compileTemplate("cat <<'EOF'\n{param.x}\nEOF"), /\{param\.x\} stands inside a here-document with a quoted delimiter/);
     assert.throws(() => compileTemplate('cat <<\\EOF\n{out}\nEOF'), /quoted delimiter/);
+  });
+
+  test('refused where the text would be read again as code or arithmetic, naming the placeholder and why', () => {
+    const refused: [string, RegExp][] = [
+      ["echo 'v={param.x}'", /\{param\.x\} stands inside '…'/],
+      ["trap 'echo {param.x}' EXIT", /stands inside '…'/],
+      ['trap "echo {param.x}" EXIT', /argument of trap/],
+      ['sh -c "echo {param.x}"', /code argument of sh -c/],
+      ['/bin/bash -lc "echo {out}"', /code argument of bash -lc/],
+      ['sudo -u knime sh -c "x={param.x}"', /code argument of sh -c/],
+      ['python3 -c "print(\'{param.x}\')"', /code argument of python3 -c/],
+      ['perl -e "print {param.x}"', /code argument of perl -e/],
+      ['sh -c "$(echo {param.x})"', /code argument of sh -c/],
+      ['sh -c "`echo {param.x}`"', /code argument of sh -c/],
+      ['eval "echo {param.x}"', /argument of eval/],
+      ['eval echo $(printf %s {param.x})', /argument of eval/],
+      ['ssh host echo {param.x}', /argument of ssh/],
+      ['su knime -c "run {param.x}"', /argument of su/],
+      ['runuser -u knime -c "run {param.x}"', /argument of runuser/],
+      ['awk -v v={param.x} "BEGIN{print v}"', /argument of awk/],
+      ['sh <<EOF\necho {param.x}\nEOF', /here-document that sh reads as code/],
+      ['python3 - <<EOF\nprint("{param.x}")\nEOF', /here-document that python3 reads as code/],
+      ['cat <<EOF\n$(( {param.x} + 1 ))\nEOF', /inside \$\(…\), `…`, \$\(\(…\)\) or \$\{…\} in a here-document/],
+      ["cat <<EOF\n$(printf '%s' '{param.x}')\nEOF", /in a here-document/],
+      ['cat <<EOF\n`echo {param.x}`\nEOF', /in a here-document/],
+      ['(( {param.n} > 3 ))', /\(\(…\)\): its value would be evaluated as arithmetic/],
+      ['[[ {param.n} -gt 3 ]] && echo big', /inside \[\[ … \]\]/],
+      ['let n={param.n}+1', /argument of let/],
+      ['declare -i n={param.n}', /argument of declare/],
+      ['a[{param.n}]=1', /array subscript/],
+      ['echo "${s:{param.n}}"', /inside \$\{…\}/],
+      ['echo "${y#{param.x}}"', /inside \$\{…\}/],
+      ['echo ${y:-{param.x}}', /inside \$\{…\}/],
+    ];
+    for (const [template, why] of refused) {
+      assert.throws(
+        () => compileTemplate(template),
+        (e: Error) => e instanceof TemplateError && /the placeholder \{(param\.[xn]|out)\}/.test(e.message) && why.test(e.message),
+        template,
+      );
+    }
+    // Values as arguments after the code, or in the environment, are what the refusals advise.
+    assert.equal(compileTemplate(`sh -c 'echo "$1"' _ {param.x}`), `sh -c 'echo "$1"' _ "\${PIER_PARAM_x}"`);
+    assert.equal(compileTemplate(`trap 'echo "$PIER_PARAM_x"' EXIT; echo {param.x}`), `trap 'echo "$PIER_PARAM_x"' EXIT; echo "\${PIER_PARAM_x}"`);
+    assert.equal(compileTemplate('[[ -f x ]] && echo {out}'), '[[ -f x ]] && echo "${PIER_OUT_DIR}"');
+    assert.equal(compileTemplate('sh run.sh {out} <<EOF\n{param.x}\nEOF'), 'sh run.sh "${PIER_OUT_DIR}" <<EOF\n${PIER_PARAM_x}\nEOF');
+  });
+
+  test('where /bin/sh is bash, nothing left compiles into arithmetic that runs a value', { skip: !fs.existsSync('/bin/bash') && 'no bash' }, () => {
+    const hostile = `a[$(touch ${canary}/bash)]`;
+    for (const template of ['test {param.n} -gt 3', '[ {param.n} -eq 3 ]', 'echo $(( 1 + 2 )) {param.n}', 'printf %d {param.n}', 'case {param.n} in 1) ;; esac', 'x={param.n}; echo "$x"']) {
+      spawnSync('/bin/bash', ['-c', compileTemplate(template)], { env: { PATH: process.env.PATH, ...templateEnv({ ...values, parameters: { n: hostile } }) }, cwd, stdio: 'ignore' });
+      assert.deepEqual(fs.readdirSync(canary), [], template);
+    }
+  });
+
+  test('property: templates that hand text to a second reader (sh -c, bash -c, eval, trap) never run a value', () => {
+    const piece = fc.constantFrom('sh -c ', 'bash -c ', 'eval ', 'trap ', "'", '"', '`', '$(', ')', ' ', ';', '\n', '_ ', 'echo ', '{param.v}', '<<EOF\n', 'EOF\n', 'x');
+    fc.assert(
+      fc.property(fc.array(piece, { minLength: 1, maxLength: 12 }), value, (pieces, v) => {
+        const template = pieces.join('');
+        let compiled: string;
+        try {
+          compiled = compileTemplate(template);
+        } catch (e) {
+          if (e instanceof TemplateError) return;
+          throw e;
+        }
+        spawnSync('/bin/sh', ['-c', compiled], { env: { PATH: process.env.PATH, ...templateEnv({ ...values, parameters: { v } }) }, cwd, stdio: 'ignore', timeout: 10_000 });
+        assert.deepEqual(fs.readdirSync(canary), [], `${JSON.stringify(template)} with ${JSON.stringify(v)}`);
+      }),
+      { numRuns: 300 },
+    );
   });
 
   for (const ctx of CONTEXTS) {
