@@ -63,7 +63,6 @@ export function registerServeCommand(program: Command): void {
             const { createRunnerService } = await import('../runner/service.js');
             const svc = await createRunnerService(config);
             const addr = await svc.app.listen({ host: config.host, port: config.runner.port });
-            if (config.runner.apiKey === null) console.error('pier: runner has no admin key configured (API_KEY is unset), so executors cannot connect: set API_KEY to a secret of at least 32 characters and restart');
             return { url: addr, close: svc.close };
           },
         });

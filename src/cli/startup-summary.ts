@@ -32,7 +32,7 @@ export function startupSummary(config: Config, started: StartedParts): string {
     steps.push('Create a runner user to sign in with, if there is none yet (asks for a password):', '    npx pier runner user add --email you@example.com --admin');
     if (config.runner.apiKey === null) {
       steps.push(
-        'API_KEY is not set, so no executor can register and runs stay queued. Set the runner admin key',
+        'The runner has no admin key configured (API_KEY is unset), so no executor can register and runs stay queued. Set it',
         '(at least 32 characters) and start again, then give it to `npx pier runner executor`:',
         '    API_KEY=$(openssl rand -hex 32) npm start',
       );

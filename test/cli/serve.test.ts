@@ -106,11 +106,11 @@ test('npm start ends with where each part listens, what to open and what is left
   assert.match(first, new RegExp(`runner +http://localhost:${runner}/ \\(API docs: http://localhost:${runner}/api/docs\\)`));
   assert.match(first, /Next steps:/);
   assert.match(first, /npx pier staff register <product-id> --name/, 'no product yet');
-  assert.match(first, /API_KEY is not set/);
+  assert.match(first, /no admin key configured \(API_KEY is unset\)/);
   assert.match(first, /npx pier runner user add --email .* --admin/);
   // Once a product exists and the admin key is set, those steps are not repeated.
   assert.equal(spawnSync(process.execPath, ['bin/pier.js', 'staff', 'register', 'first-one', '--name', 'First'], { env }).status, 0);
   const second = await startOnce({ API_KEY: 'k'.repeat(40) });
-  assert.doesNotMatch(second, /staff register <product-id>|API_KEY is not set/);
+  assert.doesNotMatch(second, /staff register <product-id>|no admin key configured/);
   assert.match(second, /runner admin key is set/);
 });
