@@ -12,12 +12,14 @@ import { type HostKey, hostKeyDir, loadOrCreateHostKeys } from './host-keys.js';
 import { createSftpServer, type SftpServerOptions } from './server.js';
 
 /** Caps and intervals a test may set (production uses the server's defaults). */
-export type SftpTuning = Partial<Pick<SftpServerOptions, 'maxConnections' | 'maxPendingLogins' | 'maxPendingPerAddress' | 'credentialCheckMs'>>;
+export type SftpTuning = Partial<Pick<SftpServerOptions, 'maxConnections' | 'maxPendingLogins' | 'maxPendingPerAddress' | 'credentialCheckMs' | 'pacing'>>;
 
 export interface RunningSftp {
   host: string;
   port: number;
   hostKeys: HostKey[];
+  /** Requests of a product's sessions that waited for their turn (request pacing). */
+  deferredRequests(productId: string): number;
   close(): Promise<void>;
 }
 
@@ -82,6 +84,7 @@ export async function startSftp(
     return {
       ...address,
       hostKeys,
+      deferredRequests: (productId) => server.deferredRequests(productId),
       async close() {
         await sweeping?.stop();
         await server.close();

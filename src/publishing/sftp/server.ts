@@ -12,6 +12,7 @@ import { FailureLimiter, type FailureLimiterOptions } from '../../infra/failure-
 import { listenOn } from '../../infra/listen.js';
 import type { FilesService } from '../files/service.js';
 import type { HostKey } from './host-keys.js';
+import { DEFAULT_PACING, type PacingOptions, SessionPacer, TokenBucket } from './pacer.js';
 import { CredentialRevokedError, type SessionLog, serveSftp } from './session.js';
 
 /** SFTP channels open at once on one connection (OpenSSH, lftp and rclone use one each). */
@@ -59,11 +60,18 @@ export interface SftpServerOptions {
   maxPendingPerAddress?: number;
   /** Milliseconds between an idle session's checks of its password (CREDENTIAL_CHECK_MS unless set: tests). */
   credentialCheckMs?: number;
+  /**
+   * Requests per second (and burst) one SFTP session may make, and one product across its
+   * sessions on this instance; requests past it wait their turn (DEFAULT_PACING unless set).
+   */
+  pacing?: PacingOptions;
 }
 
 export interface SftpServer {
   listen(port: number, host: string): Promise<{ host: string; port: number }>;
   close(): Promise<void>;
+  /** Requests of a product's sessions that waited for their turn since the server started. */
+  deferredRequests(productId: string): number;
 }
 
 /**
@@ -117,6 +125,12 @@ export function createSftpServer(options: SftpServerOptions): SftpServer {
   let pendingTotal = 0;
   /** Marks a pending connection as logged in, by "address|port" (what ssh2's connection info names). */
   const loggedIn = new Map<string, () => void>();
+  /** Open sockets by "address|port", to stop reading one while its requests wait (pacing). */
+  const socketOf = new Map<string, net.Socket>();
+  const pacing = options.pacing ?? DEFAULT_PACING;
+  /** Each product's shared bucket while it has sessions here. */
+  const productPacing = new Map<string, { bucket: TokenBucket; sessions: number }>();
+  const deferredByProduct = new Map<string, number>();
 
   const ssh = new ssh2.Server(
     { hostKeys: options.hostKeys.map((k) => k.privateKey), algorithms: SFTP_ALGORITHMS, ident: 'Pier' },
@@ -209,6 +223,22 @@ export function createSftpServer(options: SftpServerOptions): SftpServer {
         checkTimer = setInterval(() => void checkCredential().catch(() => {}), credentialCheckMs);
         checkTimer.unref();
 
+        const shared = productPacing.get(id) ?? { bucket: new TokenBucket(pacing), sessions: 0 };
+        shared.sessions += 1;
+        productPacing.set(id, shared);
+        client.once('close', () => {
+          shared.sessions -= 1;
+          if (shared.sessions === 0 && productPacing.get(id) === shared) productPacing.delete(id);
+        });
+        /** Channels of this connection that asked to stop reading it (their queues are long). */
+        let pausing = 0;
+        const backpressure = (pause: boolean) => {
+          pausing += pause ? 1 : -1;
+          const socket = socketOf.get(`${ip}|${info.port}`);
+          if (pausing > 0) socket?.pause();
+          else socket?.resume();
+        };
+
         let channels = 0;
         client.on('session', (acceptSession, rejectSession) => {
           // Sessions per product are capped by connection; channels per connection are capped
@@ -226,9 +256,18 @@ export function createSftpServer(options: SftpServerOptions): SftpServer {
           });
           // Accepted synchronously: OpenSSH sends INIT right behind the subsystem request, and
           // data arriving before accept() would be dropped.
-          session.on('sftp', (acceptSftp) =>
-            serveSftp(acceptSftp(), { productId: id, files, log, activity: () => idleTimer?.refresh(), checkCredential }),
-          );
+          session.on('sftp', (acceptSftp) => {
+            let warned = false;
+            const pacer = new SessionPacer([new TokenBucket(pacing), shared.bucket], {
+              backpressure,
+              deferred: () => {
+                deferredByProduct.set(id, (deferredByProduct.get(id) ?? 0) + 1);
+                if (!warned) log.warn({ ip, productId: id }, 'sftp session over its request budget; its requests now wait');
+                warned = true;
+              },
+            });
+            serveSftp(acceptSftp(), { productId: id, files, log, activity: () => idleTimer?.refresh(), checkCredential, pacer });
+          });
           // Shells, exec, port forwarding: this server only speaks SFTP.
           session.on('exec', (_accept, reject) => reject());
           session.on('shell', (_accept, reject) => reject());
@@ -288,9 +327,11 @@ export function createSftpServer(options: SftpServerOptions): SftpServer {
     };
     loggedIn.set(key, leavePending);
     sockets.add(socket);
+    socketOf.set(key, socket);
     socket.once('close', () => {
       leavePending();
       sockets.delete(socket);
+      socketOf.delete(key);
     });
     ssh.injectSocket(socket);
   });
@@ -301,6 +342,7 @@ export function createSftpServer(options: SftpServerOptions): SftpServer {
       const a = await listenOn(server, port, host);
       return { host: a.address, port: a.port };
     },
+    deferredRequests: (productId) => deferredByProduct.get(productId) ?? 0,
     close() {
       return new Promise((resolve) => {
         server.close(() => resolve());

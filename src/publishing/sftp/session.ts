@@ -12,6 +12,7 @@ import { type StoredEntry, type StoredList, type StoredReader, storageErrorCode 
 import { QuotaExceededError, type FilesService, type Upload } from '../files/service.js';
 import { AREAS, creationProblem, resolveTreePath, type TreePath, TreePathError } from '../files/tree.js';
 import { attrsOf, entryOf, longname } from './attrs.js';
+import type { SessionPacer } from './pacer.js';
 
 const { STATUS_CODE, OPEN_MODE } = utils.sftp;
 
@@ -32,6 +33,8 @@ export interface SessionContext {
    * session logged in with; awaited before every request that changes files.
    */
   checkCredential?: () => Promise<void>;
+  /** Paces the session's requests (see pacer.ts); unpaced without it. */
+  pacer?: SessionPacer;
 }
 
 /** A request refused because the session's password was rotated since it logged in. */
@@ -56,6 +59,16 @@ const MAX_READ = 256 * 1024;
  * on a huge folder holds little memory, and no request stats more than a batch.
  */
 export const READDIR_BATCH = 100;
+
+/**
+ * Pacing costs, in requests. A refusal or error costs more than a success: it is cheap for a
+ * client to provoke by the thousand (OPENs over the handle cap) and does nothing for a real
+ * client, which seldom gets one. Each listed entry is an lstat on the disk's thread pool, which
+ * the download host shares. Data requests cost by size, so a large file moves at full speed.
+ */
+const REFUSAL_COST = 4;
+const PER_LISTED_ENTRY = 0.1;
+const dataCost = (bytes: number) => 0.25 + bytes / (256 * 1024);
 
 type Handle =
   | { kind: 'read'; path: string; reader: StoredReader }
@@ -194,9 +207,11 @@ export function serveSftp(sftp: SFTPWrapper, ctx: SessionContext): void {
   }
 
   /** Runs one request; refusals and storage errors become the matching status, never a crash. */
-  function run(reqid: number, op: string, work: () => Promise<void>): void {
+  function run(reqid: number, op: string, work: () => Promise<void>, cost = 1): void {
     ctx.activity?.();
-    work().catch((e: unknown) => {
+    const turn = ctx.pacer?.admit(cost);
+    (turn ? turn.then(work) : work()).catch((e: unknown) => {
+      ctx.pacer?.charge(REFUSAL_COST);
       if (e instanceof Refusal) return sftp.status(reqid, e.status, e.message);
       if (e instanceof CredentialRevokedError) return sftp.status(reqid, STATUS_CODE.PERMISSION_DENIED, e.message);
       if (e instanceof QuotaExceededError) return sftp.status(reqid, STATUS_CODE.FAILURE, e.message);
@@ -269,7 +284,7 @@ export function serveSftp(sftp: SFTPWrapper, ctx: SessionContext): void {
       const n = h.kind === 'read' ? await h.reader.read(buf, 0, buf.length, offset) : await h.upload.read(buf, 0, buf.length, offset);
       if (n === 0) sftp.status(reqid, STATUS_CODE.EOF);
       else sftp.data(reqid, n === buf.length ? buf : buf.subarray(0, n));
-    }),
+    }, dataCost(Math.min(length, MAX_READ))),
   );
 
   sftp.on('WRITE', (reqid: number, handle: Buffer, offset: number, data: Buffer) =>
@@ -307,7 +322,7 @@ export function serveSftp(sftp: SFTPWrapper, ctx: SessionContext): void {
         h.inFlight.delete(write);
       }
       ok(reqid);
-    }),
+    }, dataCost(data.length)),
   );
 
   sftp.on('CLOSE', (reqid: number, handle: Buffer) =>
@@ -409,7 +424,11 @@ export function serveSftp(sftp: SFTPWrapper, ctx: SessionContext): void {
       const [, h] = handleOf(handle);
       if (h.kind !== 'dir') throw failure('Not a folder');
       const batch = h.first.splice(0, READDIR_BATCH);
-      if (batch.length < READDIR_BATCH && h.list) batch.push(...(await h.list.next(READDIR_BATCH - batch.length)).map(entryOf));
+      if (batch.length < READDIR_BATCH && h.list) {
+        const listed = await h.list.next(READDIR_BATCH - batch.length);
+        ctx.pacer?.charge(listed.length * PER_LISTED_ENTRY);
+        batch.push(...listed.map(entryOf));
+      }
       // A listing ends with an EOF status, or OpenSSH and others wait forever (ssh2 #560).
       if (batch.length === 0) return void sftp.status(reqid, STATUS_CODE.EOF);
       sftp.name(reqid, batch);
@@ -481,7 +500,11 @@ export function serveSftp(sftp: SFTPWrapper, ctx: SessionContext): void {
     }),
   );
 
-  sftp.on('SYMLINK', (reqid: number) => sftp.status(reqid, STATUS_CODE.PERMISSION_DENIED, 'Symbolic links are not allowed'));
+  sftp.on('SYMLINK', (reqid: number) =>
+    run(reqid, 'symlink', async () => {
+      throw deny('Symbolic links are not allowed');
+    }),
+  );
   sftp.on('READLINK', (reqid: number, path: string) =>
     run(reqid, 'readlink', async () => {
       await describe(resolve(path));
