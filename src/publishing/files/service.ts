@@ -106,39 +106,53 @@ export function filesService({ storage, repo, limits: defaults, now = () => new 
     );
   }
 
-  /** Bytes of kept copies (see `beginKeptCopy`) of each product's files on disk now. */
-  const keptBytes = new Map<string, number>();
+  /**
+   * Room the open uploads of each product hold on disk now: kept copies (see `beginKeptCopy`)
+   * and the bytes written so far. Uploads count against the quota only once committed, so
+   * without this many uploads opened at once could each fill the whole room the quota leaves.
+   */
+  const openBytes = new Map<string, number>();
   const copying = new Semaphore(MAX_COPIES_AT_ONCE);
+
+  /** One upload's share of `openBytes`; `hold` changes it, `release` gives it back. */
+  function roomClaim(productId: string) {
+    let held = 0;
+    const set = (bytes: number) => {
+      const total = (openBytes.get(productId) ?? 0) - held + bytes;
+      held = bytes;
+      if (total > 0) openBytes.set(productId, total);
+      else openBytes.delete(productId);
+    };
+    return {
+      get held() {
+        return held;
+      },
+      /** What the product's other open uploads hold. */
+      others: () => (openBytes.get(productId) ?? 0) - held,
+      hold: set,
+      release: () => set(0),
+    };
+  }
 
   /**
    * Starts an upload from a copy of the current file (an SFTP open without TRUNC). A copy
-   * takes as much room as the file before a byte is written, so the copies of one product's
-   * files open at once must fit the room its quota leaves for this upload, or many opens of
-   * one file would fill the disk with copies (each counted only once it is committed). The
-   * room is claimed before copying and released when the upload ends, however it ends.
+   * takes as much room as the file before a byte is written, so it must fit the room the
+   * quota leaves besides the other open uploads; the room is claimed before copying.
    */
-  async function beginKeptCopy(productId: string, path: string, available: number) {
-    const room = available - (keptBytes.get(productId) ?? 0);
+  async function beginKeptCopy(productId: string, path: string, available: number, claim: ReturnType<typeof roomClaim>) {
+    const room = available - claim.others();
     const stored = await storage.stat(key(productId, path));
     const size = stored?.type === 'file' ? stored.size : 0;
     if (size > room) throw keptCopyRefusal(path, size, available);
-    let claimed = size;
-    keptBytes.set(productId, (keptBytes.get(productId) ?? 0) + claimed);
-    const release = () => {
-      const left = (keptBytes.get(productId) ?? 0) - claimed;
-      claimed = 0;
-      if (left > 0) keptBytes.set(productId, left);
-      else keptBytes.delete(productId);
-    };
+    claim.hold(size);
     try {
       // Copies run a few at a time: each reads and writes a whole file.
       const pending = await copying.run(() => storage.beginWrite(key(productId, path), { keepExisting: true, maxKeptBytes: room }));
       // The file may have been replaced between the stat and the copy: claim what was copied.
-      keptBytes.set(productId, (keptBytes.get(productId) ?? 0) - claimed + pending.size);
-      claimed = pending.size;
-      return { pending, release };
+      claim.hold(pending.size);
+      return pending;
     } catch (e) {
-      release();
+      claim.release();
       if (e instanceof KeptCopyTooLargeError) throw keptCopyRefusal(path, e.size, available);
       throw e;
     }
@@ -227,8 +241,9 @@ export function filesService({ storage, repo, limits: defaults, now = () => new 
         throw new QuotaExceededError(`file-count quota exceeded: this product may store ${limits.quotaFiles} files`);
       }
       const available = limits.quotaBytes - (context.bytes - (existingSize ?? 0));
-      const started = fresh.value ? { pending: fresh.value, release: () => {} } : await beginKeptCopy(productId, path, available);
-      const { pending, release } = started;
+      const claim = roomClaim(productId);
+      const pending = fresh.value ?? (await beginKeptCopy(productId, path, available, claim));
+      const release = claim.release;
       return {
         get size() {
           return pending.size;
@@ -240,6 +255,14 @@ export function filesService({ storage, repo, limits: defaults, now = () => new 
           }
           if (end > available) {
             throw new QuotaExceededError(`storage quota exceeded: this product may store ${limits.quotaBytes} bytes`);
+          }
+          if (end > claim.held) {
+            // Claimed before the bytes land: writes of parallel uploads cannot all pass one check.
+            const others = claim.others();
+            if (end + others > available) {
+              throw new QuotaExceededError(`storage quota exceeded: this product may store ${limits.quotaBytes} bytes, and its uploads open now hold ${others} bytes of it`);
+            }
+            claim.hold(end);
           }
           await pending.write(buffer, offset, length, position);
         },

@@ -29,6 +29,22 @@ const MAX_CONNECTIONS = 1000;
  */
 const MAX_PENDING_LOGINS = 100;
 const MAX_PENDING_PER_ADDRESS = 10;
+/**
+ * The unit the pre-login caps count by: an IPv4 address, or an IPv6 /64 (one host or site
+ * commonly holds a whole /64, so counting single IPv6 addresses would be no cap at all).
+ */
+export function addressGroup(ip: string): string {
+  if (!ip.includes(':') || /^::ffff:\d+\.\d+\.\d+\.\d+$/i.test(ip)) return ip.replace(/^::ffff:/i, '');
+  const [head = '', tail = ''] = ip.toLowerCase().split('::');
+  const left = head ? head.split(':') : [];
+  const right = tail ? tail.split(':') : [];
+  const words = ip.includes('::') ? [...left, ...Array(8 - left.length - right.length).fill('0'), ...right] : left;
+  return `${words
+    .slice(0, 4)
+    .map((w) => w.replace(/^0+(?=.)/, ''))
+    .join(':')}::/64`;
+}
+
 /** How often an open session checks that its product's password is still the one it logged in with. */
 const CREDENTIAL_CHECK_MS = 5000;
 
@@ -121,8 +137,32 @@ export function createSftpServer(options: SftpServerOptions): SftpServer {
   const maxPendingPerAddress = options.maxPendingPerAddress ?? MAX_PENDING_PER_ADDRESS;
   const credentialCheckMs = options.credentialCheckMs ?? CREDENTIAL_CHECK_MS;
   /** Connections not logged in yet, per address. */
-  const pending = new Map<string, number>();
+  /** Connections not logged in yet, by address group, oldest first, each with what releases its place. */
+  const pending = new Map<string, Map<net.Socket, { since: number; leave: () => void }>>();
   let pendingTotal = 0;
+  /**
+   * Makes room for a newcomer from `group` when every pre-login place is taken: the oldest
+   * connection of the group holding the most places goes (a client that logs in leaves within
+   * a second, a silent one stays), unless the newcomer's group already holds as many. So a few
+   * addresses holding every place cannot keep a client of another address out.
+   */
+  const displaceFor = (group: string): boolean => {
+    const own = pending.get(group)?.size ?? 0;
+    let victim: [net.Socket, { since: number; leave: () => void }] | undefined;
+    let most = own;
+    for (const held of pending.values()) {
+      const oldest = held.entries().next().value;
+      if (!oldest) continue;
+      if (held.size > most || (held.size === most && most > own && victim && oldest[1].since < victim[1].since)) {
+        most = held.size;
+        victim = oldest;
+      }
+    }
+    if (!victim) return false;
+    victim[1].leave();
+    victim[0].destroy();
+    return true;
+  };
   /** Marks a pending connection as logged in, by "address|port" (what ssh2's connection info names). */
   const loggedIn = new Map<string, () => void>();
   /** Open sockets by "address|port", to stop reading one while its requests wait (pacing). */
@@ -152,7 +192,7 @@ export function createSftpServer(options: SftpServerOptions): SftpServer {
         const username = ctx.username;
         const password = ctx.password;
         void (async () => {
-          if (limiter.retryAfter(ip) > 0) {
+          if (limiter.retryAfter(addressGroup(ip)) > 0) {
             ctx.reject();
             client.end();
             return;
@@ -164,7 +204,7 @@ export function createSftpServer(options: SftpServerOptions): SftpServer {
           if (!product) {
             // Counted even when the client has gone meanwhile: dropping the connection must
             // not be a way around the limiter.
-            const ban = limiter.fail(ip);
+            const ban = limiter.fail(addressGroup(ip));
             // Never the password; the username helps staff help a vendor with a typo.
             log.warn({ ip, username }, ban ? `sftp login failed; address banned for ${ban} s` : 'sftp login failed');
             ctx.reject(['password']);
@@ -302,15 +342,16 @@ export function createSftpServer(options: SftpServerOptions): SftpServer {
     // small replies back until the client's delayed ACK (tens of ms per file).
     socket.on('error', () => {});
     const ip = socket.remoteAddress ?? '';
-    const fromHere = pending.get(ip) ?? 0;
+    const group = addressGroup(ip);
+    const fromHere = pending.get(group)?.size ?? 0;
     // A banned address gets no key exchange at all (cheapest for us).
-    if (limiter.retryAfter(ip) > 0 || pendingTotal >= maxPendingLogins || fromHere >= maxPendingPerAddress) {
-      if (limiter.retryAfter(ip) === 0) log.warn({ ip }, 'sftp connection refused: too many connections not logged in');
+    const refused = limiter.retryAfter(addressGroup(ip)) > 0 || fromHere >= maxPendingPerAddress || (pendingTotal >= maxPendingLogins && !displaceFor(group));
+    if (refused) {
+      if (limiter.retryAfter(addressGroup(ip)) === 0) log.warn({ ip }, 'sftp connection refused: too many connections not logged in');
       socket.destroy();
       return;
     }
     pendingTotal += 1;
-    pending.set(ip, fromHere + 1);
     const key = `${ip}|${socket.remotePort}`;
     const timer = setTimeout(() => socket.destroy(), loginTimeoutMs);
     timer.unref();
@@ -321,10 +362,13 @@ export function createSftpServer(options: SftpServerOptions): SftpServer {
       clearTimeout(timer);
       loggedIn.delete(key);
       pendingTotal -= 1;
-      const left = (pending.get(ip) ?? 1) - 1;
-      if (left > 0) pending.set(ip, left);
-      else pending.delete(ip);
+      const held = pending.get(group);
+      held?.delete(socket);
+      if (held?.size === 0) pending.delete(group);
     };
+    const held = pending.get(group) ?? new Map();
+    held.set(socket, { since: performance.now(), leave: leavePending });
+    pending.set(group, held);
     loggedIn.set(key, leavePending);
     sockets.add(socket);
     socketOf.set(key, socket);

@@ -195,9 +195,19 @@ for (const target of dialects()) {
       await put(files, 'race-ext', 'assets/keep', 'previous');
       const before = allNames(root).filter((n) => n.startsWith('race-ext'));
 
-      // Both start while 92 bytes are free, and each alone fits: only one may be committed.
+      // On one instance the second write is refused at once: open uploads share the room.
+      const one = await files.beginUpload('race-ext', 'assets/one');
+      const two = await files.beginUpload('race-ext', 'assets/two');
+      await one.write(Buffer.alloc(60, 1), 0, 60, 0);
+      await assert.rejects(two.write(Buffer.alloc(60, 2), 0, 60, 0), (e: Error) => e instanceof QuotaExceededError && /uploads open now hold 60 bytes/.test(e.message));
+      await one.abort();
+      await two.abort();
+
+      // Two instances (they share the database and storage, not their memory): both start while
+      // 92 bytes are free, and each alone fits: only one may be committed.
+      const second = filesService({ storage: localStorage(root), repo: filesRepository(db.db), limits: DEFAULT_LIMITS });
       const a = await files.beginUpload('race-ext', 'assets/a');
-      const b = await files.beginUpload('race-ext', 'assets/keep');
+      const b = await second.beginUpload('race-ext', 'assets/keep');
       await a.write(Buffer.alloc(60, 1), 0, 60, 0);
       await b.write(Buffer.alloc(60, 2), 0, 60, 0);
       await a.commit();
@@ -210,7 +220,7 @@ for (const target of dialects()) {
 
       // Two new files while one slot is free: the second commit is refused.
       const c = await files.beginUpload('race-ext', 'assets/c');
-      const d = await files.beginUpload('race-ext', 'assets/d');
+      const d = await second.beginUpload('race-ext', 'assets/d');
       await c.write(Buffer.alloc(1), 0, 1, 0);
       await d.write(Buffer.alloc(1), 0, 1, 0);
       await c.commit();

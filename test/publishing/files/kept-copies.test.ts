@@ -104,5 +104,41 @@ for (const target of dialects()) {
         await files.setLimits('copy-ext', { quotaBytes: null });
       }
     });
+
+    test('new files written at once share the room the quota leaves: parallel uploads cannot each fill it', async () => {
+      // 10 MiB quota, 4 MiB stored: 6 MiB of room for all uploads open at once.
+      const uploads = await Promise.all(Array.from({ length: 8 }, (_, i) => files.beginUpload('copy-ext', `assets/new-${i}.bin`)));
+      const chunk = Buffer.alloc(MiB, 1);
+      const written = await Promise.all(
+        uploads.map(async (u) => {
+          let n = 0;
+          try {
+            for (let at = 0; at < 2 * MiB; at += MiB) {
+              await u.write(chunk, 0, chunk.length, at);
+              n += MiB;
+            }
+          } catch (e) {
+            assert.ok(e instanceof QuotaExceededError, String(e));
+            assert.match(e.message, /uploads open now hold/);
+          }
+          return n;
+        }),
+      );
+      assert.equal(
+        written.reduce((a, b) => a + b, 0),
+        6 * MiB,
+        `written: ${written.join(', ')}`,
+      );
+      assert.ok(temporaryBytes(root) <= 6 * MiB, `${temporaryBytes(root)} bytes of temporary files`);
+      // Room comes back as uploads end: aborted ones at once, committed ones as stored bytes.
+      for (const u of uploads.slice(1)) await u.abort();
+      await uploads[0]!.commit();
+      const next = await files.beginUpload('copy-ext', 'assets/next.bin');
+      const room = 10 * MiB - 4 * MiB - written[0]!;
+      await next.write(Buffer.alloc(room, 2), 0, room, 0);
+      await assert.rejects(next.write(Buffer.alloc(1), 0, 1, room), QuotaExceededError);
+      await next.abort();
+      await files.remove('copy-ext', 'assets/new-0.bin');
+    });
   });
 }

@@ -3,6 +3,7 @@ import net from 'node:net';
 import { describe, test } from 'node:test';
 import ssh2 from 'ssh2';
 import { dialects } from '../../helpers/db.js';
+import { addressGroup } from '../../../src/publishing/sftp/server.js';
 import { type Stack, ssh2Sftp, startStack } from './stack.js';
 
 const [sqlite] = dialects();
@@ -114,18 +115,43 @@ describe('SFTP connection lifecycle', () => {
     });
   });
 
-  test('unauthenticated connections are capped overall', { timeout: 60_000 }, async () => {
-    await withStack({ env: { PIER_SFTP_LOGIN_TIMEOUT: '600' }, sftp: { maxPendingLogins: 3 } }, async (stack) => {
+  test('unauthenticated connections are capped overall; a newcomer displaces the oldest of the address holding the most', { timeout: 60_000 }, async () => {
+    await withStack({ env: { PIER_SFTP_LOGIN_TIMEOUT: '600' }, sftp: { maxPendingLogins: 4, maxPendingPerAddress: 2 } }, async (stack) => {
       const creds = (await stack.register('all-ext')).sftp;
-      const held = [];
-      for (let i = 2; i < 5; i++) held.push(await rawSocket(stack.sftp.port, `127.0.0.${i}`));
-      const over = await rawSocket(stack.sftp.port, '127.0.0.9');
-      await over.gone;
-      await assert.rejects(ssh2Sftp(stack.sftp.port, creds.username, creds.password), /closed by the server|lost before handshake/);
-      for (const s of held) s.destroy();
-      await Promise.all(held.map((s) => s.gone));
-      await loginOnceReleased(stack.sftp.port, creds.username, creds.password);
+      // Two addresses take every place with connections that never log in.
+      const a1 = await rawSocket(stack.sftp.port, '127.0.0.2');
+      const b1 = await rawSocket(stack.sftp.port, '127.0.0.3');
+      const a2 = await rawSocket(stack.sftp.port, '127.0.0.2');
+      const b2 = await rawSocket(stack.sftp.port, '127.0.0.3');
+      // A client of a third address still logs in: the oldest silent connection (a1) made room.
+      (await ssh2Sftp(stack.sftp.port, creds.username, creds.password)).end();
+      await a1.gone;
+      // Places are free again (the login left its own): these fill them without displacing.
+      const c1 = await rawSocket(stack.sftp.port, '127.0.0.4');
+      // Full: a second one of 127.0.0.4 displaces the oldest of 127.0.0.3 (it holds the most).
+      const c2 = await rawSocket(stack.sftp.port, '127.0.0.4');
+      await b1.gone;
+      // A new address displaces the oldest of 127.0.0.4, which holds the most now.
+      const d1 = await rawSocket(stack.sftp.port, '127.0.0.5');
+      await c1.gone;
+      // An address holding as many places as any other is refused rather than displacing.
+      const a3 = await rawSocket(stack.sftp.port, '127.0.0.2');
+      await a3.gone;
+      const kept = [a2, b2, c2, d1];
+      for (const s of kept) assert.equal(s.destroyed, false);
+      for (const s of kept) s.destroy();
+      await Promise.all(kept.map((s) => s.gone));
     });
+  });
+
+  test('IPv6 addresses count by /64 for the pre-login caps and bans', () => {
+    assert.equal(addressGroup('2001:db8:1:2:aaaa::1'), '2001:db8:1:2::/64');
+    assert.equal(addressGroup('2001:db8:1:2::ffff'), '2001:db8:1:2::/64');
+    assert.equal(addressGroup('2001:0db8:0001:0002:1:2:3:4'), '2001:db8:1:2::/64');
+    assert.equal(addressGroup('2001:db8::1'), '2001:db8:0:0::/64');
+    assert.equal(addressGroup('::1'), '0:0:0:0::/64');
+    assert.equal(addressGroup('::ffff:192.0.2.7'), '192.0.2.7');
+    assert.equal(addressGroup('192.0.2.7'), '192.0.2.7');
   });
 
   test('a logged-in session with no requests is closed after the idle timeout', { timeout: 30_000 }, async () => {
