@@ -31,6 +31,8 @@ export interface CrawlLimits extends ReadLimits {
   concurrency: number;
   /** Requests one crawl may make in all (composites of composites multiply quickly). */
   maxRequests: number;
+  /** Characters of pure-Python module source one crawl reads in all (each is parsed once). */
+  maxPythonCharacters: number;
 }
 
 export const DEFAULT_CRAWL_LIMITS: CrawlLimits = {
@@ -48,6 +50,9 @@ export const DEFAULT_CRAWL_LIMITS: CrawlLimits = {
   maxIconBytes: 256 * 1024,
   concurrency: 4,
   maxRequests: 10_000,
+  // Two modules at the 4 MiB per-module limit: far above real extensions (tens of KB), and it
+  // bounds what one vendor's crawl can spend in the parser, whatever its jars repeat.
+  maxPythonCharacters: 8 * 1024 * 1024,
 };
 
 export interface CrawledNode {
@@ -117,6 +122,8 @@ export async function crawlRepository(url: string, crawlLimits: CrawlLimits = DE
   const categories: DeclaredCategory[] = [];
   const nodeSets: { bundle: string; factoryClass: string }[] = [];
   const nodes: CrawledNode[] = [];
+  /** Python module sources read so far in this crawl: each module once, all of them within a budget. */
+  const python: PythonBudget = { characters: 0, read: new Set() };
 
   const needsBytes = repo.units.filter(mayHoldNodes);
   const referenced = new Map<string, ArtifactInfo | null>();
@@ -195,8 +202,9 @@ export async function crawlRepository(url: string, crawlLimits: CrawlLimits = DE
           platforms: describePlatformFilter(unit.filter),
         });
       }
-      for (const ext of decl.pythonExtensions) {
-        await readPythonExtension(jar, ext, unit, limits, { categories, nodes }, (p) => problems.add({ ...p, where: where(p.where) }));
+      // Each folder once, however often plugin.xml lists it.
+      for (const ext of new Set(decl.pythonExtensions.map((e) => (inside('', e) ?? e).replace(/(.)\/+$/, '$1')))) {
+        await readPythonExtension(jar, ext, unit, limits, python, { categories, nodes }, (p) => problems.add({ ...p, where: where(p.where) }));
       }
     } catch (e) {
       if (e instanceof XmlProblem) problems.add({ severity: 'error', code: 'xml_error', message: `plugin.xml: ${e.message}`, where: where('plugin.xml'), ...(e.line ? { line: e.line } : {}) });
@@ -306,12 +314,19 @@ function inside(base: string, rel: string): string | null {
   return p.startsWith('..') || p.startsWith('/') ? null : p;
 }
 
+interface PythonBudget {
+  characters: number;
+  /** `<bundle>@<version>!<module file>` of each module read. */
+  read: Set<string>;
+}
+
 /** Nodes of a pure-Python extension, read statically from `knime.yml` and the module's source. */
 async function readPythonExtension(
   jar: Jar,
   extensionPath: string,
   unit: { id: string; version: string; filter: string | null },
   limits: CrawlLimits,
+  budget: PythonBudget,
   into: { categories: DeclaredCategory[]; nodes: CrawledNode[] },
   report: (p: CrawlProblem) => void,
 ): Promise<void> {
@@ -338,6 +353,14 @@ async function readPythonExtension(
       report({ severity: 'error', code: 'jar_unreadable', message: `${file} is larger than ${limits.maxDescriptionBytes * 4} bytes`, where: file });
       return;
     }
+    const moduleKey = `${unit.id}@${unit.version}!${file}`;
+    if (budget.read.has(moduleKey)) return;
+    budget.read.add(moduleKey);
+    if (budget.characters + source.length > limits.maxPythonCharacters) {
+      report({ severity: 'error', code: 'crawl_limit_exceeded', message: `${file} not read: this crawl already read ${budget.characters} characters of Python modules (the limit is ${limits.maxPythonCharacters})`, where: file });
+      return;
+    }
+    budget.characters += source.length;
     const parsed = readPythonModule(source.toString('utf8'), `${meta.group_id ?? unit.id}.${meta.name ?? module}`);
     for (const c of parsed.categories) into.categories.push({ path: c.path, levelId: c.levelId, name: c.name, description: c.description, icon: null, bundle: unit.id });
     for (const n of parsed.nodes) {

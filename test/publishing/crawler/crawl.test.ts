@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
-import { crawlRepository } from '../../../src/publishing/crawler/crawl.js';
+import { crawlRepository, DEFAULT_CRAWL_LIMITS } from '../../../src/publishing/crawler/crawl.js';
 import { tempDir } from '../../helpers/db.js';
 import { buildComposite, buildSite, exampleSpec, PNG, pythonBundle } from '../../helpers/p2-fixtures.js';
 import { serveDir } from './serve.js';
@@ -159,6 +159,39 @@ test('pure-Python extensions: nodes, categories, ports and docstrings are read s
     assert.deepEqual(py[0]!.description!.inPorts.map((p) => p.name), ['Counted table']);
     const cat = r.categories.find((c) => c.levelId === 'pydemo');
     assert.deepEqual([cat?.name, cat?.description, cat?.fullPath], ['Python Demo', 'Nodes written in Python', '/community/pydemo']);
+    assert.equal(fs.existsSync(marker), false, 'vendor code never ran');
+  } finally {
+    await server.close();
+    fs.rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test('pure-Python extensions: a folder listed many times is read once, and a crawl reads Python modules within a budget', async () => {
+  const root = tempDir('pier-crawl-');
+  const marker = path.join(root, 'executed');
+  const spec = exampleSpec('jar');
+  const repeated = pythonBundle('org.example.py', '1.0.0', marker);
+  const entry = '    <PythonExtension ExtensionPath="python/src" />\n    <PythonExtension ExtensionPath="./python/src/" />\n';
+  repeated.rawPluginXml = repeated.rawPluginXml!.replace(/ {4}<PythonExtension [^\n]*\n/, entry.repeat(16));
+  const other = pythonBundle('org.example.py2', '1.0.0', marker);
+  const yml = new TextDecoder().decode(other.extraEntries!['python/src/knime.yml']);
+  other.extraEntries!['python/src/knime.yml'] = new TextEncoder().encode(yml.replace('group_id: org.example.py', 'group_id: org.example.other'));
+  spec.bundles.push(repeated, other);
+  buildSite(path.join(root, 'site'), spec);
+  const server = await serveDir(root);
+  try {
+    const r = await crawlRepository(`${server.url}/site/`);
+    assert.deepEqual(r.problems.filter((p) => p.code !== 'category_undeclared'), []);
+    // Listed 32 times, two nodes: read once.
+    assert.deepEqual(r.nodes.filter((n) => n.bundle === 'org.example.py').map((n) => n.factoryClass), ['org.example.py.gizmos.GizmoCounter', 'org.example.py.gizmos.GizmoScaler']);
+    assert.equal(r.nodes.filter((n) => n.bundle === 'org.example.py2').length, 2);
+    // A budget for one module: the second bundle's module is not read, and the crawl says so.
+    const module = repeated.extraEntries!['python/src/gizmo_ext.py']!.length;
+    const tight = await crawlRepository(`${server.url}/site/`, { ...DEFAULT_CRAWL_LIMITS, maxPythonCharacters: module + 10 });
+    assert.equal(tight.nodes.filter((n) => n.bundle.startsWith('org.example.py')).length, 2);
+    const over = tight.problems.filter((p) => p.code === 'crawl_limit_exceeded');
+    assert.equal(over.length, 1, JSON.stringify(tight.problems));
+    assert.match(over[0]!.message, /gizmo_ext\.py not read: this crawl already read \d+ characters of Python modules/);
     assert.equal(fs.existsSync(marker), false, 'vendor code never ran');
   } finally {
     await server.close();
