@@ -275,3 +275,21 @@ export function loadConfig(env: Env = process.env): Config {
     },
   };
 }
+
+/**
+ * Every environment variable `loadConfig` reads, taken from `loadConfig` itself (it reads an
+ * empty environment through a recording proxy), so the list cannot fall behind a new setting.
+ * Every read is unconditional; a name read only when another variable is set would be missed,
+ * and a test checks that every name this file mentions is listed. The executor hides these
+ * from commands: they hold the service's secrets (JWT_SECRET, API_KEY, database URLs).
+ */
+export function configVariables(): string[] {
+  const read = new Set<string>();
+  const record = (name: string | symbol) => typeof name === 'string' && read.add(name);
+  const empty = new Proxy({} as Env, {
+    get: (_target, name) => void record(name),
+    has: (_target, name) => !record(name),
+  });
+  loadConfig(empty);
+  return [...read].sort();
+}

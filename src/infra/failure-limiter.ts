@@ -61,6 +61,11 @@ export class FailureLimiter {
     this.entries.delete(key);
   }
 
+  /** Forgets every key that `matches` (an administrator lifting all locks of one account). */
+  resetWhere(matches: (key: string) => boolean): void {
+    for (const key of this.entries.keys()) if (matches(key)) this.entries.delete(key);
+  }
+
   private prune(now: number): void {
     for (const [key, e] of this.entries) {
       if (e.bannedUntil < now && e.failures.every((t) => now - t >= this.options.windowMs)) this.entries.delete(key);

@@ -172,22 +172,81 @@ describe('login rate limits and first-run setup', () => {
     assert.equal(a.json().detail, b.json().detail);
   });
 
-  test('per account: after 5 failures even the right password gets 429 until the window ends', async () => {
-    r.clock.advance(15 * 60_000 + 1); // a fresh window: the test above failed once
-    for (let i = 0; i < 5; i++) assert.equal((await login('admin@example.com', 'wrong password', `10.1.0.${i}`)).statusCode, 401);
-    const locked = await login('admin@example.com', PASSWORD, '10.1.1.1');
+  const WINDOW = 15 * 60_000;
+  const unlock = (email: string, headers: Record<string, string>) =>
+    r.service.app.inject({ method: 'DELETE', url: `/api/login-limits/${encodeURIComponent(email)}`, headers });
+
+  test('per account and address: 5 failures lock that address out of the account, not the owner elsewhere', async () => {
+    r.clock.advance(WINDOW + 1); // a fresh window: the test above failed once
+    for (let i = 0; i < 5; i++) assert.equal((await login('admin@example.com', 'wrong password', '10.1.0.1')).statusCode, 401);
+    const locked = await login('admin@example.com', PASSWORD, '10.1.0.1');
     assert.equal(locked.statusCode, 429);
     assert.ok(Number(locked.headers['retry-after']) > 0);
-    r.clock.advance(15 * 60_000 + 1);
+    // The owner, from their own address, is not locked out by a stranger's guesses.
+    assert.equal((await login('admin@example.com', PASSWORD, '10.1.0.2')).statusCode, 200);
+    // The locked address may still log in to other accounts (its per-address count is 5 of 20).
+    assert.equal((await login('nobody@example.com', 'wrong password', '10.1.0.1')).statusCode, 401);
+    assert.equal((await login('admin@example.com', PASSWORD, '10.1.0.1')).statusCode, 429);
+    r.clock.advance(WINDOW + 1);
+    assert.equal((await login('admin@example.com', PASSWORD, '10.1.0.1')).statusCode, 200);
+  });
+
+  test('a successful login forgets the failures of its account from its address', async () => {
+    r.clock.advance(WINDOW + 1);
+    for (let i = 0; i < 4; i++) assert.equal((await login('admin@example.com', 'wrong password', '10.1.1.1')).statusCode, 401);
+    assert.equal((await login('admin@example.com', PASSWORD, '10.1.1.1')).statusCode, 200);
+    for (let i = 0; i < 4; i++) assert.equal((await login('admin@example.com', 'wrong password', '10.1.1.1')).statusCode, 401);
     assert.equal((await login('admin@example.com', PASSWORD, '10.1.1.1')).statusCode, 200);
   });
 
+  test('per account from all addresses: 100 failures lock the account for one window, never longer', async () => {
+    for (let round = 0; round < 2; round++) {
+      r.clock.advance(WINDOW + 1);
+      for (let a = 0; a < 20; a++) {
+        for (let i = 0; i < 5; i++) assert.equal((await login('admin@example.com', 'wrong password', `10.3.${round}.${a}`)).statusCode, 401);
+      }
+      const locked = await login('admin@example.com', PASSWORD, '10.3.9.9');
+      assert.equal(locked.statusCode, 429);
+      // A repeated attack does not lengthen the owner's lock (pair and address locks double).
+      assert.equal(Number(locked.headers['retry-after']), WINDOW / 1000);
+    }
+    r.clock.advance(WINDOW + 1);
+    assert.equal((await login('admin@example.com', PASSWORD, '10.3.9.9')).statusCode, 200);
+  });
+
+  test('an administrator or the admin key lifts the locks of an account at once', async () => {
+    r.clock.advance(WINDOW + 1);
+    for (let i = 0; i < 5; i++) await login('admin@example.com', 'wrong password', '10.4.0.1');
+    assert.equal((await login('admin@example.com', PASSWORD, '10.4.0.1')).statusCode, 429);
+    assert.equal((await unlock('ADMIN@example.com', apiKey(API_KEY))).statusCode, 204);
+    assert.equal((await login('admin@example.com', PASSWORD, '10.4.0.1')).statusCode, 200);
+
+    // The ceiling: every address, the owner's included, is locked; the admin key lifts it.
+    r.clock.advance(WINDOW + 1);
+    for (let a = 0; a < 20; a++) for (let i = 0; i < 5; i++) await login('admin@example.com', 'wrong password', `10.4.1.${a}`);
+    assert.equal((await login('admin@example.com', PASSWORD, '10.4.9.9')).statusCode, 429);
+    assert.equal((await login('admin@example.com', PASSWORD, '10.4.1.0')).statusCode, 429);
+    assert.equal((await unlock('admin@example.com', apiKey(API_KEY))).statusCode, 204);
+    assert.equal((await login('admin@example.com', PASSWORD, '10.4.9.9')).statusCode, 200);
+    assert.equal((await login('admin@example.com', PASSWORD, '10.4.1.0')).statusCode, 200);
+
+    // An admin's session may too; other accounts' locks stay.
+    const session = (await login('admin@example.com', PASSWORD, '10.4.9.9')).json().token as string;
+    for (let i = 0; i < 5; i++) await login('other@example.com', 'wrong password', '10.4.2.1');
+    for (let i = 0; i < 5; i++) await login('admin@example.com', 'wrong password', '10.4.2.2');
+    assert.equal((await unlock('admin@example.com', bearer(session))).statusCode, 204);
+    assert.equal((await login('admin@example.com', PASSWORD, '10.4.2.2')).statusCode, 200);
+    assert.equal((await login('other@example.com', 'wrong password', '10.4.2.1')).statusCode, 429);
+    assert.equal((await unlock('not an email', bearer(session))).statusCode, 400);
+  });
+
   test('per address: many accounts from one address get 429', async () => {
+    r.clock.advance(WINDOW + 1);
     for (let i = 0; i < 20; i++) await login(`user${i}@example.com`, 'wrong password', '10.2.0.1');
     const res = await login('admin@example.com', PASSWORD, '10.2.0.1');
     assert.equal(res.statusCode, 429);
     assert.equal((await login('admin@example.com', PASSWORD, '10.2.0.2')).statusCode, 200);
-    r.clock.advance(15 * 60_000 + 1);
+    r.clock.advance(WINDOW + 1);
   });
 });
 

@@ -7,6 +7,7 @@ import {
   ADMIN_ONLY,
   EXECUTORS,
   IDENTITY,
+  LOGIN_LIMITS_ADMIN,
   PUBLIC,
   RUN_READ,
   RUN_WRITE,
@@ -103,6 +104,7 @@ const CASES: Case[] = [
   { method: 'GET', path: '/api/users/{id}', access: ADMIN_ONLY, ok: 200 },
   { method: 'PATCH', path: '/api/users/{id}', access: ADMIN_ONLY, ok: 200, request: json({ name: 'Victim' }) },
   { method: 'DELETE', path: '/api/users/{id}', access: ADMIN_ONLY, ok: 204 },
+  { method: 'DELETE', path: '/api/login-limits/{email}', access: LOGIN_LIMITS_ADMIN, ok: 204 },
   { method: 'GET', path: '/api/projects', access: USER_READ, ok: 200 },
   { method: 'POST', path: '/api/projects', access: USER_WRITE, ok: 201, request: json({ name: 'New project' }) },
   { method: 'GET', path: '/api/projects/{id}', access: USER_READ, ok: 200 },
@@ -236,6 +238,7 @@ function resolvePath(path: string, f: Fixture, method = 'GET'): string {
   return path
     .replace('{id}', path.includes('{id}') ? idFor() : '')
     .replace('{userId}', f.editorId)
+    .replace('{email}', 'member@example.com')
     .replace('{name}', 'report.csv')
     .replace('{version}', '1');
 }

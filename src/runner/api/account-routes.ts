@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import type { HttpApp } from '../../infra/http.js';
-import { ADMIN_ONLY, IDENTITY, PUBLIC, SESSION_ONLY } from '../auth/access.js';
+import { ADMIN_ONLY, IDENTITY, LOGIN_LIMITS_ADMIN, PUBLIC, SESSION_ONLY } from '../auth/access.js';
 import { access, principalOf, userOf } from '../auth/authenticate.js';
 import type { RunnerContext } from '../context.js';
 import { createUser, deleteUser, getUser, listUsers, updateUser } from '../users/service.js';
@@ -26,7 +26,9 @@ export function registerAccountRoutes(app: HttpApp, ctx: RunnerContext): void {
       schema: {
         tags: ['auth'],
         summary: 'Log in with email and password',
-        description: 'Returns a JWT valid for exactly 7 days, for `Authorization: Bearer`. Failed logins are rate limited per address and per account.',
+        description:
+          'Returns a JWT valid for exactly 7 days, for `Authorization: Bearer`. Failed logins are rate limited: 5 per account from one address, ' +
+          '20 per address, 100 per account from all addresses, within 15 minutes (429 with `Retry-After`).',
         operationId: 'login',
         body: Type.Object({ email: Type.String({ minLength: 1, maxLength: 254 }), password: Type.String({ minLength: 1, maxLength: 1024 }) }, { additionalProperties: false }),
         response: { 200: Session, ...errors(400, 401, 429) },
@@ -258,6 +260,28 @@ export function registerAccountRoutes(app: HttpApp, ctx: RunnerContext): void {
     },
     async (req, reply) => {
       await deleteUser(users, userOf(req).user.id, req.params.id);
+      return reply.code(204).send(null);
+    },
+  );
+
+  app.delete(
+    '/api/login-limits/:email',
+    {
+      config: access(LOGIN_LIMITS_ADMIN),
+      schema: {
+        tags: ['users'],
+        summary: "Lift an account's login locks",
+        description:
+          'Forgets the failed logins of this email from every address and its account-wide count, so the right password works again at once. ' +
+          'Failed logins are counted in memory by each instance: this clears them on the instance that answers only ' +
+          '(behind a load balancer, call each instance by its own address, or restart them). 204 also when nothing was locked.',
+        operationId: 'clearLoginLimits',
+        params: Type.Object({ email: Email }),
+        response: { 204: NoContent, ...errors(...PROTECTED) },
+      },
+    },
+    async (req, reply) => {
+      account.clearLoginLimits(req.params.email);
       return reply.code(204).send(null);
     },
   );

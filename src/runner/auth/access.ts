@@ -32,6 +32,11 @@ export const RUN_READ: Access = { jwt: 'user', token: 'read', apiKey: true };
 export const RUN_WRITE: Access = { jwt: 'user', token: 'write', apiKey: true };
 /** User administration: admin users in the web UI only. */
 export const ADMIN_ONLY: Access = { jwt: 'admin', token: false, apiKey: false };
+/**
+ * Lifting login locks: an admin user's session, or the admin key (the operator's way in when
+ * the account-wide ceiling has locked every administrator out).
+ */
+export const LOGIN_LIMITS_ADMIN: Access = { jwt: 'admin', token: false, apiKey: true };
 /** Executor protocol and management: the admin key or an admin user's session. */
 export const EXECUTORS: Access = { jwt: 'admin', token: false, apiKey: true };
 

@@ -35,7 +35,7 @@ export class AccountService {
 
   constructor(private readonly d: AccountDeps) {}
 
-  /** Email and password → a 7-day session. Failures count per address and per account (429). */
+  /** Email and password → a 7-day session. Failures count per account and address, per address and per account (429). */
   async login(email: string, password: string, address: string): Promise<Session> {
     const account = normalizeEmail(email);
     this.d.loginLimiter.check(address, account);
@@ -46,7 +46,7 @@ export class AccountService {
       this.d.loginLimiter.fail(address, account);
       throw new UnauthorizedError('wrong email or password', CHALLENGE);
     }
-    this.d.loginLimiter.succeed(account);
+    this.d.loginLimiter.succeed(address, account);
     return this.d.jwt.issue(user.id, user.session_epoch);
   }
 
@@ -83,6 +83,11 @@ export class AccountService {
         'Other web sessions have ended and connected applications must be authorized again. ' +
         'Personal access tokens keep working; revoke them under /api/tokens if the old password may be known to someone else.',
     };
+  }
+
+  /** Lifts every login lock of `email` on this instance (the limiter is in memory). */
+  clearLoginLimits(email: string): void {
+    this.d.loginLimiter.clear(normalizeEmail(email));
   }
 
   /** An anti-forgery token for a web form, bound to `value` on the server (JwtSessions.formToken). */

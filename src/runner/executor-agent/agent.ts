@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { configVariables } from '../../infra/config.js';
 import { ApiError, GaveUpError, type Logger, RunnerClient } from './client.js';
 import { compileTemplate, templateEnv } from './template.js';
 import { unzipInto } from './unzip.js';
@@ -93,11 +94,18 @@ export const MAX_LOG_REQUEST_BYTES = 256 * 1024;
 /** A log batch (or the final report) failing this long fails the run instead of holding it forever. */
 const GIVE_UP_MS = 120_000;
 
-/** Environment variables of the executor itself that a command must never see (the admin key). */
+/** Settings of the runner and publishing service: an executor started beside them inherits their secrets. */
+const SERVICE_VARIABLES = new Set(configVariables());
+
+/**
+ * What a command must never see: the executor's own settings (its admin key) and every setting
+ * of the service (JWT_SECRET, database URLs, API_KEY, …). Everything else is the operator's
+ * (PATH, HOME, proxies, Java options) and passes.
+ */
 export function commandEnv(env: NodeJS.ProcessEnv, extra: Record<string, string>): NodeJS.ProcessEnv {
   const out: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(env)) {
-    if (k.startsWith('PIER_EXECUTOR_') || k === 'API_KEY' || k === 'PIER_API_KEY') continue;
+    if (k.startsWith('PIER_EXECUTOR_') || k === 'API_KEY' || k === 'PIER_API_KEY' || SERVICE_VARIABLES.has(k)) continue;
     // A run's parameters are its own: none of the same name leaks in from the executor's start.
     if (k.startsWith('PIER_PARAM_') || k.startsWith('PIER_PARAMX_')) continue;
     out[k] = v;
