@@ -111,16 +111,31 @@ export function createDownloadServer(options: {
   /** Sorted entry names of folders lately listed, by key, with the folder version they were read at. */
   const folderNames = new Map<string, { version: string | undefined; names: string[] }>();
 
+  /** Listings being read now, by key and folder version: concurrent misses share one read. */
+  const listing = new Map<string, Promise<string[] | null>>();
+
   /** The folder's entry names, read again only when the folder changed (its version moves with every entry added, removed or renamed). */
-  async function namesOf(key: string, version: string | undefined): Promise<string[] | null> {
+  function namesOf(key: string, version: string | undefined): Promise<string[] | null> | string[] {
     const known = folderNames.get(key);
     if (known && version !== undefined && known.version === version) return known.names;
-    const names = await storage.listNames(key);
-    if (!names) return null;
-    folderNames.delete(key);
-    if (folderNames.size >= FOLDER_NAMES_CACHED) folderNames.delete(folderNames.keys().next().value as string);
-    folderNames.set(key, { version, names });
-    return names;
+    // A folder without a version is never shared: nothing tells two reads of it apart.
+    const readKey = version === undefined ? null : `${key}\u0000${version}`;
+    const reading = readKey === null ? undefined : listing.get(readKey);
+    if (reading) return reading;
+    const read = (async () => {
+      try {
+        const names = await storage.listNames(key);
+        if (!names) return null;
+        folderNames.delete(key);
+        if (folderNames.size >= FOLDER_NAMES_CACHED) folderNames.delete(folderNames.keys().next().value as string);
+        folderNames.set(key, { version, names });
+        return names;
+      } finally {
+        if (readKey !== null) listing.delete(readKey);
+      }
+    })();
+    if (readKey !== null) listing.set(readKey, read);
+    return read;
   }
 
   async function serveFolder(res: http.ServerResponse, t: DownloadTarget, url: string, version: string | undefined, head: boolean) {

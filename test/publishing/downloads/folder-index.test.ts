@@ -19,6 +19,8 @@ describe('download host folder index', () => {
   let base: string;
   /** Files the server looked at (stat or list entries) for the last request. */
   let looked = 0;
+  /** Whole listings of a folder the server read. */
+  let listings = 0;
 
   before(async () => {
     root = tempDir('pier-dl-index-');
@@ -32,6 +34,10 @@ describe('download host folder index', () => {
       stat: (key: string) => {
         looked++;
         return real.stat(key);
+      },
+      listNames: (key: string) => {
+        listings++;
+        return real.listNames(key);
       },
       list: async (key: string) => {
         const entries = await real.list(key);
@@ -82,5 +88,14 @@ describe('download host folder index', () => {
     assert.match(html, /<a href="a-first\.jar">/);
     fs.rmSync(path.join(root, 'big-site/update-site/5.4/plugins/a-first.jar'));
     assert.doesNotMatch(await (await fetch(`${base}/big-site/5.4/plugins/`)).text(), /a-first/);
+  });
+
+  test('requests arriving together after the folder changed share one read of its listing', async () => {
+    fs.writeFileSync(path.join(root, 'big-site/update-site/5.4/plugins/a-new.jar'), 'x');
+    listings = 0;
+    const pages = await Promise.all(Array.from({ length: 20 }, () => fetch(`${base}/big-site/5.4/plugins/`).then((r) => r.text())));
+    for (const html of pages) assert.match(html, /<a href="a-new\.jar">/);
+    assert.equal(listings, 1);
+    fs.rmSync(path.join(root, 'big-site/update-site/5.4/plugins/a-new.jar'));
   });
 });
