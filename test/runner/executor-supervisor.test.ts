@@ -19,19 +19,19 @@ async function until(check: () => Promise<boolean> | boolean, what: () => string
   assert.fail(`timed out waiting for ${what()}`);
 }
 
-/** Pids of the processes whose command line holds `marker` (read from /proc). */
-function processesWith(marker: string): number[] {
+/** Pids of the `sleep <duration>` processes running (read from /proc). */
+function sleeping(duration: string): number[] {
   const pids: number[] = [];
   for (const entry of fs.readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
-    let cmdline: string;
+    let argv: string[];
     try {
       // Arguments are separated by NUL bytes there.
-      cmdline = fs.readFileSync(`/proc/${entry}/cmdline`, 'utf8').replaceAll('\0', ' ');
+      argv = fs.readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
     } catch {
       continue;
     }
-    if (cmdline.includes(marker)) pids.push(Number(entry));
+    if (path.basename(argv[0] ?? '') === 'sleep' && argv[1] === duration) pids.push(Number(entry));
   }
   return pids;
 }
@@ -60,7 +60,7 @@ describe(`a command that kills its supervisor (${target.name})`, () => {
 
   after(async () => {
     for (const c of started) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-    for (const m of markers) for (const pid of processesWith(`sleep ${m}`)) process.kill(pid, 'SIGKILL');
+    for (const m of markers) for (const pid of sleeping(m)) process.kill(pid, 'SIGKILL');
     await r.close();
     await dbh.drop();
     fs.rmSync(work, { recursive: true, force: true });
@@ -84,7 +84,7 @@ describe(`a command that kills its supervisor (${target.name})`, () => {
     assert.equal(done.status, 'failed');
     assert.match(done.error ?? '', /supervisor was killed/);
     assert.match(await logText(run.id), /executor: the command's supervisor was killed; its processes were stopped\n/);
-    await until(() => processesWith(`sleep ${m}`).length === 0, () => `no "sleep ${m}" left (${processesWith(`sleep ${m}`).join(', ')})`);
+    await until(() => sleeping(m).length === 0, () => `no "sleep ${m}" left (${sleeping(m).join(', ')})`);
     ex.kill('SIGTERM');
     assert.equal(await exited(ex), 0);
   });
@@ -103,7 +103,7 @@ describe(`a command that kills its supervisor (${target.name})`, () => {
     await until(() => ex.output.join('').includes('"event":"cancel"'), () => `the executor to learn of the cancel: ${ex.output.join('')}`);
     fs.writeFileSync(go, '');
     await until(async () => (await f.run(run.id)).status === 'cancelled', () => `the cancel to complete: ${ex.output.join('')}`);
-    await until(() => processesWith(`sleep ${m}`).length === 0, () => `no "sleep ${m}" left (${processesWith(`sleep ${m}`).join(', ')})`);
+    await until(() => sleeping(m).length === 0, () => `no "sleep ${m}" left (${sleeping(m).join(', ')})`);
     ex.kill('SIGTERM');
     assert.equal(await exited(ex), 0);
   });

@@ -500,11 +500,13 @@ export class ExecutorAgent {
         attempt: String(lease.attempt),
         parameters: claim.run.parameters,
       });
-      const exit = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve, reject) => {
-        // The supervisor runs `/bin/sh -c` in a process group of its own; stdin is its control pipe.
+      const exit = await new Promise<CommandExit>((resolve, reject) => {
+        // The supervisor leads a new process group and runs `/bin/sh -c` in it: the group's id is
+        // the supervisor's pid. Its stdin is its control pipe, fd 3 tells how the shell ended.
         const child = spawn(process.execPath, [SUPERVISOR, this.#command], {
           cwd: runDir,
-          stdio: ['pipe', 'pipe', 'pipe'],
+          detached: true,
+          stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
           // Never the executor's own settings: PIER_EXECUTOR_API_KEY is the runner's admin key.
           env: commandEnv(process.env, values),
         });
@@ -514,9 +516,21 @@ export class ExecutorAgent {
         if (run.cancelled || run.handBack || run.failure) this.#kill(run);
         child.stdout.setEncoding('utf8').on('data', (d: string) => shipper.write(d));
         child.stderr.setEncoding('utf8').on('data', (d: string) => shipper.write(d));
+        let status = '';
+        (child.stdio[3] as Readable).setEncoding('utf8').on('data', (d: string) => {
+          status += d;
+        });
         child.on('error', reject);
-        child.on('close', (code, signal) => resolve({ code, signal }));
+        // However the supervisor ended (killed by the command, say): nothing of its group runs on.
+        child.on('exit', () => killGroup(child));
+        child.on('close', (code, signal) => resolve(commandExit(child, status, code, signal)));
       });
+      if (exit.supervisorKilled) {
+        shipper.write(`executor: ${SUPERVISOR_KILLED}\n`);
+        this.o.log('supervisor_killed', { runId: run.id });
+        // A pending cancel or hand-back still ends the run as asked.
+        if (!run.cancelled && !run.handBack) run.failure ??= SUPERVISOR_KILLED;
+      }
       await shipper.flush();
       if (shipper.lost) return;
       if (run.failure) throw new Error(run.failure);
@@ -650,12 +664,60 @@ export class ExecutorAgent {
   }
 }
 
-/** Asks the command's supervisor to signal the command's whole process group. */
-function signalGroup(child: ChildProcess, signal: 'SIGTERM' | 'SIGKILL'): void {
-  if (running(child) && child.stdin?.writable) child.stdin.write(signal === 'SIGTERM' ? 'TERM\n' : 'KILL\n');
+/** How a command ended, as its supervisor reported it. */
+interface CommandExit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  /** The supervisor died without reporting (and not by the executor's SIGKILL). */
+  supervisorKilled: boolean;
 }
 
-/** The supervisor exits only after the command's shell did and its group was killed. */
+const SUPERVISOR_KILLED = "the command's supervisor was killed; its processes were stopped";
+
+/** Supervisors the executor sent SIGKILL: their ending without a report is no surprise. */
+const killedByExecutor = new WeakSet<ChildProcess>();
+
+/** Reads the supervisor's report (see supervisor.mjs); `code` and `signal` are the supervisor's own. */
+function commandExit(child: ChildProcess, report: string, code: number | null, signal: NodeJS.Signals | null): CommandExit {
+  try {
+    const r = JSON.parse(report) as { code?: unknown; signal?: unknown };
+    if ((typeof r.code === 'number' || r.code === null) && (typeof r.signal === 'string' || r.signal === null)) {
+      return { code: r.code, signal: r.signal as NodeJS.Signals | null, supervisorKilled: false };
+    }
+  } catch {
+    // no report: see below
+  }
+  return { code, signal, supervisorKilled: !killedByExecutor.has(child) };
+}
+
+/**
+ * Signals the command's whole process group: through the supervisor's control pipe, and SIGKILL
+ * also directly (it needs no cooperation, a stopped supervisor included).
+ */
+function signalGroup(child: ChildProcess, signal: 'SIGTERM' | 'SIGKILL'): void {
+  if (!running(child)) return;
+  if (child.stdin?.writable) child.stdin.write(signal === 'SIGTERM' ? 'TERM\n' : 'KILL\n');
+  if (signal === 'SIGKILL') {
+    killedByExecutor.add(child);
+    killGroup(child);
+  }
+}
+
+/**
+ * SIGKILL to the supervisor's process group. Safe after the supervisor died too: a group id is
+ * not given to another process while any member of the group lives, and this runs right after
+ * the supervisor is reaped (an empty group's id would have to be reused within that instant).
+ */
+function killGroup(child: ChildProcess): void {
+  if (child.pid === undefined) return;
+  try {
+    process.kill(-child.pid, 'SIGKILL');
+  } catch {
+    // the group is gone already
+  }
+}
+
+/** The supervisor exits only after the command's shell did and its group was killed (or killed by the executor). */
 function running(child: ChildProcess): boolean {
   return child.exitCode === null && child.signalCode === null;
 }
