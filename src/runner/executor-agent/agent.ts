@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { createHash } from 'node:crypto';
+import { createHash, type Hash, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -252,7 +252,7 @@ export class ExecutorAgent {
   #fatal: Error | null = null;
   #claimAbort = new AbortController();
   #slotFreed: (() => void) | null = null;
-  #archives = new Map<string, Promise<string>>();
+  #archives = new Map<string, Promise<CachedArchive>>();
   /** The command for /bin/sh: placeholders are references to the variables of `templateEnv`. */
   readonly #command: string;
 
@@ -447,25 +447,66 @@ export class ExecutorAgent {
       });
   }
 
-  /** The workflow archive of a version, downloaded once per executor process. */
-  #archive(download: string, key: string): Promise<string> {
+  /**
+   * The workflow archive of a version, downloaded once per executor process into
+   * `<work-dir>/archives/`, with the sha256 of the bytes as downloaded (checked against the
+   * runner's `x-content-sha256`). The file itself is no proof: a command runs as the executor's
+   * user and may have rewritten it, or put a symbolic link in its place or the directory's.
+   */
+  #archive(download: string, key: string): Promise<CachedArchive> {
     let p = this.#archives.get(key);
     if (!p) {
-      p = (async () => {
-        const dir = path.join(this.o.workDir, 'archives');
-        await fs.promises.mkdir(dir, { recursive: true });
-        const file = path.join(dir, `${key}.knwf`);
-        const res = await this.#client.request('GET', download);
-        const tmp = `${file}.${process.pid}.tmp`;
-        // Streamed to disk: archives may be large.
-        await pipeline(Readable.fromWeb(res.body as import('node:stream/web').ReadableStream), fs.createWriteStream(tmp));
-        await fs.promises.rename(tmp, file);
-        return file;
-      })();
-      p.catch(() => this.#archives.delete(key));
-      this.#archives.set(key, p);
+      const fresh = this.#download(download, key);
+      fresh.catch(() => {
+        if (this.#archives.get(key) === fresh) this.#archives.delete(key);
+      });
+      this.#archives.set(key, fresh);
+      p = fresh;
     }
     return p;
+  }
+
+  async #download(download: string, key: string): Promise<CachedArchive> {
+    const dir = path.join(this.o.workDir, 'archives');
+    // A link (or anything else) put where the directory was is removed, not followed.
+    const stat = await fs.promises.lstat(dir).catch(() => null);
+    if (stat && !stat.isDirectory()) await fs.promises.rm(dir, { force: true });
+    await fs.promises.mkdir(dir, { recursive: true });
+    const file = path.join(dir, `${key}.knwf`);
+    const res = await this.#client.request('GET', download);
+    const tmp = `${file}.${process.pid}.${randomUUID()}.tmp`;
+    const hash = createHash('sha256');
+    // Streamed to disk (archives may be large) into a new file: `wx` follows no link.
+    await pipeline(Readable.fromWeb(res.body as import('node:stream/web').ReadableStream), hashing(hash), fs.createWriteStream(tmp, { flags: 'wx' }));
+    const sha256 = hash.digest('hex');
+    const expected = res.headers.get('x-content-sha256');
+    if (expected && expected.toLowerCase() !== sha256) {
+      await fs.promises.rm(tmp, { force: true });
+      throw new Error(`the workflow archive ${key} downloaded does not match the runner's checksum`);
+    }
+    // A rename replaces a link at `file` instead of writing through it.
+    await fs.promises.rename(tmp, file);
+    return { file, sha256 };
+  }
+
+  /**
+   * Copies the cached archive of a version to `dest` (in the run's fresh directory), hashing the
+   * very bytes copied: what the run unpacks and gets as {archive} is the copy, so only a copy
+   * with the sha256 as downloaded is used. A cached archive changed on disk since is downloaded
+   * again (with a line in the executor's log).
+   */
+  async #copyArchive(download: string, key: string, runId: string, dest: string): Promise<void> {
+    for (let tries = 1; ; tries++) {
+      const cached = this.#archive(download, key);
+      const { file, sha256 } = await cached;
+      const copied = await copyHashing(file, dest);
+      if (copied === sha256) return;
+      await fs.promises.rm(dest, { force: true });
+      if (tries >= 3) throw new Error(`the workflow archive ${key} keeps changing on disk (${file})`);
+      this.o.log('archive_changed', { runId, archive: file, detail: 'the cached workflow archive was changed or replaced: downloading it again' });
+      // Runs finding the same change at once download it once.
+      if (this.#archives.get(key) === cached) this.#archives.delete(key);
+    }
   }
 
   async #execute(claim: ClaimAnswer, run: ActiveRun): Promise<void> {
@@ -495,12 +536,12 @@ export class ExecutorAgent {
       this.o.giveUpMs,
     );
     try {
-      const archive = await this.#archive(claim.download, `${claim.run.workflowId}-${claim.run.workflowVersion}`);
-      await fs.promises.copyFile(archive, path.join(runDir, 'workflow.knwf'));
+      const archive = path.join(runDir, 'workflow.knwf');
+      await this.#copyArchive(claim.download, `${claim.run.workflowId}-${claim.run.workflowVersion}`, run.id, archive);
       await unzipInto(archive, workflowDir);
       // Values travel in the environment, never in the shell text (see compileTemplate).
       const values = templateEnv({
-        archive: path.join(runDir, 'workflow.knwf'),
+        archive,
         workDir: runDir,
         workflowDir,
         outDir,
@@ -508,11 +549,13 @@ export class ExecutorAgent {
         attempt: String(lease.attempt),
         parameters: claim.run.parameters,
       });
-      const exit = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve, reject) => {
-        // The supervisor runs `/bin/sh -c` in a process group of its own; stdin is its control pipe.
+      const exit = await new Promise<CommandExit>((resolve, reject) => {
+        // The supervisor leads a new process group and runs `/bin/sh -c` in it: the group's id is
+        // the supervisor's pid. Its stdin is its control pipe, fd 3 tells how the shell ended.
         const child = spawn(process.execPath, [SUPERVISOR, this.#command], {
           cwd: runDir,
-          stdio: ['pipe', 'pipe', 'pipe'],
+          detached: true,
+          stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
           // Never the executor's own settings: PIER_EXECUTOR_API_KEY is the runner's admin key.
           env: commandEnv(process.env, values),
         });
@@ -522,9 +565,21 @@ export class ExecutorAgent {
         if (run.cancelled || run.handBack || run.failure) this.#kill(run);
         child.stdout.setEncoding('utf8').on('data', (d: string) => shipper.write(d));
         child.stderr.setEncoding('utf8').on('data', (d: string) => shipper.write(d));
+        let status = '';
+        (child.stdio[3] as Readable).setEncoding('utf8').on('data', (d: string) => {
+          status += d;
+        });
         child.on('error', reject);
-        child.on('close', (code, signal) => resolve({ code, signal }));
+        // However the supervisor ended (killed by the command, say): nothing of its group runs on.
+        child.on('exit', () => killGroup(child));
+        child.on('close', (code, signal) => resolve(commandExit(child, status, code, signal)));
       });
+      if (exit.supervisorKilled) {
+        shipper.write(`executor: ${SUPERVISOR_KILLED}\n`);
+        this.o.log('supervisor_killed', { runId: run.id });
+        // A pending cancel or hand-back still ends the run as asked.
+        if (!run.cancelled && !run.handBack) run.failure ??= SUPERVISOR_KILLED;
+      }
       await shipper.flush();
       if (shipper.lost) return;
       if (run.failure) throw new Error(run.failure);
@@ -658,12 +713,94 @@ export class ExecutorAgent {
   }
 }
 
-/** Asks the command's supervisor to signal the command's whole process group. */
-function signalGroup(child: ChildProcess, signal: 'SIGTERM' | 'SIGKILL'): void {
-  if (running(child) && child.stdin?.writable) child.stdin.write(signal === 'SIGTERM' ? 'TERM\n' : 'KILL\n');
+/** A downloaded workflow archive and the sha256 of its bytes as they came from the runner. */
+interface CachedArchive {
+  file: string;
+  sha256: string;
 }
 
-/** The supervisor exits only after the command's shell did and its group was killed. */
+/** A stream step that passes the bytes on and adds them to `hash`. */
+function hashing(hash: Hash): (source: AsyncIterable<Buffer>) => AsyncGenerator<Buffer> {
+  return async function* (source) {
+    for await (const chunk of source) {
+      hash.update(chunk);
+      yield chunk;
+    }
+  };
+}
+
+/**
+ * Copies `file` to the new file `dest` and answers the sha256 of the bytes copied, or null when
+ * `file` is missing, a symbolic link (not followed) or not a regular file.
+ */
+async function copyHashing(file: string, dest: string): Promise<string | null> {
+  // O_NONBLOCK: a FIFO put in its place does not hang the open.
+  const handle = await fs.promises.open(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK).catch(() => null);
+  if (!handle) return null;
+  try {
+    if (!(await handle.stat()).isFile()) return null;
+    const hash = createHash('sha256');
+    await pipeline(handle.createReadStream({ autoClose: false }), hashing(hash), fs.createWriteStream(dest, { flags: 'wx' }));
+    return hash.digest('hex');
+  } finally {
+    await handle.close();
+  }
+}
+
+/** How a command ended, as its supervisor reported it. */
+interface CommandExit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  /** The supervisor died without reporting (and not by the executor's SIGKILL). */
+  supervisorKilled: boolean;
+}
+
+const SUPERVISOR_KILLED = "the command's supervisor was killed; its processes were stopped";
+
+/** Supervisors the executor sent SIGKILL: their ending without a report is no surprise. */
+const killedByExecutor = new WeakSet<ChildProcess>();
+
+/** Reads the supervisor's report (see supervisor.mjs); `code` and `signal` are the supervisor's own. */
+function commandExit(child: ChildProcess, report: string, code: number | null, signal: NodeJS.Signals | null): CommandExit {
+  try {
+    const r = JSON.parse(report) as { code?: unknown; signal?: unknown };
+    if ((typeof r.code === 'number' || r.code === null) && (typeof r.signal === 'string' || r.signal === null)) {
+      return { code: r.code, signal: r.signal as NodeJS.Signals | null, supervisorKilled: false };
+    }
+  } catch {
+    // no report: see below
+  }
+  return { code, signal, supervisorKilled: !killedByExecutor.has(child) };
+}
+
+/**
+ * Signals the command's whole process group: through the supervisor's control pipe, and SIGKILL
+ * also directly (it needs no cooperation, a stopped supervisor included).
+ */
+function signalGroup(child: ChildProcess, signal: 'SIGTERM' | 'SIGKILL'): void {
+  if (!running(child)) return;
+  if (child.stdin?.writable) child.stdin.write(signal === 'SIGTERM' ? 'TERM\n' : 'KILL\n');
+  if (signal === 'SIGKILL') {
+    killedByExecutor.add(child);
+    killGroup(child);
+  }
+}
+
+/**
+ * SIGKILL to the supervisor's process group. Safe after the supervisor died too: a group id is
+ * not given to another process while any member of the group lives, and this runs right after
+ * the supervisor is reaped (an empty group's id would have to be reused within that instant).
+ */
+function killGroup(child: ChildProcess): void {
+  if (child.pid === undefined) return;
+  try {
+    process.kill(-child.pid, 'SIGKILL');
+  } catch {
+    // the group is gone already
+  }
+}
+
+/** The supervisor exits only after the command's shell did and its group was killed (or killed by the executor). */
 function running(child: ChildProcess): boolean {
   return child.exitCode === null && child.signalCode === null;
 }

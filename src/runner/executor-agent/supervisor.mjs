@@ -3,14 +3,20 @@
 //
 //   node supervisor.mjs <shell command>
 //
-// The command runs as `/bin/sh -c <command>` in a process group of its own, its stdout and
-// stderr are this process's. Standard input is the executor's control pipe: a line `TERM` or
-// `KILL` sends that signal to the whole group; the end of the pipe (the executor exited, even
-// by SIGKILL, which no handler of its own can catch) kills the group and ends this process.
-// When the shell exits, whatever it left running in its group is killed, and this process ends
-// the way the shell did (same exit code, or same signal).
+// The executor starts this process as the leader of a new process group (`detached`), and the
+// command runs as `/bin/sh -c <command>` in that same group, so the executor knows the group
+// (its id is this process's pid) from the start: should this process die before its time
+// (killed by the command itself, say), the executor kills the group on its own. The command's
+// stdout and stderr are this process's.
+//
+// Standard input is the executor's control pipe: a line `TERM` or `KILL` sends that signal to
+// the whole group; the end of the pipe (the executor exited, even by SIGKILL, which no handler
+// of its own can catch) kills the group, this process with it. When the shell exits, this
+// process writes how (`{"code":…,"signal":…}` and a newline) to file descriptor 3, the
+// executor's status pipe, then kills the group, itself included, so nothing the shell left
+// running in the background goes on. A supervisor that ends without that line was killed.
 import { spawn } from 'node:child_process';
-import { constants } from 'node:os';
+import fs from 'node:fs';
 
 const command = process.argv[2];
 if (command === undefined) {
@@ -18,15 +24,30 @@ if (command === undefined) {
   process.exit(64);
 }
 
-// Ctrl-C in the executor's terminal reaches this process too: the executor decides what happens.
-for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => {});
+// Killing the group means killing this process too: only safe when the group is its own (on
+// Linux, field 5 of /proc/self/stat; elsewhere the executor's `detached` is trusted).
+const stat = (() => {
+  try {
+    return fs.readFileSync('/proc/self/stat', 'utf8');
+  } catch {
+    return null;
+  }
+})();
+if (stat !== null && Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]) !== process.pid) {
+  process.stderr.write('supervisor.mjs: must be started as the leader of a process group of its own\n');
+  process.exit(70);
+}
 
-const child = spawn('/bin/sh', ['-c', command], { detached: true, stdio: ['ignore', 'inherit', 'inherit'] });
+// Signals meant for the command (Ctrl-C, `kill 0` of the command, the executor's TERM line) reach
+// this process too: the executor decides what happens to it.
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT', 'SIGUSR2', 'SIGALRM']) process.on(signal, () => {});
+
+const child = spawn('/bin/sh', ['-c', command], { stdio: ['ignore', 'inherit', 'inherit'] });
 
 /** @param {NodeJS.Signals} signal */
 function signalGroup(signal) {
   try {
-    process.kill(-child.pid, signal);
+    process.kill(-process.pid, signal);
   } catch {
     // the group is gone already
   }
@@ -48,19 +69,22 @@ process.stdin.on('error', () => signalGroup('SIGKILL'));
 
 child.on('error', (e) => {
   process.stderr.write(`executor: cannot start /bin/sh: ${e.message}\n`);
+  report({ code: 127, signal: null });
   process.exit(127);
 });
 
 child.on('exit', (code, signal) => {
-  // Background children of a finished run must not run on unsupervised.
+  report({ code, signal });
+  // Background children of a finished run must not run on unsupervised; this process ends here.
   signalGroup('SIGKILL');
-  process.stdin.destroy();
-  if (signal) {
-    for (const s of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.removeAllListeners(s);
-    process.kill(process.pid, signal);
-    // Signals Node itself ignores (SIGPIPE): the shell's convention.
-    setTimeout(() => process.exit(128 + (constants.signals[signal] ?? 0)), 100);
-    return;
-  }
   process.exit(code ?? 1);
 });
+
+/** @param {{ code: number | null, signal: NodeJS.Signals | null }} status */
+function report(status) {
+  try {
+    fs.writeSync(3, `${JSON.stringify(status)}\n`);
+  } catch {
+    // the executor is gone: nobody to tell
+  }
+}
