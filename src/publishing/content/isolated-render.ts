@@ -35,6 +35,17 @@ const RETRY_AFTER_SECONDS = 30;
 
 class RenderFailed extends Error {}
 
+/**
+ * A page whose content could not be rendered (a limit, or a broken worker): caused by the
+ * content, unlike a full queue, so callers may remember it until the content changes.
+ */
+export class PageRenderFailed extends ServiceUnavailableError {
+  constructor() {
+    super(`The product page could not be rendered in time; try again in ${RETRY_AFTER_SECONDS} s.`, RETRY_AFTER_SECONDS);
+    this.name = 'PageRenderFailed';
+  }
+}
+
 /** Nice value of the render thread: page renders yield the CPU to serving. */
 const RENDER_NICE = 10;
 
@@ -68,7 +79,7 @@ export function isolatedRenderer(limits: RenderLimits): ContentRenderer {
       } catch (e) {
         // The reason stays in the server (it may describe vendor input or internals); the
         // client gets a plain 503.
-        if (e instanceof RenderFailed) throw unavailable(`The product page could not be rendered in time; try again in ${RETRY_AFTER_SECONDS} s.`);
+        if (e instanceof RenderFailed) throw new PageRenderFailed();
         throw e;
       }
     },

@@ -28,7 +28,6 @@ export interface PatchValidator {
 }
 
 const RETRY_AFTER_SECONDS = 10;
-const VALIDATE_NICE = 10;
 
 /** The worker is broken or replied nonsense: a 503, and the worker is not reused. */
 class CheckFailed extends Error {}
@@ -75,7 +74,7 @@ export function isolatedValidator(limits: ValidationLimits): PatchValidator {
     timeoutMs: limits.timeoutMs,
     idleMs: limits.idleMs ?? 60_000,
     maxQueued: limits.maxQueued ?? 16,
-    nice: VALIDATE_NICE,
+    // Not niced: a check is small next to a page render, and a vendor waits for its answer.
     failed: (f) => (f.kind === 'timeout' || f.kind === 'memory' ? new TooComplex(f.message) : new CheckFailed(f.message)),
     busy: (reason) =>
       new ServiceUnavailableError(reason === 'closed' ? 'The server is shutting down.' : 'Too many changes are being checked; try again shortly.', RETRY_AFTER_SECONDS),

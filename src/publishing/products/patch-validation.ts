@@ -264,7 +264,9 @@ export function keyCountProblem(body: unknown): FieldProblem | null {
  */
 export async function allPatchProblems(body: unknown, schemaProblems: FieldProblem[], validate: ValidatePatch = validateInProcess): Promise<FieldProblem[]> {
   if (!isPlainObject(body)) return schemaProblems;
-  const rest: Record<string, unknown> = { ...body };
+  // Only the product's fields: whatever else the body holds, the schema has reported.
+  const rest: Record<string, unknown> = {};
+  for (const key of FIELD_NAMES) if (Object.hasOwn(body, key)) rest[key] = body[key];
   for (const { field } of schemaProblems) {
     const [top, sub] = field.split('.') as [string, string | undefined];
     const value = rest[top];
