@@ -28,6 +28,8 @@ export interface PatchValidator {
 }
 
 const RETRY_AFTER_SECONDS = 10;
+/** Lower than serving, higher than page renders: a check is small and a vendor waits for it. */
+const VALIDATE_NICE = 5;
 
 /** The worker is broken or replied nonsense: a 503, and the worker is not reused. */
 class CheckFailed extends Error {}
@@ -74,7 +76,7 @@ export function isolatedValidator(limits: ValidationLimits): PatchValidator {
     timeoutMs: limits.timeoutMs,
     idleMs: limits.idleMs ?? 60_000,
     maxQueued: limits.maxQueued ?? 16,
-    // Not niced: a check is small next to a page render, and a vendor waits for its answer.
+    nice: VALIDATE_NICE,
     failed: (f) => (f.kind === 'timeout' || f.kind === 'memory' ? new TooComplex(f.message) : new CheckFailed(f.message)),
     busy: (reason) =>
       new ServiceUnavailableError(reason === 'closed' ? 'The server is shutting down.' : 'Too many changes are being checked; try again shortly.', RETRY_AFTER_SECONDS),
