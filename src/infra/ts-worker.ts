@@ -6,8 +6,16 @@
  */
 import { Worker } from 'node:worker_threads';
 
+// The nice value is set on this thread only: Linux keeps one per thread (setpriority(2), the
+// thread id read from /proc/thread-self). Elsewhere the worker runs at the process's priority.
 const BOOT = `
 const { workerData } = require('node:worker_threads');
+if (workerData.nice) {
+  try {
+    const tid = Number(require('node:fs').readlinkSync('/proc/thread-self').split('/').pop());
+    if (tid > 0) require('node:os').setPriority(tid, workerData.nice);
+  } catch {}
+}
 import(workerData.tsx).then((m) => { m.register(); return import(workerData.entry); });
 `;
 
@@ -17,10 +25,10 @@ export interface TsWorker {
   ready: Promise<void>;
 }
 
-export function startTsWorker(entry: URL, maxMemoryMb: number, fail: (message: string) => Error): TsWorker {
+export function startTsWorker(entry: URL, maxMemoryMb: number, fail: (message: string) => Error, nice = 0): TsWorker {
   const worker = new Worker(BOOT, {
     eval: true,
-    workerData: { tsx: import.meta.resolve('tsx/esm/api'), entry: entry.href },
+    workerData: { tsx: import.meta.resolve('tsx/esm/api'), entry: entry.href, nice },
     resourceLimits: { maxOldGenerationSizeMb: maxMemoryMb, maxYoungGenerationSizeMb: Math.min(64, Math.max(8, maxMemoryMb / 8)) },
     stdout: false,
     stderr: false,

@@ -9,6 +9,7 @@ import { openPublishingDatabase } from './db.js';
 import { type ProductFilesReader, productFilesReader } from './files/reader.js';
 import { filesRepository } from './files/repository.js';
 import { PATCH_BODY_LIMIT } from './products/fields.js';
+import { isolatedValidator } from './products/isolated-validation.js';
 import { productsRepository } from './products/repository.js';
 import { registerProductRoutes } from './products/routes.js';
 import { type ProductService, productService } from './products/service.js';
@@ -34,13 +35,17 @@ export interface PublishingOptions {
   failureLimits?: Partial<FailureLimiterOptions>;
   /** Tests only: a page render in its worker counts itself in cell 1, then waits while cell 0 is 0. */
   renderHold?: Int32Array;
+  /** Tests only: a PATCH check in its worker counts itself in cell 1, then waits while cell 0 is 0. */
+  validationHold?: Int32Array;
 }
 
 /** The publishing web + REST API part: opens and migrates its database, builds the app. */
 export async function createPublishingService(config: Config, options: PublishingOptions = {}): Promise<PublishingService> {
   const database = await openPublishingDatabase(config.publishing.databaseUrl);
   const repo = productsRepository(database.db, database.dialect, { readNow: database.readNow });
-  const products = productService({ repo, publishing: config.publishing });
+  // PATCH bodies are checked off the event loop, under the page render's time limit.
+  const validator = isolatedValidator({ timeoutMs: config.publishing.pageRenderTimeoutSeconds * 1000, hold: options.validationHold });
+  const products = productService({ repo, publishing: config.publishing, validate: validator.validate });
   const files = productFilesReader(filesRepository(database.db));
   const crawls = crawlsRepository(database.db, database.dialect);
   const crawler = crawlerService({
@@ -84,6 +89,7 @@ export async function createPublishingService(config: Config, options: Publishin
       await crawler.close();
       await app.close();
       await renderer.close();
+      await validator.close();
       await database.close();
     },
   };

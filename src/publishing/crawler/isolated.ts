@@ -1,12 +1,10 @@
 /**
  * Runs crawls in a worker thread with a memory limit and a wall-time limit, so that a hostile
  * update site can slow or kill only its own crawl, never the serving event loop (web pages,
- * downloads and SFTP share this process). One worker is kept for a pass of crawls (starting one
- * costs a module load) and ended after a while idle, after a limit was exceeded, or on close.
- * Whatever the worker posts is validated before anyone stores it.
+ * downloads and SFTP share this process); the kept worker of infra/kept-worker.ts serves a pass
+ * of crawls. Whatever the worker posts is validated before anyone stores it.
  */
-import type { Worker } from 'node:worker_threads';
-import { startTsWorker } from '../../infra/ts-worker.js';
+import { keptWorker } from '../../infra/kept-worker.js';
 import type { CrawlLimits, CrawlResult } from './crawl.js';
 import type { CrawlJob, CrawlReply } from './crawl-worker.js';
 import { checkCrawlResult } from './result.js';
@@ -35,97 +33,34 @@ export interface IsolatedCrawler {
   close(): Promise<void>;
 }
 
-interface Running {
-  worker: Worker;
-  ready: Promise<void>;
-}
+/** Nice value of the crawl thread: crawls yield the CPU to serving. */
+const CRAWL_NICE = 10;
 
 export function isolatedCrawler(limits: CrawlLimits, isolation: IsolationLimits = DEFAULT_ISOLATION): IsolatedCrawler {
-  const idleMs = isolation.idleMs ?? 30_000;
-  let current: Running | null = null;
-  let queue: Promise<unknown> = Promise.resolve();
-  let idleTimer: NodeJS.Timeout | null = null;
-
-  function spawn(): Running {
-    const { worker, ready } = startTsWorker(new URL('./crawl-worker.ts', import.meta.url), isolation.maxMemoryMb, (m) => new CrawlAborted(`the crawl worker ${m}`));
-    const running = { worker, ready };
-    worker.once('exit', () => {
-      if (current === running) current = null;
-    });
-    return running;
-  }
-
-  async function end(r: Running | null): Promise<void> {
-    if (!r) return;
-    if (current === r) current = null;
-    await r.worker.terminate();
-  }
-
-  async function runOne(job: CrawlJob): Promise<CrawlResult> {
-    if (idleTimer) clearTimeout(idleTimer);
-    current ??= spawn();
-    const r = current;
-    r.worker.ref();
-    try {
-      await r.ready;
-      const reply = await new Promise<CrawlReply>((resolve, reject) => {
-        const seconds = Math.round(isolation.timeoutMs / 1000);
-        const timer = setTimeout(() => reject(new CrawlAborted(`crawl exceeded ${seconds} s (PIER_CRAWL_TIMEOUT_SECONDS)`)), isolation.timeoutMs);
-        const done = () => {
-          clearTimeout(timer);
-          r.worker.off('message', onMessage);
-          r.worker.off('error', onError);
-          r.worker.off('exit', onExit);
-        };
-        const onMessage = (m: CrawlReply) => {
-          done();
-          resolve(m);
-        };
-        const onError = (e: Error & { code?: string }) => {
-          done();
-          reject(
-            new CrawlAborted(
-              e.code === 'ERR_WORKER_OUT_OF_MEMORY'
-                ? `crawl exceeded the memory limit of ${isolation.maxMemoryMb} MiB (PIER_CRAWL_MAX_MEMORY_MB)`
-                : `the crawl worker failed: ${e.message}`,
-            ),
-          );
-        };
-        const onExit = (code: number) => {
-          done();
-          reject(new CrawlAborted(`the crawl worker ended (exit ${code})`));
-        };
-        r.worker.on('message', onMessage);
-        r.worker.on('error', onError);
-        r.worker.on('exit', onExit);
-        r.worker.postMessage(job);
-      });
-      if (!reply.ok) throw new Error(reply.message);
-      return checkCrawlResult(reply.result, limits);
-    } catch (e) {
-      // A worker past a limit, or in an unknown state, is never reused.
-      if (e instanceof CrawlAborted) await end(r);
-      throw e;
-    } finally {
-      if (current === r) {
-        r.worker.unref();
-        idleTimer = setTimeout(() => void end(r), idleMs);
-        idleTimer.unref();
-      }
-    }
-  }
+  const worker = keptWorker<CrawlJob>({
+    entry: new URL('./crawl-worker.ts', import.meta.url),
+    maxMemoryMb: isolation.maxMemoryMb,
+    timeoutMs: isolation.timeoutMs,
+    idleMs: isolation.idleMs ?? 30_000,
+    nice: CRAWL_NICE,
+    failed: (f) =>
+      new CrawlAborted(
+        f.kind === 'timeout'
+          ? `crawl exceeded ${Math.round(isolation.timeoutMs / 1000)} s (PIER_CRAWL_TIMEOUT_SECONDS)`
+          : f.kind === 'memory'
+            ? `crawl exceeded the memory limit of ${isolation.maxMemoryMb} MiB (PIER_CRAWL_MAX_MEMORY_MB)`
+            : `the crawl worker: ${f.message}`,
+      ),
+  });
 
   return {
-    crawl(url, scope) {
-      // One crawl at a time per worker: a limit ends the worker and only that crawl with it.
-      const next = queue.then(() => runOne({ url, scope, limits }));
-      queue = next.catch(() => {});
-      return next;
-    },
-    async close() {
-      if (idleTimer) clearTimeout(idleTimer);
-      await queue;
-      await end(current);
-    },
+    // One crawl at a time per worker: a limit ends the worker and only that crawl with it.
+    crawl: (url, scope) =>
+      worker.run({ url, scope, limits }, (reply) => {
+        const r = reply as CrawlReply;
+        if (!r.ok) throw new Error(r.message);
+        return checkCrawlResult(r.result, limits);
+      }),
+    close: () => worker.close(true),
   };
 }

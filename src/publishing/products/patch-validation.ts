@@ -3,7 +3,7 @@ import { parseChangelog } from '../content/changelog.js';
 import { parseFaq } from '../content/faq.js';
 import { findRelativeLinks } from '../content/markdown.js';
 import { sanitizeSvg, sniffRasterImage } from '../content/svg.js';
-import { FIELD_LIMITS, type FieldName, type ProductFields, type ProductStyle, URL_LIMIT } from './fields.js';
+import { FIELD_LIMITS, FIELD_NAMES, type FieldName, type ProductFields, type ProductStyle, URL_LIMIT } from './fields.js';
 import type { ProductPatch } from './patch-schema.js';
 
 /** What a valid PATCH does: the values to set, the fields to remove, and what to tell the vendor. */
@@ -15,6 +15,13 @@ export interface ValidatedPatch {
   warnings: FieldProblem[];
 }
 
+export type PatchCheck = { ok: true; value: ValidatedPatch } | { ok: false; errors: FieldProblem[] };
+
+/** Runs validatePatch, in the serving process or off it (isolated-validation.ts). */
+export type ValidatePatch = (patch: ProductPatch) => Promise<PatchCheck>;
+
+export const validateInProcess: ValidatePatch = async (patch) => validatePatch(patch);
+
 const HEX_COLOR = /^#(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6})$/;
 // Deliberately plain: one @, no spaces or angle brackets, a dot in the domain.
 const EMAIL = /^[^\s@<>()",;:]+@[^\s@<>()",;:]+\.[^\s@<>()",;:.]{2,}$/;
@@ -24,6 +31,7 @@ const CONTROL = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/;
 const CONTROL_OR_NEWLINE = /[\u0000-\u001f\u007f]/;
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 const DATA_URL_PREFIX = /^data:image\/(?:png|jpeg|gif|webp);base64,/;
+const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 export function isHexColor(value: string): boolean {
   return HEX_COLOR.test(value);
@@ -91,7 +99,7 @@ function markdownWarnings(field: FieldName, value: string, warnings: FieldProble
  * Checks every rule of the spec's Product table beyond JSON types (those are the route schema's
  * job) and collects all problems, so one response lists everything to fix.
  */
-export function validatePatch(patch: ProductPatch): { ok: true; value: ValidatedPatch } | { ok: false; errors: FieldProblem[] } {
+export function validatePatch(patch: ProductPatch): PatchCheck {
   const errors: FieldProblem[] = [];
   const warnings: FieldProblem[] = [];
   const set: Partial<ProductFields> = {};
@@ -209,23 +217,56 @@ export function validatePatch(patch: ProductPatch): { ok: true; value: Validated
   return { ok: true, value: { set, unset: [...unset], changed: [...changed], warnings } };
 }
 
-/** The 400 for an invalid PATCH: every problem in `errors`, the first in the detail. */
+/** Problems listed in one answer: enough to fix a real body, small for a hostile one. */
+export const MAX_REPORTED_PROBLEMS = 20;
+
+/**
+ * The 400 for an invalid PATCH: the problems in `errors` (the first MAX_REPORTED_PROBLEMS; the
+ * detail gives the total), the first in the detail.
+ */
 export function invalidPatch(errors: FieldProblem[]): ValidationError {
   const first = errors[0];
-  const detail = `${errors.length} invalid field(s); first: ${first?.field} ${first?.message}${first?.line ? ` (line ${first.line})` : ''}`;
-  return new ValidationError(detail, errors);
+  const listed = errors.length > MAX_REPORTED_PROBLEMS ? ` (first ${MAX_REPORTED_PROBLEMS} listed)` : '';
+  const detail = `${errors.length} invalid field(s)${listed}; first: ${first?.field} ${first?.message}${first?.line ? ` (line ${first.line})` : ''}`;
+  return new ValidationError(detail, errors.slice(0, MAX_REPORTED_PROBLEMS));
 }
 
-const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+/** Keys allowed in the body and in each of its objects before anything else is looked at. */
+const MAX_KEYS = 4 * FIELD_NAMES.length;
+
+/**
+ * A body with far more keys than a product has fields, told cheaply before the schema reports
+ * every unknown key one by one (170,000 keys fit in the body limit): a count, not a list.
+ */
+export function keyCountProblem(body: unknown): FieldProblem | null {
+  if (!isPlainObject(body)) return null;
+  const count = (o: Record<string, unknown>) => {
+    let n = 0;
+    for (const _ in o) n++;
+    return n;
+  };
+  const top = count(body);
+  if (top > MAX_KEYS) return { field: '(body)', message: `has ${top} fields; a product has ${FIELD_NAMES.length}` };
+  for (const key of Object.keys(body)) {
+    const value = body[key];
+    if (!isPlainObject(value)) continue;
+    const n = count(value);
+    if (n > MAX_KEYS) return { field: key.slice(0, 64), message: `has ${n} fields; at most ${MAX_KEYS} are read` };
+  }
+  return null;
+}
+
 
 /**
  * Every problem of a body the route schema refused: the schema's own (wrong types, unknown or
  * missing fields) and, for the fields and sub-fields it had nothing against, the rules above.
  * A vendor then fixes one body in one round trip instead of learning of the next error each time.
  */
-export function allPatchProblems(body: unknown, schemaProblems: FieldProblem[]): FieldProblem[] {
+export async function allPatchProblems(body: unknown, schemaProblems: FieldProblem[], validate: ValidatePatch = validateInProcess): Promise<FieldProblem[]> {
   if (!isPlainObject(body)) return schemaProblems;
-  const rest: Record<string, unknown> = { ...body };
+  // Only the product's fields: whatever else the body holds, the schema has reported.
+  const rest: Record<string, unknown> = {};
+  for (const key of FIELD_NAMES) if (Object.hasOwn(body, key)) rest[key] = body[key];
   for (const { field } of schemaProblems) {
     const [top, sub] = field.split('.') as [string, string | undefined];
     const value = rest[top];
@@ -234,7 +275,7 @@ export function allPatchProblems(body: unknown, schemaProblems: FieldProblem[]):
       rest[top] = kept;
     } else delete rest[top];
   }
-  const checked = validatePatch(rest as ProductPatch);
+  const checked = await validate(rest as ProductPatch);
   const reported = new Set(schemaProblems.map((p) => p.field));
   return [...schemaProblems, ...(checked.ok ? [] : checked.errors.filter((e) => !reported.has(e.field)))];
 }

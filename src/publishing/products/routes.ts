@@ -4,7 +4,7 @@ import type { FailureLimiter } from '../../infra/failure-limiter.js';
 import { type AjvIssue, type HttpApp, validationProblems } from '../../infra/http.js';
 import type { CrawlerService } from '../crawler/service.js';
 import { PATCH_BODY_LIMIT } from './fields.js';
-import { allPatchProblems, invalidPatch } from './patch-validation.js';
+import { allPatchProblems, invalidPatch, keyCountProblem } from './patch-validation.js';
 import { ProductPatchSchema } from './patch-schema.js';
 import type { ProductRow } from './repository.js';
 import type { ProductService } from './service.js';
@@ -57,12 +57,22 @@ export function registerProductRoutes(app: HttpApp, { products, limiter, crawler
     '/api/products/:id',
     // attachValidation: a body the schema refuses is still checked field by field below, so the
     // answer lists every problem of the body at once.
-    { schema: { params: Params, querystring: PatchQuery, body: ProductPatchSchema }, onRequest: authenticate, bodyLimit: PATCH_BODY_LIMIT, attachValidation: true },
+    {
+      schema: { params: Params, querystring: PatchQuery, body: ProductPatchSchema },
+      onRequest: authenticate,
+      // Before the schema: it would list every one of a body's unknown keys.
+      preValidation: async (req) => {
+        const tooMany = keyCountProblem(req.body);
+        if (tooMany) throw invalidPatch([tooMany]);
+      },
+      bodyLimit: PATCH_BODY_LIMIT,
+      attachValidation: true,
+    },
     async (req) => {
       const invalid = req.validationError;
       if (invalid) {
         if (invalid.validationContext !== 'body') throw invalid;
-        throw invalidPatch(allPatchProblems(req.body, validationProblems(invalid.validation as AjvIssue[])));
+        throw invalidPatch(await allPatchProblems(req.body, validationProblems(invalid.validation as AjvIssue[]), products.validate));
       }
       const dryRun = req.query.dryRun === 'true' || req.query.dryRun === '1';
       const result = await products.patch(req.product!, req.body, { dryRun, clientAddress: req.ip });

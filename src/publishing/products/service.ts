@@ -19,7 +19,7 @@ import {
 } from '../../infra/secrets.js';
 import { FIELD_NAMES, type FieldName, type ProductFields } from './fields.js';
 import type { ProductPatch } from './patch-schema.js';
-import { applyPatch, invalidPatch, validatePatch } from './patch-validation.js';
+import { applyPatch, invalidPatch, type ValidatePatch, validateInProcess, validatePatch } from './patch-validation.js';
 import { placeholderWarnings } from './placeholder-warnings.js';
 import type { ProductRow, ProductsRepository, RevisionRow } from './repository.js';
 import { productIdProblem } from './slug.js';
@@ -59,6 +59,8 @@ export interface ProductServiceDeps {
   repo: ProductsRepository;
   publishing: Config['publishing'];
   now?: () => Date;
+  /** Checks a PATCH body; the serving process passes one that runs off its event loop. */
+  validate?: ValidatePatch;
 }
 
 function parseFields(row: ProductRow): ProductFields {
@@ -70,7 +72,7 @@ function revisionId(at: Date): string {
   return `${at.getTime().toString(36).padStart(9, '0')}${randomId(4)}`;
 }
 
-export function productService({ repo, publishing, now = () => new Date() }: ProductServiceDeps) {
+export function productService({ repo, publishing, now = () => new Date(), validate = validateInProcess }: ProductServiceDeps) {
   const pageUrl = (id: string) => `${publishing.baseUrl}/product/${id}`;
 
   function view(row: ProductRow): ProductView {
@@ -94,6 +96,7 @@ export function productService({ repo, publishing, now = () => new Date() }: Pro
   return {
     pageUrl,
     view,
+    validate,
 
     async register(id: string, init: { name: string; icon?: string }): Promise<IssuedCredentials> {
       const problem = productIdProblem(id);
@@ -194,7 +197,7 @@ export function productService({ repo, publishing, now = () => new Date() }: Pro
       body: ProductPatch,
       options: { dryRun: boolean; clientAddress: string },
     ): Promise<{ product: ProductView; warnings: FieldProblem[]; changedFields: FieldName[] }> {
-      const checked = validatePatch(body);
+      const checked = await validate(body);
       if (!checked.ok) throw invalidPatch(checked.errors);
       const release = (await repo.getSetting(RELEASE_KEY)) ?? null;
       const patch = { ...checked.value, warnings: [...checked.value.warnings, ...placeholderWarnings(checked.value.set, release)] };

@@ -7,7 +7,8 @@
 // make the cached copy look older than it is (re-rendered next time), never newer.
 import { createHash } from 'node:crypto';
 import { versionBadge } from '../content/badge.js';
-import type { ContentRenderer } from '../content/isolated-render.js';
+import { ServiceUnavailableError } from '../../infra/errors.js';
+import { type ContentRenderer, PageRenderFailed } from '../content/isolated-render.js';
 import { type FeedProduct, productFeed, siteFeed } from '../content/feeds.js';
 import { rasterSize, sanitizeSvg, sniffRasterImage } from '../content/svg.js';
 import type { NodeDescription } from '../crawler/node-description.js';
@@ -35,6 +36,9 @@ export interface PagesServiceDeps {
   renderer: ContentRenderer;
   /** Products kept rendered at once (least recently used are dropped). */
   cacheSize?: number;
+  /** A page whose render failed is not tried again for its same data before this long, ms. */
+  failureRetryMs?: number;
+  now?: () => number;
 }
 
 export interface Served {
@@ -81,9 +85,14 @@ function parseFields(row: ProductRow): ProductFields {
 
 export const NODE_SEARCH_LIMIT = 100;
 
-export function pagesService({ repo, site, files, crawls, renderer, cacheSize = 500 }: PagesServiceDeps) {
+export function pagesService({ repo, site, files, crawls, renderer, cacheSize = 500, failureRetryMs = 10 * 60_000, now = Date.now }: PagesServiceDeps) {
   const cache = new Map<string, Rendered>();
   const building = new Map<string, Promise<Rendered>>();
+  // Renders that failed, per product, by the key of the data they failed on: content built to
+  // exceed the render limits costs one render per change, not one per request. A later key
+  // (any change) renders again; so does the same key after failureRetryMs, in case the limit
+  // was hit because the machine was busy rather than because of the content.
+  const failures = new Map<string, { key: string; until: number; error: PageRenderFailed }>();
 
   function remember(id: string, entry: Rendered): void {
     cache.delete(id);
@@ -121,14 +130,27 @@ export function pagesService({ repo, site, files, crawls, renderer, cacheSize = 
     const key = JSON.stringify([stamp.state, stamp.updated_at, stamp.release, stamp.crawled, filesStamp]);
     const hit = cache.get(id);
     if (hit?.key === key) return hit;
+    const failed = failures.get(id);
+    if (failed?.key === key && now() < failed.until) throw failed.error;
     // Concurrent requests for the same new version share one render.
     const flight = `${id}\u0000${key}`;
     let pending = building.get(flight);
     if (!pending) {
-      pending = build(id, key, stamp.release).then((r) => {
-        if (r) remember(id, r);
-        return r as Rendered;
-      });
+      pending = build(id, key, stamp.release).then(
+        (r) => {
+          failures.delete(id);
+          if (r) remember(id, r);
+          return r as Rendered;
+        },
+        (e: unknown) => {
+          if (e instanceof PageRenderFailed) {
+            failures.delete(id);
+            failures.set(id, { key, until: now() + failureRetryMs, error: e });
+            if (failures.size > cacheSize) failures.delete(failures.keys().next().value as string);
+          }
+          throw e;
+        },
+      );
       building.set(flight, pending);
       pending.finally(() => building.delete(flight)).catch(() => {});
     }
@@ -263,7 +285,13 @@ export function pagesService({ repo, site, files, crawls, renderer, cacheSize = 
     /** Every live product's releases, newest first. */
     async siteFeed(): Promise<Served> {
       const ids = (await liveProducts()).map((p) => p.id);
-      const rendered = (await Promise.all(ids.map((id) => product(id)))).filter((r): r is Rendered => r?.state === 'live');
+      // A product whose page cannot be rendered now is left out; everyone else's releases stay.
+      const settled = await Promise.allSettled(ids.map((id) => product(id)));
+      const rendered: Rendered[] = [];
+      for (const s of settled) {
+        if (s.status === 'rejected' && !(s.reason instanceof ServiceUnavailableError)) throw s.reason;
+        if (s.status === 'fulfilled' && s.value?.state === 'live') rendered.push(s.value);
+      }
       const xml = siteFeed(rendered.map(feedProduct), { name: site.name, baseUrl: site.baseUrl, selfUrl: `${site.baseUrl}/releases.atom` });
       return served(xml, 'application/atom+xml; charset=utf-8');
     },

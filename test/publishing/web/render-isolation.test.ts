@@ -8,6 +8,8 @@ import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { loadConfig } from '../../../src/infra/config.js';
 import { type RunningDownloads, startDownloads } from '../../../src/publishing/downloads/index.js';
+import { openPublishingDatabase } from '../../../src/publishing/db.js';
+import { productsRepository } from '../../../src/publishing/products/repository.js';
 import { createPublishingService, type PublishingService } from '../../../src/publishing/service.js';
 import { dialects, tempDir } from '../../helpers/db.js';
 import { patchProduct } from '../../helpers/publishing.js';
@@ -133,7 +135,7 @@ for (const dialect of dialects()) {
       }
     });
 
-    it('a render over the time limit answers 503 with Retry-After, and the next render works', async () => {
+    it('a render over the time limit answers 503 with Retry-After; the failure is kept until the content changes', async () => {
       const hold = new Int32Array(new SharedArrayBuffer(8));
       const pier = await start(db.url, hold, { PIER_PAGE_RENDER_TIMEOUT_SECONDS: '1' });
       try {
@@ -149,12 +151,52 @@ for (const dialect of dialects()) {
         assert.equal(problem.code, 'unavailable');
         assert.match(problem.detail, /could not be rendered in time/);
         assert.doesNotMatch(JSON.stringify(problem), /worker|stack|\.ts\b/i);
-        // The next request starts a fresh worker and renders normally.
+        assert.equal(Atomics.load(hold, 1), 1);
+        // The same content is not rendered again on every request.
         release(hold);
+        for (const path of ['/product/slow', '/product/slow', '/product/slow/badge.svg']) {
+          assert.equal((await fetch(`${pier.url}${path}`)).status, 503, path);
+        }
+        assert.equal(Atomics.load(hold, 1), 1);
+        // A change of the content is rendered (by a fresh worker) and served normally.
+        assert.equal((await patchProduct(pier.url, 'slow', creds.editToken, { text: 'Hello **again**' })).status, 200);
         const again = await fetch(`${pier.url}/product/slow`);
         assert.equal(again.status, 200);
-        assert.match(await again.text(), /Hello <strong>world<\/strong>/);
+        assert.match(await again.text(), /Hello <strong>again<\/strong>/);
+        assert.equal(Atomics.load(hold, 1), 2);
       } finally {
+        await pier.close();
+      }
+    });
+
+    it('the site feed lists the healthy products when one product cannot be rendered', async () => {
+      const hold = new Int32Array(new SharedArrayBuffer(8));
+      const pier = await start(db.url, hold, { PIER_PAGE_RENDER_TIMEOUT_SECONDS: '1' });
+      const other = await openPublishingDatabase(db.url);
+      try {
+        const repo = productsRepository(other.db, other.dialect);
+        const changelog = (v: string) => `# Changelog\n\n## [${v}] - 2024-01-01\n### Added\n- Release ${v}`;
+        for (const [id, v] of [['healthy', '1.2.3'], ['failing', '9.8.7']] as const) {
+          const creds = await pier.service.products.register(id, { name: id });
+          assert.equal((await patchProduct(pier.url, id, creds.editToken, { changelog: changelog(v) })).status, 200);
+          await repo.setState(id, 'live', new Date().toISOString());
+        }
+        // The healthy product is rendered while renders pass; then every render is held past its limit.
+        release(hold);
+        assert.equal((await fetch(`${pier.url}/product/healthy`)).status, 200);
+        Atomics.store(hold, 0, 0);
+        const rendersBefore = Atomics.load(hold, 1);
+        for (let i = 0; i < 3; i++) {
+          const feed = await fetch(`${pier.url}/releases.atom`);
+          assert.equal(feed.status, 200);
+          const xml = await feed.text();
+          assert.match(xml, /1\.2\.3/);
+          assert.doesNotMatch(xml, /9\.8\.7/);
+        }
+        // One render attempt of the failing product, remembered for its content.
+        assert.equal(Atomics.load(hold, 1), rendersBefore + 1);
+      } finally {
+        await other.close();
         await pier.close();
       }
     });
