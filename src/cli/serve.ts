@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { loadConfig } from '../infra/config.js';
+import { endWithParent, PART_PROCESS_ENV, startPartProcess } from './part-process.js';
 import { startupSummary } from './startup-summary.js';
 
 interface Part {
@@ -21,6 +22,16 @@ export function registerServeCommand(program: Command): void {
       if (unknown.length) {
         throw new Error(`unknown part(s) ${unknown.join(', ')}; available: ${PARTS.join(', ')}`);
       }
+      const partProcess = process.env[PART_PROCESS_ENV] === '1';
+      if (partProcess) endWithParent();
+      let stopping = false;
+      const running: { url: string; close(): Promise<void>; products?: number }[] = [];
+      const stop = async (code = 0) => {
+        if (stopping) return;
+        stopping = true;
+        await Promise.allSettled(running.map((r) => r.close()));
+        process.exit(code);
+      };
       const parts: Part[] = [];
       if (wanted.includes('web')) {
         parts.push({
@@ -38,6 +49,13 @@ export function registerServeCommand(program: Command): void {
         parts.push({
           name: 'downloads',
           async start() {
+            // Beside other parts, the download host gets a process of its own (see startPartProcess).
+            if (wanted.length > 1) {
+              return startPartProcess('downloads', (why) => {
+                console.error(`pier: ${why}; stopping the other parts too`);
+                void stop(1);
+              });
+            }
             const { startDownloads } = await import('../publishing/downloads/index.js');
             const d = await startDownloads(config);
             return { url: `${d.url} (public URL ${config.publishing.downloadUrl})`, close: d.close };
@@ -67,19 +85,16 @@ export function registerServeCommand(program: Command): void {
           },
         });
       }
-      const running: { url: string; close(): Promise<void>; products?: number }[] = [];
       for (const part of parts) {
         const r = await part.start();
         running.push(r);
         console.error(`pier: ${part.name} listening on ${r.url}`);
       }
       const products = running.find((r) => r.products !== undefined)?.products;
-      console.error(startupSummary(config, { parts: parts.map((p) => p.name), ...(products !== undefined ? { products } : {}) }));
-      const stop = async () => {
-        await Promise.allSettled(running.map((r) => r.close()));
-        process.exit(0);
-      };
-      process.once('SIGINT', stop);
-      process.once('SIGTERM', stop);
+      if (!partProcess) console.error(startupSummary(config, { parts: parts.map((p) => p.name), ...(products !== undefined ? { products } : {}) }));
+      // Ctrl-C reaches a part's own process too: its parent stops it (SIGTERM, or the pipe closing).
+      if (partProcess) process.on('SIGINT', () => {});
+      else process.once('SIGINT', () => void stop());
+      process.once('SIGTERM', () => void stop());
     });
 }

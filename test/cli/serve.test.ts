@@ -114,3 +114,44 @@ test('npm start ends with where each part listens, what to open and what is left
   assert.doesNotMatch(second, /staff register <product-id>|no admin key configured/);
   assert.match(second, /runner admin key is set/);
 });
+
+test('beside other parts the download host runs in a process of its own, which ends with pier serve, even killed', async () => {
+  const [http, downloads] = await Promise.all([freePort(), freePort()]);
+  const dataDir = tempDir();
+  const env = { ...process.env, PIER_DATA_DIR: dataDir, PIER_HTTP_PORT: String(http), PIER_DOWNLOAD_PORT: String(downloads), PIER_LOG_LEVEL: 'warn' };
+  const alive = (pid: number) => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  const child = spawn(process.execPath, ['bin/pier.js', 'serve', '--only', 'web,downloads'], { env });
+  let out = '';
+  child.stderr.on('data', (c) => {
+    out += c;
+  });
+  const exited = new Promise((r) => child.once('exit', r));
+  let own = 0;
+  try {
+    for (let i = 0; i < 600 && !/Next steps/.test(out); i++) await new Promise((r) => setTimeout(r, 100));
+    const m = /pier: downloads listening on http:\/\/127\.0\.0\.1:(\d+) \(public URL [^)]*\) \(own process (\d+)\)/.exec(out);
+    assert.ok(m, out);
+    assert.equal(Number(m[1]), downloads);
+    own = Number(m[2]);
+    assert.notEqual(own, child.pid);
+    assert.equal((out.match(/downloads listening/g) ?? []).length, 1, out);
+    // The process answers downloads, and it is `pier serve --only downloads`.
+    assert.equal((await fetch(`http://127.0.0.1:${downloads}/no-such-product/assets/x`)).status, 404);
+    const { readFileSync } = await import('node:fs');
+    assert.match(readFileSync(`/proc/${own}/cmdline`, 'utf8').split('\0').join(' '), /serve --only downloads/);
+  } finally {
+    child.kill('SIGKILL');
+    await exited;
+  }
+  for (let i = 0; i < 100 && alive(own); i++) await new Promise((r) => setTimeout(r, 100));
+  const outlived = alive(own);
+  if (outlived) process.kill(own, 'SIGKILL');
+  assert.equal(outlived, false, 'the download host outlived pier serve');
+});
