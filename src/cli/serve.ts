@@ -1,3 +1,4 @@
+import os from 'node:os';
 import type { Command } from 'commander';
 import { loadConfig } from '../infra/config.js';
 import { endWithParent, PART_PROCESS_ENV, startPartProcess } from './part-process.js';
@@ -9,6 +10,13 @@ interface Part {
 }
 
 const PARTS = ['web', 'downloads', 'sftp', 'runner'] as const;
+
+/**
+ * Nice value of `pier serve`'s own process when the download host runs apart: pages, SFTP
+ * sessions, crawls and the runner yield the CPU to downloads (every P2 install waits on them)
+ * when it is short, and take all of it otherwise.
+ */
+const VENDOR_WORK_NICE = 5;
 
 export function registerServeCommand(program: Command): void {
   program
@@ -23,6 +31,16 @@ export function registerServeCommand(program: Command): void {
         throw new Error(`unknown part(s) ${unknown.join(', ')}; available: ${PARTS.join(', ')}`);
       }
       const partProcess = process.env[PART_PROCESS_ENV] === '1';
+      const downloadsApart = wanted.includes('downloads') && wanted.length > 1;
+      if (downloadsApart) {
+        // Set before any part starts, so the threads this process starts later (workers, the
+        // file system pool) take it too: when the CPU is short, the download host comes first.
+        try {
+          os.setPriority(VENDOR_WORK_NICE);
+        } catch {
+          // not allowed here: all parts keep one priority
+        }
+      }
       if (partProcess) endWithParent();
       let stopping = false;
       const running: { url: string; close(): Promise<void>; products?: number }[] = [];
@@ -50,7 +68,7 @@ export function registerServeCommand(program: Command): void {
           name: 'downloads',
           async start() {
             // Beside other parts, the download host gets a process of its own (see startPartProcess).
-            if (wanted.length > 1) {
+            if (downloadsApart) {
               return startPartProcess('downloads', (why) => {
                 console.error(`pier: ${why}; stopping the other parts too`);
                 void stop(1);
