@@ -1,6 +1,6 @@
-import os from 'node:os';
 import type { Command } from 'commander';
 import { loadConfig } from '../infra/config.js';
+import { lowerOwnPriority } from '../infra/priority.js';
 import { endWithParent, PART_PROCESS_ENV, startPartProcess } from './part-process.js';
 import { startupSummary } from './startup-summary.js';
 
@@ -32,15 +32,6 @@ export function registerServeCommand(program: Command): void {
       }
       const partProcess = process.env[PART_PROCESS_ENV] === '1';
       const downloadsApart = wanted.includes('downloads') && wanted.length > 1;
-      if (downloadsApart) {
-        // Set before any part starts, so the threads this process starts later (workers, the
-        // file system pool) take it too: when the CPU is short, the download host comes first.
-        try {
-          os.setPriority(VENDOR_WORK_NICE);
-        } catch {
-          // not allowed here: all parts keep one priority
-        }
-      }
       if (partProcess) endWithParent();
       let stopping = false;
       const running: { url: string; close(): Promise<void>; products?: number }[] = [];
@@ -107,6 +98,10 @@ export function registerServeCommand(program: Command): void {
         const r = await part.start();
         running.push(r);
         console.error(`pier: ${part.name} listening on ${r.url}`);
+        // Once the download host's process runs (it keeps the priority we had when it started),
+        // every thread of this one yields to it when the CPU is short: every P2 install waits on
+        // downloads. Threads started later (workers, the file system pool) take it too.
+        if (part.name === 'downloads' && downloadsApart) lowerOwnPriority(VENDOR_WORK_NICE);
       }
       const products = running.find((r) => r.products !== undefined)?.products;
       if (!partProcess) console.error(startupSummary(config, { parts: parts.map((p) => p.name), ...(products !== undefined ? { products } : {}) }));

@@ -1,3 +1,4 @@
+import os from 'node:os';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import net from 'node:net';
@@ -146,6 +147,14 @@ test('beside other parts the download host runs in a process of its own, which e
     assert.equal((await fetch(`http://127.0.0.1:${downloads}/no-such-product/assets/x`)).status, 404);
     const { readFileSync } = await import('node:fs');
     assert.match(readFileSync(`/proc/${own}/cmdline`, 'utf8').split('\0').join(' '), /serve --only downloads/);
+    // When the CPU is short, downloads come first: every thread of pier serve's own process
+    // (those V8 started before our code ran too) runs nicer than the download host's process.
+    const { readdirSync } = await import('node:fs');
+    const nices = (pid: number) => readdirSync(`/proc/${pid}/task`).map((tid) => os.getPriority(Number(tid)));
+    const base = os.getPriority();
+    assert.deepEqual([...new Set(nices(own))], [base], 'the download host keeps the priority pier serve was started with');
+    const serving = nices(child.pid as number);
+    assert.ok(serving.length > 1 && serving.every((n) => n >= base + 5), `threads of pier serve at nice ${serving.join(', ')}`);
   } finally {
     child.kill('SIGKILL');
     await exited;
