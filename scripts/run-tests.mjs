@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Runs every test file under test/ with node:test via tsx (Node 20's --test does not expand
 // globs). In CI a skipped test fails the run: a missing tool must never pass silently.
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 
@@ -21,6 +21,9 @@ if (files.length === 0) {
   console.error('no test files matched');
   process.exit(1);
 }
+// The runner serves its web UI from dist/ui: build it from the sources under test first.
+const build = spawnSync(process.execPath, ['--import', 'tsx', 'scripts/build-ui.ts'], { stdio: 'inherit' });
+if (build.status !== 0) process.exit(build.status ?? 1);
 const child = spawn(process.execPath, ['--import', 'tsx', '--test', '--test-concurrency=2', ...files], {
   stdio: ['ignore', 'pipe', 'inherit'],
 });

@@ -6,7 +6,7 @@ import { startupSummary } from './startup-summary.js';
 
 interface Part {
   name: string;
-  start(): Promise<{ url: string; close(): Promise<void>; products?: number }>;
+  start(): Promise<{ url: string; close(): Promise<void>; products?: number; setupLink?: string | null }>;
 }
 
 const PARTS = ['web', 'downloads', 'sftp', 'runner'] as const;
@@ -34,7 +34,7 @@ export function registerServeCommand(program: Command): void {
       const downloadsApart = wanted.includes('downloads') && wanted.length > 1;
       if (partProcess) endWithParent();
       let stopping = false;
-      const running: { url: string; close(): Promise<void>; products?: number }[] = [];
+      const running: { url: string; close(): Promise<void>; products?: number; setupLink?: string | null }[] = [];
       const stop = async (code = 0) => {
         if (stopping) return;
         stopping = true;
@@ -90,7 +90,7 @@ export function registerServeCommand(program: Command): void {
             const { createRunnerService } = await import('../runner/service.js');
             const svc = await createRunnerService(config);
             const addr = await svc.app.listen({ host: config.host, port: config.runner.port });
-            return { url: addr, close: svc.close };
+            return { url: addr, close: svc.close, setupLink: svc.setupLink };
           },
         });
       }
@@ -104,7 +104,12 @@ export function registerServeCommand(program: Command): void {
         if (part.name === 'downloads' && downloadsApart) lowerOwnPriority(VENDOR_WORK_NICE);
       }
       const products = running.find((r) => r.products !== undefined)?.products;
-      if (!partProcess) console.error(startupSummary(config, { parts: parts.map((p) => p.name), ...(products !== undefined ? { products } : {}) }));
+      const setupLink = running.find((r) => r.setupLink !== undefined)?.setupLink;
+      if (!partProcess) {
+        console.error(
+          startupSummary(config, { parts: parts.map((p) => p.name), ...(products !== undefined ? { products } : {}), ...(setupLink !== undefined ? { runnerSetupLink: setupLink } : {}) }),
+        );
+      }
       // Ctrl-C reaches a part's own process too: its parent stops it (SIGTERM, or the pipe closing).
       if (partProcess) process.on('SIGINT', () => {});
       else process.once('SIGINT', () => void stop());

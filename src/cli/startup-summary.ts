@@ -5,6 +5,8 @@ export interface StartedParts {
   parts: readonly string[];
   /** Products in the registry, when the web part started (it has the database open). */
   products?: number;
+  /** When the runner started here: its one-time setup link while no user exists, else null. */
+  runnerSetupLink?: string | null;
 }
 
 /**
@@ -29,7 +31,16 @@ export function startupSummary(config: Config, started: StartedParts): string {
     );
   }
   if (has('runner')) {
-    steps.push('Create a runner user to sign in with, if there is none yet (asks for a password):', '    npx pier runner user add --email you@example.com --admin');
+    if (started.runnerSetupLink) {
+      steps.push(
+        'The runner has no user yet. Create its first administrator in a browser (one-time link, valid until used or until the runner restarts):',
+        `    ${started.runnerSetupLink}`,
+        'or from this shell (asks for a password):',
+        '    npx pier runner user add --email you@example.com --admin',
+      );
+    } else if (started.runnerSetupLink === undefined) {
+      steps.push('Create a runner user to sign in with, if there is none yet (asks for a password):', '    npx pier runner user add --email you@example.com --admin');
+    } else steps.push(`Sign in to the runner's web UI at ${config.runner.url}/`);
     if (config.runner.apiKey === null) {
       steps.push(
         'The runner has no admin key configured (API_KEY is unset), so no executor can register and runs stay queued. Set it',

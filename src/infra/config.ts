@@ -59,6 +59,11 @@ export interface Config {
     databaseUrl: string;
     /** Admin key for executors; null disables the scheme. */
     apiKey: string | null;
+    /**
+     * The token that creating the first administrator needs (RUNNER_SETUP_TOKEN, for unattended
+     * installs); null = a new one at every start while no user exists, printed as a link.
+     */
+    setupToken: string | null;
     /** HS256 secret for the web UI's JWT; null = generate once and keep in the runner database. */
     jwtSecret: string | null;
     /** Workflow archives; every instance of one runner must share it (RUNNER_STORAGE_DIR). */
@@ -227,6 +232,10 @@ export function loadConfig(env: Env = process.env): Config {
   if (apiKey !== null && apiKey.length < 32) {
     throw new ConfigError('API_KEY', 'must be at least 32 characters (or unset to disable the admin key)');
   }
+  const setupToken = env.RUNNER_SETUP_TOKEN || null;
+  if (setupToken !== null && setupToken.length < 32) {
+    throw new ConfigError('RUNNER_SETUP_TOKEN', 'must be at least 32 characters (or unset to generate a one-time link at start)');
+  }
   const jwtSecret = env.JWT_SECRET || null;
   if (jwtSecret !== null && Buffer.byteLength(jwtSecret) < 32) {
     throw new ConfigError('JWT_SECRET', 'must be at least 32 bytes (or unset to generate one in the runner database)');
@@ -265,6 +274,7 @@ export function loadConfig(env: Env = process.env): Config {
       databaseUrl: databaseUrl(env, 'RUNNER_DATABASE_URL', dataDir, 'runner.sqlite'),
       apiKey,
       jwtSecret,
+      setupToken,
       storageDir: path.resolve(env.RUNNER_STORAGE_DIR || path.join(dataDir, 'runner')),
       oauthAccessTokenTtl: seconds(env, 'RUNNER_OAUTH_ACCESS_TOKEN_TTL', 3600, 60, 86_400),
       retentionDays: days(env, 'RUNNER_RETENTION_DAYS', 30, 36_500),

@@ -13,6 +13,7 @@ import { registerMetaRoutes } from './api/meta-routes.js';
 import { registerOAuthRoutes } from './api/oauth-routes.js';
 import { registerConnectedAppRoutes } from './api/connected-app-routes.js';
 import { registerWebRoutes } from './web/routes.js';
+import { registerUiRoutes } from './web/ui-routes.js';
 import { OAUTH_PATHS, resourceMetadataUrl } from './oauth/metadata.js';
 import { OAuthClientsRepository } from './oauth/repository.js';
 import { OAuthGrantsRepository } from './oauth/grants-repository.js';
@@ -59,6 +60,8 @@ export interface RunnerService {
   sweeper: ExecutorSweeper;
   /** Wakes waiting claims (benchmarks read `waiting`). */
   queue: QueueSignal;
+  /** While no user exists: the one-time web page that creates the first administrator. */
+  setupLink: string | null;
   /** Stops the background loops (waiting for a pass in progress), the HTTP app and the database. */
   close(): Promise<void>;
 }
@@ -136,7 +139,7 @@ export async function createRunnerService(config: Config, options: RunnerService
       config,
       now,
       auth,
-      account: new AccountService({ users, pats, jwt, loginLimiter: new LoginLimiter(now), now }),
+      account: new AccountService({ users, pats, jwt, loginLimiter: new LoginLimiter(now), settings: new SettingsRepository(db), now }),
       users,
       projects: new ProjectsService({ ...scope, users, storage, outputs, now }),
       workflows: new WorkflowsService({ ...scope, storage, outputs, now }),
@@ -208,6 +211,7 @@ export async function createRunnerService(config: Config, options: RunnerService
       registerOAuthRoutes(oauth as unknown as HttpApp, ctx);
       registerWebRoutes(oauth as unknown as HttpApp, ctx);
     });
+    await registerUiRoutes(app, app.log);
     const scheduler = new Scheduler({ schedules, workflows: scope.workflows, runs, log: app.log });
     const retention = new RunRetention({
       repository: new RetentionRepository(db),
@@ -250,9 +254,13 @@ export async function createRunnerService(config: Config, options: RunnerService
       onSweep: (r) => app.log.info({ requeued: r.requeued, failed: r.failed, cancelled: r.cancelled }, 'lost executors: runs swept'),
     });
     if (options.sweeper !== false) sweeper.start();
+    const setupToken = await ctx.account.openSetup(config.runner.setupToken);
     let closed = false;
     return {
       app,
+      // A fragment, not a query: browsers send neither to the server nor in a Referer, so the
+      // token stays out of access logs.
+      setupLink: setupToken === null ? null : `${runnerUrl}/setup#token=${setupToken}`,
       scheduler,
       retention,
       sweeper,

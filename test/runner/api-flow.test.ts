@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { InjectOptions } from 'fastify';
 import { after, before, describe, test } from 'node:test';
-import { API_KEY, apiKey, bearer, makeZip, multipart, startRunner, type TestRunner } from './helpers.js';
+import { API_KEY, apiKey, bearer, makeZip, multipart, startRunner, type TestRunner, SETUP_TOKEN } from './helpers.js';
 
 const PASSWORD = 'a long enough password';
 
@@ -18,7 +18,7 @@ describe('projects, workflows, runs and executors over HTTP', () => {
 
   before(async () => {
     r = await startRunner();
-    admin = (await inject({ method: 'POST', url: '/api/setup', payload: { email: 'root@example.com', password: PASSWORD } })).json().session.token;
+    admin = (await inject({ method: 'POST', url: '/api/setup', payload: { setupToken: SETUP_TOKEN, email: 'root@example.com', password: PASSWORD } })).json().session.token;
     for (const email of ['alice@example.com', 'bob@example.com']) {
       const res = await inject({ method: 'POST', url: '/api/users', headers: bearer(admin), payload: { email, password: PASSWORD } });
       assert.equal(res.statusCode, 201, res.body);

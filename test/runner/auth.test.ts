@@ -3,13 +3,13 @@ import { generateKeyPairSync } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { base64url, SignJWT } from 'jose';
 import { JWT_LIFETIME_SECONDS } from '../../src/runner/auth/jwt.js';
-import { dialects } from '../helpers/db.js';
-import { API_KEY, apiKey, bearer, startRunner, storedJwtSecret, TestClock, type TestRunner } from './helpers.js';
+import { dialects, tempDir } from '../helpers/db.js';
+import { API_KEY, apiKey, bearer, startRunner, storedJwtSecret, TestClock, type TestRunner, SETUP_TOKEN } from './helpers.js';
 
 const PASSWORD = 'a long enough password';
 
 async function setup(r: TestRunner, email = 'admin@example.com') {
-  const res = await r.service.app.inject({ method: 'POST', url: '/api/setup', payload: { email, password: PASSWORD } });
+  const res = await r.service.app.inject({ method: 'POST', url: '/api/setup', payload: { setupToken: SETUP_TOKEN, email, password: PASSWORD } });
   assert.equal(res.statusCode, 201, res.body);
   return res.json() as { user: { id: string }; session: { token: string; expiresAt: string } };
 }
@@ -159,7 +159,7 @@ describe('login rate limits and first-run setup', () => {
     const first = await setup(r);
     const me = await r.service.app.inject({ method: 'GET', url: '/api/me', headers: bearer(first.session.token) });
     assert.equal(me.json().role, 'admin');
-    const again = await r.service.app.inject({ method: 'POST', url: '/api/setup', payload: { email: 'b@example.com', password: PASSWORD } });
+    const again = await r.service.app.inject({ method: 'POST', url: '/api/setup', payload: { setupToken: SETUP_TOKEN, email: 'b@example.com', password: PASSWORD } });
     assert.equal(again.statusCode, 409);
     assert.equal(again.json().code, 'setup_done');
   });
@@ -427,3 +427,70 @@ describe('admin API key', () => {
     }
   });
 });
+
+for (const d of dialects()) {
+  describe(`first administrator: only with the setup token (${d.name})`, () => {
+    test('a fresh instance cannot be claimed from the network without the token the process printed', async () => {
+      const db = await d.create();
+      const databaseUrl = db.url;
+      const dataDir = tempDir();
+      // No RUNNER_SETUP_TOKEN: the runner makes a one-time link at start.
+      const first = await startRunner({ databaseUrl, dataDir, env: { RUNNER_SETUP_TOKEN: '' } });
+      const link = first.service.setupLink;
+      assert.ok(link, 'a setup link while no user exists');
+      const m = /^http:\/\/runner\.test\/setup#token=(rnr_setup_[A-Za-z0-9_]+)$/.exec(link);
+      assert.ok(m, link);
+      const token = m[1]!;
+      const claim = (r: TestRunner, setupToken: string | undefined, email = 'mallory@example.com') =>
+        r.service.app.inject({ method: 'POST', url: '/api/setup', payload: { ...(setupToken === undefined ? {} : { setupToken }), email, password: PASSWORD } });
+      assert.equal((await claim(first, undefined)).statusCode, 400, 'the token is required');
+      for (const guess of ['', 'x', `${token}x`, token.slice(0, -1), token.toUpperCase()]) {
+        const res = await claim(first, guess);
+        assert.ok(res.statusCode === 403 || res.statusCode === 400, `${guess}: ${res.statusCode}`);
+        if (res.statusCode === 403) assert.equal(res.json().code, 'setup_token_invalid');
+      }
+      await first.close();
+      // A restart makes a new link: the old one no longer works.
+      const second = await startRunner({ databaseUrl, dataDir, env: { RUNNER_SETUP_TOKEN: '' } });
+      try {
+        const again = second.service.setupLink!;
+        assert.notEqual(again, link);
+        assert.equal((await claim(second, token)).statusCode, 403);
+        const created = await claim(second, new URL(again).hash.slice('#token='.length), 'admin@example.com');
+        assert.equal(created.statusCode, 201, created.body);
+        assert.equal(created.json().user.role, 'admin');
+        // Used: a second claim with the same token finds a user and is refused.
+        assert.equal((await claim(second, new URL(again).hash.slice('#token='.length), 'b@example.com')).statusCode, 409);
+        const users = await second.service.app.inject({ method: 'GET', url: '/api/users', headers: bearer(created.json().session.token) });
+        assert.deepEqual(users.json().items.map((u: { email: string }) => u.email), ['admin@example.com']);
+      } finally {
+        await second.close();
+      }
+      // Once a user exists, no link is made.
+      const third = await startRunner({ databaseUrl, dataDir, env: { RUNNER_SETUP_TOKEN: '' } });
+      assert.equal(third.service.setupLink, null);
+      await third.close();
+      await db.drop();
+    });
+
+    test('sign-out ends every web session of the user, and only those', async () => {
+      const db = await d.create();
+      const r = await startRunner({ databaseUrl: db.url });
+      try {
+        const { session } = await setup(r);
+        const other = (await r.service.app.inject({ method: 'POST', url: '/api/auth/login', payload: { email: 'admin@example.com', password: PASSWORD } })).json().token;
+        const pat = (await r.service.app.inject({ method: 'POST', url: '/api/tokens', headers: bearer(session.token), payload: { name: 'ci', scope: 'read' } })).json().token;
+        const out = await r.service.app.inject({ method: 'POST', url: '/api/auth/logout', headers: bearer(session.token) });
+        assert.equal(out.statusCode, 204);
+        assert.match(String(out.headers['set-cookie']), /^rnr_session=; Expires=Thu, 01 Jan 1970/);
+        for (const t of [session.token, other]) assert.equal((await r.service.app.inject({ method: 'GET', url: '/api/me', headers: bearer(t) })).statusCode, 401);
+        assert.equal((await r.service.app.inject({ method: 'GET', url: '/api/me', headers: apiKey(pat) })).statusCode, 200, 'personal access tokens keep working');
+        // Personal access tokens cannot sign a user out (web sessions only).
+        assert.equal((await r.service.app.inject({ method: 'POST', url: '/api/auth/logout', headers: apiKey(pat) })).statusCode, 403);
+      } finally {
+        await r.close();
+        await db.drop();
+      }
+    });
+  });
+}

@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { needsTool } from '../helpers/tools.js';
-import { startRunner } from './helpers.js';
+import { startRunner, SETUP_TOKEN } from './helpers.js';
 
 const BIN = path.resolve('bin/pier.js');
 
@@ -36,7 +36,7 @@ test('pier runner user add creates a user the server can log in', async () => {
       const login = await r.service.app.inject({ method: 'POST', url: '/api/auth/login', payload: { email: 'root@example.com', password: 'cli password 123' } });
       assert.equal(login.statusCode, 200, login.body);
       // A user exists, so the first-run setup is closed.
-      const setup = await r.service.app.inject({ method: 'POST', url: '/api/setup', payload: { email: 'a@example.com', password: 'cli password 123' } });
+      const setup = await r.service.app.inject({ method: 'POST', url: '/api/setup', payload: { setupToken: SETUP_TOKEN, email: 'a@example.com', password: 'cli password 123' } });
       assert.equal(setup.statusCode, 409);
     } finally {
       await r.close();

@@ -3,13 +3,13 @@ import { describe, test } from 'node:test';
 import { loadConfig } from '../../src/infra/config.js';
 import { createPublishingService } from '../../src/publishing/service.js';
 import { dialects, tempDir } from '../helpers/db.js';
-import { API_KEY, apiKey, startRunner } from './helpers.js';
+import { API_KEY, apiKey, startRunner, SETUP_TOKEN } from './helpers.js';
 
 describe('rejected ApiKey/Bearer credentials are scored per address', () => {
   test('past the limit even a right token gets 429 from that address, and only from it; the right admin key still passes', async () => {
     const r = await startRunner();
     try {
-      const setup = await r.service.app.inject({ method: 'POST', url: '/api/setup', payload: { email: 'a@example.com', password: 'a long enough password' } });
+      const setup = await r.service.app.inject({ method: 'POST', url: '/api/setup', payload: { setupToken: SETUP_TOKEN, email: 'a@example.com', password: 'a long enough password' } });
       const session = `Bearer ${setup.json().session.token as string}`;
       const call = (authorization: string | undefined, remoteAddress: string, url = '/api/executors') =>
         r.service.app.inject({ method: 'GET', url, headers: authorization ? { authorization } : {}, remoteAddress });

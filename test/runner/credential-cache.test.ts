@@ -8,7 +8,7 @@ import { CredentialCache, CredentialEpoch } from '../../src/runner/auth/credenti
 import { PersonalTokensRepository } from '../../src/runner/auth/repository.js';
 import { openRunnerDatabase, type RunnerDatabase } from '../../src/runner/db/index.js';
 import { UsersRepository } from '../../src/runner/users/repository.js';
-import { apiKey, bearer, startRunner, type TestRunner } from './helpers.js';
+import { apiKey, bearer, startRunner, type TestRunner, SETUP_TOKEN } from './helpers.js';
 
 const T0 = '2030-01-01T00:00:00.000Z';
 
@@ -43,7 +43,7 @@ describe('a running instance sees every credential change committed to the datab
   before(async () => {
     r = await startRunner();
     other = await openRunnerDatabase(r.config.runner.databaseUrl);
-    const res = await r.service.app.inject({ method: 'POST', url: '/api/setup', payload: { email: 'a@example.com', password: 'a long enough password' } });
+    const res = await r.service.app.inject({ method: 'POST', url: '/api/setup', payload: { setupToken: SETUP_TOKEN, email: 'a@example.com', password: 'a long enough password' } });
     session = res.json().session.token;
     userId = res.json().user.id;
   });

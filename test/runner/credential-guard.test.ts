@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { API_KEY, apiKey, bearer, startRunner, type TestRunner } from './helpers.js';
+import { API_KEY, apiKey, bearer, startRunner, type TestRunner, SETUP_TOKEN } from './helpers.js';
 import { authorizeClient, PASSWORD } from './oauth-helpers.js';
 
 const EMAIL = 'owner@example.com';
@@ -18,7 +18,7 @@ describe('rejected-credential guard', () => {
 
   before(async () => {
     r = await startRunner();
-    const setup = await r.service.app.inject({ method: 'POST', url: '/api/setup', payload: { email: EMAIL, password: PASSWORD } });
+    const setup = await r.service.app.inject({ method: 'POST', url: '/api/setup', payload: { setupToken: SETUP_TOKEN, email: EMAIL, password: PASSWORD } });
     assert.equal(setup.statusCode, 201, setup.body);
     session = setup.json().session.token;
   });

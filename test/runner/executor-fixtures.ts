@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
-import { API_KEY, apiKey, bearer, makeZip, multipart, type TestRunner } from './helpers.js';
+import { API_KEY, apiKey, bearer, makeZip, multipart, type TestRunner, SETUP_TOKEN } from './helpers.js';
 
 /** An admin session, one project and one uploaded workflow on a fresh runner. */
 export interface ProtocolFixture {
@@ -36,7 +36,7 @@ export async function protocolFixture(r: TestRunner, setup = true): Promise<Prot
   const inject = (o: InjectOptions) => r.service.app.inject(o);
   let session = '';
   if (setup) {
-    const res = await inject({ method: 'POST', url: '/api/setup', payload: { email: 'root@example.com', password: 'a long enough password' } });
+    const res = await inject({ method: 'POST', url: '/api/setup', payload: { setupToken: SETUP_TOKEN, email: 'root@example.com', password: 'a long enough password' } });
     assert.equal(res.statusCode, 201, res.body);
     session = res.json().session.token;
   } else {

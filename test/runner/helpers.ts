@@ -24,6 +24,8 @@ export async function storedJwtSecret(r: { config: Config }): Promise<Uint8Array
 }
 
 export const API_KEY = 'test-admin-key-0123456789abcdef-0123';
+/** The setup token of every test runner (RUNNER_SETUP_TOKEN): creating the first administrator needs it. */
+export const SETUP_TOKEN = 'test-setup-token-0123456789abcdef-0123';
 
 /** A clock tests can move. */
 export class TestClock {
@@ -64,6 +66,7 @@ export async function startRunner(
     PIER_DATA_DIR: dataDir,
     PIER_LOG_LEVEL: 'silent',
     RUNNER_URL: 'http://runner.test',
+    RUNNER_SETUP_TOKEN: SETUP_TOKEN,
     ...(opts.apiKey === null ? {} : { API_KEY: opts.apiKey ?? API_KEY }),
     ...(opts.databaseUrl ? { RUNNER_DATABASE_URL: opts.databaseUrl } : {}),
     ...opts.env,

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { bearer, startRunner } from './helpers.js';
+import { bearer, startRunner, SETUP_TOKEN } from './helpers.js';
 
 const PASSWORD = 'a long enough password';
 
@@ -8,7 +8,7 @@ test('DELETE /api/users/{id} keeps every project owned (409 last_owner) and the 
   const r = await startRunner();
   const inject = r.service.app.inject.bind(r.service.app);
   try {
-    const admin = (await inject({ method: 'POST', url: '/api/setup', payload: { email: 'root@example.com', password: PASSWORD } })).json();
+    const admin = (await inject({ method: 'POST', url: '/api/setup', payload: { setupToken: SETUP_TOKEN, email: 'root@example.com', password: PASSWORD } })).json();
     const root = bearer(admin.session.token);
     const u = (await inject({ method: 'POST', url: '/api/users', headers: root, payload: { email: 'u@example.com', password: PASSWORD } })).json();
     const session = (await inject({ method: 'POST', url: '/api/auth/login', payload: { email: 'u@example.com', password: PASSWORD } })).json().token;

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { dialects } from '../helpers/db.js';
-import { apiKey, bearer, makeZip, multipart, startRunner, type TestRunner } from './helpers.js';
+import { apiKey, bearer, makeZip, multipart, startRunner, type TestRunner, SETUP_TOKEN } from './helpers.js';
 
 const PASSWORD = 'a long enough password';
 
@@ -41,7 +41,7 @@ for (const target of dialects()) {
       dbh = await target.create();
       r = await startRunner({ databaseUrl: dbh.url });
       base = await r.service.app.listen({ host: '127.0.0.1', port: 0 });
-      admin = (await inject({ method: 'POST', url: '/api/setup', payload: { email: 'root@example.com', password: PASSWORD } })).json().session.token;
+      admin = (await inject({ method: 'POST', url: '/api/setup', payload: { setupToken: SETUP_TOKEN, email: 'root@example.com', password: PASSWORD } })).json().session.token;
       projectId = (await inject({ method: 'POST', url: '/api/projects', headers: bearer(admin), payload: { name: 'p' } })).json().id;
       const m = multipart([{ name: 'file', file: makeZip() }]);
       workflowId = (await inject({ method: 'POST', url: `/api/projects/${projectId}/workflows`, headers: { ...bearer(admin), ...m.headers }, payload: m.payload })).json().id;

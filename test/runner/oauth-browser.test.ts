@@ -4,7 +4,7 @@ import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { type Browser as Chromium, chromium } from 'playwright-core';
 import { needsTool } from '../helpers/tools.js';
-import { startRunner, type TestRunner } from './helpers.js';
+import { startRunner, type TestRunner, SETUP_TOKEN } from './helpers.js';
 import { PASSWORD } from './oauth-helpers.js';
 
 const EMAIL = 'owner@example.com';
@@ -28,7 +28,7 @@ describe('OAuth through the real pages in headless Chromium', { skip: needsTool(
     base = `http://127.0.0.1:${port}`;
     r = await startRunner({ env: { RUNNER_URL: base } });
     await r.service.app.listen({ host: '127.0.0.1', port });
-    const setup = await r.service.app.inject({ method: 'POST', url: '/api/setup', payload: { email: EMAIL, password: PASSWORD } });
+    const setup = await r.service.app.inject({ method: 'POST', url: '/api/setup', payload: { setupToken: SETUP_TOKEN, email: EMAIL, password: PASSWORD } });
     assert.equal(setup.statusCode, 201);
     browser = await chromium.launch({
       executablePath: '/usr/bin/chromium',

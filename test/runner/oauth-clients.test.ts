@@ -10,7 +10,7 @@ import {
   startAuthorization,
 } from '@modelcontextprotocol/sdk/client/auth.js';
 import * as oauth from 'oauth4webapi';
-import { startRunner, type TestRunner } from './helpers.js';
+import { startRunner, type TestRunner, SETUP_TOKEN } from './helpers.js';
 import { Browser, consent, PASSWORD } from './oauth-helpers.js';
 
 /**
@@ -35,7 +35,7 @@ describe('OAuth discovery and registration with real client libraries', () => {
     const setup = await reroute(`${RUNNER_URL}/api/setup`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ email: EMAIL, password: PASSWORD }),
+      body: JSON.stringify({ setupToken: SETUP_TOKEN, email: EMAIL, password: PASSWORD }),
     });
     assert.equal(setup.status, 201);
   });

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import { startRunner, type TestRunner } from './helpers.js';
-import { Browser, hiddenFields, injectFetch, PASSWORD } from './oauth-helpers.js';
+import { startRunner, type TestRunner, SETUP_TOKEN } from './helpers.js';
+import { Browser, hiddenFields, injectFetch, PASSWORD, signIn } from './oauth-helpers.js';
 
 const REDIRECT = 'http://127.0.0.1:5555/cb';
 
@@ -22,7 +22,7 @@ for (const runnerUrl of ['http://runner.test', 'https://runner.test']) {
     before(async () => {
       r = await startRunner({ env: { RUNNER_URL: runnerUrl } });
       for (const email of ['alice@example.com', 'mallory@example.com']) {
-        const created = await r.service.app.inject({ method: 'POST', url: '/api/setup', payload: { email, password: PASSWORD } });
+        const created = await r.service.app.inject({ method: 'POST', url: '/api/setup', payload: { setupToken: SETUP_TOKEN, email, password: PASSWORD } });
         if (created.statusCode !== 201) {
           const admin = await r.service.app.inject({ method: 'POST', url: '/api/auth/login', payload: { email: 'alice@example.com', password: PASSWORD } });
           const res = await r.service.app.inject({
@@ -43,13 +43,11 @@ for (const runnerUrl of ['http://runner.test', 'https://runner.test']) {
       return new URLSearchParams({ client_id: clientId, redirect_uri: REDIRECT, response_type: 'code', state: 's', code_challenge: challenge, code_challenge_method: 'S256' });
     };
 
-    /** A browser signed in as `email` through the login page; returns it with the login response. */
+    /** A browser signed in as `email` as the web UI signs in; returns it with the cookies set. */
     async function signedIn(email: string) {
       const browser = new Browser(injectFetch(r, runnerUrl));
-      const login = await browser.request(`${runnerUrl}/oauth/login`);
-      const res = await browser.post(`${runnerUrl}/oauth/login`, { ...hiddenFields(await login.text()), email, password: PASSWORD });
-      assert.equal(res.status, 303, 'signed in');
-      return { browser, setCookies: [...login.headers.getSetCookie(), ...res.headers.getSetCookie()] };
+      const res = await signIn(browser, runnerUrl, email);
+      return { browser, setCookies: res.headers.getSetCookie() };
     }
 
     async function consentFields(browser: Browser): Promise<Record<string, string>> {
@@ -71,7 +69,6 @@ for (const runnerUrl of ['http://runner.test', 'https://runner.test']) {
       const { browser } = await signedIn('alice@example.com');
       const fields = await consentFields(browser);
       const chosen = 'a'.repeat(64);
-      for (const name of [...browser.cookies.keys()]) if (name.endsWith('rnr_csrf')) browser.cookies.set(name, chosen);
       browser.cookies.set(`${prefix}rnr_csrf`, chosen);
       const res = await browser.post(`${runnerUrl}/oauth/authorize`, { ...fields, csrf: chosen, decision: 'approve' });
       assert.equal(res.status, 403);
@@ -92,27 +89,33 @@ for (const runnerUrl of ['http://runner.test', 'https://runner.test']) {
     test('a new session invalidates the forms shown to the old one', async () => {
       const { browser } = await signedIn('alice@example.com');
       const fields = await consentFields(browser);
-      const relogin = await browser.request(`${runnerUrl}/oauth/login`);
       r.clock.advance(1_000); // another login issues a different session token
-      const res = await browser.post(`${runnerUrl}/oauth/login`, { ...hiddenFields(await relogin.text()), email: 'alice@example.com', password: PASSWORD });
-      assert.equal(res.status, 303);
+      await signIn(browser, runnerUrl, 'alice@example.com');
       const stale = await browser.post(`${runnerUrl}/oauth/authorize`, { ...fields, decision: 'approve' });
       assert.equal(stale.status, 403);
     });
 
-    test('the login form: a token the server did not issue is refused', async () => {
-      const browser = new Browser(injectFetch(r, runnerUrl));
-      browser.cookies.set(`${prefix}rnr_csrf`, 'b'.repeat(64));
-      const res = await browser.post(`${runnerUrl}/oauth/login`, { csrf: 'b'.repeat(64), email: 'alice@example.com', password: PASSWORD, return_to: '/connected-apps' });
-      assert.equal(res.status, 403);
-      assert.ok(![...browser.cookies.keys()].some((k) => k.endsWith('rnr_session')), 'no session is set');
+    test('a sign-in through the API sets the session cookie only when asked (browserSession), and a sign-out clears it', async () => {
+      const plain = await r.service.app.inject({ method: 'POST', url: '/api/auth/login', payload: { email: 'alice@example.com', password: PASSWORD } });
+      assert.equal(plain.statusCode, 200);
+      assert.equal(plain.headers['set-cookie'], undefined);
+      const { browser } = await signedIn('alice@example.com');
+      const session = browser.cookies.get(`${prefix}rnr_session`);
+      assert.ok(session);
+      const out = await browser.request(`${runnerUrl}/api/auth/logout`, { method: 'POST', headers: { authorization: `Bearer ${session}` } });
+      assert.equal(out.status, 204);
+      assert.equal(browser.cookies.get(`${prefix}rnr_session`), '', 'the cookie is cleared');
+      // Signing out ended the session for the consent screen too: it sends to the sign-in page.
+      browser.cookies.set(`${prefix}rnr_session`, session);
+      const page = await browser.request(`${runnerUrl}/oauth/authorize?${authorizeQuery()}`);
+      assert.equal(page.status, 303);
+      assert.match(page.headers.get('location') ?? '', /^\/login\?return_to=%2Foauth%2Fauthorize%3F/);
     });
 
     test(`cookies are ${https ? '__Host- prefixed, Secure, Path=/ and without Domain' : 'plain on http'}`, async () => {
       const { setCookies } = await signedIn('alice@example.com');
       const names = setCookies.map((c) => c.split('=')[0]);
-      assert.ok(names.includes(`${prefix}rnr_session`), names.join());
-      assert.ok(names.includes(`${prefix}rnr_csrf`), names.join());
+      assert.deepEqual(names, [`${prefix}rnr_session`]);
       for (const c of setCookies) {
         const attrs = c.split(';').map((x) => x.trim().toLowerCase());
         assert.ok(attrs.includes('httponly'), c);

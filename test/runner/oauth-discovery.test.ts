@@ -6,7 +6,7 @@ import { OAuthError } from '../../src/runner/oauth/errors.js';
 import { OAuthClientsRepository } from '../../src/runner/oauth/repository.js';
 import { openRunnerDatabase } from '../../src/runner/db/index.js';
 import { dialects } from '../helpers/db.js';
-import { bearer, startRunner, type TestRunner } from './helpers.js';
+import { bearer, startRunner, type TestRunner, SETUP_TOKEN } from './helpers.js';
 
 const RUNNER_URL = 'http://runner.test';
 const PRM = `${RUNNER_URL}/.well-known/oauth-protected-resource`;
@@ -62,7 +62,7 @@ describe('OAuth discovery (RFC 8414, RFC 9728)', () => {
 
   test('a token with too little scope gets 403 insufficient_scope naming the scope (RFC 6750 §3.1)', async () => {
     const app = r.service.app;
-    const setup = await app.inject({ method: 'POST', url: '/api/setup', payload: { email: 'a@example.com', password: 'a long enough password' } });
+    const setup = await app.inject({ method: 'POST', url: '/api/setup', payload: { setupToken: SETUP_TOKEN, email: 'a@example.com', password: 'a long enough password' } });
     const session = setup.json().session.token as string;
     const pat = await app.inject({ method: 'POST', url: '/api/tokens', headers: bearer(session), payload: { name: 'ci', scope: 'read' } });
     assert.equal(pat.statusCode, 201, pat.body);

@@ -50,19 +50,28 @@ export async function consent(
 ): Promise<string> {
   const u = new URL(authorizationUrl);
   let res = await browser.request(`${origin}${u.pathname}${u.search}`);
-  if (res.status === 303 && res.headers.get('location')!.startsWith('/oauth/login')) {
-    const login = await browser.request(origin + res.headers.get('location')!);
-    assert.equal(login.status, 200);
-    const fields = hiddenFields(await login.text());
-    res = await browser.post(`${origin}/oauth/login`, { ...fields, email: opts.email, password: opts.password ?? PASSWORD });
-    assert.equal(res.status, 303, 'login succeeds');
-    res = await browser.request(origin + res.headers.get('location')!);
+  if (res.status === 303 && res.headers.get('location')!.startsWith('/login?')) {
+    // The web UI's sign-in page: it signs in through the API and asks for the session cookie too.
+    const returnTo = new URL(res.headers.get('location')!, origin).searchParams.get('return_to')!;
+    await signIn(browser, origin, opts.email, opts.password ?? PASSWORD);
+    res = await browser.request(origin + returnTo);
   }
   assert.equal(res.status, 200, 'the consent screen is shown');
   const fields = hiddenFields(await res.text());
   const decided = await browser.post(`${origin}/oauth/authorize`, { ...fields, decision: opts.decision ?? 'approve' });
   assert.equal(decided.status, 303);
   return decided.headers.get('location')!;
+}
+
+/** What the web UI's sign-in page does: POST /api/auth/login with `browserSession`, keeping the cookie. */
+export async function signIn(browser: Browser, origin: string, email: string, password = PASSWORD): Promise<Response> {
+  const res = await browser.request(`${origin}/api/auth/login`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ email, password, browserSession: true }),
+  });
+  assert.equal(res.status, 200, 'signed in');
+  return res;
 }
 
 /** fetch() over app.inject, so a test of one instance needs no port. */

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { dialects } from '../helpers/db.js';
-import { bearer, startRunner, TestClock, type TestRunner } from './helpers.js';
+import { bearer, startRunner, TestClock, type TestRunner, SETUP_TOKEN } from './helpers.js';
 import { authorizeClient, PASSWORD, refreshAt } from './oauth-helpers.js';
 
 const EMAIL = 'owner@example.com';
@@ -25,7 +25,7 @@ for (const target of dialects()) {
       dbh = await target.create();
       a = await startRunner({ databaseUrl: dbh.url, clock });
       b = await startRunner({ databaseUrl: dbh.url, clock, dataDir: a.dataDir });
-      const setup = await a.service.app.inject({ method: 'POST', url: '/api/setup', payload: { email: EMAIL, password: PASSWORD } });
+      const setup = await a.service.app.inject({ method: 'POST', url: '/api/setup', payload: { setupToken: SETUP_TOKEN, email: EMAIL, password: PASSWORD } });
       assert.equal(setup.statusCode, 201, setup.body);
       session = setup.json().session.token;
     });

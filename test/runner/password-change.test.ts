@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { dialects } from '../helpers/db.js';
-import { apiKey, bearer, startRunner, TestClock, type TestRunner } from './helpers.js';
+import { apiKey, bearer, startRunner, TestClock, type TestRunner, SETUP_TOKEN } from './helpers.js';
 import { authorizeClient, PASSWORD, refreshAt } from './oauth-helpers.js';
 
 const EMAIL = 'owner@example.com';
@@ -31,7 +31,7 @@ for (const target of dialects()) {
     });
 
     test('ends web sessions and connected apps on every instance; personal tokens keep working, as the answer says', async () => {
-      const setup = await a.service.app.inject({ method: 'POST', url: '/api/setup', payload: { email: EMAIL, password: PASSWORD } });
+      const setup = await a.service.app.inject({ method: 'POST', url: '/api/setup', payload: { setupToken: SETUP_TOKEN, email: EMAIL, password: PASSWORD } });
       const session = setup.json().session.token as string;
       const pat = (await a.service.app.inject({ method: 'POST', url: '/api/tokens', headers: bearer(session), payload: { name: 'ci', scope: 'read' } })).json().token as string;
       const first = await authorizeClient(a, EMAIL);

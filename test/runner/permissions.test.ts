@@ -28,7 +28,7 @@ import { UsersRepository } from '../../src/runner/users/repository.js';
 import { createUser } from '../../src/runner/users/service.js';
 import { WorkflowsRepository } from '../../src/runner/workflows/repository.js';
 import { LocalWorkflowStorage } from '../../src/runner/workflows/storage.js';
-import { API_KEY, makeZip, multipart, startRunner, storedJwtSecret, type TestRunner } from './helpers.js';
+import { API_KEY, makeZip, multipart, startRunner, SETUP_TOKEN, storedJwtSecret, type TestRunner } from './helpers.js';
 
 const PASSWORD = 'correct horse battery';
 
@@ -88,7 +88,8 @@ const upload = (withName: boolean) => () => {
 const CASES: Case[] = [
   { method: 'GET', path: '/api/version', access: PUBLIC, ok: 200 },
   { method: 'POST', path: '/api/auth/login', access: PUBLIC, ok: 200, request: json({ email: 'member@example.com', password: PASSWORD }) },
-  { method: 'POST', path: '/api/setup', access: PUBLIC, ok: 409, request: json({ email: 'x@example.com', password: PASSWORD }) },
+  { method: 'POST', path: '/api/auth/logout', access: SESSION_ONLY, ok: 204 },
+  { method: 'POST', path: '/api/setup', access: PUBLIC, ok: 409, request: json({ setupToken: SETUP_TOKEN, email: 'x@example.com', password: PASSWORD }) },
   { method: 'GET', path: '/api/me', access: IDENTITY, ok: 200 },
   { method: 'PATCH', path: '/api/me', access: SESSION_ONLY, ok: 200, request: json({ name: 'Renamed' }) },
   { method: 'PUT', path: '/api/me/password', access: SESSION_ONLY, ok: 200, request: json({ currentPassword: PASSWORD, newPassword: PASSWORD }) },

@@ -10,7 +10,7 @@ import { RunRetention } from '../../src/runner/retention/service.js';
 import { LocalRunOutputStorage } from '../../src/runner/runs/output-storage.js';
 import { RunsRepository, type RunRow } from '../../src/runner/runs/repository.js';
 import { dialects } from '../helpers/db.js';
-import { bearer, makeZip, multipart, startRunner, TestClock, type TestRunner } from './helpers.js';
+import { bearer, makeZip, multipart, startRunner, TestClock, type TestRunner, SETUP_TOKEN } from './helpers.js';
 
 const DAY = 86_400_000;
 const NOW = Date.parse('2030-06-01T12:00:00Z');
@@ -38,7 +38,7 @@ for (const target of dialects()) {
       runs = new RunsRepository(database.db, database.dialect);
       outputs = new LocalRunOutputStorage(r.config.runner.storageDir);
       const app = r.service.app;
-      session = (await app.inject({ method: 'POST', url: '/api/setup', payload: { email: 'admin@example.com', password: 'a long enough password' } })).json()
+      session = (await app.inject({ method: 'POST', url: '/api/setup', payload: { setupToken: SETUP_TOKEN, email: 'admin@example.com', password: 'a long enough password' } })).json()
         .session.token;
       projectId = (await app.inject({ method: 'POST', url: '/api/projects', headers: bearer(session), payload: { name: 'p' } })).json().id;
       const m = multipart([{ name: 'file', file: makeZip() }]);

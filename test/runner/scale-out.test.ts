@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { dialects, tempDir } from '../helpers/db.js';
-import { API_KEY, apiKey, bearer, makeZip, multipart, startRunner, TestClock, type TestRunner } from './helpers.js';
+import { API_KEY, apiKey, bearer, makeZip, multipart, startRunner, TestClock, type TestRunner, SETUP_TOKEN } from './helpers.js';
 
 /**
  * Two runner instances as the README's scale-out section describes them: one database, one
@@ -24,7 +24,7 @@ for (const target of dialects()) {
       a = await startRunner({ databaseUrl: dbh.url, clock, env });
       b = await startRunner({ databaseUrl: dbh.url, clock, env });
       assert.notEqual(a.dataDir, b.dataDir);
-      const setup = await a.service.app.inject({ method: 'POST', url: '/api/setup', payload: { email: 'a@example.com', password: 'a long enough password' } });
+      const setup = await a.service.app.inject({ method: 'POST', url: '/api/setup', payload: { setupToken: SETUP_TOKEN, email: 'a@example.com', password: 'a long enough password' } });
       assert.equal(setup.statusCode, 201);
     });
     after(async () => {

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import { MAX_SCHEDULES_PER_WORKFLOW } from '../../src/runner/schedules/service.js';
 import { dialects, tempDir } from '../helpers/db.js';
-import { bearer, makeZip, multipart, startRunner, TestClock, type TestRunner } from './helpers.js';
+import { bearer, makeZip, multipart, startRunner, TestClock, type TestRunner, SETUP_TOKEN } from './helpers.js';
 
 /**
  * The cap of schedules per workflow holds under concurrent creates: on PostgreSQL through two
@@ -26,7 +26,7 @@ for (const target of dialects()) {
       instances = [];
       for (let i = 0; i < count; i++) instances.push(await startRunner({ databaseUrl: dbh.url, clock, env, backgroundLoops: false }));
       const app = instances[0]!.service.app;
-      session = (await app.inject({ method: 'POST', url: '/api/setup', payload: { email: 'a@example.com', password: 'a long enough password' } })).json().session.token;
+      session = (await app.inject({ method: 'POST', url: '/api/setup', payload: { setupToken: SETUP_TOKEN, email: 'a@example.com', password: 'a long enough password' } })).json().session.token;
       const projectId = (await app.inject({ method: 'POST', url: '/api/projects', headers: bearer(session), payload: { name: 'p' } })).json().id;
       const m = multipart([{ name: 'file', file: makeZip() }]);
       workflowId = (await app.inject({ method: 'POST', url: `/api/projects/${projectId}/workflows`, headers: { ...bearer(session), ...m.headers }, payload: m.payload })).json().id;

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, test } from 'node:test';
 import { BackgroundLoop } from '../../src/infra/background-loop.js';
-import { bearer, makeZip, multipart, startRunner, TestClock } from './helpers.js';
+import { bearer, makeZip, multipart, startRunner, TestClock, SETUP_TOKEN } from './helpers.js';
 
 describe('background loops', () => {
   test('stop() signals the pass in progress, waits for it, and no pass starts after', async () => {
@@ -74,7 +74,7 @@ describe('background loops', () => {
     const r = await startRunner({ clock });
     try {
       const app = r.service.app;
-      const session = (await app.inject({ method: 'POST', url: '/api/setup', payload: { email: 'a@example.com', password: 'a long enough password' } })).json()
+      const session = (await app.inject({ method: 'POST', url: '/api/setup', payload: { setupToken: SETUP_TOKEN, email: 'a@example.com', password: 'a long enough password' } })).json()
         .session.token;
       const projectId = (await app.inject({ method: 'POST', url: '/api/projects', headers: bearer(session), payload: { name: 'p' } })).json().id;
       const m = multipart([{ name: 'file', file: makeZip() }]);

@@ -7,7 +7,7 @@ import { openRunnerDatabase } from '../../src/runner/db/index.js';
 import type { RunnerDB } from '../../src/runner/db/schema.js';
 import { SchedulesRepository } from '../../src/runner/schedules/repository.js';
 import { dialects } from '../helpers/db.js';
-import { bearer, makeZip, multipart, startRunner, TestClock, type TestRunner } from './helpers.js';
+import { bearer, makeZip, multipart, startRunner, TestClock, type TestRunner, SETUP_TOKEN } from './helpers.js';
 
 const PASSWORD = 'a long enough password';
 
@@ -98,7 +98,7 @@ for (const target of dialects()) {
       dbh = await target.create();
       clock = new TestClock(Date.parse('2030-01-01T00:00:00Z'));
       r = await startRunner({ databaseUrl: dbh.url, clock, backgroundLoops: false });
-      const jwt = (await r.service.app.inject({ method: 'POST', url: '/api/setup', payload: { email: 'admin@example.com', password: PASSWORD } })).json()
+      const jwt = (await r.service.app.inject({ method: 'POST', url: '/api/setup', payload: { setupToken: SETUP_TOKEN, email: 'admin@example.com', password: PASSWORD } })).json()
         .session.token;
       // A personal token does not expire with the clock moving months (a web session lasts 7 days).
       const pat = await r.service.app.inject({ method: 'POST', url: '/api/tokens', headers: bearer(jwt), payload: { name: 'tests', scope: 'write' } });

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { dialects, tempDir } from '../helpers/db.js';
-import { API_KEY, apiKey, bearer, makeZip, multipart, startRunner, TestClock, type TestRunner } from './helpers.js';
+import { API_KEY, apiKey, bearer, makeZip, multipart, startRunner, TestClock, type TestRunner, SETUP_TOKEN } from './helpers.js';
 
 /**
  * Concurrent uploads of new versions of one workflow each get the next number: no upload is
@@ -35,7 +35,7 @@ for (const target of dialects()) {
 
     test('all answer 201 with distinct, consecutive version numbers, and every archive downloads as uploaded', async () => {
       const first = instances[0]!.service.app;
-      const setup = await first.inject({ method: 'POST', url: '/api/setup', payload: { email: 'a@example.com', password: 'a long enough password' } });
+      const setup = await first.inject({ method: 'POST', url: '/api/setup', payload: { setupToken: SETUP_TOKEN, email: 'a@example.com', password: 'a long enough password' } });
       const session = setup.json().session.token as string;
       const project = (await first.inject({ method: 'POST', url: '/api/projects', headers: bearer(session), payload: { name: 'p' } })).json();
       const m0 = multipart([{ name: 'file', file: makeZip() }]);

@@ -2,6 +2,7 @@ import { Type } from 'typebox';
 import type { HttpApp } from '../../infra/http.js';
 import { ADMIN_ONLY, IDENTITY, LOGIN_LIMITS_ADMIN, PUBLIC, SESSION_ONLY } from '../auth/access.js';
 import { access, principalOf, userOf } from '../auth/authenticate.js';
+import { sessionCookie } from '../auth/session-cookie.js';
 import type { RunnerContext } from '../context.js';
 import { createUser, deleteUser, getUser, listUsers, updateUser } from '../users/service.js';
 import { ApiKeyIdentity, CreatedToken, Me, presentCreatedToken, presentToken, presentUser, TokenInfo, TokenScopeSchema } from './presenters.js';
@@ -30,11 +31,47 @@ export function registerAccountRoutes(app: HttpApp, ctx: RunnerContext): void {
           'Returns a JWT valid for exactly 7 days, for `Authorization: Bearer`. Failed logins are rate limited: 5 per account from one address, ' +
           '20 per address, 100 per account from all addresses, within 15 minutes (429 with `Retry-After`).',
         operationId: 'login',
-        body: Type.Object({ email: Type.String({ minLength: 1, maxLength: 254 }), password: Type.String({ minLength: 1, maxLength: 1024 }) }, { additionalProperties: false }),
+        body: Type.Object(
+          {
+            email: Type.String({ minLength: 1, maxLength: 254 }),
+            password: Type.String({ minLength: 1, maxLength: 1024 }),
+            browserSession: Type.Optional(
+              Type.Boolean({
+                description:
+                  'Also set the web session cookie (httpOnly, SameSite=Lax) that the OAuth consent screen and connected-apps page read, so one sign-in serves the web UI and OAuth consent. The web UI sets it; API clients need not.',
+              }),
+            ),
+          },
+          { additionalProperties: false },
+        ),
         response: { 200: Session, ...errors(400, 401, 429) },
       },
     },
-    async (req) => account.login(req.body.email, req.body.password, req.ip),
+    async (req, reply) => {
+      const session = await account.login(req.body.email, req.body.password, req.ip);
+      if (req.body.browserSession) reply.header('set-cookie', sessionCookie(ctx.config.runner.url, session.token, session.expiresAt));
+      return session;
+    },
+  );
+
+  app.post(
+    '/api/auth/logout',
+    {
+      config: access(SESSION_ONLY),
+      schema: {
+        tags: ['auth'],
+        summary: 'Log out: end every web session of the user',
+        description:
+          'Ends every web session (JWT) of the signed-in user, in every browser, and the session cookie of the OAuth consent screen with them. ' +
+          'Personal access tokens and connected applications keep working.',
+        operationId: 'logout',
+        response: { 204: NoContent, ...errors(...PROTECTED) },
+      },
+    },
+    async (req, reply) => {
+      await account.logout(userOf(req).user.id);
+      return reply.code(204).header('set-cookie', sessionCookie(ctx.config.runner.url, null)).send(null);
+    },
   );
 
   app.post(
@@ -44,12 +81,17 @@ export function registerAccountRoutes(app: HttpApp, ctx: RunnerContext): void {
       schema: {
         tags: ['auth'],
         summary: 'Create the first administrator (first run only)',
-        description: 'Works only while no user exists; afterwards 409. Returns the new admin and a session.',
+        description:
+          'Works only while no user exists (afterwards 409) and with the setup token (403 without): the one-time link `pier serve` prints at start ' +
+          'while no user exists carries it (`/setup#token=…`), or the operator sets RUNNER_SETUP_TOKEN. Returns the new admin and a session.',
         operationId: 'setup',
-        body: Type.Object({ email: Email, name: Type.Optional(Name), password: Password }, { additionalProperties: false }),
+        body: Type.Object(
+          { setupToken: Type.String({ minLength: 1, maxLength: 200 }), email: Email, name: Type.Optional(Name), password: Password },
+          { additionalProperties: false },
+        ),
         response: {
           201: Type.Object({ user: User, session: Session }),
-          ...errors(400, 409),
+          ...errors(400, 403, 409),
         },
       },
     },

@@ -1,5 +1,6 @@
-import { ConflictError, NotFoundError, UnauthorizedError, ValidationError } from '../../infra/errors.js';
-import { generateToken, hashPassword, randomUUID, sha256, verifyPassword } from '../../infra/secrets.js';
+import { ConflictError, ForbiddenError, NotFoundError, UnauthorizedError, ValidationError } from '../../infra/errors.js';
+import { constantTimeEqual, generateToken, hashPassword, randomUUID, sha256, verifyPassword } from '../../infra/secrets.js';
+import type { SettingsRepository } from '../settings/repository.js';
 import { normalizeEmail, type UserRow, type UsersRepository } from '../users/repository.js';
 import { createUser } from '../users/service.js';
 import { CHALLENGE } from './access.js';
@@ -13,8 +14,14 @@ export interface AccountDeps {
   pats: PersonalTokensRepository;
   jwt: JwtSessions;
   loginLimiter: LoginLimiter;
+  settings: SettingsRepository;
   now: () => Date;
 }
+
+/** Prefix of the one-time token that creating the first administrator needs. */
+export const SETUP_TOKEN_PREFIX = 'rnr_setup_';
+/** Where the SHA-256 of the current setup token is kept (shared by every instance). */
+const SETUP_TOKEN_KEY = 'setup_token_sha256';
 
 export interface Session {
   token: string;
@@ -50,13 +57,43 @@ export class AccountService {
     return this.d.jwt.issue(user.id, user.session_epoch);
   }
 
-  /** The first administrator, only while no user exists (409 afterwards). */
-  async setup(input: { email: string; name?: string; password: string }): Promise<{ user: UserRow; session: Session }> {
+  /**
+   * At start, while no user exists: the token that creating the first administrator needs, so
+   * that no one who merely reaches a fresh instance over the network can claim it. A new one at
+   * every start (the last started instance's is the valid one) unless the operator configured
+   * one; stored as SHA-256 only. Null once a user exists.
+   */
+  async openSetup(configured: string | null): Promise<string | null> {
+    if ((await this.d.users.count()) > 0) {
+      await this.d.settings.delete(SETUP_TOKEN_KEY);
+      return null;
+    }
+    const token = configured ?? generateToken(SETUP_TOKEN_PREFIX);
+    await this.d.settings.set(SETUP_TOKEN_KEY, sha256(token));
+    return token;
+  }
+
+  /** The first administrator, only while no user exists (409 afterwards) and with the setup token (403 without). */
+  async setup(input: { setupToken: string; email: string; name?: string; password: string }): Promise<{ user: UserRow; session: Session }> {
     // Checked before hashing the password so the open endpoint costs nothing once set up; the
     // insert itself re-checks atomically (two racing setups: one wins, one gets 409).
     if ((await this.d.users.count()) > 0) throw new ConflictError('setup is already done: a user exists', 'setup_done');
-    const user = await createUser(this.d.users, { ...input, role: 'admin' }, this.d.now(), true);
+    const stored = await this.d.settings.get(SETUP_TOKEN_KEY);
+    if (!stored || !constantTimeEqual(stored, sha256(input.setupToken))) {
+      throw new ForbiddenError(
+        'the setup token is wrong: open the setup link that `pier serve` printed at start (a new one at every start while no user exists), or run `pier runner user add --admin`',
+        'setup_token_invalid',
+      );
+    }
+    const { setupToken: _, ...fields } = input;
+    const user = await createUser(this.d.users, { ...fields, role: 'admin' }, this.d.now(), true);
+    await this.d.settings.delete(SETUP_TOKEN_KEY);
     return { user, session: await this.d.jwt.issue(user.id, user.session_epoch) };
+  }
+
+  /** Ends every web session of the user (the UI's and the consent screen's): the session epoch moves on. */
+  async logout(userId: string): Promise<void> {
+    await this.d.users.endSessions(userId, this.d.now().toISOString());
   }
 
   /**

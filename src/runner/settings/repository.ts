@@ -12,6 +12,19 @@ export class SettingsRepository {
     return (await this.db.selectFrom('runner_meta').select('value').where('key', '=', key).executeTakeFirst())?.value;
   }
 
+  /** Stores `value` under `key`, replacing what was there. */
+  async set(key: string, value: string): Promise<void> {
+    await this.db
+      .insertInto('runner_meta')
+      .values({ key, value })
+      .onConflict((oc) => oc.column('key').doUpdateSet({ value }))
+      .execute();
+  }
+
+  async delete(key: string): Promise<void> {
+    await this.db.deleteFrom('runner_meta').where('key', '=', key).execute();
+  }
+
   /**
    * The stored value of `key`, storing `initial()` first if there is none. Instances starting at
    * the same time race on the primary key; every one of them ends up with the winner's value.

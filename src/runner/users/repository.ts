@@ -121,6 +121,18 @@ export class UsersRepository {
     return this.findById(id);
   }
 
+  /** Ends every web session (JWT) of the user: tokens carry the epoch they were issued in. */
+  async endSessions(id: string, now: string): Promise<void> {
+    await this.db.transaction().execute(async (trx) => {
+      await trx
+        .updateTable('users')
+        .set((eb) => ({ updated_at: now, session_epoch: eb('session_epoch', '+', 1) }))
+        .where('id', '=', id)
+        .execute();
+      await bumpCredentialEpoch(trx);
+    });
+  }
+
   /**
    * Stores a new password hash, ends every web session (JWT) of the user and revokes the user's
    * OAuth grants (connected applications were authorized by a session of the old password), in

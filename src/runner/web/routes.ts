@@ -1,17 +1,21 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { HttpApp } from '../../infra/http.js';
-import { TooManyRequestsError, UnauthorizedError } from '../../infra/errors.js';
-import { constantTimeEqual, randomId } from '../../infra/secrets.js';
+import { UnauthorizedError } from '../../infra/errors.js';
+import { constantTimeEqual } from '../../infra/secrets.js';
 import { PUBLIC } from '../auth/access.js';
 import { access, type UserPrincipal } from '../auth/authenticate.js';
+import { sessionCookieName } from '../auth/session-cookie.js';
 import type { RunnerContext } from '../context.js';
 
 import { AuthorizationPageError, AuthorizationRedirectError } from '../oauth/authorize.js';
 import { OAUTH_PATHS } from '../oauth/metadata.js';
-import { connectedAppsPage, consentPage, errorPage, loginPage } from './pages.js';
+import { consentPage, errorPage } from './pages.js';
 
+/** The web UI's page of connected applications: where a sign-in without a request returns. */
 const CONNECTED_APPS = '/connected-apps';
 const LOGIN = '/oauth/login';
+/** The web UI's sign-in page (ui/): it returns to `return_to` once signed in. */
+const UI_LOGIN = '/login';
 
 type Form = Record<string, unknown>;
 
@@ -34,7 +38,7 @@ function html(reply: FastifyReply, status: number, body: string): FastifyReply {
 /** Only our own pages may be returned to after login: no open redirect (RFC 9700 §4.11). */
 function safeReturnTo(v: unknown): string {
   const s = str(v);
-  return s.startsWith(`${OAUTH_PATHS.authorize}?`) || s === CONNECTED_APPS ? s : CONNECTED_APPS;
+  return s.startsWith(`${OAUTH_PATHS.authorize}?`) ? s : CONNECTED_APPS;
 }
 
 /** The authorization request parameters to carry through the consent form (strings only). */
@@ -46,36 +50,25 @@ function requestParams(q: Form): Record<string, string> {
   return out;
 }
 
-/** Login page, consent screen and connected applications, with a cookie session. */
+/**
+ * The consent screen, with the cookie session the web UI's sign-in sets. Signing in and the
+ * connected applications are pages of the web UI (ui/), which uses the public API.
+ */
 export function registerWebRoutes(app: HttpApp, ctx: RunnerContext): void {
-  const secure = ctx.config.runner.url.startsWith('https:');
-  // RFC 6265bis §4.1.3.2: a `__Host-` cookie is Secure, Path=/ and host-only, so no sibling
-  // host and no plain-http response can set or shadow it. Only possible on https.
-  const SESSION_COOKIE = secure ? '__Host-rnr_session' : 'rnr_session';
-  const CSRF_COOKIE = secure ? '__Host-rnr_csrf' : 'rnr_csrf';
+  const SESSION_COOKIE = sessionCookieName(ctx.config.runner.url);
   const options = { config: access(PUBLIC), schema: { hide: true } };
 
   /**
    * Anti-forgery tokens of the forms (OWASP CSRF prevention: a synchronizer token bound to the
    * session). Signed in: an HMAC of the session cookie under the runner's secret
-   * (JwtSessions.formToken), so neither the browser nor another session can choose it. The login
-   * form has no session yet: an HMAC of a nonce cookie the server issued (SameSite=Strict).
+   * (JwtSessions.formToken), so neither the browser nor another session can choose it.
    */
   function sessionFormToken(req: FastifyRequest): Promise<string> {
     return ctx.account.formToken('session-form', req.cookies[SESSION_COOKIE] ?? '');
   }
 
-  function loginFormToken(req: FastifyRequest, reply: FastifyReply): Promise<string> {
-    let nonce = req.cookies[CSRF_COOKIE];
-    if (!nonce || !/^[0-9a-f]{64}$/.test(nonce)) {
-      nonce = randomId(32);
-      reply.setCookie(CSRF_COOKIE, nonce, { httpOnly: true, sameSite: 'strict', secure, path: '/' });
-    }
-    return ctx.account.formToken('login-form', nonce);
-  }
-
-  async function csrfValid(req: FastifyRequest, kind: 'session-form' | 'login-form'): Promise<boolean> {
-    const bound = req.cookies[kind === 'session-form' ? SESSION_COOKIE : CSRF_COOKIE];
+  async function csrfValid(req: FastifyRequest, kind: 'session-form'): Promise<boolean> {
+    const bound = req.cookies[SESSION_COOKIE];
     const sent = str((req.body as Form | undefined)?.csrf);
     return !!bound && sent.length > 0 && constantTimeEqual(await ctx.account.formToken(kind, bound), sent);
   }
@@ -93,7 +86,7 @@ export function registerWebRoutes(app: HttpApp, ctx: RunnerContext): void {
     }
   }
 
-  const toLogin = (reply: FastifyReply, returnTo: string) => reply.redirect(`${LOGIN}?return_to=${encodeURIComponent(returnTo)}`, 303);
+  const toLogin = (reply: FastifyReply, returnTo: string) => reply.redirect(`${UI_LOGIN}?return_to=${encodeURIComponent(returnTo)}`, 303);
 
   /** Runs the authorization request checks; answers the error itself and returns null on failure. */
   async function authorizationRequest(params: Form, reply: FastifyReply) {
@@ -149,56 +142,7 @@ export function registerWebRoutes(app: HttpApp, ctx: RunnerContext): void {
     return reply.redirect(target, 303);
   });
 
-  app.get(LOGIN, options, async (req, reply) => {
-    const returnTo = safeReturnTo((req.query as Form).return_to);
-    return html(reply, 200, loginPage({ csrf: await loginFormToken(req, reply), returnTo }));
-  });
-
-  app.post(LOGIN, options, async (req, reply) => {
-    const form = (req.body ?? {}) as Form;
-    const returnTo = safeReturnTo(form.return_to);
-    const csrf = await loginFormToken(req, reply);
-    if (!(await csrfValid(req, 'login-form'))) return html(reply, 403, loginPage({ csrf, returnTo, error: 'The form expired; please try again.' }));
-    try {
-      const session = await ctx.account.login(str(form.email), str(form.password), req.ip);
-      reply.setCookie(SESSION_COOKIE, session.token, {
-        httpOnly: true,
-        // Lax: the session must reach the authorization endpoint when a client's link opens it.
-        sameSite: 'lax',
-        secure,
-        path: '/',
-        expires: new Date(session.expiresAt),
-      });
-      return reply.redirect(returnTo, 303);
-    } catch (e) {
-      if (e instanceof UnauthorizedError || e instanceof TooManyRequestsError) {
-        if (e instanceof TooManyRequestsError) reply.headers(e.headers);
-        return html(reply, e.status, loginPage({ csrf, returnTo, error: e.message, email: str(form.email) }));
-      }
-      throw e;
-    }
-  });
-
-  app.get(CONNECTED_APPS, options, async (req, reply) => {
-    const user = await sessionUser(req);
-    if (!user) return toLogin(reply, CONNECTED_APPS);
-    const apps = await ctx.oauth.connectedApps(user.id);
-    return html(
-      reply,
-      200,
-      connectedAppsPage({
-        csrf: await sessionFormToken(req),
-        userEmail: user.email,
-        apps: apps.map((a) => ({ clientId: a.client_id, name: a.client_name, scope: a.scope, firstAuthorizedAt: a.first_authorized_at, lastUsedAt: a.last_used_at })),
-      }),
-    );
-  });
-
-  app.post(`${CONNECTED_APPS}/revoke`, options, async (req, reply) => {
-    if (!(await csrfValid(req, 'session-form'))) return html(reply, 403, errorPage('The form expired or was not sent from this site.'));
-    const user = await sessionUser(req);
-    if (!user) return toLogin(reply, CONNECTED_APPS);
-    await ctx.oauth.revokeConnectedApp(user.id, str((req.body as Form).client_id));
-    return reply.redirect(CONNECTED_APPS, 303);
-  });
+  // One sign-in for the web UI and the OAuth pages: the web UI's login page sets the session
+  // cookie these pages read (POST /api/auth/login with browserSession).
+  app.get(LOGIN, options, async (req, reply) => toLogin(reply, safeReturnTo((req.query as Form).return_to)));
 }

@@ -1,0 +1,159 @@
+/** The shapes of the API's answers the UI reads (see /api/docs/json). */
+export type Role = 'admin' | 'user';
+export type MemberRole = 'owner' | 'editor' | 'viewer';
+export type RunStatus = 'queued' | 'running' | 'cancelling' | 'succeeded' | 'failed' | 'cancelled';
+export type ParameterValue = string | number | boolean | null;
+
+export interface Page<T> {
+  items: T[];
+  nextCursor: string | null;
+}
+
+export interface Me {
+  id: string;
+  email: string;
+  name: string;
+  role: Role;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface User extends Omit<Me, 'role'> {
+  role: Role;
+  disabled?: boolean;
+}
+
+export interface Project {
+  id: string;
+  name: string;
+  description: string;
+  createdAt: string;
+  updatedAt: string;
+  role?: MemberRole | null;
+}
+
+export interface Member {
+  userId: string;
+  email: string;
+  name: string;
+  role: MemberRole;
+  addedAt: string;
+}
+
+export interface Workflow {
+  id: string;
+  projectId: string;
+  name: string;
+  description: string;
+  latestVersion: number;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface WorkflowVersion {
+  workflowId: string;
+  version: number;
+  fileName: string;
+  size: number;
+  sha256: string;
+  createdAt: string;
+}
+
+export interface Run {
+  id: string;
+  projectId: string;
+  workflowId: string;
+  workflowVersion: number;
+  status: RunStatus;
+  parameters: Record<string, ParameterValue>;
+  requiredLabels: string[];
+  scheduleId: string | null;
+  attempt: number;
+  executorId: string | null;
+  exitCode: number | null;
+  error: string | null;
+  createdAt: string;
+  startedAt: string | null;
+  finishedAt: string | null;
+}
+
+export interface LogChunk {
+  seq: number;
+  attempt: number;
+  text: string;
+  createdAt: string;
+}
+
+export interface Output {
+  name: string;
+  size: number;
+  sha256: string | null;
+  contentType: string | null;
+  createdAt: string;
+}
+
+export interface Schedule {
+  id: string;
+  projectId: string;
+  workflowId: string;
+  name: string;
+  cron: string;
+  timeZone: string;
+  enabled: boolean;
+  parameters: Record<string, ParameterValue>;
+  requiredLabels: string[];
+  workflowVersion: number | null;
+  nextFireTimes: string[];
+  lastFireAt: string | null;
+  lastOutcome: 'queued' | 'skipped' | 'failed' | null;
+  lastRunId: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface Executor {
+  id: string;
+  name: string;
+  labels: string[];
+  capacity: number;
+  runningRuns: number;
+  createdAt: string;
+  lastHeartbeatAt: string;
+  lastIp: string | null;
+  status?: string;
+  draining?: boolean;
+}
+
+export interface TokenInfo {
+  id: string;
+  name: string;
+  scope: 'read' | 'write';
+  tokenHint: string;
+  createdAt: string;
+  expiresAt: string | null;
+  lastUsedAt: string | null;
+  lastUsedIp: string | null;
+}
+
+export interface CreatedToken {
+  id: string;
+  token: string;
+  name: string;
+  scope: 'read' | 'write';
+  createdAt: string;
+  expiresAt: string | null;
+}
+
+export interface ConnectedApp {
+  id: string;
+  name: string;
+  clientUri: string | null;
+  scope: 'read' | 'write';
+  firstAuthorizedAt: string;
+  lastUsedAt: string;
+}
+
+export interface SessionAnswer {
+  token: string;
+  expiresAt: string;
+}
