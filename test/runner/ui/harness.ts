@@ -38,6 +38,7 @@ export interface UiRunner {
   operations: { method: string; path: RegExp; template: string }[];
   /** A session token of the first administrator (for set-up through the API). */
   adminToken: string;
+  // biome-ignore lint/suspicious/noExplicitAny: answers of many shapes, read by the tests
   api(method: string, url: string, body?: unknown, token?: string): Promise<{ status: number; json: any }>;
   close(): Promise<void>;
 }
