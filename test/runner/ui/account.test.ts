@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Browser } from 'playwright-core';
 import { needsTool } from '../../helpers/tools.js';
-import { ADMIN, axeViolations, launchChromium, PASSWORD, RequestRecorder, screenshot, startUiRunner, type UiRunner } from './harness.js';
+import { ADMIN, axeViolations, launchChromium, PASSWORD, RequestRecorder, screenshot, startUiRunner } from './harness.js';
 
 const WIDTHS = [
   { name: 'wide', width: 1280, height: 900 },
