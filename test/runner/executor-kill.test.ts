@@ -7,7 +7,7 @@ import { describe, test } from 'node:test';
 import { openRunnerDatabase } from '../../src/runner/db/index.js';
 import { dialects, tempDir } from '../helpers/db.js';
 import { exited, protocolFixture, startExecutor } from './executor-fixtures.js';
-import { API_KEY, apiKey, startRunner, TestClock } from './helpers.js';
+import { API_KEY, apiKey, SETUP_TOKEN, startRunner, TestClock } from './helpers.js';
 
 const realClock = Object.assign(new TestClock(), { now: () => new Date(), advance: () => {} });
 
@@ -79,6 +79,8 @@ for (const target of dialects()) {
         RUNNER_PORT: String(port),
         RUNNER_URL: base,
         API_KEY,
+        // The same setup token as the in-process runner: both instances open setup on one database.
+        RUNNER_SETUP_TOKEN: SETUP_TOKEN,
         RUNNER_DATABASE_URL: dbh.url,
         RUNNER_STORAGE_DIR: storageDir,
       };

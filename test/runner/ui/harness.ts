@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import { createRequire } from 'node:module';
 import net from 'node:net';
 import path from 'node:path';
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
@@ -111,7 +112,7 @@ export async function screenshot(page: Page, name: string): Promise<void> {
 
 /** axe-core in the page: serious and critical violations, as "rule: target" lines. */
 export async function axeViolations(page: Page): Promise<string[]> {
-  const source = fs.readFileSync(path.resolve('node_modules/axe-core/axe.min.js'), 'utf8');
+  const source = fs.readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
   // Run in an isolated world-like way: evaluate the source, then axe.run on the document.
   await page.evaluate(source);
   const result = (await page.evaluate(async () => {
