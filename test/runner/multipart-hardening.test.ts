@@ -98,13 +98,35 @@ for (const target of dialects()) {
       return { payload, headers: { 'content-type': `multipart/form-data; boundary=${boundary}` } };
     }
 
+    /** The per-workflow folders of the archive storage. */
+    const workflowFolders = () => {
+      const dir = path.join(storage(), 'workflows');
+      return fs.existsSync(dir) ? fs.readdirSync(dir).sort() : [];
+    };
+
+    test('an upload refused while its parts are read (not a zip, a field too many after the file) leaves no folder', async () => {
+      const folders = workflowFolders();
+      const bodies = [
+        multipart([{ name: 'file', file: Buffer.from('junk, not a zip'), filename: 'notzip.knwf' }]),
+        multipart([{ name: 'file', file: makeZip() }, { name: 'surprise', value: '1' }]),
+        multipart([{ name: 'file', file: makeZip() }, { name: 'name', value: 'x'.repeat(300) }]),
+      ];
+      for (const m of bodies) {
+        const res = await f.inject({ method: 'POST', url: `/api/projects/${f.projectId}/workflows`, headers: { ...bearer(f.session), ...m.headers }, payload: m.payload });
+        assert.equal(res.statusCode, 400, res.body);
+      }
+      assert.deepEqual(workflowFolders(), folders);
+    });
+
     const workflowNames = async () =>
       (await f.inject({ method: 'GET', url: `/api/projects/${f.projectId}/workflows`, headers: bearer(f.session) })).json().items.map((w: { name: string }) => w.name);
 
     test('the workflow name follows the Name rule of the JSON routes: control characters and escapes are refused, nothing is stored', async () => {
       const names = await workflowNames();
       const files = filesUnder(storage());
-      const bad = ['\u001b[31mred\u001b[0m', 'two\nlines', 'tab\there', 'bell\u0007', 'del\u007f', '   ', 'x'.repeat(201)];
+      const folders = workflowFolders();
+      // C1 controls (U+0085) and bidirectional formatting (U+202E turns `fwnk.gpj` into `jpg.knwf` on screen) too.
+      const bad = ['\u001b[31mred\u001b[0m', 'two\nlines', 'tab\there', 'bell\u0007', 'del\u007f', '   ', 'x'.repeat(201), 'next\u0085line', '\u202efwnk.gpj', 'iso\u2066late', 'mark\u200f'];
       for (const name of bad) {
         // The same value in a JSON body is refused by the project route's Name: the rule is one.
         const json = await f.inject({ method: 'POST', url: '/api/projects', headers: bearer(f.session), payload: { name } });
@@ -125,6 +147,7 @@ for (const target of dialects()) {
       }
       assert.deepEqual(await workflowNames(), names);
       assert.deepEqual(filesUnder(storage()), files);
+      assert.deepEqual(workflowFolders(), folders, 'a refused upload leaves no folder behind');
       // A fine name with blanks around it is stored trimmed, as the JSON routes do.
       const m = multipart([{ name: 'name', value: '  Nightly ETL \u00e9  ' }, { name: 'description', value: 'line one\nline two' }, { name: 'file', file: makeZip() }]);
       const ok = await f.inject({ method: 'POST', url: `/api/projects/${f.projectId}/workflows`, headers: { ...bearer(f.session), ...m.headers }, payload: m.payload });

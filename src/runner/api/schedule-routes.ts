@@ -5,13 +5,13 @@ import { access, principalOf } from '../auth/authenticate.js';
 import type { RunnerContext } from '../context.js';
 import { MAX_CRON_LENGTH, MAX_TIME_ZONE_LENGTH } from '../schedules/cron.js';
 import { ParameterValue, presentSchedule, Schedule } from './presenters.js';
-import { errors, IdParams, items, MAX_COUNTER, NoContent, PROTECTED, RequiredLabels, StringEnum } from './schemas.js';
+import { errors, IdParams, items, MAX_COUNTER, NoContent, PROTECTED, RequiredLabels, StringEnum, UNSHOWN } from './schemas.js';
 
 // The same parameter bounds as a run started by hand (run-routes.ts).
 const Parameters = Type.Record(Type.String({ minLength: 1, maxLength: 200 }), ParameterValue, { maxProperties: 200 });
 
 const fields = {
-  name: Type.String({ maxLength: 200, pattern: '^[^\\u0000-\\u001f\\u007f]*$', description: 'a label for people, one line (default empty)' }),
+  name: Type.String({ maxLength: 200, pattern: `^[^${UNSHOWN}]*$`, description: 'a label for people, one line (default empty)' }),
   cron: Type.String({
     minLength: 1,
     maxLength: MAX_CRON_LENGTH,

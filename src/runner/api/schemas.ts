@@ -91,12 +91,18 @@ export const NullableTimestamp = Nullable(Timestamp);
 export const Email = Type.String({ format: 'email', minLength: 3, maxLength: 254 });
 export const Password = Type.String({ minLength: 10, maxLength: 1024, description: 'at least 10 characters' });
 /**
- * A display name: not blank, no control characters (NUL is refused by PostgreSQL text, and a
- * newline or escape has no place in a name; review of #8). Leading blanks, the first
+ * Characters a one-line label must not hold, as a regular-expression class body: C0 and C1
+ * controls (NUL is refused by PostgreSQL text; a newline or escape has no place in a name) and
+ * the bidirectional formatting characters (Unicode TR9 §2: U+061C, U+200E/F, U+202A–E,
+ * U+2066–9), with which the file name U+202E + `fwnk.gpj` reads as `jpg.knwf`.
+ */
+export const UNSHOWN = '\\u0000-\\u001f\\u007f-\\u009f\\u061c\\u200e\\u200f\\u202a-\\u202e\\u2066-\\u2069';
+/**
+ * A display name: not blank, none of UNSHOWN. Leading blanks, the first
  * other character, the rest: each split is unique, so matching is linear (ajv checks the pattern
  * even of a string over maxLength).
  */
-export const Name = Type.String({ minLength: 1, maxLength: 200, pattern: '^[^\\S\\u0000-\\u001f\\u007f]*[^\\s\\u0000-\\u001f\\u007f][^\\u0000-\\u001f\\u007f]*$' });
+export const Name = Type.String({ minLength: 1, maxLength: 200, pattern: `^[^\\S${UNSHOWN}]*[^\\s${UNSHOWN}][^${UNSHOWN}]*$` });
 /** A free-text description (projects, workflows); line breaks are welcome. */
 export const Description = Type.String({ maxLength: 10_000 });
 

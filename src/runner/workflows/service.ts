@@ -44,7 +44,12 @@ export class WorkflowsService {
   ): Promise<{ workflow: WorkflowRow; versions: WorkflowVersionRow[] }> {
     await loadProject(this.d, p, projectId, 'write');
     const id = randomUUID();
-    const { fields, file } = await readUpload(parts, this.d.storage, id, ['name', 'description']);
+    // A new workflow's folder goes with any refusal, also one while the parts are read (an
+    // archive that is not a zip): a refused request stores nothing, not even an empty folder.
+    const { fields, file } = await readUpload(parts, this.d.storage, id, ['name', 'description']).catch(async (e: unknown) => {
+      await this.d.storage.removeWorkflow(id);
+      throw e;
+    });
     try {
       const text = { name: fields.name ?? file.fileName.replace(/\.knwf$/i, ''), description: fields.description ?? '' };
       check(text);
