@@ -4,6 +4,7 @@ import path from 'node:path';
 import type { Command } from 'commander';
 import { loadConfig } from '../infra/config.js';
 import { UsageError } from '../infra/errors.js';
+import { ancestorsShowing } from './exposed-secret.js';
 import { readNewPassword } from './prompt.js';
 import { openRunnerDatabase } from '../runner/db/index.js';
 import { UsersRepository } from '../runner/users/repository.js';
@@ -100,7 +101,15 @@ export function registerRunnerCommands(program: Command): void {
       delete process.env.PIER_EXECUTOR_API_KEY_FILE;
       // Both `--api-key KEY` and `--api-key=KEY` put it into an argument.
       const key = opts.apiKey;
-      if (key !== undefined && process.argv.some((a) => a.includes(key))) process.title = 'pier runner executor';
+      if (key !== undefined && process.argv.some((a) => a.includes(key))) {
+        process.title = 'pier runner executor';
+        for (const p of ancestorsShowing(key)) {
+          process.stderr.write(
+            `pier: warning: the admin key stays readable by every user of this machine in the command line of process ${p.pid} (${p.command}) ` +
+              'for as long as it runs: pass it with --api-key-file or PIER_EXECUTOR_API_KEY_FILE instead of --api-key\n',
+          );
+        }
+      }
       if (!opts.command) throw new UsageError('--command (or PIER_EXECUTOR_COMMAND) is required');
       const { compileTemplate, TemplateError } = await import('../runner/executor-agent/template.js');
       try {

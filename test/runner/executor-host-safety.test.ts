@@ -193,6 +193,31 @@ describe(`executor host safety: real processes (${target.name})`, () => {
     }
   });
 
+  test('--api-key=KEY under a parent that shows it (as npx does): the executor warns, naming that process, and never prints the key', { timeout: 120_000 }, async () => {
+    // `sh -c '… & wait'` stays alive as the executor's parent with the key in its own command line.
+    const line = `"${process.execPath}" bin/pier.js runner executor --url ${base} --name shown --work-dir ${path.join(work, 'shown')} --command true --api-key=${API_KEY} & echo "child=$!"; wait`;
+    const sh = spawn('/bin/sh', ['-c', line], { env: { ...process.env, PIER_EXECUTOR_API_KEY: '' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    started.push(sh);
+    const output: string[] = [];
+    sh.stdout.on('data', (c: Buffer) => output.push(c.toString()));
+    sh.stderr.on('data', (c: Buffer) => output.push(c.toString()));
+    await registered({ output });
+    const text = output.join('');
+    assert.match(text, new RegExp(`warning: the admin key stays readable .* process ${sh.pid} `));
+    assert.match(text, /--api-key-file/);
+    assert.ok(!text.includes(API_KEY), 'the warning shows the key');
+    // Given as a file, nothing is shown and nothing is said.
+    const keyFile = path.join(work, 'key');
+    fs.writeFileSync(keyFile, API_KEY, { mode: 0o600 });
+    const quiet = spawnExecutor('unshown', 'true', ['--api-key-file', keyFile], {});
+    await registered(quiet);
+    assert.doesNotMatch(quiet.output.join(''), /warning: the admin key/);
+    quiet.kill('SIGTERM');
+    assert.equal(await exited(quiet), 0);
+    process.kill(Number(/child=(\d+)/.exec(text)![1]), 'SIGTERM');
+    assert.equal(await exited(sh), 0);
+  });
+
   test('a drained executor stops claiming: the claims after the drain are counted, not timed', { timeout: 120_000 }, async () => {
     // A counting proxy in front of the runner sees every claim the executor sends.
     let draining = false;
