@@ -8,11 +8,13 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import type { Kysely } from 'kysely';
+import { migrate, openDatabase } from '../../../src/infra/database/index.js';
 import { sanitizeNodeMarkup } from '../../../src/publishing/content/node-markup.js';
 import { sanitizeSvg } from '../../../src/publishing/content/svg.js';
 import { crawlsRepository } from '../../../src/publishing/crawler/repository.js';
 import { MAX_DESCRIPTION_HTML, NODE_SANITIZER_VERSION } from '../../../src/publishing/crawler/sanitize-node.js';
-import { openPublishingDatabase } from '../../../src/publishing/db.js';
+import { openPublishingDatabase, type PublishingDB, publishingMigrations } from '../../../src/publishing/db.js';
 import { dialects, tempDir } from '../../helpers/db.js';
 import { buildSite, type NodeSpec } from '../../helpers/p2-fixtures.js';
 import { type RunningPublishing, startPublishing } from '../../helpers/publishing.js';
@@ -178,6 +180,39 @@ for (const target of dialects()) {
       const svg = (sanitizeSvg(rawSvg) as { svg: string }).svg;
       assert.equal(Buffer.from(stored.icon ?? '', 'base64').toString('utf8'), svg);
       assert.equal(await (await fetch(url(OLD, true))).text(), svg);
+    });
+  });
+}
+
+for (const target of dialects()) {
+  describe(`migration 0008 (crawl_nodes.sanitized) on ${target.name}`, () => {
+    it('keeps the rows crawled before it as they were, marked unsanitized (0), and searchable', async () => {
+      const handle = await target.create();
+      const database = openDatabase<PublishingDB>(handle.url);
+      try {
+        const { db } = database;
+        await migrate(db, 'pier', Object.fromEntries(Object.entries(publishingMigrations).filter(([name]) => name < '0008')));
+        const at = '2026-01-01T00:00:00.000Z';
+        await db
+          .insertInto('products')
+          .values({ id: 'p', name: 'P', state: 'live', fields: '{}', edit_token_hash: 'h', edit_token_id: 't', sftp_username: 'p', sftp_password_hash: 'x', created_at: at, updated_at: at })
+          .execute();
+        const data = JSON.stringify({ categoryNames: [], description: { intro: '<p onclick="x">raw</p>', markup: 'html' } });
+        const old = { product_id: 'p', label: '5.4', factory_class: 'a.WidgetNodeFactory', name: 'Widget', product_name: 'P', bundle: 'a', category_path: '/', category_names: '', short_description: 'Frobs.', deprecated: 0, data, icon_type: null, icon: null };
+        await (db as unknown as Kysely<Record<string, Record<string, unknown>>>).insertInto('crawl_nodes').values(old).execute();
+        await migrate(db, 'pier', publishingMigrations);
+        const repo = crawlsRepository(db, target.name);
+        const r = await repo.node('p', '5.4', 'a.WidgetNodeFactory');
+        assert.equal(r?.sanitized, 0);
+        assert.equal(r?.data, data);
+        await repo.storeSanitized({ ...old, data: '{}', sanitized: NODE_SANITIZER_VERSION });
+        assert.equal((await repo.node('p', '5.4', 'a.WidgetNodeFactory'))?.sanitized, NODE_SANITIZER_VERSION);
+        // An update of the unindexed columns leaves the search index (FTS5 on SQLite) intact.
+        assert.deepEqual((await repo.search(['widget'], 10)).map((h) => h.factory_class), ['a.WidgetNodeFactory']);
+      } finally {
+        await database.close();
+        await handle.drop();
+      }
     });
   });
 }
