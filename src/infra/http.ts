@@ -8,6 +8,7 @@ import Fastify, {
   type FastifyReply,
   type FastifyRequest,
   type FastifyServerOptions,
+  type RouteOptions,
   type RawReplyDefaultExpression,
   type RawRequestDefaultExpression,
   type RawServerDefault,
@@ -51,6 +52,19 @@ export interface HttpAppOptions {
    * credential with 400 naming the field (see nul.ts), before validation and before any handler.
    */
   refuseNul?: boolean;
+  /**
+   * Refuse NUL in path parameters and query values already at onRequest, before any route's own
+   * onRequest hook: routes that authenticate there look the path's resource up in the database,
+   * and PostgreSQL fails a statement holding NUL (a 500). Bodies are not read yet at that point.
+   */
+  refuseNulInAddress?: boolean;
+}
+
+/** Every route registered on an app made by createHttpApp, in order (the NUL route walk tests use it). */
+const routeLists = new WeakMap<object, RouteOptions[]>();
+
+export function registeredRoutes(app: HttpApp): readonly RouteOptions[] {
+  return routeLists.get(app) ?? [];
 }
 
 declare module 'fastify' {
@@ -291,6 +305,19 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
     // Pages link to the download host and other origins; a strict CORP would block embeds.
     crossOriginResourcePolicy: { policy: 'same-site' },
   });
+
+  const routes: RouteOptions[] = [];
+  routeLists.set(app, routes);
+  app.addHook('onRoute', (route) => {
+    routes.push(route as RouteOptions);
+  });
+
+  if (options.refuseNulInAddress) {
+    app.addHook('onRequest', (req, _reply, done) => {
+      const field = nulFieldIn(req.params) ?? nulFieldIn(req.query);
+      done(field ? new NulCharacterError(field) : undefined);
+    });
+  }
 
   if (options.refuseNul) {
     // preValidation: after body parsing and the authentication hook, before schema validation,

@@ -120,6 +120,11 @@ export interface CrawlNodesTable {
   icon_type: string | null;
   /** Base64 of the icon bytes. */
   icon: string | null;
+  /**
+   * NODE_SANITIZER_VERSION (crawler/sanitize-node.ts) the description in `data` and the icon went
+   * through when stored; 0: rows crawled before migration 0008, stored as read from the jar.
+   */
+  sanitized: number;
 }
 
 export interface PublishingDB {
@@ -448,6 +453,14 @@ const migrations: Record<string, Migration> = {
       for (const table of ['crawls', 'crawl_nodes']) {
         await sql.raw(`ALTER TABLE ${table} ALTER COLUMN label TYPE varchar(${MAX_LABEL_LENGTH})`).execute(db);
       }
+    },
+  },
+  // Node pages served the stored description and icon through the sanitizers on every request;
+  // crawls now store them sanitized (crawler/sanitize-node.ts). Existing rows keep what the jar
+  // held, marked 0: they are sanitized once when first served, and stored again.
+  '0008_crawl_nodes_sanitized': {
+    async up(db: Kysely<unknown>) {
+      await sql`ALTER TABLE crawl_nodes ADD COLUMN sanitized integer NOT NULL DEFAULT 0`.execute(db);
     },
   },
 };

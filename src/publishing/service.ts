@@ -72,6 +72,10 @@ export async function createPublishingService(config: Config, options: Publishin
     // Node pages are addressed by factory class name, which can be longer than fastify's 100.
     maxParamLength: MAX_FACTORY_LENGTH,
     publicUrl: config.publishing.baseUrl,
+    // A NUL in a product id or factory class would reach the database (a 500 on PostgreSQL, where
+    // text cannot hold it): refused as 400 before the product routes authenticate (onRequest).
+    // PATCH bodies are checked by the patch validation, which refuses every control character.
+    refuseNulInAddress: true,
   });
   const limiter = new FailureLimiter({ maxFailures: 10, windowMs: 60_000, banMs: 60_000, ...options.failureLimits });
   registerProductRoutes(app, { products, limiter, crawler });

@@ -1,10 +1,12 @@
 /**
  * The crawl's own thread: vendor-controlled work (HTTP reads, XML, xz, jars, Python sources) runs
  * here, under the memory limit the serving process set for this worker, and posts back a plain
- * result. It never touches the database: the serving process validates and stores the result.
+ * result, its node descriptions and icons already sanitized as node pages show them. It never
+ * touches the database: the serving process validates and stores the result.
  */
 import { parentPort } from 'node:worker_threads';
 import { type CrawlLimits, crawlRepository } from './crawl.js';
+import { sanitizeCrawlResult } from './sanitize-node.js';
 
 export interface CrawlJob {
   url: string;
@@ -17,7 +19,8 @@ export type CrawlReply = { ok: true; result: unknown } | { ok: false; message: s
 const port = parentPort;
 if (port) {
   port.on('message', (job: CrawlJob) => {
-    crawlRepository(job.url, job.limits, job.scope).then(
+    // Descriptions and icons are sanitized here, once per crawl, never on the serving loop.
+    crawlRepository(job.url, job.limits, job.scope).then((r) => sanitizeCrawlResult(r, job.limits)).then(
       (result) => port.postMessage({ ok: true, result } satisfies CrawlReply),
       (e: unknown) => port.postMessage({ ok: false, message: e instanceof Error ? e.message : String(e) } satisfies CrawlReply),
     );

@@ -370,6 +370,7 @@ async function readPythonExtension(
       if (iconFile && type) {
         const bytes = await jar.read(iconFile);
         if (bytes && bytes.length <= limits.maxIconBytes) icon = { contentType: type, base64: bytes.toString('base64') };
+        else if (bytes) report(iconTooLarge(iconFile, bytes.length, limits));
       }
       into.nodes.push({
         factoryClass: n.id,
@@ -389,6 +390,11 @@ async function readPythonExtension(
     if (!(e instanceof JarProblem)) throw e;
     report({ severity: 'error', code: 'jar_unreadable', message: e.message, where: base });
   }
+}
+
+/** An icon over maxIconBytes is left out; the report says so (a node page shows a 16 px icon). */
+function iconTooLarge(where: string, size: number, limits: CrawlLimits): CrawlProblem {
+  return { severity: 'warning', code: 'icon_refused', message: `the node icon is not shown: ${size} bytes, larger than ${limits.maxIconBytes}`, where };
 }
 
 /** The description beside the factory class, and its icon; problems are reported, not thrown. */
@@ -427,6 +433,7 @@ async function readDescription(
       try {
         const bytes = await jar.read(target);
         if (bytes && bytes.length <= limits.maxIconBytes) icon = { contentType: type, base64: bytes.toString('base64') };
+        else if (bytes) report(iconTooLarge(target, bytes.length, limits));
       } catch (e) {
         if (!(e instanceof JarProblem)) throw e;
         report({ severity: 'warning', code: 'jar_unreadable', message: e.message, where: target });

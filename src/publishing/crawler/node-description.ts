@@ -43,6 +43,8 @@ export interface NodeDescription {
    * stored before markup was kept, and pure-Python extensions' docstrings).
    */
   markup?: 'html';
+  /** Longer than a node page shows: cut when sanitized (crawler/sanitize-node.ts). */
+  truncated?: true;
 }
 
 const options = (el: XmlElement | undefined): NodeOption[] =>

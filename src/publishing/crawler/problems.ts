@@ -17,7 +17,9 @@ export interface CrawlProblem {
     | 'category_undeclared'
     | 'description_missing'
     | 'node_duplicate'
-    | 'label_removed';
+    | 'label_removed'
+    | 'description_truncated'
+    | 'icon_refused';
   message: string;
   /** URL or `bundle!entry` the problem is about. */
   where: string;

@@ -163,6 +163,22 @@ export function crawlsRepository(db: Kysely<PublishingDB>, dialect: DialectName)
       return r.rows;
     },
 
+    /**
+     * Stores a node's description (`data`) and icon sanitized by a newer sanitizer than the row's
+     * (rows crawled before migration 0008); a row a newer crawl or another instance stored with
+     * the same or a later version is left alone. Indexed (searched) columns are not touched.
+     */
+    async storeSanitized(row: Pick<CrawlNodeRow, 'product_id' | 'label' | 'factory_class' | 'data' | 'icon' | 'icon_type' | 'sanitized'>): Promise<void> {
+      await db
+        .updateTable('crawl_nodes')
+        .set({ data: row.data, icon: row.icon, icon_type: row.icon_type, sanitized: row.sanitized })
+        .where('product_id', '=', row.product_id)
+        .where('label', '=', row.label)
+        .where('factory_class', '=', row.factory_class)
+        .where('sanitized', '<', row.sanitized)
+        .execute();
+    },
+
     async node(productId: string, label: string, factoryClass: string): Promise<CrawlNodeRow | undefined> {
       return db
         .selectFrom('crawl_nodes')

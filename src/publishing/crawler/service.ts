@@ -13,6 +13,7 @@ import type { ProductRow, ProductsRepository } from '../products/repository.js';
 import { type CrawlLimits, type CrawlResult, type CrawlSummary, DEFAULT_CRAWL_LIMITS } from './crawl.js';
 import { CrawlAborted, DEFAULT_ISOLATION, type IsolationLimits, isolatedCrawler } from './isolated.js';
 import type { CrawlProblem } from './problems.js';
+import { NODE_SANITIZER_VERSION } from './sanitize-node.js';
 import type { CrawlNodeRow, CrawlRow, CrawlsRepository } from './repository.js';
 
 /** A running crawl not finished after this long is taken as abandoned (its process died). */
@@ -95,6 +96,8 @@ function nodeRows(productId: string, productName: string, label: string, r: Craw
     data: JSON.stringify({ bundleVersion: n.bundleVersion, hidden: n.hidden, after: n.after, categoryNames: n.categoryNames, description: n.description, platforms: n.platforms }),
     icon_type: n.icon?.contentType ?? null,
     icon: n.icon?.base64 ?? null,
+    // The crawl's worker sanitized the description and the icon (crawl-worker.ts).
+    sanitized: NODE_SANITIZER_VERSION,
   }));
 }
 

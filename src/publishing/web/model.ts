@@ -85,7 +85,7 @@ export interface NodePageModel {
   iconUrl: string | null;
   /** The icon's own pixel size, to draw it unscaled; null when unknown (SVG, or no icon). */
   iconSize: { width: number; height: number } | null;
-  /** Every description field as sanitized HTML (presenter.ts `nodeDescriptionHtml`). */
+  /** Every description field as sanitized HTML, as the crawl stored it (crawler/sanitize-node.ts). */
   description: import('../crawler/node-description.js').NodeDescription | null;
   /** Platforms whose users get this node; null: every platform. */
   platforms: string[] | null;

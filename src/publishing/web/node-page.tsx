@@ -2,7 +2,7 @@ import type { NodeOption, NodePort } from '../crawler/node-description.js';
 import { Icon, Layout } from './layout.js';
 import type { NodePageModel, SiteInfo } from './model.js';
 
-/** Description markup that went through the sanitizer (web/presenter.ts `nodeDescriptionHtml`). */
+/** Description markup as the crawl stored it, sanitized (crawler/sanitize-node.ts). */
 function Markup(props: { html: string }) {
   return props.html ? <div class="node-markup" dangerouslySetInnerHTML={{ __html: props.html }} /> : null;
 }
@@ -125,6 +125,9 @@ export function NodePage(props: { site: SiteInfo; m: NodePageModel }) {
               </>
             ) : null}
             {d.keywords.length ? <p class="node-keywords">Keywords: {d.keywords.join(', ')}</p> : null}
+            {d.truncated ? (
+              <p class="hint node-truncated">This description is longer than a node page shows and was cut; the node's own description in the platform has all of it.</p>
+            ) : null}
           </section>
         ) : (
           <p class="hint">This node has no description file.</p>

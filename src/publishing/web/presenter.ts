@@ -1,9 +1,7 @@
 // Product rows → what the pages show. Pure functions: no I/O, so the page service can cache
 // their output by the inputs it read.
 import { createHash } from 'node:crypto';
-import { plainTextAsHtml, sanitizeNodeMarkup } from '../content/node-markup.js';
 import type { RenderedContent } from '../content/product-content.js';
-import type { NodeDescription, NodeOption } from '../crawler/node-description.js';
 import type { FileEntry, LabelSummary } from '../files/reader.js';
 import type { ProductFields } from '../products/fields.js';
 import { normalizeHex, readableOn, textColorOn } from './colors.js';
@@ -177,23 +175,4 @@ export function cssUrl(raw: string): string | null {
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return null;
   return url.href.replace(/["'()\\\s<>]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`);
-}
-
-/**
- * A stored description with every markup field as HTML that went through the sanitizer: kept
- * markup (`markup: 'html'`) is sanitized again on the way out; plain text becomes paragraphs.
- */
-export function nodeDescriptionHtml(d: NodeDescription): NodeDescription {
-  const html = (s: string) => (d.markup === 'html' ? sanitizeNodeMarkup(s) : plainTextAsHtml(s));
-  const options = (os: NodeOption[]) => os.map((o) => ({ ...o, description: html(o.description) }));
-  return {
-    ...d,
-    intro: html(d.intro),
-    options: options(d.options),
-    tabs: d.tabs.map((t) => ({ ...t, description: html(t.description), options: options(t.options) })),
-    inPorts: d.inPorts.map((p) => ({ ...p, description: html(p.description) })),
-    outPorts: d.outPorts.map((p) => ({ ...p, description: html(p.description) })),
-    views: d.views.map((v) => ({ ...v, description: html(v.description) })),
-    markup: 'html',
-  };
 }

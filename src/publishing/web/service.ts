@@ -12,7 +12,9 @@ import { type ContentRenderer, PageRenderFailed } from '../content/isolated-rend
 import { type FeedProduct, productFeed, siteFeed } from '../content/feeds.js';
 import { rasterSize, sanitizeSvg, sniffRasterImage } from '../content/svg.js';
 import type { NodeDescription } from '../crawler/node-description.js';
-import { type CrawlsRepository, searchWords } from '../crawler/repository.js';
+import { type CrawlNodeRow, type CrawlsRepository, searchWords } from '../crawler/repository.js';
+import { NODE_SANITIZER_VERSION, sanitizeNode } from '../crawler/sanitize-node.js';
+import { DEFAULT_CRAWL_LIMITS } from '../crawler/crawl.js';
 import type { ProductFilesReader } from '../files/reader.js';
 import type { ProductFields } from '../products/fields.js';
 import type { ProductRow, ProductsRepository } from '../products/repository.js';
@@ -22,7 +24,7 @@ import { NodePage } from './node-page.js';
 import { NodeSearchPage } from './node-search-page.js';
 import { NotFoundPage } from './not-found-page.js';
 import { PAGE_IDS, ProductPage } from './product-page.js';
-import { catalogCard, iconVersion, nodeDescriptionHtml, nodeGroups, nodeUrl, type ProductFilesView, type ProductInput, productPageModel } from './presenter.js';
+import { catalogCard, iconVersion, nodeGroups, nodeUrl, type ProductFilesView, type ProductInput, productPageModel } from './presenter.js';
 import { renderDocument } from './render.js';
 
 export interface PagesServiceDeps {
@@ -38,8 +40,13 @@ export interface PagesServiceDeps {
   cacheSize?: number;
   /** A page whose render failed is not tried again for its same data before this long, ms. */
   failureRetryMs?: number;
+  /** Bytes of node pages and node icons kept built (least recently used are dropped). */
+  nodeCacheBytes?: number;
   now?: () => number;
 }
+
+/** An icon stored before migration 0008 larger than this (the crawler's limit) is not shown. */
+const STORED_ICON_MAX_BYTES = DEFAULT_CRAWL_LIMITS.maxIconBytes;
 
 export interface Served {
   body: Buffer;
@@ -85,7 +92,7 @@ function parseFields(row: ProductRow): ProductFields {
 
 export const NODE_SEARCH_LIMIT = 100;
 
-export function pagesService({ repo, site, files, crawls, renderer, cacheSize = 500, failureRetryMs = 10 * 60_000, now = Date.now }: PagesServiceDeps) {
+export function pagesService({ repo, site, files, crawls, renderer, cacheSize = 500, failureRetryMs = 10 * 60_000, nodeCacheBytes = 32 * 1024 * 1024, now = Date.now }: PagesServiceDeps) {
   const cache = new Map<string, Rendered>();
   const building = new Map<string, Promise<Rendered>>();
   // Renders that failed, per product, by the key of the data they failed on: content built to
@@ -214,37 +221,96 @@ export function pagesService({ repo, site, files, crawls, renderer, cacheSize = 
     });
   }
 
-  /** The node from the label the product page shows (recommended first), with its page model. */
-  async function findNode(id: string, factoryClass: string) {
-    const r = await product(id);
-    if (!r) return null;
+  // Node pages and icons, served as built until the product's page key changes (a crawl, an
+  // upload, a state change): building one parses the stored node and renders it, which grows with
+  // the vendor's description, so it is not done per request. Bounded by bytes, least recently used
+  // dropped first.
+  const nodeServed = new Map<string, { key: string; served: Served | null; bytes: number }>();
+  let nodeServedBytes = 0;
+  async function cachedNode(r: Rendered, cacheKey: string, build: () => Promise<Served | null>): Promise<Served | null> {
+    const hit = nodeServed.get(cacheKey);
+    if (hit?.key === r.key) {
+      nodeServed.delete(cacheKey);
+      nodeServed.set(cacheKey, hit);
+      return hit.served;
+    }
+    const s = await build();
+    const entry = { key: r.key, served: s, bytes: (s?.body.length ?? 0) + 256 };
+    const old = nodeServed.get(cacheKey);
+    if (old) nodeServedBytes -= old.bytes;
+    nodeServed.delete(cacheKey);
+    nodeServed.set(cacheKey, entry);
+    nodeServedBytes += entry.bytes;
+    for (const [k, v] of nodeServed) {
+      if (nodeServedBytes <= nodeCacheBytes) break;
+      nodeServed.delete(k);
+      nodeServedBytes -= v.bytes;
+    }
+    return s;
+  }
+
+  // Rows crawled before migration 0008 (or by an older sanitizer) are sanitized once, here, and
+  // stored; concurrent requests for the same row share that one pass.
+  const sanitizing = new Map<string, Promise<CrawlNodeRow>>();
+  function sanitizedRow(row: CrawlNodeRow): Promise<CrawlNodeRow> | CrawlNodeRow {
+    if (row.sanitized >= NODE_SANITIZER_VERSION) return row;
+    const k = JSON.stringify([row.product_id, row.label, row.factory_class]);
+    let pending = sanitizing.get(k);
+    if (!pending) {
+      pending = (async () => {
+        const data = JSON.parse(row.data) as { description: NodeDescription | null };
+        const icon = row.icon && row.icon_type ? { contentType: row.icon_type, base64: row.icon } : null;
+        const clean = sanitizeNode(data.description, icon, STORED_ICON_MAX_BYTES);
+        const next: CrawlNodeRow = {
+          ...row,
+          data: JSON.stringify({ ...data, description: clean.description }),
+          icon: clean.icon?.base64 ?? null,
+          icon_type: clean.icon?.contentType ?? null,
+          sanitized: NODE_SANITIZER_VERSION,
+        };
+        await crawls.storeSanitized(next);
+        return next;
+      })();
+      sanitizing.set(k, pending);
+      pending.finally(() => sanitizing.delete(k)).catch(() => {});
+    }
+    return pending;
+  }
+
+  /** The node's row from the label the product page shows (recommended first), sanitized. */
+  async function findNodeRow(r: Rendered, id: string, factoryClass: string): Promise<{ row: CrawlNodeRow; label: string; installUrl: string } | null> {
     for (const l of r.model.labels ?? []) {
       if (l.url === null) continue; // the same labels the product page takes its nodes from
       const row = await crawls.node(id, l.label, factoryClass);
       if (!row) continue;
-      const data = JSON.parse(row.data) as { categoryNames: string[]; description: NodeDescription | null; platforms?: string[] | null };
-      const url = nodeUrl(id, row.factory_class);
-      const model: NodePageModel = {
-        productId: id,
-        productName: r.model.name,
-        productUrl: `/product/${id}`,
-        productHidden: r.model.hidden,
-        label: l.label,
-        installUrl: l.url,
-        url: `${site.baseUrl}${url}`,
-        name: row.name,
-        factoryClass: row.factory_class,
-        bundle: row.bundle,
-        categoryNames: data.categoryNames,
-        deprecated: row.deprecated === 1,
-        iconUrl: row.icon ? `${url}/icon` : null,
-        iconSize: row.icon ? rasterSize(Buffer.from(row.icon, 'base64')) : null,
-        description: data.description ? nodeDescriptionHtml(data.description) : null,
-        platforms: data.platforms ?? null,
-      };
-      return { row, model };
+      return { row: await sanitizedRow(row), label: l.label, installUrl: l.url };
     }
     return null;
+  }
+
+  /** A node page's model: the stored description is already sanitized HTML (crawler/sanitize-node.ts). */
+  function nodeModel(r: Rendered, id: string, found: { row: CrawlNodeRow; label: string; installUrl: string }): NodePageModel {
+    const { row } = found;
+    const data = JSON.parse(row.data) as { categoryNames: string[]; description: NodeDescription | null; platforms?: string[] | null };
+    const url = nodeUrl(id, row.factory_class);
+    return {
+      productId: id,
+      productName: r.model.name,
+      productUrl: `/product/${id}`,
+      productHidden: r.model.hidden,
+      label: found.label,
+      installUrl: found.installUrl,
+      url: `${site.baseUrl}${url}`,
+      name: row.name,
+      factoryClass: row.factory_class,
+      bundle: row.bundle,
+      categoryNames: data.categoryNames,
+      deprecated: row.deprecated === 1,
+      iconUrl: row.icon ? `${url}/icon` : null,
+      iconSize: row.icon && row.icon_type !== 'image/svg+xml' ? rasterSize(Buffer.from(row.icon, 'base64')) : null,
+      description: data.description,
+      platforms: data.platforms ?? null,
+    };
   }
 
   return {
@@ -318,22 +384,26 @@ export function pagesService({ repo, site, files, crawls, renderer, cacheSize = 
 
     /** A node's page (also while the product is hidden, like the product page), or null. */
     async nodePage(id: string, factoryClass: string): Promise<Served | null> {
-      const node = await findNode(id, factoryClass);
-      if (!node) return null;
-      return served(renderDocument(NodePage({ site, m: node.model })), HTML);
+      const r = await product(id);
+      if (!r) return null;
+      return cachedNode(r, JSON.stringify(['page', id, factoryClass]), async () => {
+        const found = await findNodeRow(r, id, factoryClass);
+        return found ? served(renderDocument(NodePage({ site, m: nodeModel(r, id, found) })), HTML) : null;
+      });
     },
 
+    /** A node's icon as stored: SVG sanitized by the crawl, rasters checked to be what they claim. */
     async nodeIcon(id: string, factoryClass: string): Promise<Served | null> {
-      const node = await findNode(id, factoryClass);
-      if (!node?.row.icon || !node.row.icon_type) return null;
-      const bytes = Buffer.from(node.row.icon, 'base64');
-      // Vendor SVG goes through the same sanitizer as product icons; rasters must be what they claim.
-      if (node.row.icon_type === 'image/svg+xml') {
-        const clean = sanitizeSvg(bytes.toString('utf8'));
-        return 'svg' in clean ? served(clean.svg, 'image/svg+xml; charset=utf-8') : null;
-      }
-      const kind = sniffRasterImage(bytes);
-      return kind ? served(bytes, RASTER_TYPES[kind]) : null;
+      const r = await product(id);
+      if (!r) return null;
+      return cachedNode(r, JSON.stringify(['icon', id, factoryClass]), async () => {
+        const row = (await findNodeRow(r, id, factoryClass))?.row;
+        if (!row?.icon || !row.icon_type) return null;
+        const bytes = Buffer.from(row.icon, 'base64');
+        if (row.icon_type === 'image/svg+xml') return served(bytes, 'image/svg+xml; charset=utf-8');
+        const kind = sniffRasterImage(bytes);
+        return kind ? served(bytes, RASTER_TYPES[kind]) : null;
+      });
     },
 
     /** Full-text node search over live products (one hit per product and node, best label first). */
