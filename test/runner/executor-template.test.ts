@@ -90,6 +90,13 @@ const CONTEXTS: { name: string; template: (p: string) => string; expect: (v: str
   { name: 'after a here-document', template: (p) => `cat <<'EOF'\n'"\nEOF\nprintf '%s' ${p}`, expect: (v) => `'"\n${v}` },
   { name: 'case', template: (p) => `case ${p} in *) printf '%s' "${p}";; esac`, expect: (v) => v },
   { name: 'after a comment', template: (p) => `# it's a "comment" {nope\nprintf '%s' ${p}`, expect: (v) => v },
+  { name: 'an argument after sh -ec -- code', template: (p) => `sh -ec -- 'printf "%s" "$1"' _ ${p}`, expect: (v) => v },
+  { name: 'an argument after perl -e code', template: (p) => `perl -e 'print $ARGV[0]' -- ${p}`, expect: (v) => v },
+  { name: 'behind wrappers', template: (p) => `timeout 5 nice -n 1 env A=${p} sh -c 'printf "%s|%s" "$A" "$1"' _ ${p}`, expect: (v) => `${v}|${v}` },
+  { name: 'redirections and an assignment before the program', template: (p) => `2>/dev/null A=1 </dev/null printf '%s' ${p}`, expect: (v) => v },
+  { name: 'here-document to a group without an interpreter', template: (p) => `{ cat; } <<EOF\n${p}\nEOF`, expect: (v) => `${v}\n` },
+  { name: 'here-document inside $( )', template: (p) => `printf '%s' "$(cat <<EOF\n${p}\nEOF\n)"`, expect: (v) => v.replace(/\n+$/, '') },
+  { name: 'next to nested arithmetic in a here-document', template: (p) => `cat <<EOF\n$(( (1) + 2 )) ${p}\nEOF`, expect: (v) => `3 ${v}\n` },
 ];
 
 describe('executor command template', () => {
@@ -374,9 +381,13 @@ describe('executor command template', () => {
   });
 
   test('property: templates that hand text to a second reader (sh -c, bash -c, eval, trap) never run a value', () => {
-    const piece = fc.constantFrom('sh -c ', 'bash -c ', 'eval ', 'trap ', "'", '"', '`', '$(', ')', ' ', ';', '\n', '_ ', 'echo ', '{param.v}', '<<EOF\n', 'EOF\n', 'x');
+    const piece = fc.constantFrom(
+      ...['sh -c ', 'bash -c ', 'eval ', 'trap ', "'", '"', '`', '$(', ')', ' ', ';', '\n', '_ ', 'echo ', '{param.v}', '<<EOF\n', 'EOF\n', 'x'],
+      // Options around -c, interpreters' code options, wrappers, here-strings, groups, redirections and assignments first.
+      ...['sh -ec ', 'bash -c -u ', '-- ', '-o errexit ', 'sh -s ', '/dev/stdin ', '. ', 'perl -e ', 'perl -E ', 'node -e ', 'node -p ', 'timeout 5 ', 'env ', 'nohup ', 'nice ', 'command ', 'exec ', 'xargs ', 'find . -maxdepth 0 -exec ', ' \\; ', '<<< ', '{ ', '} ', '( ', '2>/dev/null ', 'A=1 ', '\\\n', '$[', ']', '$(( (1) + ', '))'],
+    );
     fc.assert(
-      fc.property(fc.array(piece, { minLength: 1, maxLength: 12 }), value, (pieces, v) => {
+      fc.property(fc.array(piece, { minLength: 1, maxLength: 14 }), value, (pieces, v) => {
         const template = pieces.join('');
         let compiled: string;
         try {
