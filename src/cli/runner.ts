@@ -85,7 +85,8 @@ export function registerRunnerCommands(program: Command): void {
     .option('--labels <a,b>', 'labels this executor offers (env PIER_EXECUTOR_LABELS)', process.env.PIER_EXECUTOR_LABELS ?? '')
     .option('--capacity <n>', 'runs at once, 1-256 (env PIER_EXECUTOR_CAPACITY)', process.env.PIER_EXECUTOR_CAPACITY ?? '1')
     .option('--work-dir <dir>', 'where runs are unpacked and run (env PIER_EXECUTOR_WORK_DIR)', process.env.PIER_EXECUTOR_WORK_DIR ?? path.join(os.tmpdir(), 'pier-executor'))
-    .option('--command <template>', 'command run by /bin/sh for each run (env PIER_EXECUTOR_COMMAND); placeholders {archive} {workdir} {workflow} {out} {runId} {attempt} {param.NAME}', process.env.PIER_EXECUTOR_COMMAND)
+    .option('--command <template>', 'command run by the shell for each run (env PIER_EXECUTOR_COMMAND); placeholders {archive} {workdir} {workflow} {out} {runId} {attempt} {param.NAME}', process.env.PIER_EXECUTOR_COMMAND)
+    .option('--shell <path>', 'shell that runs each command as `<shell> -c` (env PIER_EXECUTOR_SHELL; default /bin/dash where it exists, else /bin/sh; with bash, ksh or zsh a run parameter reaching arithmetic is code)', process.env.PIER_EXECUTOR_SHELL)
     .option('--kill-grace <seconds>', 'seconds between SIGTERM and SIGKILL when a run is cancelled (env PIER_EXECUTOR_KILL_GRACE)', process.env.PIER_EXECUTOR_KILL_GRACE ?? '10')
     .option('--state-file <path>', 'file keeping this executor\'s id across restarts, so a restart registers again as the same executor (env PIER_EXECUTOR_STATE_FILE)', process.env.PIER_EXECUTOR_STATE_FILE)
     .option('--give-up <seconds>', 'seconds a log batch or a run\'s report may keep failing (5xx, network) before the run fails (env PIER_EXECUTOR_GIVE_UP_SECONDS)', process.env.PIER_EXECUTOR_GIVE_UP_SECONDS ?? '120')
@@ -128,19 +129,27 @@ export function registerRunnerCommands(program: Command): void {
       // The executor is a client of the HTTP API only: nothing of the server is loaded.
       const { ExecutorAgent } = await import('../runner/executor-agent/agent.js');
       const { jsonLogger } = await import('../runner/executor-agent/client.js');
-      const agent = new ExecutorAgent({
-        url,
-        apiKey,
-        name: (opts.name ?? 'executor').slice(0, 200),
-        labels,
-        capacity,
-        workDir: path.resolve(opts.workDir ?? 'pier-executor'),
-        command: opts.command,
-        killGraceSeconds: grace,
-        giveUpMs: giveUp * 1000,
-        stateFile: opts.stateFile ? path.resolve(opts.stateFile) : undefined,
-        log: jsonLogger,
-      });
+      let agent: InstanceType<typeof ExecutorAgent>;
+      try {
+        agent = new ExecutorAgent({
+          url,
+          apiKey,
+          name: (opts.name ?? 'executor').slice(0, 200),
+          labels,
+          capacity,
+          workDir: path.resolve(opts.workDir ?? 'pier-executor'),
+          command: opts.command,
+          killGraceSeconds: grace,
+          giveUpMs: giveUp * 1000,
+          stateFile: opts.stateFile ? path.resolve(opts.stateFile) : undefined,
+          shell: opts.shell,
+          log: jsonLogger,
+        });
+      } catch (e) {
+        // The shell is asked what it is at start: one that cannot run stops the executor here.
+        if (e instanceof Error && e.message.startsWith('the shell ')) throw new UsageError(`--shell: ${e.message}`);
+        throw e;
+      }
       process.on('SIGTERM', () => agent.stop());
       process.on('SIGINT', () => agent.stop());
       // A bug must not leave commands running unsupervised (their runs are re-queued and would

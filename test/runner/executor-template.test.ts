@@ -90,6 +90,13 @@ const CONTEXTS: { name: string; template: (p: string) => string; expect: (v: str
   { name: 'after a here-document', template: (p) => `cat <<'EOF'\n'"\nEOF\nprintf '%s' ${p}`, expect: (v) => `'"\n${v}` },
   { name: 'case', template: (p) => `case ${p} in *) printf '%s' "${p}";; esac`, expect: (v) => v },
   { name: 'after a comment', template: (p) => `# it's a "comment" {nope\nprintf '%s' ${p}`, expect: (v) => v },
+  { name: 'an argument after sh -ec -- code', template: (p) => `sh -ec -- 'printf "%s" "$1"' _ ${p}`, expect: (v) => v },
+  { name: 'an argument after perl -e code', template: (p) => `perl -e 'print $ARGV[0]' -- ${p}`, expect: (v) => v },
+  { name: 'behind wrappers', template: (p) => `timeout 5 nice -n 1 env A=${p} sh -c 'printf "%s|%s" "$A" "$1"' _ ${p}`, expect: (v) => `${v}|${v}` },
+  { name: 'redirections and an assignment before the program', template: (p) => `2>/dev/null A=1 </dev/null printf '%s' ${p}`, expect: (v) => v },
+  { name: 'here-document to a group without an interpreter', template: (p) => `{ cat; } <<EOF\n${p}\nEOF`, expect: (v) => `${v}\n` },
+  { name: 'here-document inside $( )', template: (p) => `printf '%s' "$(cat <<EOF\n${p}\nEOF\n)"`, expect: (v) => v.replace(/\n+$/, '') },
+  { name: 'next to nested arithmetic in a here-document', template: (p) => `cat <<EOF\n$(( (1) + 2 )) ${p}\nEOF`, expect: (v) => `3 ${v}\n` },
 ];
 
 describe('executor command template', () => {
@@ -145,13 +152,14 @@ describe('executor command template', () => {
       ['awk -v v={param.x} "BEGIN{print v}"', /argument of awk/],
       ['sh <<EOF\necho {param.x}\nEOF', /here-document that sh reads as code/],
       ['python3 - <<EOF\nprint("{param.x}")\nEOF', /here-document that python3 reads as code/],
-      ['cat <<EOF\n$(( {param.x} + 1 ))\nEOF', /inside \$\(…\), `…`, \$\(\(…\)\) or \$\{…\} in a here-document/],
+      ['cat <<EOF\n$(( {param.x} + 1 ))\nEOF', /inside \$\(…\), `…`, \$\(\(…\)\), \$\[…\] or \$\{…\} in a here-document/],
       ["cat <<EOF\n$(printf '%s' '{param.x}')\nEOF", /in a here-document/],
       ['cat <<EOF\n`echo {param.x}`\nEOF', /in a here-document/],
       ['(( {param.n} > 3 ))', /\(\(…\)\): its value would be evaluated as arithmetic/],
       ['[[ {param.n} -gt 3 ]] && echo big', /inside \[\[ … \]\]/],
       ['let n={param.n}+1', /argument of let/],
-      ['declare -i n={param.n}', /argument of declare/],
+      ['declare -i n={param.n}', /integer attribute/],
+      ['declare n={param.n}', /argument of declare/],
       ['a[{param.n}]=1', /array subscript/],
       ['echo "${s:{param.n}}"', /inside \$\{…\}/],
       ['echo "${y#{param.x}}"', /inside \$\{…\}/],
@@ -168,7 +176,200 @@ describe('executor command template', () => {
     assert.equal(compileTemplate(`sh -c 'echo "$1"' _ {param.x}`), `sh -c 'echo "$1"' _ "\${PIER_PARAM_x}"`);
     assert.equal(compileTemplate(`trap 'echo "$PIER_PARAM_x"' EXIT; echo {param.x}`), `trap 'echo "$PIER_PARAM_x"' EXIT; echo "\${PIER_PARAM_x}"`);
     assert.equal(compileTemplate('[[ -f x ]] && echo {out}'), '[[ -f x ]] && echo "${PIER_OUT_DIR}"');
-    assert.equal(compileTemplate('sh run.sh {out} <<EOF\n{param.x}\nEOF'), 'sh run.sh "${PIER_OUT_DIR}" <<EOF\n${PIER_PARAM_x}\nEOF');
+    assert.equal(compileTemplate('./run.sh {out} <<EOF\n{param.x}\nEOF'), './run.sh "${PIER_OUT_DIR}" <<EOF\n${PIER_PARAM_x}\nEOF');
+  });
+
+  /** Each template must be refused, naming its placeholder, with a reason matching `why`. */
+  const refusedAll = (cases: [string, RegExp][]) => {
+    for (const [template, why] of cases) {
+      assert.throws(
+        () => compileTemplate(template),
+        (e: Error) => e instanceof TemplateError && /the placeholder \{(param\.[xn]|out)\}/.test(e.message) && why.test(e.message),
+        template,
+      );
+    }
+  };
+
+  test('the code argument of sh/bash/dash/zsh/ksh -c is found wherever it stands: options and -- around -c, clusters, valued options', () => {
+    refusedAll([
+      ['sh -c -- "echo {param.x}"', /code argument of sh -c/],
+      ['bash -c -u "echo {param.x}"', /code argument of bash -c/],
+      ['bash -e -c "echo {param.x}"', /code argument of bash -c/],
+      ['sh -ec "echo {param.x}"', /code argument of sh -ec/],
+      ['bash -xc "echo {param.x}"', /code argument of bash -xc/],
+      ['bash -lc -- "echo {out}"', /code argument of bash -lc/],
+      ['bash -o errexit -c "echo {param.x}"', /code argument of bash -c/],
+      ['sh -c -o errexit "echo {param.x}"', /code argument of sh -c/],
+      ['bash --norc -O extglob -c "echo {param.x}"', /code argument of bash -c/],
+      ['dash -c "echo {param.x}"', /code argument of dash -c/],
+      ['zsh -c "echo {param.x}"', /code argument of zsh -c/],
+      ['ksh -c "echo {param.x}"', /code argument of ksh -c/],
+      ['sh {param.x} "echo hi"', /names the script sh runs/],
+      ['sh -{param.x} "echo hi"', /options of sh|names the script/],
+    ]);
+    // After the code: $0 and the arguments, which the code reads as "$1".
+    assert.equal(compileTemplate(`sh -ec -- 'echo "$1"' _ {param.x}`), `sh -ec -- 'echo "$1"' _ "\${PIER_PARAM_x}"`);
+    assert.equal(compileTemplate(`bash -o errexit -c 'echo "$1"' _ {param.x}`), `bash -o errexit -c 'echo "$1"' _ "\${PIER_PARAM_x}"`);
+    assert.equal(compileTemplate('sh {workflow}/run.sh {param.x}'), 'sh "${PIER_WORKFLOW_DIR}"/run.sh "${PIER_PARAM_x}"');
+  });
+
+  test('the code options of common interpreters come from a table: perl -E, node -p/--print/--eval, python -c variants, ruby -e, php -r, Rscript -e, osascript -e, sed scripts', () => {
+    refusedAll([
+      ['perl -E "say {param.x}"', /code argument of perl -E/],
+      ['perl -lne "print {param.x}"', /code argument of perl -lne/],
+      ["perl -e'print {param.x}'", /stands inside '…'|code argument of perl -e/],
+      ['perl -e"print {param.x}"', /code argument of perl -e/],
+      ['perl -I lib -e "print {param.x}"', /code argument of perl -e/],
+      ['node -p "{param.x}"', /code argument of node -p/],
+      ['node --print "{param.x}"', /code argument of node --print/],
+      ['node --eval "{param.x}"', /code argument of node --eval/],
+      ['node --eval="{param.x}"', /code argument of node --eval/],
+      ['node -pe "{param.x}"', /code argument of node -pe/],
+      ['node --require ./x -e "{param.x}"', /code argument of node -e/],
+      ['/usr/bin/python3.11 -c "print({param.x})"', /code argument of python3\.11 -c/],
+      ['python3 -Bc "print({param.x})"', /code argument of python3 -Bc/],
+      ['python3 -c"print({param.x})"', /code argument of python3 -c/],
+      ['python -W ignore -c "print({param.x})"', /code argument of python -c/],
+      ['pypy3 -u -c "print({param.x})"', /code argument of pypy3 -c/],
+      ['ruby -e "puts {param.x}"', /code argument of ruby -e/],
+      ['php -r "echo {param.x};"', /code argument of php -r/],
+      ['Rscript -e "print({param.x})"', /code argument of Rscript -e/],
+      ['osascript -e "say {param.x}"', /code argument of osascript -e/],
+      ['lua -e "print({param.x})"', /code argument of lua -e/],
+      ['pwsh -Command "echo {param.x}"', /code argument of pwsh -command/],
+      ['sed "s/a/{param.x}/"', /code argument of sed/],
+      ['sed -n -e "s/a/{param.x}/p" f', /code argument of sed -e/],
+      ['python3 {param.x}', /names the program python3 runs/],
+      ['python3 -{param.x} script.py', /options of python3/],
+    ]);
+    assert.equal(compileTemplate(`python3 -c 'import sys; print(sys.argv[1])' {param.x}`), `python3 -c 'import sys; print(sys.argv[1])' "\${PIER_PARAM_x}"`);
+    assert.equal(compileTemplate('python3 {workflow}/x.py --rows {param.x}'), 'python3 "${PIER_WORKFLOW_DIR}"/x.py --rows "${PIER_PARAM_x}"');
+    assert.equal(compileTemplate('perl -ne "print" {param.x}'), 'perl -ne "print" "${PIER_PARAM_x}"');
+    assert.equal(compileTemplate('sed -e s/a/b/ {param.x}'), 'sed -e s/a/b/ "${PIER_PARAM_x}"');
+  });
+
+  test('wrappers that run the rest of their arguments are looked through; programs that hand an argument to a shell are refused', () => {
+    refusedAll([
+      ['script -q -c "echo {param.x}" /dev/null', /code argument of script -c/],
+      ['flock /tmp/lock -c "echo {param.x}"', /code argument of flock -c/],
+      ['env -S "echo {param.x}"', /code argument of env -S/],
+      ['env -i A=1 sh -c "echo {param.x}"', /code argument of sh -c/],
+      ['su -c "echo {param.x}" knime', /argument of su/],
+      ['runuser knime -c "echo {param.x}"', /argument of runuser/],
+      ['runuser -u knime -- sh -c "echo {param.x}"', /code argument of sh -c/],
+      ['sudo sh -c "echo {param.x}"', /code argument of sh -c/],
+      ['sudo -s echo {param.x}', /argument of sudo with a shell option/],
+      ['xargs sh -c "echo {param.x}"', /code argument of sh -c/],
+      ['xargs -n 1 -I {} sh -c "echo {param.x}"', /code argument of sh -c/],
+      ['nohup sh -c "echo {param.x}"', /code argument of sh -c/],
+      ['timeout 5 sh -c "echo {param.x}"', /code argument of sh -c/],
+      ['timeout --signal KILL -k 3 5 sh -c "echo {param.x}"', /code argument of sh -c/],
+      ['timeout --preserve-status --frob 1 5 sh -c "echo {param.x}"', /code argument of sh -c/],
+      ['nice sh -c "echo {param.x}"', /code argument of sh -c/],
+      ['nice -n 5 ionice -c 3 sh -c "echo {param.x}"', /code argument of sh -c/],
+      ['setsid sh -c "echo {param.x}"', /code argument of sh -c/],
+      ['stdbuf -oL -eL sh -c "echo {param.x}"', /code argument of sh -c/],
+      ['chroot / sh -c "echo {param.x}"', /code argument of sh -c/],
+      ['watch echo {param.x}', /argument of watch/],
+      ['parallel echo ::: {param.x}', /argument of parallel/],
+      ['ssh -p 22 host echo {param.x}', /argument of ssh/],
+      ['tmux new-session -d "echo {param.x}"', /argument of tmux/],
+      ['screen -dm sh -c "echo {param.x}"', /argument of screen/],
+      ['find . -name x -exec sh -c "echo {param.x}" \\;', /code argument of sh -c/],
+      ['timeout {param.x} knime', /operand of timeout/],
+      ['sudo -u {param.x} knime', /value of sudo -u/],
+    ]);
+    assert.equal(compileTemplate('timeout 5 knime -data {param.x}'), 'timeout 5 knime -data "${PIER_PARAM_x}"');
+    assert.equal(compileTemplate('sudo -u knime sh {workflow}/run.sh {param.x}'), 'sudo -u knime sh "${PIER_WORKFLOW_DIR}"/run.sh "${PIER_PARAM_x}"');
+    assert.equal(compileTemplate('env A={param.x} knime'), 'env A="${PIER_PARAM_x}" knime');
+  });
+
+  test('a here-document or here-string given to a shell or interpreter is code, whatever its other arguments, redirections first or a group around it', () => {
+    refusedAll([
+      ['sh -s arg <<EOF\necho {param.x}\nEOF', /here-document that sh reads as code/],
+      ['sh /dev/stdin <<EOF\necho {param.x}\nEOF', /here-document that sh reads as code/],
+      ['sh 0<<EOF\necho {param.x}\nEOF', /here-document that sh reads as code/],
+      ['sh run.sh <<EOF\n{param.x}\nEOF', /here-document that sh reads as code/],
+      ['. /dev/stdin <<EOF\necho {param.x}\nEOF', /here-document that \. reads as code/],
+      ['source /dev/stdin <<EOF\necho {param.x}\nEOF', /here-document that source reads as code/],
+      ['<<EOF sh\necho {param.x}\nEOF', /here-document that sh reads as code/],
+      ['<<EOF sudo -u knime bash -s\necho {param.x}\nEOF', /here-document that bash reads as code/],
+      ['{ sh; } <<EOF\necho {param.x}\nEOF', /compound command/],
+      ['( sh ) <<EOF\necho {param.x}\nEOF', /compound command/],
+      ['while read l; do sh -c "$l"; done <<EOF\n{param.x}\nEOF', /compound command/],
+      ['if true; then python3; fi <<EOF\n{param.x}\nEOF', /compound command/],
+      ['bash <<< "echo {param.x}"', /here-string that bash reads as code/],
+      ['<<< {param.x} bash', /here-string that bash reads as code/],
+      ['cat <<EOF | sh -c "$(cat)" && sh <<END\nx\nEOF\n{param.x}\nEND', /here-document that sh reads as code/],
+      ['at now <<EOF\necho {param.x}\nEOF', /here-document that at reads as code/],
+      ['$SHELL <<EOF\necho {param.x}\nEOF', /here-document that \$SHELL reads as code/],
+    ]);
+    assert.equal(compileTemplate('{ cat; } <<EOF\n{param.x}\nEOF'), '{ cat; } <<EOF\n${PIER_PARAM_x}\nEOF');
+    assert.equal(compileTemplate('while read l; do echo "$l"; done <<EOF\n{param.x}\nEOF'), 'while read l; do echo "$l"; done <<EOF\n${PIER_PARAM_x}\nEOF');
+  });
+
+  test('parser: nested parentheses inside $(( )) in a here-document, and <<< is a here-string, not a here-document', () => {
+    refusedAll([
+      ['cat <<EOF\n$(( (1) + {param.x} ))\nEOF', /in a here-document/],
+      ['cat <<EOF\n$(echo ")" {param.x})\nEOF', /in a here-document/],
+      ['cat <<EOF\n$[1 + {param.x}]\nEOF', /in a here-document/],
+      ['cat <<< hello\nsh -c "echo {param.x}"', /code argument of sh -c/],
+      ['cat <<<hello\neval {param.x}', /argument of eval/],
+    ]);
+    assert.equal(compileTemplate('cat <<< {param.x}'), 'cat <<< "${PIER_PARAM_x}"');
+    assert.equal(compileTemplate('cat <<EOF\n$(( (1) + 2 )) {param.x}\nEOF'), 'cat <<EOF\n$(( (1) + 2 )) ${PIER_PARAM_x}\nEOF');
+  });
+
+  test('bash arithmetic: $[…], integer variables (declare -i, typeset -i, local -i, export -i) and bash names (read, printf -v) are refused', () => {
+    refusedAll([
+      ['echo $[1+{param.x}]', /\$\[…\]/],
+      ['echo "$[1+{param.x}]"', /\$\[…\]/],
+      ['declare -i n; n={param.x}', /integer attribute/],
+      ['typeset -i n\nn={param.x}', /integer attribute/],
+      ['f() { local -i n; n={param.x}; }', /integer attribute/],
+      ['export -i n; read n <<EOF\n{param.x}\nEOF', /integer attribute/],
+      ['local -i n={param.x}', /integer attribute/],
+      ['read {param.x} <<EOF\n1\nEOF', /names a variable for read/],
+      ['printf -v {param.x} %s 1', /names a variable for printf/],
+    ]);
+  });
+
+  test('other spellings: command, exec, builtin, quotes and backslashes, env, busybox, paths, continuations, separators, assignments and redirections first', () => {
+    refusedAll([
+      ['command sh -c "echo {param.x}"', /code argument of sh -c/],
+      ['exec sh -c "echo {param.x}"', /code argument of sh -c/],
+      ['exec -a x sh -c "echo {param.x}"', /code argument of sh -c/],
+      ['builtin eval "echo {param.x}"', /argument of eval/],
+      ['\\sh -c "echo {param.x}"', /code argument of sh -c/],
+      ['"sh" -c "echo {param.x}"', /code argument of sh -c/],
+      ["'bash' -c \"echo {param.x}\"", /code argument of bash -c/],
+      ['/usr/bin/env sh -c "echo {param.x}"', /code argument of sh -c/],
+      ['busybox sh -c "echo {param.x}"', /code argument of sh -c/],
+      ['/bin/sh -c "echo {param.x}"', /code argument of sh -c/],
+      ['s\\\nh -c "echo {param.x}"', /code argument of sh -c/],
+      ['sh \\\n  -c \\\n  "echo {param.x}"', /code argument of sh -c/],
+      ['true; sh -c "echo {param.x}"', /code argument of sh -c/],
+      ['true && sh -c "echo {param.x}"', /code argument of sh -c/],
+      ['true | sh -c "echo {param.x}"', /code argument of sh -c/],
+      ['true\nsh -c "echo {param.x}"', /code argument of sh -c/],
+      ['! sh -c "echo {param.x}"', /code argument of sh -c/],
+      ['if sh -c "echo {param.x}"; then :; fi', /code argument of sh -c/],
+      ['time -p sh -c "echo {param.x}"', /code argument of sh -c/],
+      ['A=1 sh -c "echo {param.x}"', /code argument of sh -c/],
+      ['2>/dev/null sh -c "echo {param.x}"', /code argument of sh -c/],
+      ['sh 2>&1 -c "echo {param.x}"', /code argument of sh -c/],
+      ['>/dev/null 2>&1 </dev/null sh -c "echo {param.x}"', /code argument of sh -c/],
+      ['sh -c >&2 "echo {param.x}"', /code argument of sh -c/],
+      ['$SHELL -c "echo {param.x}"', /program named by an expansion/],
+      ['"$(command -v sh)" -c "echo {param.x}"', /program named by an expansion/],
+      ['{param.x} --version', /names the program to run/],
+      ['PATH={param.x} knime', /sets PATH/],
+      ['LD_PRELOAD={param.x} knime', /sets LD_PRELOAD/],
+      ['env PERL5OPT={param.x} perl x.pl', /sets PERL5OPT/],
+      ['alias s="sh -c"\ns "echo {param.x}"', /defines an alias/],
+    ]);
+    assert.equal(compileTemplate('A={param.x} knime 2>&1 >{out}/log'), 'A="${PIER_PARAM_x}" knime 2>&1 >"${PIER_OUT_DIR}"/log');
+    assert.equal(compileTemplate('{workflow}/run.sh {param.x}'), '"${PIER_WORKFLOW_DIR}"/run.sh "${PIER_PARAM_x}"');
   });
 
   test('where /bin/sh is bash, nothing left compiles into arithmetic that runs a value', { skip: !fs.existsSync('/bin/bash') && 'no bash' }, () => {
@@ -180,9 +381,13 @@ describe('executor command template', () => {
   });
 
   test('property: templates that hand text to a second reader (sh -c, bash -c, eval, trap) never run a value', () => {
-    const piece = fc.constantFrom('sh -c ', 'bash -c ', 'eval ', 'trap ', "'", '"', '`', '$(', ')', ' ', ';', '\n', '_ ', 'echo ', '{param.v}', '<<EOF\n', 'EOF\n', 'x');
+    const piece = fc.constantFrom(
+      ...['sh -c ', 'bash -c ', 'eval ', 'trap ', "'", '"', '`', '$(', ')', ' ', ';', '\n', '_ ', 'echo ', '{param.v}', '<<EOF\n', 'EOF\n', 'x'],
+      // Options around -c, interpreters' code options, wrappers, here-strings, groups, redirections and assignments first.
+      ...['sh -ec ', 'bash -c -u ', '-- ', '-o errexit ', 'sh -s ', '/dev/stdin ', '. ', 'perl -e ', 'perl -E ', 'node -e ', 'node -p ', 'timeout 5 ', 'env ', 'nohup ', 'nice ', 'command ', 'exec ', 'xargs ', 'find . -maxdepth 0 -exec ', ' \\; ', '<<< ', '{ ', '} ', '( ', '2>/dev/null ', 'A=1 ', '\\\n', '$[', ']', '$(( (1) + ', '))'],
+    );
     fc.assert(
-      fc.property(fc.array(piece, { minLength: 1, maxLength: 12 }), value, (pieces, v) => {
+      fc.property(fc.array(piece, { minLength: 1, maxLength: 14 }), value, (pieces, v) => {
         const template = pieces.join('');
         let compiled: string;
         try {

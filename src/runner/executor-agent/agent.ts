@@ -8,6 +8,7 @@ import { pipeline } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { configVariables } from '../../infra/config.js';
 import { ApiError, GaveUpError, type Logger, RunnerClient } from './client.js';
+import { ARITHMETIC_WARNING, type CommandShell, defaultShell, inspectShell } from './shell.js';
 import { compileTemplate, templateEnv } from './template.js';
 import { unzipInto } from './unzip.js';
 
@@ -29,6 +30,11 @@ export interface AgentOptions {
    * registers again as the same executor instead of leaving a stale one listed.
    */
   stateFile?: string;
+  /**
+   * The shell that runs each command (`--shell`): default /bin/dash where it exists, else
+   * /bin/sh (see shell.ts: bash evaluates variable contents reaching arithmetic).
+   */
+  shell?: string;
 }
 
 /** Executor ids as the runner makes them; anything else in a state file is not ours. */
@@ -253,11 +259,13 @@ export class ExecutorAgent {
   #claimAbort = new AbortController();
   #slotFreed: (() => void) | null = null;
   #archives = new Map<string, Promise<CachedArchive>>();
-  /** The command for /bin/sh: placeholders are references to the variables of `templateEnv`. */
+  /** The command for the shell: placeholders are references to the variables of `templateEnv`. */
   readonly #command: string;
+  readonly #shell: CommandShell;
 
   constructor(private readonly o: AgentOptions) {
     this.#command = compileTemplate(o.command);
+    this.#shell = inspectShell(o.shell ?? defaultShell());
     this.#client = new RunnerClient({ url: o.url, apiKey: o.apiKey, log: o.log, stopping: () => this.#stopping });
   }
 
@@ -305,8 +313,17 @@ export class ExecutorAgent {
     for (const run of this.#active.values()) if (run.child) signalGroup(run.child, 'SIGKILL');
   }
 
+  /** The shell commands run with, and whether it evaluates values reaching arithmetic. */
+  get shell(): CommandShell {
+    return this.#shell;
+  }
+
   async run(): Promise<void> {
     fs.mkdirSync(this.o.workDir, { recursive: true });
+    // The start line names the shell; one that evaluates variable contents as arithmetic (bash,
+    // ksh, zsh) makes a value reaching arithmetic code, which no check of the template can see.
+    const sh = this.#shell;
+    this.o.log('started', { shell: sh.path, shellKind: sh.kind, ...(sh.evaluatesValues ? { warning: `${sh.path} is ${sh.kind}: ${ARITHMETIC_WARNING}` } : {}) });
     await this.#register();
     const heartbeats = this.#heartbeatLoop();
     while (!this.#stopping && !this.#draining && !this.#fatal) {
@@ -550,9 +567,9 @@ export class ExecutorAgent {
         parameters: claim.run.parameters,
       });
       const exit = await new Promise<CommandExit>((resolve, reject) => {
-        // The supervisor leads a new process group and runs `/bin/sh -c` in it: the group's id is
+        // The supervisor leads a new process group and runs `<shell> -c` in it: the group's id is
         // the supervisor's pid. Its stdin is its control pipe, fd 3 tells how the shell ended.
-        const child = spawn(process.execPath, [SUPERVISOR, this.#command], {
+        const child = spawn(process.execPath, [SUPERVISOR, this.#shell.path, this.#command], {
           cwd: runDir,
           detached: true,
           stdio: ['pipe', 'pipe', 'pipe', 'pipe'],

@@ -1,10 +1,10 @@
 // Runs one command for `pier runner executor` and makes sure nothing of it outlives the executor
 // or the run. Plain JavaScript so that it starts fast with no loader (one per run).
 //
-//   node supervisor.mjs <shell command>
+//   node supervisor.mjs <shell> <shell command>
 //
 // The executor starts this process as the leader of a new process group (`detached`), and the
-// command runs as `/bin/sh -c <command>` in that same group, so the executor knows the group
+// command runs as `<shell> -c <command>` in that same group, so the executor knows the group
 // (its id is this process's pid) from the start: should this process die before its time
 // (killed by the command itself, say), the executor kills the group on its own. The command's
 // stdout and stderr are this process's.
@@ -18,9 +18,10 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 
-const command = process.argv[2];
-if (command === undefined) {
-  process.stderr.write('usage: supervisor.mjs <shell command>\n');
+const shell = process.argv[2];
+const command = process.argv[3];
+if (shell === undefined || command === undefined) {
+  process.stderr.write('usage: supervisor.mjs <shell> <shell command>\n');
   process.exit(64);
 }
 
@@ -42,7 +43,7 @@ if (stat !== null && Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2])
 // this process too: the executor decides what happens to it.
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT', 'SIGUSR2', 'SIGALRM']) process.on(signal, () => {});
 
-const child = spawn('/bin/sh', ['-c', command], { stdio: ['ignore', 'inherit', 'inherit'] });
+const child = spawn(shell, ['-c', command], { stdio: ['ignore', 'inherit', 'inherit'] });
 
 /** @param {NodeJS.Signals} signal */
 function signalGroup(signal) {
@@ -68,7 +69,7 @@ process.stdin.on('end', () => signalGroup('SIGKILL'));
 process.stdin.on('error', () => signalGroup('SIGKILL'));
 
 child.on('error', (e) => {
-  process.stderr.write(`executor: cannot start /bin/sh: ${e.message}\n`);
+  process.stderr.write(`executor: cannot start ${shell}: ${e.message}\n`);
   report({ code: 127, signal: null });
   process.exit(127);
 });

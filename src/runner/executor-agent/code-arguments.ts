@@ -1,0 +1,510 @@
+/**
+ * Which words of a simple command another program reads again as code: the tables of shells,
+ * interpreters and wrappers, and the walk over one command's words (after the template compiler
+ * has split it: quotes removed, each placeholder a MARK, each redirection operator a token
+ * starting with OP). This is a best-effort check of second readings: the executor's own shell
+ * never reads a value as syntax (see template.ts); a program not listed here that evaluates an
+ * argument is not seen.
+ */
+
+/** Stands for a placeholder inside a word being read (never a character of shell text). */
+export const MARK = '\u0000';
+/** Starts a redirection operator token (`OP + '<<<'`, `OP + '>'` …); the next word is its target. */
+export const OP = '\u0001';
+
+export type Kind = 'code' | 'chooses';
+/** Why a word is read again: `code` refuses every placeholder; `chooses` only run parameters (a value there picks what runs). */
+export interface Reason {
+  kind: Kind;
+  why: string;
+}
+
+/** Shells: `-c` (alone or in a cluster such as -ec, -lc) makes the first operand the code (XCU `sh`, OPERANDS). */
+const SHELL = /^(?:sh|bash|rbash|dash|ash|ksh|ksh93|mksh|lksh|pdksh|oksh|zsh|yash|posh|bosh|fish|csh|tcsh)(?:[0-9][0-9.]*)?$/;
+/** Shell options that take a value (the next word): -o errexit, +o, bash's -O shopt, --rcfile FILE. */
+const SHELL_VALUE_LETTERS = 'oO';
+const SHELL_VALUE_LONG = new Set(['--rcfile', '--init-file']);
+
+interface Interpreter {
+  /** Options whose value (the next word, or the rest of the word) is code. */
+  code: string[];
+  /** Options that take a value that is not code (the next word unless attached). */
+  values?: string[];
+  /** One-letter options may be clustered (`perl -ne`, `node -pe`). */
+  cluster?: boolean;
+  /** Reads a program from standard input when given none (a here-document to it is code). */
+  stdin?: boolean;
+  /** The first operand is the program text when no code option was given (sed's script). */
+  firstOperandIsCode?: boolean;
+  /** Option names compare without case (PowerShell). */
+  anyCase?: boolean;
+}
+
+/** Interpreters and their code options, as a table: name pattern → options. */
+const INTERPRETERS: [RegExp, Interpreter][] = [
+  [/^(?:python|pypy)[0-9.]*(?:-dbg)?$/, { code: ['-c'], values: ['-W', '-X', '-Q', '-m'], cluster: true, stdin: true }],
+  [/^perl[0-9.]*$/, { code: ['-e', '-E'], values: ['-I', '-M', '-m', '-x'], cluster: true, stdin: true }],
+  [/^j?ruby[0-9.]*$/, { code: ['-e'], values: ['-I', '-r', '-C', '-E', '-F', '--encoding'], cluster: true, stdin: true }],
+  [/^(?:node|nodejs|bun)[0-9.]*$/, { code: ['-e', '--eval', '-p', '--print'], values: ['-r', '--require', '--import', '--loader', '--experimental-loader', '-C', '--conditions', '--input-type', '--title', '--env-file', '--stack-size'], cluster: true, stdin: true }],
+  [/^php[0-9.]*(?:-cli)?$/, { code: ['-r', '-B', '-R', '-E'], values: ['-d', '-c', '-f', '-F', '-z', '-t'], stdin: true }],
+  [/^(?:Rscript|R)$/, { code: ['-e'], values: ['-f', '--file'], stdin: true }],
+  [/^osascript$/, { code: ['-e'], values: ['-l', '-s'], stdin: true }],
+  [/^(?:lua|luajit)[0-9.]*$/, { code: ['-e'], values: ['-l'], stdin: true }],
+  [/^(?:tclsh|wish|expect)[0-9.]*$/, { code: ['-c'], values: ['-f'], stdin: true }],
+  [/^(?:pwsh|powershell)(?:\.exe)?$/, { code: ['-c', '-command', '-commandwithargs', '-cwa', '-encodedcommand', '-e', '-ec'], values: ['-f', '-file', '-workingdirectory', '-wd'], stdin: true, anyCase: true }],
+  [/^(?:groovy|scala|jshell|kotlin)$/, { code: ['-e'], stdin: true }],
+  [/^dc$/, { code: ['-e', '--expression'], values: ['-f', '--file'], stdin: true }],
+  [/^bc$/, { code: [], stdin: true }],
+  [/^(?:gdb)$/, { code: ['-ex', '--eval-command', '-iex', '--init-eval-command'], values: ['-x', '--command', '-p', '--pid'] }],
+  [/^(?:vi|vim|nvim|ex|view|gvim)$/, { code: ['-c', '--cmd'], values: ['-u', '-U', '-i', '-S', '-T', '-s', '-w', '-W'] }],
+  [/^(?:g|gnu)?sed$/, { code: ['-e', '--expression'], values: ['-f', '--file', '-l', '--line-length'], cluster: true, firstOperandIsCode: true }],
+  // The dot and `source` read a file as shell code: its name is the program (XCU 2.14 dot).
+  [/^(?:\.|source)$/, { code: [], stdin: true }],
+];
+
+/** Programs whose every argument is shell code (or becomes a shell command line): none may hold a placeholder. */
+const RUNS_ARGUMENTS = new Set(['eval', 'trap', 'ssh', 'rsh', 'mosh', 'su', 'sg', 'watch', 'parallel', 'tmux', 'screen', 'dtach', 'at', 'batch']);
+/** Programs that read their standard input as commands to run later or elsewhere. */
+const STDIN_RUNS = new Set(['at', 'batch', 'crontab', 'ssh', 'su', 'sg', 'tmux', 'screen']);
+/** awk's program and `-v` assignments both interpret text (code, escape sequences). */
+const AWK = /^(?:[gmn]?awk|busybox-awk)$/;
+/** Where /bin/sh is bash, these evaluate their operands as arithmetic (`a[$(cmd)]` runs cmd). */
+const BASH_ARITHMETIC = new Set(['let', 'declare', 'typeset']);
+/** Bash evaluates an array subscript in a variable name given to these (`read 'a[$(cmd)]'`). */
+const BASH_NAMES = new Set(['read', 'unset', 'mapfile', 'readarray', 'getopts']);
+
+interface Wrapper {
+  /** Options that take a value (the next word unless attached with `=` or to a one-letter option). */
+  values?: string[];
+  /** Operands before the command (timeout's duration, chroot's directory, flock's file). */
+  operands?: number;
+  /** Options whose value is a command line for a shell (`flock -c`, `script -c`, `env -S`). */
+  code?: string[];
+  /** Options after which all remaining words are a command line for a shell (`sudo -s`). */
+  shellRest?: string[];
+  /** `NAME=VALUE` words before the command are environment assignments (env, sudo). */
+  assignments?: boolean;
+  /** Runs no command of its own (script runs a shell; only its -c is code). */
+  noCommand?: boolean;
+}
+
+/** Programs that run the rest of their arguments as a command: the command is checked as if it stood there. */
+const WRAPPERS: Record<string, Wrapper> = {
+  command: {},
+  exec: { values: ['-a'] },
+  builtin: {},
+  time: { values: ['-f', '--format', '-o', '--output'] },
+  nohup: {},
+  setsid: {},
+  nice: { values: ['-n', '--adjustment'] },
+  ionice: { values: ['-c', '--class', '-n', '--classdata', '-t'] },
+  chrt: { operands: 1 },
+  taskset: { operands: 1 },
+  stdbuf: { values: ['-i', '-o', '-e', '--input', '--output', '--error'] },
+  timeout: { values: ['-s', '--signal', '-k', '--kill-after'], operands: 1 },
+  chroot: { values: ['--userspec', '--groups'], operands: 1 },
+  env: { values: ['-u', '--unset', '-C', '--chdir'], code: ['-S', '--split-string'], assignments: true },
+  sudo: { values: ['-u', '--user', '-g', '--group', '-C', '--close-from', '-D', '--chdir', '-h', '--host', '-p', '--prompt', '-r', '--role', '-t', '--type', '-T', '--command-timeout', '-U', '--other-user', '-R', '--chroot'], shellRest: ['-s', '--shell', '-i', '--login'], assignments: true },
+  doas: { values: ['-u', '-C'], shellRest: ['-s'] },
+  runuser: { values: ['-u', '--user', '-g', '--group', '-G', '--supp-group', '-s', '--shell', '-w', '--whitelist-environment'], code: ['-c', '--command', '--session-command'] },
+  pkexec: { values: ['--user'] },
+  gosu: { operands: 1 },
+  'su-exec': { operands: 1 },
+  setpriv: {},
+  flock: { values: ['-w', '--wait', '--timeout', '-E', '--conflict-exit-code'], operands: 1, code: ['-c', '--command'] },
+  script: { values: ['-E', '--echo', '-I', '--log-in', '-O', '--log-out', '-B', '--log-io', '-T', '--log-timing', '-m', '--logging-format', '-o', '--output-limit'], code: ['-c', '--command'], noCommand: true },
+  xargs: { values: ['-a', '--arg-file', '-d', '--delimiter', '-E', '-I', '-L', '--max-lines', '-n', '--max-args', '-P', '--max-procs', '-s', '--max-chars', '--process-slot-var'] },
+  unshare: {},
+  nsenter: { values: ['-t', '--target'] },
+  'systemd-run': { values: ['-u', '--unit', '-p', '--property', '-E', '--setenv', '--uid', '--gid', '-M', '--machine', '--slice', '--description', '--working-directory'] },
+  'xvfb-run': { values: ['-n', '--server-num', '-s', '--server-args', '-e', '--error-file', '-f', '--auth-file', '-p'] },
+  setarch: { operands: 1 },
+  faketime: { operands: 1 },
+  strace: { values: ['-o', '-e', '-p', '-s', '-u', '-E', '-P'] },
+  ltrace: { values: ['-o', '-e', '-p', '-s', '-u'] },
+  cgexec: { values: ['-g'] },
+  busybox: {},
+  toybox: {},
+  coproc: {},
+  fakeroot: {},
+  eatmydata: {},
+  proxychains: {},
+  proxychains4: {},
+  torsocks: {},
+  'dbus-run-session': {},
+  'ssh-agent': {},
+  catchsegv: {},
+  valgrind: {},
+  firejail: {},
+};
+
+/** Words that may stand before a command's program (XCU 2.4 reserved words). */
+const RESERVED = new Set(['!', '{', 'then', 'do', 'else', 'elif', 'if', 'while', 'until']);
+const ASSIGNMENT = /^[A-Za-z_][A-Za-z0-9_]*\+?=/;
+/**
+ * Variables that make programs load or run what their value names (a search path, a start-up
+ * file, options that load code): a run parameter assigned to one chooses what runs.
+ */
+const LOADS_CODE =
+  /^(?:PATH|IFS|ENV|BASH_ENV|BASHOPTS|SHELLOPTS|PS4|PROMPT_COMMAND|ZDOTDIR|HOME|XDG_CONFIG_HOME|LD_[A-Z_]+|DYLD_[A-Z_]+|GCONV_PATH|HOSTALIASES|PYTHON[A-Z_]*|PERL[A-Z0-9_]*|RUBY[A-Z_]*|NODE_OPTIONS|NODE_PATH|JAVA_TOOL_OPTIONS|_JAVA_OPTIONS|JDK_JAVA_OPTIONS|CLASSPATH|GIT_[A-Z_]+|[A-Z_]*(?:EDITOR|PAGER|COMMAND|SHELL)|VISUAL|BROWSER|LESSOPEN|LESSCLOSE|R_PROFILE[A-Z_]*|R_ENVIRON[A-Z_]*|LUA_INIT[A-Z0-9_]*|PHPRC|PHP_INI_SCAN_DIR)$/;
+
+export const baseName = (word: string) => word.slice(word.lastIndexOf('/') + 1);
+const isOp = (w: string) => w.startsWith(OP);
+/** A program named by an expansion (`$SHELL`, `$(which sh)`): it may be any interpreter. */
+const isExpansion = (w: string) => /[$`]/.test(w);
+
+function interpreterOf(name: string): Interpreter | undefined {
+  for (const [pattern, spec] of INTERPRETERS) if (pattern.test(name)) return spec;
+  return undefined;
+}
+
+/** Whether the program named `name` is one this module knows something about. */
+function known(name: string): boolean {
+  return SHELL.test(name) || interpreterOf(name) !== undefined || RUNS_ARGUMENTS.has(name) || Object.hasOwn(WRAPPERS, name) || AWK.test(name) || name === 'find';
+}
+
+/** The words of a simple command without redirections, each with its index among all words. */
+interface Plain {
+  words: string[];
+  index: number[];
+}
+
+function plain(words: readonly string[]): Plain {
+  const p: Plain = { words: [], index: [] };
+  for (let k = 0; k < words.length; k++) {
+    if (isOp(words[k]!)) {
+      // A here-document operator has no target word (its delimiter is consumed with it).
+      if (!/[^<]<<-?$/.test(words[k]!)) k++;
+      continue;
+    }
+    p.words.push(words[k]!);
+    p.index.push(k);
+  }
+  return p;
+}
+
+/** Index of the program in plain words: after reserved words and assignments (XCU 2.9.1). */
+function programIndex(words: readonly string[]): number {
+  let k = 0;
+  while (k < words.length && (RESERVED.has(words[k]!) || ASSIGNMENT.test(words[k]!))) k++;
+  return k;
+}
+
+/** Option name and attached value of an option word, for the given long/short conventions. */
+function splitOption(word: string): { name: string; attached: string | null } {
+  if (word.startsWith('--')) {
+    const eq = word.indexOf('=');
+    return eq < 0 ? { name: word, attached: null } : { name: word.slice(0, eq), attached: word.slice(eq + 1) };
+  }
+  return { name: word, attached: null };
+}
+
+/**
+ * Why the word at `at` (plain index) is read again, for the command whose program is at `p`,
+ * or null. `depth` bounds wrappers inside wrappers.
+ */
+function fromProgram(w: readonly string[], p: number, at: number, depth = 0): Reason | null {
+  if (p >= w.length || at < p || depth > 8) return null;
+  const word = w[p]!;
+  if (at === p) return { kind: 'chooses', why: 'names the program to run, so the value chooses what runs' };
+  if (word.includes(MARK)) return null;
+  const name = baseName(word);
+  if (isExpansion(word)) {
+    // `$SHELL -c "…"`: the program may be any shell or interpreter.
+    for (let k = p + 1; k < at; k++) {
+      if (/^(?:-[A-Za-z]*[ceEp]|--eval|--command|--print|--expression)$/.test(w[k]!)) return { kind: 'code', why: `follows ${w[k]} of a program named by an expansion (${word.replace(MARK, '…')}), which may be an interpreter reading it as code` };
+    }
+    return null;
+  }
+  // runuser without -u is su: its arguments go to a shell.
+  const suLike = name === 'runuser' && !w.slice(p + 1).some((o) => /^(?:-u|--user)/.test(o));
+  if (RUNS_ARGUMENTS.has(name) || suLike) return { kind: 'code', why: `is an argument of ${name}, which runs its arguments as shell code again` };
+  if (BASH_ARITHMETIC.has(name)) return { kind: 'code', why: `is an argument of ${name}, which evaluates it as arithmetic where /bin/sh is bash (a[$(cmd)] runs cmd)` };
+  if (['local', 'export', 'readonly'].includes(name) && w.slice(p + 1, at).some((o) => /^[-+][A-Za-z]*i/.test(o))) {
+    return { kind: 'code', why: `is an argument of ${name} -i, which evaluates it as arithmetic where /bin/sh is bash (a[$(cmd)] runs cmd)` };
+  }
+  if (BASH_NAMES.has(name) || (name === 'printf' && w[at - 1] === '-v') || ((name === 'test' || name === '[') && w[at - 1] === '-v')) {
+    return { kind: 'chooses', why: `names a variable for ${name}, and bash evaluates an array subscript in a name (a[$(cmd)] runs cmd)` };
+  }
+  if (AWK.test(name)) return { kind: 'code', why: `is an argument of ${name}, which reads its program and -v values as code; use ENVIRON["…"] in the program instead` };
+  if (name === 'find') return fromFind(w, p, at, depth);
+  if (SHELL.test(name)) return fromShell(w, p, at, name);
+  const interpreter = interpreterOf(name);
+  if (interpreter) return fromInterpreter(w, p, at, name, interpreter);
+  const wrapper = Object.hasOwn(WRAPPERS, name) ? WRAPPERS[name] : undefined;
+  if (wrapper) return fromWrapper(w, p, at, name, wrapper, depth);
+  return null;
+}
+
+/** `sh [options] -c [options] code [name [args]]`, clustered (-ec, -lc) and valued (-o errexit) options. */
+function fromShell(w: readonly string[], p: number, at: number, name: string): Reason | null {
+  let codeOption: string | null = null;
+  let k = p + 1;
+  for (; k < w.length; k++) {
+    const o = w[k]!;
+    if (o === '--' || o === '-') {
+      k++;
+      break;
+    }
+    if (!/^[-+]./.test(o) || o.includes(MARK)) break;
+    if (o.startsWith('--')) {
+      if (o === '--command' || o === '--init-command') codeOption = o;
+      else if (SHELL_VALUE_LONG.has(o)) k++;
+      continue;
+    }
+    for (const letter of o.slice(1)) {
+      if (letter === 'c' && o[0] === '-') codeOption = o;
+      if (SHELL_VALUE_LETTERS.includes(letter)) k++;
+    }
+  }
+  if (at < k) return { kind: 'chooses', why: `stands among the options of ${name}, where a value could be an option such as -c` };
+  if (codeOption !== null) {
+    if (at === k) return { kind: 'code', why: `is the code argument of ${name} ${codeOption}, which runs it as code; pass values as arguments after it ("$1") or read them from the environment` };
+    return null;
+  }
+  if (at === k) return { kind: 'chooses', why: `names the script ${name} runs, so the value chooses what runs` };
+  return null;
+}
+
+/** An interpreter from the table: its code options (clustered or not), valued options, first operand. */
+function fromInterpreter(w: readonly string[], p: number, at: number, name: string, spec: Interpreter): Reason | null {
+  const norm = (s: string) => (spec.anyCase ? s.toLowerCase() : s);
+  const code = new Set(spec.code.map(norm));
+  const values = new Set((spec.values ?? []).map(norm));
+  const codeReason = (option: string): Reason => ({ kind: 'code', why: `is the code argument of ${name} ${option}, which runs it as code; pass values as arguments after it or read them from the environment` });
+  let hadCode = false;
+  let k = p + 1;
+  while (k < w.length) {
+    const o = w[k]!;
+    if (o === '--') {
+      k++;
+      break;
+    }
+    if (!o.startsWith('-') || o === '-' || (o.includes(MARK) && !o.startsWith('-'))) break;
+    const { name: opt, attached } = splitOption(norm(o));
+    if (code.has(opt)) {
+      hadCode = true;
+      if (attached !== null) {
+        if (at === k) return codeReason(opt);
+        k++;
+      } else {
+        if (at === k + 1) return codeReason(opt);
+        if (at === k) return { kind: 'chooses', why: `stands among the options of ${name}, where a value could be a code option` };
+        k += 2;
+      }
+      continue;
+    }
+    if (values.has(opt)) {
+      if (at === k || (attached === null && at === k + 1)) return { kind: 'chooses', why: `is the value of ${name} ${opt}, which chooses what ${name} loads or runs` };
+      k += attached === null ? 2 : 1;
+      continue;
+    }
+    // A one-letter option with the rest attached (-cCODE, -e'print 1'), or a cluster (-ne, -pe, -Bc):
+    // a code letter takes the rest of the word as code, or else the next word; so does a value letter.
+    let extra = 0;
+    for (let j = 1; !opt.startsWith('--') && j < opt.length; j++) {
+      const letter = `-${opt[j]}`;
+      const rest = opt.slice(j + 1);
+      if (code.has(letter)) {
+        hadCode = true;
+        // `node -pe`: the rest is more code options, not code; the code is the next word.
+        if (spec.cluster && rest !== '' && [...rest].every((l) => code.has(`-${l}`))) {
+          if (at === k + 1) return codeReason(o);
+          extra = 1;
+          break;
+        }
+        if (rest !== '' && at === k) return codeReason(letter);
+        if (rest === '' && at === k + 1) return codeReason(o);
+        extra = rest === '' ? 1 : 0;
+        break;
+      }
+      if (values.has(letter)) {
+        if (rest === '' && at === k + 1) return { kind: 'chooses', why: `is the value of ${name} ${letter}, which chooses what ${name} loads or runs` };
+        extra = rest === '' ? 1 : 0;
+        break;
+      }
+      if (!spec.cluster) break;
+    }
+    if (at === k) return { kind: 'chooses', why: `stands among the options of ${name}, where a value could be a code option` };
+    k += 1 + extra;
+  }
+  if (at < k) return { kind: 'chooses', why: `stands among the options of ${name}, where a value could be a code option` };
+  if (hadCode) return null;
+  if (at === k) {
+    if (spec.firstOperandIsCode) return codeReason('script');
+    return { kind: 'chooses', why: `names the program ${name} runs, so the value chooses what runs` };
+  }
+  return null;
+}
+
+/** `find … -exec cmd … ;`: the command between -exec (-execdir, -ok, -okdir) and `;` or `+`. */
+function fromFind(w: readonly string[], p: number, at: number, depth: number): Reason | null {
+  for (let k = p + 1; k < w.length; k++) {
+    if (!['-exec', '-execdir', '-ok', '-okdir'].includes(w[k]!)) continue;
+    let end = k + 1;
+    while (end < w.length && w[end] !== ';' && w[end] !== '+') end++;
+    if (at > k && at < end) return fromProgram(w.slice(0, end), k + 1, at, depth + 1);
+    k = end;
+  }
+  return null;
+}
+
+/** A wrapper: its own options and operands, then the command it runs (checked as if it stood there). */
+function fromWrapper(w: readonly string[], p: number, at: number, name: string, spec: Wrapper, depth: number): Reason | null {
+  const values = new Set(spec.values ?? []);
+  const code = new Set(spec.code ?? []);
+  const shellRest = new Set(spec.shellRest ?? []);
+  let operands = spec.operands ?? 0;
+  let k = p + 1;
+  let rest = false;
+  const codeReason = (o: string): Reason => ({ kind: 'code', why: `is the code argument of ${name} ${o}, which hands it to a shell as code` });
+  while (k < w.length) {
+    const o = w[k]!;
+    if (spec.assignments && ASSIGNMENT.test(o)) {
+      const variable = o.slice(0, o.indexOf('=')).replace(/\+$/, '');
+      if (at === k) return LOADS_CODE.test(variable) ? { kind: 'chooses', why: `sets ${variable}, which makes programs load or run what the value names` } : null;
+      k++;
+      continue;
+    }
+    if (o === '--') {
+      k++;
+      if (operands === 0) break;
+      continue;
+    }
+    if (o.startsWith('-') && o.length > 1 && !o.includes(MARK)) {
+      const { name: opt, attached } = splitOption(o);
+      const short = opt.startsWith('--') ? null : opt.slice(0, 2);
+      const shortRest = short !== null ? opt.slice(2) : '';
+      if (code.has(opt) || (short !== null && code.has(short))) {
+        const inline = attached ?? (short !== null && shortRest !== '' && !code.has(opt) ? shortRest : null);
+        if (inline !== null) {
+          if (at === k) return codeReason(short ?? opt);
+          k++;
+        } else {
+          if (at === k + 1) return codeReason(opt);
+          k += 2;
+        }
+        continue;
+      }
+      if (shellRest.has(opt) || (short !== null && [...opt.slice(1)].some((l) => shellRest.has(`-${l}`)))) rest = true;
+      if (values.has(opt) || (short !== null && values.has(short))) {
+        const inline = attached !== null || (short !== null && shortRest !== '' && !values.has(opt));
+        if (at === k || (!inline && at === k + 1)) return { kind: 'chooses', why: `is the value of ${name} ${opt}, an option of a program that runs a command` };
+        k += inline ? 1 : 2;
+        continue;
+      }
+      if (at === k) return { kind: 'chooses', why: `stands among the options of ${name}, which runs a command` };
+      k++;
+      continue;
+    }
+    if (operands > 0) {
+      if (at === k) return { kind: 'chooses', why: `is an operand of ${name}, which runs a command` };
+      operands--;
+      k++;
+      continue;
+    }
+    break;
+  }
+  if (at < k) return { kind: 'chooses', why: `stands among the options of ${name}, which runs a command` };
+  if (spec.noCommand) return null;
+  if (rest) return { kind: 'code', why: `is an argument of ${name} with a shell option, which runs its arguments as a shell command line` };
+  // The command the wrapper runs; should its own options have been misread (an option with a
+  // value not in the table), every later known program is tried too.
+  const found = fromProgram(w, k, at, depth + 1);
+  if (found) return found;
+  for (let j = k + 1; j < at; j++) {
+    if (!known(baseName(w[j]!))) continue;
+    const again = fromProgram(w, j, at, depth + 1);
+    if (again) return again;
+  }
+  return null;
+}
+
+/**
+ * Why the word at `at` (an index into `words`, tokens included) of a finished simple command is
+ * read again as code, or null. `offset` is where the placeholder stands in that word.
+ */
+export function secondReading(words: readonly string[], at: number, offset: number): Reason | null {
+  const all = plain(words);
+  const word = words[at]!;
+  // A redirection's target: a here-string given to a program that reads its input as code.
+  if (at > 0 && isOp(words[at - 1]!)) {
+    const op = words[at - 1]!.slice(1);
+    const reads = readsInputAsCode(words);
+    if (reads !== null && op.endsWith('<<<')) return { kind: 'code', why: `is in a here-string that ${reads} reads as code` };
+    if (reads !== null && /^0?<>?$/.test(op)) return { kind: 'chooses', why: `names the file ${reads} reads as code` };
+    return null;
+  }
+  const before = word.slice(0, offset);
+  if (/^[A-Za-z_][A-Za-z0-9_]*\[[^\]]*$/.test(before)) return { kind: 'code', why: 'stands in an array subscript, which bash evaluates as arithmetic (a[$(cmd)] runs cmd)' };
+  const i = all.index.indexOf(at);
+  const w = all.words;
+  const open = w.slice(0, i).lastIndexOf('[[');
+  if (open >= 0 && !w.slice(open, i).includes(']]')) return { kind: 'code', why: 'stands inside [[ … ]], which evaluates it as arithmetic where /bin/sh is bash (a[$(cmd)] runs cmd)' };
+  const p = programIndex(w);
+  if (i < p) {
+    // An assignment before the program (or on its own): plain data, unless the variable loads code.
+    const m = /^([A-Za-z_][A-Za-z0-9_]*)\+?=/.exec(word);
+    if (m && LOADS_CODE.test(m[1]!) && before.length > m[0].length - 1) return { kind: 'chooses', why: `sets ${m[1]}, which makes programs load or run what the value names` };
+    return null;
+  }
+  return fromProgram(w, p, i);
+}
+
+/** The program of a command's words (looking through wrappers), and whether a wrapper was looked through. */
+function programOf(words: readonly string[]): { w: string[]; k: number; wrapped: boolean } {
+  const w = plain(words).words;
+  let k = programIndex(w);
+  let wrapped = false;
+  for (let guard = 0; guard < 8 && k < w.length; guard++) {
+    const spec = Object.hasOwn(WRAPPERS, baseName(w[k]!)) ? WRAPPERS[baseName(w[k]!)] : undefined;
+    if (!spec || spec.noCommand) break;
+    wrapped = true;
+    // Skip the wrapper's options and operands the way fromWrapper reads them.
+    let j = k + 1;
+    let operands = spec.operands ?? 0;
+    while (j < w.length) {
+      const o = w[j]!;
+      if (spec.assignments && ASSIGNMENT.test(o)) j++;
+      else if (o === '--') {
+        j++;
+        if (operands === 0) break;
+      } else if (o.startsWith('-') && o.length > 1) j += (spec.values ?? []).includes(o) ? 2 : 1;
+      else if (operands > 0) {
+        operands--;
+        j++;
+      } else break;
+    }
+    k = j;
+  }
+  return { w, k, wrapped };
+}
+
+const readsStdin = (name: string) => SHELL.test(name) || STDIN_RUNS.has(name) || RUNS_ARGUMENTS.has(name) || interpreterOf(name)?.stdin === true;
+
+/**
+ * Why standard input given to this command (a here-document, a here-string) is read as code, as
+ * the name of the program that reads it, or null: any shell or interpreter (looking through
+ * wrappers, whatever its other arguments: `sh -s`, `sh /dev/stdin`, `. /dev/stdin`), a program
+ * named by an expansion, and programs that run their input later or elsewhere (at, ssh).
+ */
+export function readsInputAsCode(words: readonly string[]): string | null {
+  const { w, k, wrapped } = programOf(words);
+  if (k >= w.length) return null;
+  const word = w[k]!;
+  if (isExpansion(word)) return word.replaceAll(MARK, '…');
+  if (readsStdin(baseName(word))) return baseName(word);
+  if (AWK.test(baseName(word)) && w.some((a) => /^(?:-|\/dev\/stdin|\/dev\/fd\/0|\/proc\/self\/fd\/0)$/.test(a))) return baseName(word);
+  // Behind a wrapper whose options were misread (one with a value not in the table), any later shell or interpreter.
+  if (wrapped) for (let j = k + 1; j < w.length; j++) if (readsStdin(baseName(w[j]!))) return baseName(w[j]!);
+  return null;
+}
+
+/** Whether this command's program (looking through wrappers) reads code: marks the compound commands around it. */
+export function runsCode(words: readonly string[]): boolean {
+  const found = programOf(words);
+  if (found.k >= found.w.length) return false;
+  const word = found.w[found.k]!;
+  const name = baseName(word);
+  return isExpansion(word) || SHELL.test(name) || interpreterOf(name) !== undefined || RUNS_ARGUMENTS.has(name) || STDIN_RUNS.has(name) || AWK.test(name);
+}
