@@ -1,4 +1,5 @@
 import { isIP } from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 
 /** Raised when an environment variable has a value we cannot use; names the variable. */
@@ -52,6 +53,18 @@ export interface Config {
     crawlTimeoutSeconds: number;
     /** Wall time rendering one product page's Markdown may take (PIER_PAGE_RENDER_TIMEOUT_SECONDS, default 10). */
     pageRenderTimeoutSeconds: number;
+    /**
+     * Worker threads rendering product pages side by side (PIER_PAGE_RENDER_WORKERS; default 2,
+     * or 1 on a single CPU). A product uses one at a time, so with 2 or more one product's slow
+     * renders always leave a worker to the others.
+     */
+    pageRenderWorkers: number;
+    /**
+     * Render time one product may use at once (PIER_PAGE_RENDER_BUDGET_SECONDS, default 30);
+     * past it the product earns back a tenth of wall time and its page is served from its last
+     * render meanwhile.
+     */
+    pageRenderBudgetSeconds: number;
   };
   runner: {
     port: number;
@@ -267,6 +280,8 @@ export function loadConfig(env: Env = process.env): Config {
       crawlMaxMemoryMb: mebibytes(env, 'PIER_CRAWL_MAX_MEMORY_MB', 512, 32, 16_384),
       crawlTimeoutSeconds: seconds(env, 'PIER_CRAWL_TIMEOUT_SECONDS', 600, 1, 86_400),
       pageRenderTimeoutSeconds: seconds(env, 'PIER_PAGE_RENDER_TIMEOUT_SECONDS', 10, 1, 600),
+      pageRenderWorkers: count(env, 'PIER_PAGE_RENDER_WORKERS', os.availableParallelism() >= 2 ? 2 : 1, 64),
+      pageRenderBudgetSeconds: seconds(env, 'PIER_PAGE_RENDER_BUDGET_SECONDS', 30, 1, 86_400),
     },
     runner: {
       port: runnerPort,

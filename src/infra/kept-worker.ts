@@ -1,9 +1,10 @@
 /**
- * One worker thread kept for jobs that must never run on the serving event loop (vendor input
- * built to be slow: update sites, page Markdown). Starting a worker costs a module load, so one
- * is kept and reused; jobs run one at a time, at most `maxQueued` wait behind the running one,
- * and each has a wall-time limit. A worker past a limit, or in an unknown state, is ended and
- * the next job starts a fresh one; an idle worker is ended so its memory returns.
+ * Worker threads kept for jobs that must never run on the serving event loop (vendor input
+ * built to be slow: update sites, page Markdown). Starting a worker costs a module load, so
+ * workers are kept and reused; each runs one job at a time (`workers` of them, one by default),
+ * at most `maxQueued` jobs wait for a free one in arrival order, and each job has a wall-time
+ * limit. A worker past a limit, or in an unknown state, is ended and the next job on its place
+ * starts a fresh one; an idle worker is ended so its memory returns.
  */
 import { startTsWorker, type TsWorker } from './ts-worker.js';
 
@@ -21,8 +22,10 @@ export interface KeptWorkerOptions {
   timeoutMs: number;
   /** A worker idle this long is ended, ms. */
   idleMs: number;
-  /** Jobs allowed to wait behind the running one; more are refused with `busy()`. */
+  /** Jobs allowed to wait for a free worker; more are refused with `busy()`. */
   maxQueued?: number;
+  /** Worker threads running jobs side by side (default 1). */
+  workers?: number;
   /**
    * The worker thread's nice value (Linux: per thread). Vendor-driven work then yields the CPU
    * to the serving thread when cores are scarce, instead of competing with it as an equal.
@@ -38,20 +41,29 @@ export interface KeptWorker<Job> {
   /**
    * Runs `job`; `accept` turns the worker's reply into the result. An error `accept` throws is
    * the job's; when `endOn(error)` holds, the worker is not trusted again and is ended.
+   * `started` is called when a worker takes the job (after any wait in the queue), so a caller
+   * can measure the time the job itself used.
    */
-  run<R>(job: Job, accept: (reply: unknown) => R, endOn?: (error: unknown) => boolean): Promise<R>;
+  run<R>(job: Job, accept: (reply: unknown) => R, endOn?: (error: unknown) => boolean, started?: () => void): Promise<R>;
   /** Ends the worker; with `drain`, the running and queued jobs finish first. */
   close(drain?: boolean): Promise<void>;
 }
 
 const WORKER_NAME = 'the worker';
 
+/** One place in the pool: its worker (started on first use, ended when idle) and whether a job holds it. */
+interface Slot {
+  current: TsWorker | null;
+  idleTimer: NodeJS.Timeout | null;
+  busy: boolean;
+}
+
 export function keptWorker<Job>(options: KeptWorkerOptions): KeptWorker<Job> {
   const maxQueued = options.maxQueued ?? Number.POSITIVE_INFINITY;
-  let current: TsWorker | null = null;
-  let queue: Promise<unknown> = Promise.resolve();
-  let waiting = 0;
-  let idleTimer: NodeJS.Timeout | null = null;
+  const slots: Slot[] = Array.from({ length: Math.max(1, options.workers ?? 1) }, () => ({ current: null, idleTimer: null, busy: false }));
+  // Jobs waiting for a free place, first come first served: each is handed the place it gets.
+  const waiting: ((slot: Slot) => void)[] = [];
+  const inFlight = new Set<Promise<unknown>>();
   let closed = false;
 
   class Failed extends Error {
@@ -60,17 +72,17 @@ export function keptWorker<Job>(options: KeptWorkerOptions): KeptWorker<Job> {
     }
   }
 
-  function spawn(): TsWorker {
+  function spawn(slot: Slot): TsWorker {
     const running = startTsWorker(options.entry, options.maxMemoryMb, (m) => new Failed({ kind: 'start', message: `${WORKER_NAME} ${m}` }), options.nice);
     running.worker.once('exit', () => {
-      if (current === running) current = null;
+      if (slot.current === running) slot.current = null;
     });
     return running;
   }
 
-  async function end(r: TsWorker | null): Promise<void> {
+  async function end(slot: Slot, r: TsWorker | null): Promise<void> {
     if (!r) return;
-    if (current === r) current = null;
+    if (slot.current === r) slot.current = null;
     await r.worker.terminate();
   }
 
@@ -104,29 +116,37 @@ export function keptWorker<Job>(options: KeptWorkerOptions): KeptWorker<Job> {
     });
   }
 
-  async function runOne<R>(job: Job, accept: (reply: unknown) => R, endOn: (error: unknown) => boolean): Promise<R> {
-    if (idleTimer) clearTimeout(idleTimer);
+  async function runOne<R>(slot: Slot, job: Job, accept: (reply: unknown) => R, endOn: (error: unknown) => boolean, started?: () => void): Promise<R> {
+    if (slot.idleTimer) clearTimeout(slot.idleTimer);
     if (closed) throw busy('closed');
-    current ??= spawn();
-    const r = current;
+    slot.current ??= spawn(slot);
+    const r = slot.current;
     r.worker.ref();
     try {
       await r.ready;
+      started?.();
       return accept(await reply(r, job));
     } catch (e) {
       if (e instanceof Failed) {
-        await end(r);
+        await end(slot, r);
         throw options.failed(e.failure);
       }
-      if (endOn(e)) await end(r);
+      if (endOn(e)) await end(slot, r);
       throw e;
     } finally {
-      if (current === r) {
+      if (slot.current === r) {
         r.worker.unref();
-        idleTimer = setTimeout(() => void end(r), options.idleMs);
-        idleTimer.unref();
+        slot.idleTimer = setTimeout(() => void end(slot, r), options.idleMs);
+        slot.idleTimer.unref();
       }
     }
+  }
+
+  /** The place goes to the longest-waiting job, else becomes free. */
+  function release(slot: Slot): void {
+    const next = waiting.shift();
+    if (next) next(slot);
+    else slot.busy = false;
   }
 
   function busy(reason: 'queue-full' | 'closed'): Error {
@@ -134,23 +154,26 @@ export function keptWorker<Job>(options: KeptWorkerOptions): KeptWorker<Job> {
   }
 
   return {
-    run(job, accept, endOn = () => false) {
+    run(job, accept, endOn = () => false, started) {
       if (closed) return Promise.reject(busy('closed'));
-      if (waiting >= maxQueued) return Promise.reject(busy('queue-full'));
-      waiting++;
-      const next = queue.then(() => {
-        waiting--;
-        return runOne(job, accept, endOn);
-      });
-      queue = next.catch(() => {});
+      const free = slots.find((s) => !s.busy);
+      if (!free && waiting.length >= maxQueued) return Promise.reject(busy('queue-full'));
+      if (free) free.busy = true;
+      const place = free ? Promise.resolve(free) : new Promise<Slot>((resolve) => waiting.push(resolve));
+      const next = place.then((slot) => runOne(slot, job, accept, endOn, started).finally(() => release(slot)));
+      const settled = next.catch(() => {});
+      inFlight.add(settled);
+      void settled.then(() => inFlight.delete(settled));
       return next;
     },
     async close(drain = false) {
-      if (drain) await queue;
+      if (drain) while (inFlight.size > 0) await Promise.all(inFlight);
       closed = true;
-      if (idleTimer) clearTimeout(idleTimer);
-      await end(current);
-      await queue;
+      for (const slot of slots) {
+        if (slot.idleTimer) clearTimeout(slot.idleTimer);
+        await end(slot, slot.current);
+      }
+      await Promise.all(inFlight);
     },
   };
 }

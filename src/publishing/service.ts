@@ -1,7 +1,7 @@
 import type { Config } from '../infra/config.js';
 import { FailureLimiter, type FailureLimiterOptions } from '../infra/failure-limiter.js';
 import { createHttpApp, type HttpApp } from '../infra/http.js';
-import { isolatedRenderer } from './content/isolated-render.js';
+import { isolatedRenderer, type RenderHold } from './content/isolated-render.js';
 import { type AutoCrawl, startAutoCrawl } from './crawler/auto.js';
 import { crawlsRepository } from './crawler/repository.js';
 import { type CrawlerService, crawlerService } from './crawler/service.js';
@@ -33,8 +33,10 @@ export interface PublishingService {
 export interface PublishingOptions {
   /** Bans of addresses that keep sending bad edit tokens (defaults: 10 failures a minute → 60 s). */
   failureLimits?: Partial<FailureLimiterOptions>;
-  /** Tests only: a page render in its worker counts itself in cell 1, then waits while cell 0 is 0. */
-  renderHold?: Int32Array;
+  /** Tests only: a page render in its worker counts itself in cell 1, then waits while cell 0 is 0 (per product if a function). */
+  renderHold?: RenderHold;
+  /** Tests only: the clock of the per-product render-time budget, ms. */
+  renderClock?: () => number;
   /** Tests only: a PATCH check in its worker counts itself in cell 1, then waits while cell 0 is 0. */
   validationHold?: Int32Array;
 }
@@ -57,7 +59,15 @@ export async function createPublishingService(config: Config, options: Publishin
     log: { error: (o, msg) => app.log.error(o, msg) },
     isolation: { maxMemoryMb: config.publishing.crawlMaxMemoryMb, timeoutMs: config.publishing.crawlTimeoutSeconds * 1000 },
   });
-  const renderer = isolatedRenderer({ timeoutMs: config.publishing.pageRenderTimeoutSeconds * 1000, hold: options.renderHold });
+  const renderer = isolatedRenderer({
+    timeoutMs: config.publishing.pageRenderTimeoutSeconds * 1000,
+    workers: config.publishing.pageRenderWorkers,
+    // A tenth of wall time: a product whose content takes seconds to render can keep at most that
+    // share of one worker busy once its burst is spent (see content/render-budget.ts).
+    budget: { burstMs: config.publishing.pageRenderBudgetSeconds * 1000, share: 0.1 },
+    now: options.renderClock,
+    hold: options.renderHold,
+  });
   const pages = pagesService({
     renderer,
     repo,

@@ -1,14 +1,26 @@
 /**
- * Renders product content in a worker thread with a wall-time and a memory limit, so that a
+ * Renders product content in worker threads with a wall-time and a memory limit, so that a
  * vendor's Markdown crafted to be slow (thousands of items and link references, fields up to
- * 512 KiB) can never block the serving event loop (the kept worker of infra/kept-worker.ts:
- * one render at a time, at most `maxQueued` waiting, a worker past a limit replaced). What the
+ * 512 KiB) can never block the serving event loop (the kept workers of infra/kept-worker.ts:
+ * one render per worker, at most `maxQueued` waiting, a worker past a limit replaced). What the
  * worker posts is checked before a page is built from it.
+ *
+ * Renders are shared fairly between products, so that one vendor's content built to render
+ * slowly (just under the time limit, so it never counts as a failure) cannot starve every other
+ * product's page:
+ * - a product has at most one render running or waiting for a worker; its next render waits
+ *   for that one, outside the worker queue. With `workers` ≥ 2, one slow product therefore
+ *   always leaves a worker to the others, and the queue (first come, first served, at most one
+ *   place per product) serves products in turn;
+ * - each product has a render-time budget (render-budget.ts); a product that used it up gets
+ *   `RenderDeferred` (a 503 with the time to wait) without a render, so even several hostile
+ *   products hold the workers for only a small share of the time.
  */
 import { ServiceUnavailableError } from '../../infra/errors.js';
 import { keptWorker } from '../../infra/kept-worker.js';
 import type { ProductFields } from '../products/fields.js';
 import type { RenderedContent } from './product-content.js';
+import { type RenderBudgetOptions, renderBudget } from './render-budget.js';
 import { checkRenderedContent } from './rendered-check.js';
 import type { RenderJob, RenderReply } from './render-worker.js';
 
@@ -17,16 +29,26 @@ export interface RenderLimits {
   timeoutMs: number;
   /** Heap of the worker, MiB. */
   maxMemoryMb?: number;
-  /** Renders allowed to wait behind the running one; more are refused with a 503. */
+  /** Renders allowed to wait for a free worker; more are refused with a 503. */
   maxQueued?: number;
+  /** Worker threads rendering side by side (PIER_PAGE_RENDER_WORKERS); a product uses one at a time. */
+  workers?: number;
+  /** Render time per product (PIER_PAGE_RENDER_BUDGET_SECONDS); omitted, renders are not budgeted. */
+  budget?: Omit<RenderBudgetOptions, 'now'>;
+  /** The budget's clock, ms (tests inject one). */
+  now?: () => number;
   /** A worker idle this long is ended, ms. */
   idleMs?: number;
   /** Tests only: a render in the worker counts itself in cell 1, then waits while cell 0 is 0. */
-  hold?: Int32Array;
+  hold?: RenderHold;
 }
 
+/** Tests only: one hold for every render, or a hold per product (none where it returns undefined). */
+export type RenderHold = Int32Array | ((product: string) => Int32Array | undefined);
+
 export interface ContentRenderer {
-  render(fields: ProductFields, release: string | null, reservedIds: readonly string[]): Promise<RenderedContent>;
+  /** Renders the content of `product` (its id: whose turn and budget the render counts against). */
+  render(fields: ProductFields, release: string | null, reservedIds: readonly string[], product: string): Promise<RenderedContent>;
   close(): Promise<void>;
 }
 
@@ -46,6 +68,18 @@ export class PageRenderFailed extends ServiceUnavailableError {
   }
 }
 
+/**
+ * A product that used up its render-time budget: its page is not rendered now (the caller may
+ * serve the product's previous page instead). Not caused by the content alone, so never
+ * remembered as a failed render.
+ */
+export class RenderDeferred extends ServiceUnavailableError {
+  constructor(retryAfterSeconds: number) {
+    super(`The product page is being rendered too often; try again in ${Math.max(1, Math.ceil(retryAfterSeconds))} s.`, retryAfterSeconds);
+    this.name = 'RenderDeferred';
+  }
+}
+
 /** Nice value of the render thread: page renders yield the CPU to serving. */
 const RENDER_NICE = 10;
 
@@ -57,6 +91,7 @@ export function isolatedRenderer(limits: RenderLimits): ContentRenderer {
     timeoutMs: limits.timeoutMs,
     idleMs: limits.idleMs ?? 60_000,
     maxQueued: limits.maxQueued ?? 64,
+    workers: limits.workers ?? 1,
     nice: RENDER_NICE,
     failed: (f) => new RenderFailed(`the render worker: ${f.message}`),
     busy: (reason) => unavailable(reason === 'closed' ? 'The server is shutting down.' : 'Too many product pages are being rendered; try again shortly.'),
@@ -70,18 +105,41 @@ export function isolatedRenderer(limits: RenderLimits): ContentRenderer {
     return content;
   }
 
+  const now = limits.now ?? Date.now;
+  const budget = limits.budget ? renderBudget({ ...limits.budget, now }) : null;
+  // The last render of each product with one running or waiting: the next one starts after it.
+  const latest = new Map<string, Promise<unknown>>();
+
+  async function renderNow(fields: ProductFields, release: string | null, reservedIds: readonly string[], product: string): Promise<RenderedContent> {
+    const wait = budget?.waitMs(product) ?? 0;
+    if (wait > 0) throw new RenderDeferred(wait / 1000);
+    const hold = typeof limits.hold === 'function' ? limits.hold(product) : limits.hold;
+    const job: RenderJob = { fields, release, reservedIds: [...reservedIds], hold };
+    let startedAt: number | null = null;
+    try {
+      // A worker that replied with something unexpected is in an unknown state: never reused.
+      return await worker.run(job, accept, (e) => e instanceof RenderFailed, () => (startedAt = now()));
+    } catch (e) {
+      // The reason stays in the server (it may describe vendor input or internals); the
+      // client gets a plain 503.
+      if (e instanceof RenderFailed) throw new PageRenderFailed();
+      throw e;
+    } finally {
+      // Time in a worker counts, failed renders included (a render past the time limit cost
+      // the whole limit); time waiting for a worker does not.
+      if (startedAt !== null) budget?.charge(product, now() - startedAt);
+    }
+  }
+
   return {
-    async render(fields, release, reservedIds) {
-      const job: RenderJob = { fields, release, reservedIds: [...reservedIds], hold: limits.hold };
-      try {
-        // A worker that replied with something unexpected is in an unknown state: never reused.
-        return await worker.run(job, accept, (e) => e instanceof RenderFailed);
-      } catch (e) {
-        // The reason stays in the server (it may describe vendor input or internals); the
-        // client gets a plain 503.
-        if (e instanceof RenderFailed) throw new PageRenderFailed();
-        throw e;
-      }
+    render(fields, release, reservedIds, product) {
+      const mine = (latest.get(product) ?? Promise.resolve()).then(() => renderNow(fields, release, reservedIds, product));
+      const settled = mine.catch(() => {});
+      latest.set(product, settled);
+      void settled.then(() => {
+        if (latest.get(product) === settled) latest.delete(product);
+      });
+      return mine;
     },
     close: () => worker.close(),
   };

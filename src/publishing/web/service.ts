@@ -8,7 +8,7 @@
 import { createHash } from 'node:crypto';
 import { versionBadge } from '../content/badge.js';
 import { ServiceUnavailableError } from '../../infra/errors.js';
-import { type ContentRenderer, PageRenderFailed } from '../content/isolated-render.js';
+import { type ContentRenderer, PageRenderFailed, RenderDeferred } from '../content/isolated-render.js';
 import { type FeedProduct, productFeed, siteFeed } from '../content/feeds.js';
 import { rasterSize, sanitizeSvg, sniffRasterImage } from '../content/svg.js';
 import type { NodeDescription } from '../crawler/node-description.js';
@@ -113,7 +113,7 @@ export function pagesService({ repo, site, files, crawls, renderer, cacheSize = 
     const [labels, workflows] = await Promise.all([files.listLabels(id), files.listFiles(id, 'workflows')]);
     const filesView: ProductFilesView = { labels, workflows };
     const input: ProductInput = { id: row.id, state: row.state, fields: parseFields(row) };
-    const content = await renderer.render(input.fields, release, PAGE_IDS);
+    const content = await renderer.render(input.fields, release, PAGE_IDS, id);
     const model = productPageModel(site, input, release, filesView, content);
     // Nodes of the best label that has been crawled: recommended first (issue 7's order).
     // Only labels with an update site: an archive alone is never crawled, and nodes left from
@@ -161,7 +161,17 @@ export function pagesService({ repo, site, files, crawls, renderer, cacheSize = 
       building.set(flight, pending);
       pending.finally(() => building.delete(flight)).catch(() => {});
     }
-    return (await pending) ?? null;
+    try {
+      return (await pending) ?? null;
+    } catch (e) {
+      // A product over its render-time budget keeps its last rendered page (an older version,
+      // correct for that version) rather than disappearing; without one it answers 503. Only
+      // while its state is the same: a page made live or hidden since must not show the old
+      // notice, noindex or feed.
+      const previous = cache.get(id);
+      if (e instanceof RenderDeferred && previous?.state === stamp.state) return previous;
+      throw e;
+    }
   }
 
   function feedProduct(r: Rendered): FeedProduct {

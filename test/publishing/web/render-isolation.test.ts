@@ -1,6 +1,8 @@
 // Vendor Markdown is rendered off the serving event loop: while a product page renders, the same
 // process still answers /healthz and serves downloads; a render over its time limit ends with a
-// clear 503 and the next render works again.
+// clear 503 and the next render works again. One product's renders never starve the others'
+// pages: another worker serves them, and a product over its render-time budget keeps its last
+// page without rendering.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -8,6 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { loadConfig } from '../../../src/infra/config.js';
 import { type RunningDownloads, startDownloads } from '../../../src/publishing/downloads/index.js';
+import type { RenderHold } from '../../../src/publishing/content/isolated-render.js';
 import { openPublishingDatabase } from '../../../src/publishing/db.js';
 import { productsRepository } from '../../../src/publishing/products/repository.js';
 import { createPublishingService, type PublishingService } from '../../../src/publishing/service.js';
@@ -46,7 +49,14 @@ interface Running {
   close(): Promise<void>;
 }
 
-async function start(databaseUrl: string, hold: Int32Array, env: Record<string, string> = {}): Promise<Running> {
+interface StartOptions {
+  /** Holds only some products' renders (default: every render waits on `hold`). */
+  renderHold?: RenderHold;
+  /** The render budget's clock. */
+  renderClock?: () => number;
+}
+
+async function start(databaseUrl: string, hold: Int32Array, env: Record<string, string> = {}, options: StartOptions = {}): Promise<Running> {
   const config = loadConfig({
     PIER_DATA_DIR: tempDir('pier-render-'),
     PIER_DATABASE_URL: databaseUrl,
@@ -54,7 +64,7 @@ async function start(databaseUrl: string, hold: Int32Array, env: Record<string, 
     PIER_BASE_URL: 'http://pier.test',
     ...env,
   });
-  const service = await createPublishingService(config, { renderHold: hold });
+  const service = await createPublishingService(config, { renderHold: options.renderHold ?? hold, renderClock: options.renderClock });
   const url = await service.app.listen({ host: '127.0.0.1', port: 0 });
   const downloads = await startDownloads(config, { port: 0 });
   return {
@@ -197,6 +207,95 @@ for (const dialect of dialects()) {
         assert.equal(Atomics.load(hold, 1), rendersBefore + 1);
       } finally {
         await other.close();
+        await pier.close();
+      }
+    });
+
+    it("another product's page is rendered and served while one product's render is held", async () => {
+      const hold = new Int32Array(new SharedArrayBuffer(8));
+      const pier = await start(db.url, hold, { PIER_PAGE_RENDER_WORKERS: '2' }, { renderHold: (id) => (id === 'starver' ? hold : undefined) });
+      try {
+        for (const id of ['starver', 'victim']) {
+          const creds = await pier.service.products.register(id, { name: id });
+          assert.equal((await patchProduct(pier.url, id, creds.editToken, { text: `Text of ${id}` })).status, 200);
+        }
+        let starverAnswered = false;
+        const starver = fetch(`${pier.url}/product/starver`).then((r) => {
+          starverAnswered = true;
+          return r.status;
+        });
+        await renderStarted(hold, starver);
+        const victim = await fetch(`${pier.url}/product/victim`);
+        assert.equal(victim.status, 200);
+        assert.match(await victim.text(), /Text of victim/);
+        assert.equal(starverAnswered, false, "the other product's page waited for the held render");
+        release(hold);
+        assert.equal(await starver, 200);
+      } finally {
+        await pier.close();
+      }
+    });
+
+    it('a product over its render budget is served its previous page (or 503 with Retry-After) while another product renders at once; the budget refills', async () => {
+      const hold = new Int32Array(new SharedArrayBuffer(8));
+      let clock = 1_000_000;
+      const pier = await start(
+        db.url,
+        hold,
+        { PIER_PAGE_RENDER_BUDGET_SECONDS: '30' },
+        { renderHold: (id) => (id === 'greedy' ? hold : undefined), renderClock: () => clock },
+      );
+      try {
+        const creds = await pier.service.products.register('greedy', { name: 'Greedy' });
+        assert.equal((await patchProduct(pier.url, 'greedy', creds.editToken, { text: 'Version one' })).status, 200);
+        const other = await pier.service.products.register('bystander', { name: 'Other' });
+        assert.equal((await patchProduct(pier.url, 'bystander', other.editToken, { text: 'Other text' })).status, 200);
+
+        // A render that takes a minute (of the injected clock): twice the burst.
+        const first = fetch(`${pier.url}/product/greedy`);
+        await renderStarted(hold, first);
+        clock += 60_000;
+        release(hold);
+        const one = await first;
+        assert.equal(one.status, 200);
+        assert.match(await one.text(), /Version one/);
+
+        // Changed while over budget: the previous page, without a render.
+        assert.equal((await patchProduct(pier.url, 'greedy', creds.editToken, { text: 'Version two' })).status, 200);
+        const stale = await fetch(`${pier.url}/product/greedy`);
+        assert.equal(stale.status, 200);
+        const staleBody = await stale.text();
+        assert.match(staleBody, /Version one/);
+        assert.doesNotMatch(staleBody, /Version two/);
+        assert.equal(Atomics.load(hold, 1), 1);
+
+        // Another product's change is rendered at once.
+        assert.equal((await patchProduct(pier.url, 'bystander', other.editToken, { text: 'Other changed' })).status, 200);
+        const fresh = await fetch(`${pier.url}/product/bystander`);
+        assert.equal(fresh.status, 200);
+        assert.match(await fresh.text(), /Other changed/);
+
+        // Made live by staff meanwhile: the hidden page kept is not this state's page, so a 503.
+        const staff = await openPublishingDatabase(db.url);
+        try {
+          await productsRepository(staff.db, staff.dialect).setState('greedy', 'live', new Date().toISOString());
+        } finally {
+          await staff.close();
+        }
+        const unavailable = await fetch(`${pier.url}/product/greedy`);
+        assert.equal(unavailable.status, 503);
+        assert.equal(unavailable.headers.get('retry-after'), '301');
+        assert.match(unavailable.headers.get('content-type') ?? '', /^application\/problem\+json/);
+        assert.equal(((await unavailable.json()) as { code: string }).code, 'unavailable');
+        assert.equal(Atomics.load(hold, 1), 1);
+
+        // 30 s of debt paid back at a tenth of wall time: rendered again.
+        clock += 301_000;
+        const again = await fetch(`${pier.url}/product/greedy`);
+        assert.equal(again.status, 200);
+        assert.match(await again.text(), /Version two/);
+        assert.equal(Atomics.load(hold, 1), 2);
+      } finally {
         await pier.close();
       }
     });
