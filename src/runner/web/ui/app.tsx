@@ -1,7 +1,7 @@
 import { LocationProvider, Route, Router, useLocation } from 'preact-iso';
-import { useCallback, useEffect, useMemo, useState } from 'preact/hooks';
+import { useEffect, useMemo, useState } from 'preact/hooks';
 import { api, get, onSessionLapsed } from './api.js';
-import { type Auth, AuthContext, isServerPage, safeReturnTo, useAuth } from './auth.js';
+import { type Auth, AuthContext, useAuth } from './auth.js';
 import { Loading } from './components.js';
 import { AccountPage } from './pages/account.js';
 import { ConnectedAppsPage } from './pages/connected-apps.js';
@@ -14,19 +14,6 @@ import { currentSession, forgetSession, watchSession } from './session.js';
 import type { Me } from './types.js';
 
 const PUBLIC_PATHS = ['/login', '/setup'];
-
-/** Sends the browser to `target` (a path of this site): a screen of the UI, or a server page. */
-export function useGo(): (target: string, replace?: boolean) => void {
-  const { route } = useLocation();
-  return useCallback(
-    (target: string, replace = false) => {
-      const to = safeReturnTo(target);
-      if (isServerPage(to)) location.assign(to);
-      else route(to, replace);
-    },
-    [route],
-  );
-}
 
 function loginUrl(returnTo: string): string {
   return returnTo === '/' ? '/login' : `/login?return_to=${encodeURIComponent(returnTo)}`;

@@ -1,17 +1,9 @@
 import { useLocation } from 'preact-iso';
 import { useState } from 'preact/hooks';
-import { api } from '../api.js';
-import { useGo } from '../app.js';
+import { signIn, useGo } from '../navigation.js';
 import { safeReturnTo } from '../auth.js';
 import { ErrorNote, TextField } from '../components.js';
 import { useAction, useTitle } from '../hooks.js';
-import { saveSession } from '../session.js';
-import type { SessionAnswer } from '../types.js';
-
-/** Sign-in for the web UI and for the OAuth consent screen at once (the session cookie). */
-export async function signIn(email: string, password: string): Promise<void> {
-  saveSession(await api<SessionAnswer>('POST', '/api/auth/login', { email, password, browserSession: true }));
-}
 
 export function LoginPage() {
   useTitle('Sign in');

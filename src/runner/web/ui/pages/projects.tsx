@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api.js';
-import { useGo } from '../app.js';
+import { useGo } from '../navigation.js';
 import { Empty, ErrorNote, Loading, PageHeader, TextField, Time } from '../components.js';
 import { useAction, useApi, useTitle } from '../hooks.js';
 import type { Project } from '../types.js';

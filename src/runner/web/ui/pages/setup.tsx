@@ -1,11 +1,10 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api } from '../api.js';
-import { useGo } from '../app.js';
+import { signIn, useGo } from '../navigation.js';
 import { ErrorNote, TextField } from '../components.js';
 import { useAction, useTitle } from '../hooks.js';
 import { saveSession } from '../session.js';
 import type { SessionAnswer } from '../types.js';
-import { signIn } from './login.js';
 
 /** The token of the one-time setup link (`/setup#token=…`: a fragment never reaches a server log). */
 function setupToken(): string {
