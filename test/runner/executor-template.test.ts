@@ -362,6 +362,9 @@ describe('executor command template', () => {
       ['sh -c >&2 "echo {param.x}"', /code argument of sh -c/],
       ['$SHELL -c "echo {param.x}"', /program named by an expansion/],
       ['"$(command -v sh)" -c "echo {param.x}"', /program named by an expansion/],
+      ['E=eval; $E {param.x}', /whose name is an expansion/],
+      ['$(echo eval) {param.x}', /whose name is an expansion/],
+      ['x=.; "$x" {param.x}', /whose name is an expansion/],
       ['{param.x} --version', /names the program to run/],
       ['PATH={param.x} knime', /sets PATH/],
       ['LD_PRELOAD={param.x} knime', /sets LD_PRELOAD/],
@@ -370,6 +373,29 @@ describe('executor command template', () => {
     ]);
     assert.equal(compileTemplate('A={param.x} knime 2>&1 >{out}/log'), 'A="${PIER_PARAM_x}" knime 2>&1 >"${PIER_OUT_DIR}"/log');
     assert.equal(compileTemplate('{workflow}/run.sh {param.x}'), '"${PIER_WORKFLOW_DIR}"/run.sh "${PIER_PARAM_x}"');
+    assert.equal(compileTemplate('"$KNIME_HOME/knime" -x {param.x}'), '"$KNIME_HOME/knime" -x "${PIER_PARAM_x}"');
+  });
+
+  test('constructs the rules do not follow word for word (case in $(…), escaped backquotes, odd comments, continued delimiters, aliases, exec here-documents) take no run parameter', () => {
+    const unmodelled = /do not follow word for word/;
+    refusedAll([
+      ['echo "$(case a in a) eval {param.x};; esac)"', unmodelled],
+      ['echo "$(\ncase a in (a) eval {param.x};; esac)"', /argument of eval/],
+      ['echo `echo \\`sh -c {param.x}\\``', unmodelled],
+      ['echo ""#; eval \\\necho {param.x}', unmodelled],
+      ["echo ''#; eval {param.x}", unmodelled],
+      [': `#`; eval \\\necho {param.x}', unmodelled],
+      ['cat <<E\\\nF\nEF\neval {param.x}\nE', unmodelled],
+      ['{ alias e=eval; }\ne {param.x}', unmodelled],
+      ['command alias e=eval\ne {param.x}', unmodelled],
+      ['exec 3<<E\n{param.x}\nE\n. /dev/fd/3', unmodelled],
+    ]);
+    // The same constructs without a run parameter, and ordinary comments, still compile (the other
+    // placeholders carry values the executor chose, not a run's).
+    assert.equal(compileTemplate('echo "$(case a in a) echo ok;; esac)" >{out}/x'), 'echo "$(case a in a) echo ok;; esac)" >"${PIER_OUT_DIR}"/x');
+    assert.equal(compileTemplate('knime {param.x} # a comment'), 'knime "${PIER_PARAM_x}" # a comment');
+    assert.equal(compileTemplate('exec knime -x {param.x}'), 'exec knime -x "${PIER_PARAM_x}"');
+    assert.equal(compileTemplate('echo "$(date)" {param.x}'), 'echo "$(date)" "${PIER_PARAM_x}"');
   });
 
   test('where /bin/sh is bash, nothing left compiles into arithmetic that runs a value', { skip: !fs.existsSync('/bin/bash') && 'no bash' }, () => {
@@ -417,7 +443,7 @@ describe('executor command template', () => {
   }
 
   test('property: whatever the template, a value never runs as a command (templates made of shell syntax and placeholders)', () => {
-    const piece = fc.constantFrom("'", '"', '`', '$(', ')', '(', '${', '}', '$((', '))', '\\', '\n', ';', '|', '&&', ' ', '#', '<<EOF\n', '<<-EOF\n', "<<'EOF'\n", 'EOF\n', 'echo ', 'printf %s ', 'x', '=', '{param.v}', '{out}', '$');
+    const piece = fc.constantFrom("'", '"', '`', '$(', ')', '(', '${', '}', '$((', '))', '\\', '\n', ';', '|', '&&', ' ', '#', '<<EOF\n', '<<-EOF\n', "<<'EOF'\n", 'EOF\n', 'echo ', 'printf %s ', 'x', '=', '{param.v}', '{out}', '$', 'case x in ', 'x) ', ';; esac', 'eval ', 'exec ', '. ');
     fc.assert(
       fc.property(fc.array(piece, { minLength: 1, maxLength: 14 }), value, (pieces, v) => {
         const template = pieces.join('');
@@ -432,7 +458,7 @@ describe('executor command template', () => {
         spawnSync('/bin/sh', ['-c', compiled], { env: { PATH: process.env.PATH, ...templateEnv({ ...values, outDir: v, parameters: { v } }) }, cwd, stdio: 'ignore', timeout: 10_000 });
         assert.deepEqual(fs.readdirSync(canary), [], `${JSON.stringify(template)} with ${JSON.stringify(v)}`);
       }),
-      { numRuns: 300 },
+      { numRuns: Number(process.env.PIER_FUZZ_RUNS ?? 300) },
     );
   });
 });

@@ -214,6 +214,9 @@ function fromProgram(w: readonly string[], p: number, at: number, depth = 0): Re
     for (let k = p + 1; k < at; k++) {
       if (/^(?:-[A-Za-z]*[ceEp]|--eval|--command|--print|--expression)$/.test(w[k]!)) return { kind: 'code', why: `follows ${w[k]} of a program named by an expansion (${word.replace(MARK, '…')}), which may be an interpreter reading it as code` };
     }
+    // `$E {param.x}` with E=eval: where the name itself (not only its directory) is expanded,
+    // the program may be eval or `.`, which run every argument.
+    if (isExpansion(name)) return { kind: 'code', why: `is an argument of a program whose name is an expansion (${word.replace(MARK, '…')}), which may be eval or a shell` };
     return null;
   }
   // runuser without -u is su: its arguments go to a shell.

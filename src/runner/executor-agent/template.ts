@@ -1,4 +1,5 @@
 import { baseName, MARK, OP, readsInputAsCode, runsCode, secondReading } from './code-arguments.js';
+import { unmodelled } from './template-unmodelled.js';
 
 /** What a command template may refer to. */
 export interface TemplateValues {
@@ -422,6 +423,10 @@ export function compileTemplate(template: string): string {
   }
   for (let k = stack.length - 1; k >= 0; k--) if (isCodeFrame(stack[k]!)) finish(stack[k]!);
   if (aliases && firstParam !== null) refuse(firstParam, 'stands in a template that defines an alias, which can make any command name run a shell: run parameters cannot be checked there; use a function or write the command out');
+  // Found in the raw text too: a mis-read quoting may have hidden the placeholder from the walk.
+  const param = firstParam ?? /\{param\.[^{}]*\}/.exec(template)?.[0] ?? null;
+  const odd = param === null ? null : unmodelled(template);
+  if (odd !== null) refuse(param!, `stands in a template that holds ${odd}, which these rules do not follow word for word, so they cannot tell where the value goes; ${ADVICE}`);
   return out;
 }
 
