@@ -9,6 +9,8 @@ import { LoginPage } from './pages/login.js';
 import { NotFoundPage } from './pages/not-found.js';
 import { ProjectPage } from './pages/project.js';
 import { ProjectsPage } from './pages/projects.js';
+import { RunPage } from './pages/run.js';
+import { RunsPage } from './pages/runs.js';
 import { SetupPage } from './pages/setup.js';
 import { currentSession, forgetSession, watchSession } from './session.js';
 import type { Me } from './types.js';
@@ -88,6 +90,8 @@ function SignedIn() {
           <Route path="/projects" component={ProjectsPage} />
           <Route path="/projects/:id" component={ProjectPage} />
           <Route path="/projects/:id/:tab" component={ProjectPage} />
+          <Route path="/runs" component={RunsPage} />
+          <Route path="/runs/:id" component={RunPage} />
           <Route path="/account" component={AccountPage} />
           <Route path="/connected-apps" component={ConnectedAppsPage} />
           <Route default component={NotFoundPage} />
