@@ -103,7 +103,13 @@ for (const target of dialects()) {
       const p = await projects.create({ id: randomUUID(), name: 'Zeta', description: '', ownerId: owner.id, now: T0 });
       assert.equal(await projects.roleOf(p.id, owner.id), 'owner');
       assert.equal(await projects.roleOf(p.id, other.id), null);
-      assert.deepEqual((await projects.list(other.id)).map((x) => x.id), []);
+      assert.deepEqual((await projects.list(other.id, false)).map((x) => x.id), []);
+      // An administrator sees it without a role; the owner sees their role and the counts.
+      assert.deepEqual(
+        (await projects.list(other.id, true)).filter((x) => x.id === p.id).map((x) => [x.role, x.workflow_count, x.member_count, x.run_count]),
+        [[null, 0, 1, 0]],
+      );
+      assert.deepEqual((await projects.list(owner.id, false)).map((x) => [x.name, x.role, typeof x.member_count]), [['Zeta', 'owner', 'number']]);
       assert.equal(await projects.setRole(p.id, owner.id, 'editor', T0), false, 'last owner cannot be demoted');
       assert.equal(await projects.removeMember(p.id, owner.id), 'last_owner');
       assert.equal(await projects.setRole(p.id, other.id, 'owner', T0), true);
@@ -111,7 +117,7 @@ for (const target of dialects()) {
       assert.deepEqual((await projects.members(p.id)).map((m) => [m.email, m.role]), [['other@example.com', 'owner'], ['owner@example.com', 'viewer']]);
       assert.equal(await projects.removeMember(p.id, owner.id), 'removed');
       assert.equal(await projects.removeMember(p.id, owner.id), 'absent');
-      assert.equal((await projects.list(other.id))[0]?.name, 'Zeta');
+      assert.deepEqual((await projects.list(other.id, false)).map((x) => [x.name, x.role, x.member_count]), [['Zeta', 'owner', 1]]);
     });
 
     test('projects: two owners demoting each other at once leave one owner (no write skew)', async () => {

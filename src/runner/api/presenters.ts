@@ -2,11 +2,11 @@ import { Type } from 'typebox';
 import type { PersonalTokenRow } from '../auth/repository.js';
 import type { ConnectedAppRow } from '../oauth/grants-repository.js';
 import type { ExecutorView } from '../executors/service.js';
-import type { MemberRow, ProjectRow } from '../projects/repository.js';
+import type { MemberRow, ProjectRow, ProjectSummaryRow } from '../projects/repository.js';
 import type { RunLogRow, RunOutputRow, RunRow } from '../runs/repository.js';
 import type { ScheduleView } from '../schedules/service.js';
 import type { UserRow } from '../users/repository.js';
-import type { WorkflowRow, WorkflowVersionRow } from '../workflows/repository.js';
+import type { VersionListing, WorkflowRow } from '../workflows/repository.js';
 import { Nullable, NullableTimestamp, StringEnum, Timestamp, User } from './schemas.js';
 
 /*
@@ -84,8 +84,26 @@ export const Project = Type.Object({
   updatedAt: Timestamp,
 });
 
+export const ProjectSummary = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  description: Type.String(),
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+  role: Type.Unsafe<'owner' | 'editor' | 'viewer' | null>({
+    type: ['string', 'null'],
+    enum: ['owner', 'editor', 'viewer', null],
+    description: "the caller's role in the project (null: an administrator who is not a member)",
+  }),
+  counts: Type.Object({ workflows: Type.Integer(), members: Type.Integer(), runs: Type.Integer() }),
+});
+
 export function presentProject(p: ProjectRow) {
   return { id: p.id, name: p.name, description: p.description, createdAt: p.created_at, updatedAt: p.updated_at };
+}
+
+export function presentProjectSummary(p: ProjectSummaryRow) {
+  return { ...presentProject(p), role: p.role, counts: { workflows: p.workflow_count, members: p.member_count, runs: p.run_count } };
 }
 
 export const Member = Type.Object({
@@ -119,6 +137,7 @@ export const WorkflowVersion = Type.Object({
   size: Type.Integer(),
   sha256: Type.String(),
   createdAt: Timestamp,
+  createdBy: Nullable(Type.Object({ id: Type.String(), name: Type.String(), email: Type.String() }), { description: 'who uploaded it (null once their account is deleted)' }),
 });
 
 export const WorkflowDetails = Type.Object({ ...Workflow.properties, versions: Type.Array(WorkflowVersion) });
@@ -135,11 +154,12 @@ export function presentWorkflow(w: WorkflowRow) {
   };
 }
 
-export function presentVersion(v: WorkflowVersionRow) {
-  return { workflowId: v.workflow_id, version: v.version, fileName: v.file_name, size: v.size, sha256: v.sha256, createdAt: v.created_at };
+export function presentVersion(v: VersionListing) {
+  const createdBy = v.created_by !== null && v.author_email !== null ? { id: v.created_by, name: v.author_name ?? '', email: v.author_email } : null;
+  return { workflowId: v.workflow_id, version: v.version, fileName: v.file_name, size: v.size, sha256: v.sha256, createdAt: v.created_at, createdBy };
 }
 
-export function presentWorkflowDetails(w: WorkflowRow, versions: WorkflowVersionRow[]) {
+export function presentWorkflowDetails(w: WorkflowRow, versions: VersionListing[]) {
   return { ...presentWorkflow(w), versions: versions.map(presentVersion) };
 }
 

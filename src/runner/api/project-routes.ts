@@ -3,7 +3,7 @@ import type { HttpApp } from '../../infra/http.js';
 import { USER_READ, USER_WRITE } from '../auth/access.js';
 import { access, principalOf, userOf } from '../auth/authenticate.js';
 import type { RunnerContext } from '../context.js';
-import { Member, MemberRoleSchema, Project, presentMember, presentProject } from './presenters.js';
+import { Member, MemberRoleSchema, Project, ProjectSummary, presentMember, presentProject, presentProjectSummary } from './presenters.js';
 import { Description, errors, Id, IdParams, items, Name, NoContent, PROTECTED } from './schemas.js';
 
 const MemberParams = Type.Object({ id: Id, userId: Id });
@@ -21,10 +21,10 @@ export function registerProjectRoutes(app: HttpApp, ctx: RunnerContext): void {
         summary: 'List projects',
         description: 'Projects the caller is a member of (administrators: all projects).',
         operationId: 'listProjects',
-        response: { 200: items(Project), ...errors(...PROTECTED) },
+        response: { 200: items(ProjectSummary), ...errors(...PROTECTED) },
       },
     },
-    async (req) => ({ items: (await projects.list(userOf(req))).map(presentProject) }),
+    async (req) => ({ items: (await projects.list(userOf(req))).map(presentProjectSummary) }),
   );
 
   app.post(

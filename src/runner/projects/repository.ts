@@ -4,6 +4,7 @@ import type { ProjectMembersTable, ProjectsTable, RunnerDB } from '../db/schema.
 export type ProjectRow = Selectable<ProjectsTable>;
 export type MemberRole = ProjectMembersTable['role'];
 export type MemberRow = Selectable<ProjectMembersTable> & { email: string; name: string };
+export type ProjectSummaryRow = ProjectRow & { role: MemberRole | null; workflow_count: number; member_count: number; run_count: number };
 
 export class ProjectsRepository {
   constructor(private readonly db: Kysely<RunnerDB>) {}
@@ -32,15 +33,27 @@ export class ProjectsRepository {
     return this.db.selectFrom('projects').selectAll().where('id', '=', id).executeTakeFirst();
   }
 
-  /** All projects (admins) or the ones the user is a member of, by name. */
-  list(userId: string | null): Promise<ProjectRow[]> {
-    let q = this.db.selectFrom('projects').selectAll('projects');
-    if (userId !== null) {
-      q = q
-        .innerJoin('project_members', 'project_members.project_id', 'projects.id')
-        .where('project_members.user_id', '=', userId);
-    }
-    return q.orderBy('projects.name').orderBy('projects.id').execute();
+  /**
+   * The projects `viewerId` is a member of (or all of them, for administrators), by name, each
+   * with the viewer's role and how many workflows, members and runs it holds.
+   */
+  async list(viewerId: string, all: boolean): Promise<ProjectSummaryRow[]> {
+    const rows = await this.db
+      .selectFrom('projects')
+      .leftJoin('project_members as mine', (j) => j.onRef('mine.project_id', '=', 'projects.id').on('mine.user_id', '=', viewerId))
+      .selectAll('projects')
+      .select('mine.role as role')
+      .select((eb) => [
+        eb.selectFrom('workflows').select(eb.fn.countAll().as('n')).whereRef('workflows.project_id', '=', 'projects.id').as('workflow_count'),
+        eb.selectFrom('project_members').select(eb.fn.countAll().as('n')).whereRef('project_members.project_id', '=', 'projects.id').as('member_count'),
+        eb.selectFrom('runs').select(eb.fn.countAll().as('n')).whereRef('runs.project_id', '=', 'projects.id').as('run_count'),
+      ])
+      .$if(!all, (q) => q.where('mine.user_id', 'is not', null))
+      .orderBy('projects.name')
+      .orderBy('projects.id')
+      .execute();
+    // COUNT is a bigint on PostgreSQL (a string in the driver), an integer on SQLite.
+    return rows.map((r) => ({ ...r, role: r.role ?? null, workflow_count: Number(r.workflow_count), member_count: Number(r.member_count), run_count: Number(r.run_count) }));
   }
 
   async update(id: string, changes: { name?: string; description?: string }, now: string): Promise<ProjectRow | undefined> {

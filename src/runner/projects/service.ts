@@ -5,7 +5,7 @@ import type { RunOutputStorage } from '../runs/output-storage.js';
 import type { UsersRepository } from '../users/repository.js';
 import type { WorkflowStorage } from '../workflows/storage.js';
 import { loadProject, type ScopeRepositories } from './access.js';
-import type { MemberRole, MemberRow, ProjectRow } from './repository.js';
+import type { MemberRole, MemberRow, ProjectRow, ProjectSummaryRow } from './repository.js';
 
 export interface ProjectsDeps extends ScopeRepositories {
   users: UsersRepository;
@@ -18,9 +18,9 @@ export interface ProjectsDeps extends ScopeRepositories {
 export class ProjectsService {
   constructor(private readonly d: ProjectsDeps) {}
 
-  /** Projects the user is a member of; administrators see all. */
-  list(p: UserPrincipal): Promise<ProjectRow[]> {
-    return this.d.projects.list(p.user.role === 'admin' ? null : p.user.id);
+  /** Projects the user is a member of, with their role and counts; administrators see all. */
+  list(p: UserPrincipal): Promise<ProjectSummaryRow[]> {
+    return this.d.projects.list(p.user.id, p.user.role === 'admin');
   }
 
   /** The creator becomes the owner. */

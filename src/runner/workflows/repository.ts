@@ -3,6 +3,8 @@ import type { RunnerDB, WorkflowsTable, WorkflowVersionsTable } from '../db/sche
 
 export type WorkflowRow = Selectable<WorkflowsTable>;
 export type WorkflowVersionRow = Selectable<WorkflowVersionsTable>;
+/** A version as listed: with the name and email of who uploaded it (null once they are deleted). */
+export type VersionListing = WorkflowVersionRow & { author_name: string | null; author_email: string | null };
 
 export class WorkflowsRepository {
   constructor(private readonly db: Kysely<RunnerDB>) {}
@@ -45,17 +47,20 @@ export class WorkflowsRepository {
     return this.db.selectFrom('workflows').selectAll().where('project_id', '=', projectId).orderBy('name').orderBy('id').execute();
   }
 
-  versions(workflowId: string): Promise<WorkflowVersionRow[]> {
-    return this.db.selectFrom('workflow_versions').selectAll().where('workflow_id', '=', workflowId).orderBy('version', 'desc').execute();
-  }
-
-  version(workflowId: string, version: number): Promise<WorkflowVersionRow | undefined> {
+  private listed() {
     return this.db
       .selectFrom('workflow_versions')
-      .selectAll()
-      .where('workflow_id', '=', workflowId)
-      .where('version', '=', version)
-      .executeTakeFirst();
+      .leftJoin('users', 'users.id', 'workflow_versions.created_by')
+      .selectAll('workflow_versions')
+      .select(['users.name as author_name', 'users.email as author_email']);
+  }
+
+  versions(workflowId: string): Promise<VersionListing[]> {
+    return this.listed().where('workflow_versions.workflow_id', '=', workflowId).orderBy('workflow_versions.version', 'desc').execute();
+  }
+
+  version(workflowId: string, version: number): Promise<VersionListing | undefined> {
+    return this.listed().where('workflow_versions.workflow_id', '=', workflowId).where('workflow_versions.version', '=', version).executeTakeFirst();
   }
 
   /**

@@ -4,7 +4,7 @@ import { randomUUID } from '../../infra/secrets.js';
 import type { Principal } from '../auth/authenticate.js';
 import { loadProject, loadWorkflow, type ScopeRepositories } from '../projects/access.js';
 import type { RunOutputStorage } from '../runs/output-storage.js';
-import type { WorkflowRow, WorkflowVersionRow } from './repository.js';
+import type { VersionListing, WorkflowRow } from './repository.js';
 import type { WorkflowStorage } from './storage.js';
 import { type PartSource, readUpload } from './upload.js';
 
@@ -41,7 +41,7 @@ export class WorkflowsService {
     projectId: string,
     parts: PartSource,
     check: (text: WorkflowText) => void,
-  ): Promise<{ workflow: WorkflowRow; versions: WorkflowVersionRow[] }> {
+  ): Promise<{ workflow: WorkflowRow; versions: VersionListing[] }> {
     await loadProject(this.d, p, projectId, 'write');
     const id = randomUUID();
     // A new workflow's folder goes with any refusal, also one while the parts are read (an
@@ -67,12 +67,12 @@ export class WorkflowsService {
     }
   }
 
-  async get(p: Principal, id: string): Promise<{ workflow: WorkflowRow; versions: WorkflowVersionRow[] }> {
+  async get(p: Principal, id: string): Promise<{ workflow: WorkflowRow; versions: VersionListing[] }> {
     const workflow = await loadWorkflow(this.d, p, id, 'read');
     return { workflow, versions: await this.d.workflows.versions(id) };
   }
 
-  async versions(p: Principal, id: string): Promise<WorkflowVersionRow[]> {
+  async versions(p: Principal, id: string): Promise<VersionListing[]> {
     await loadWorkflow(this.d, p, id, 'read');
     return this.d.workflows.versions(id);
   }
@@ -91,7 +91,7 @@ export class WorkflowsService {
   }
 
   /** Stores the upload as the next version number (numbers have no gaps, even when racing). */
-  async addVersion(p: Principal, id: string, parts: PartSource): Promise<WorkflowVersionRow> {
+  async addVersion(p: Principal, id: string, parts: PartSource): Promise<VersionListing> {
     await loadWorkflow(this.d, p, id, 'write');
     const { file } = await readUpload(parts, this.d.storage, id, []);
     const now = this.d.now().toISOString();
@@ -104,13 +104,13 @@ export class WorkflowsService {
         await this.d.storage.remove(file.storageKey);
         throw e;
       });
-    if (row) return row;
+    if (row) return (await this.d.workflows.version(id, row.version)) ?? { ...row, author_name: null, author_email: null };
     await this.d.storage.remove(file.storageKey);
     throw new NotFoundError('no such workflow');
   }
 
   /** A stored archive to send (executors fetch it with the admin key). */
-  async download(p: Principal, id: string, version: number): Promise<{ version: WorkflowVersionRow; stream: Readable }> {
+  async download(p: Principal, id: string, version: number): Promise<{ version: VersionListing; stream: Readable }> {
     await loadWorkflow(this.d, p, id, 'read');
     const v = await this.d.workflows.version(id, version);
     if (!v || !(await this.d.storage.exists(v.storage_key))) throw new NotFoundError('no such workflow version');
