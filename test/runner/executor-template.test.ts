@@ -389,6 +389,21 @@ describe('executor command template', () => {
       ['{ alias e=eval; }\ne {param.x}', unmodelled],
       ['command alias e=eval\ne {param.x}', unmodelled],
       ['exec 3<<E\n{param.x}\nE\n. /dev/fd/3', unmodelled],
+      // A second review: quote tracking dash does not share, words split differently, and
+      // the same constructs spelled with quotes, continuations or redirections first.
+      ['echo $["] " ; eval {param.x} ; echo " $["]', unmodelled],
+      ['((echo ")) " ; eval {param.x} ; echo " ((: "))', unmodelled],
+      ['echo `\\\\eval {param.x}`', unmodelled],
+      ['echo &>/dev/null eval {param.x}', unmodelled],
+      ['echo "$(ca\\\nse a in a) eval {param.x};; esac)"', unmodelled],
+      ['echo "$(f()case a in a) eval {param.x};; esac; f)"', unmodelled],
+      ['cat <<E; echo $(\neval {param.x}\nE\n)', unmodelled],
+      ['command al""ias e=eval\ne {param.x}', unmodelled],
+      ['3<<E exec\n{param.x}\nE\n. /dev/fd/3', unmodelled],
+      ['ex""ec 3<<E\n{param.x}\nE\n. /dev/fd/3', unmodelled],
+      ['script -qc {param.x} /dev/null', /code argument of script -c/],
+      ['env -iS "sh -c" {param.x}', /names the program|code/],
+      ['echo a | sed -f /dev/fd/3 3<<E\n{param.x}\nE', /sed reads as code/],
     ]);
     // The same constructs without a run parameter, and ordinary comments, still compile (the other
     // placeholders carry values the executor chose, not a run's).

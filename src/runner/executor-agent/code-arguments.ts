@@ -57,7 +57,7 @@ const INTERPRETERS: [RegExp, Interpreter][] = [
   [/^bc$/, { code: [], stdin: true }],
   [/^(?:gdb)$/, { code: ['-ex', '--eval-command', '-iex', '--init-eval-command'], values: ['-x', '--command', '-p', '--pid'] }],
   [/^(?:vi|vim|nvim|ex|view|gvim)$/, { code: ['-c', '--cmd'], values: ['-u', '-U', '-i', '-S', '-T', '-s', '-w', '-W'] }],
-  [/^(?:g|gnu)?sed$/, { code: ['-e', '--expression'], values: ['-f', '--file', '-l', '--line-length'], cluster: true, firstOperandIsCode: true }],
+  [/^(?:g|gnu)?sed$/, { code: ['-e', '--expression'], values: ['-f', '--file', '-l', '--line-length'], cluster: true, firstOperandIsCode: true, stdin: true }],
   // The dot and `source` read a file as shell code: its name is the program (XCU 2.14 dot).
   [/^(?:\.|source)$/, { code: [], stdin: true }],
 ];
@@ -378,6 +378,20 @@ function fromWrapper(w: readonly string[], p: number, at: number, name: string, 
       const { name: opt, attached } = splitOption(o);
       const short = opt.startsWith('--') ? null : opt.slice(0, 2);
       const shortRest = short !== null ? opt.slice(2) : '';
+      // A code option later in a cluster (`script -qc CMD`, `env -iS CMD`): its value is the rest
+      // of the cluster or the next word, as for the option alone.
+      const later = short !== null && attached === null ? [...opt.slice(2)].findIndex((l) => code.has(`-${l}`)) : -1;
+      if (later >= 0) {
+        const letter = `-${opt[2 + later]}`;
+        if (opt.length > 3 + later) {
+          if (at === k) return codeReason(letter);
+          k++;
+        } else {
+          if (at === k + 1) return codeReason(letter);
+          k += 2;
+        }
+        continue;
+      }
       if (code.has(opt) || (short !== null && code.has(short))) {
         const inline = attached ?? (short !== null && shortRest !== '' && !code.has(opt) ? shortRest : null);
         if (inline !== null) {
