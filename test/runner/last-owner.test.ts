@@ -33,3 +33,33 @@ test('DELETE /api/users/{id} keeps every project owned (409 last_owner) and the 
     await r.close();
   }
 });
+
+test('an owner adds a member by email (owners cannot list users), changes the role the same way, and an unknown email is 404', async () => {
+  const r = await startRunner();
+  const inject = r.service.app.inject.bind(r.service.app);
+  try {
+    const admin = (await inject({ method: 'POST', url: '/api/setup', payload: { setupToken: SETUP_TOKEN, email: 'root@example.com', password: PASSWORD } })).json();
+    const root = bearer(admin.session.token);
+    for (const email of ['owner@example.com', 'colleague@example.com']) await inject({ method: 'POST', url: '/api/users', headers: root, payload: { email, password: PASSWORD } });
+    const owner = bearer((await inject({ method: 'POST', url: '/api/auth/login', payload: { email: 'owner@example.com', password: PASSWORD } })).json().token);
+    const project = (await inject({ method: 'POST', url: '/api/projects', headers: owner, payload: { name: 'Shared' } })).json();
+    const url = `/api/projects/${project.id}/members`;
+
+    const added = await inject({ method: 'POST', url, headers: owner, payload: { email: 'Colleague@Example.com', role: 'viewer' } });
+    assert.equal(added.statusCode, 200, added.body);
+    assert.deepEqual([added.json().email, added.json().role], ['colleague@example.com', 'viewer']);
+    assert.equal((await inject({ method: 'POST', url, headers: owner, payload: { email: 'colleague@example.com', role: 'editor' } })).json().role, 'editor');
+    const unknown = await inject({ method: 'POST', url, headers: owner, payload: { email: 'nobody@example.com', role: 'viewer' } });
+    assert.equal(unknown.statusCode, 404);
+    assert.match(unknown.json().detail, /no user has this email/);
+    // The project list tells the caller's role and the counts.
+    const listed = (await inject({ method: 'GET', url: '/api/projects', headers: owner })).json().items;
+    assert.deepEqual(listed.map((p: { role: string; counts: object }) => [p.role, p.counts]), [['owner', { workflows: 0, members: 2, runs: 0 }]]);
+    // A viewer cannot add anyone.
+    const viewer = bearer((await inject({ method: 'POST', url: '/api/auth/login', payload: { email: 'colleague@example.com', password: PASSWORD } })).json().token);
+    await inject({ method: 'POST', url, headers: owner, payload: { email: 'colleague@example.com', role: 'viewer' } });
+    assert.equal((await inject({ method: 'POST', url, headers: viewer, payload: { email: 'root@example.com', role: 'owner' } })).statusCode, 403);
+  } finally {
+    await r.close();
+  }
+});

@@ -59,6 +59,7 @@ interface Fixture {
   leased: { runId: string; token: string; attempt: number };
   executorId: string;
   victimId: string;
+  victimEmail: string;
   editorId: string;
   ownTokenId: string;
   scheduleId: string;
@@ -112,6 +113,7 @@ const CASES: Case[] = [
   { method: 'PATCH', path: '/api/projects/{id}', access: USER_WRITE, ok: 200, request: json({ description: 'changed' }) },
   { method: 'DELETE', path: '/api/projects/{id}', access: USER_WRITE, ok: 204 },
   { method: 'GET', path: '/api/projects/{id}/members', access: USER_READ, ok: 200 },
+  { method: 'POST', path: '/api/projects/{id}/members', access: USER_WRITE, ok: 200, request: (f) => ({ payload: { email: f.victimEmail, role: 'viewer' } }) },
   { method: 'PUT', path: '/api/projects/{id}/members/{userId}', access: USER_WRITE, ok: 200, request: json({ role: 'viewer' }) },
   { method: 'DELETE', path: '/api/projects/{id}/members/{userId}', access: USER_WRITE, ok: 204 },
   { method: 'GET', path: '/api/projects/{id}/workflows', access: USER_READ, ok: 200 },
@@ -189,6 +191,7 @@ const PROJECT_NEEDS: Record<string, 'read' | 'write' | 'manage'> = {
   'PATCH /api/projects/{id}': 'write',
   'DELETE /api/projects/{id}': 'manage',
   'GET /api/projects/{id}/members': 'read',
+  'POST /api/projects/{id}/members': 'manage',
   'PUT /api/projects/{id}/members/{userId}': 'manage',
   'DELETE /api/projects/{id}/members/{userId}': 'manage',
   'GET /api/projects/{id}/workflows': 'read',
@@ -334,7 +337,8 @@ describe('permission table: every route × every principal', () => {
     const leased = await runs.create(
       run('running', { attempt: 1, executor_id: executorId, lease_hash: sha256(lease), lease_expires_at: '2999-01-01T00:00:00.000Z' }),
     );
-    const victimId = (await users.insert({ id: randomUUID(), email: `v${randomUUID()}@example.com`, name: 'v', passwordHash: 'x', role: 'member', now })).id;
+    const victimEmail = `v${randomUUID()}@example.com`;
+    const victimId = (await users.insert({ id: randomUUID(), email: victimEmail, name: 'v', passwordHash: 'x', role: 'member', now })).id;
     const ownTokenId = randomUUID();
     await new PersonalTokensRepository(db).insert({
       id: ownTokenId, user_id: p === 'jwtAdmin' ? adminId : memberId, name: 'own', scope: 'read',
@@ -348,7 +352,7 @@ describe('permission table: every route × every principal', () => {
     });
     return {
       projectId, workflowId, queuedRunId: queued.id, finishedRunId: finished.id,
-      leased: { runId: leased.id, token: lease, attempt: 1 }, executorId, victimId, editorId, ownTokenId, scheduleId,
+      leased: { runId: leased.id, token: lease, attempt: 1 }, executorId, victimId, victimEmail, editorId, ownTokenId, scheduleId,
     };
   }
 

@@ -4,7 +4,7 @@ import { USER_READ, USER_WRITE } from '../auth/access.js';
 import { access, principalOf, userOf } from '../auth/authenticate.js';
 import type { RunnerContext } from '../context.js';
 import { Member, MemberRoleSchema, Project, ProjectSummary, presentMember, presentProject, presentProjectSummary } from './presenters.js';
-import { Description, errors, Id, IdParams, items, Name, NoContent, PROTECTED } from './schemas.js';
+import { Description, Email, errors, Id, IdParams, items, Name, NoContent, PROTECTED } from './schemas.js';
 
 const MemberParams = Type.Object({ id: Id, userId: Id });
 
@@ -107,6 +107,24 @@ export function registerProjectRoutes(app: HttpApp, ctx: RunnerContext): void {
       },
     },
     async (req) => ({ items: (await projects.members(principalOf(req), req.params.id)).map(presentMember) }),
+  );
+
+  app.post(
+    '/api/projects/:id/members',
+    {
+      config: access(USER_WRITE),
+      schema: {
+        tags: ['projects'],
+        summary: 'Add a member by email',
+        description:
+          'Adds the user with this email (or changes their role when already a member). Needs the owner role. 404 when no user has the email: administrators create accounts.',
+        operationId: 'addProjectMember',
+        params: IdParams,
+        body: Type.Object({ email: Email, role: MemberRoleSchema }, { additionalProperties: false }),
+        response: { 200: Member, ...errors(...PROTECTED, 404, 409) },
+      },
+    },
+    async (req) => presentMember(await projects.addMemberByEmail(principalOf(req), req.params.id, req.body.email, req.body.role)),
   );
 
   app.put(

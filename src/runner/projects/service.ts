@@ -77,6 +77,14 @@ export class ProjectsService {
     return m;
   }
 
+  /** As setMember, for the user with this email (owners cannot list users; they know emails). */
+  async addMemberByEmail(p: Principal, id: string, email: string, role: MemberRole): Promise<MemberRow> {
+    await loadProject(this.d, p, id, 'manage');
+    const user = await this.d.users.findByEmail(email.trim());
+    if (!user) throw new NotFoundError('no user has this email; an administrator creates accounts');
+    return this.setMember(p, id, user.id, role);
+  }
+
   async removeMember(p: Principal, id: string, userId: string): Promise<void> {
     await loadProject(this.d, p, id, 'manage');
     const r = await this.d.projects.removeMember(id, userId);
