@@ -12,6 +12,7 @@ import { ProjectsPage } from './pages/projects.js';
 import { RunPage } from './pages/run.js';
 import { RunsPage } from './pages/runs.js';
 import { SetupPage } from './pages/setup.js';
+import { WorkflowPage } from './pages/workflow.js';
 import { currentSession, forgetSession, watchSession } from './session.js';
 import type { Me } from './types.js';
 
@@ -90,6 +91,7 @@ function SignedIn() {
           <Route path="/projects" component={ProjectsPage} />
           <Route path="/projects/:id" component={ProjectPage} />
           <Route path="/projects/:id/:tab" component={ProjectPage} />
+          <Route path="/workflows/:id" component={WorkflowPage} />
           <Route path="/runs" component={RunsPage} />
           <Route path="/runs/:id" component={RunPage} />
           <Route path="/account" component={AccountPage} />

@@ -29,7 +29,9 @@ export interface Project {
   description: string;
   createdAt: string;
   updatedAt: string;
+  /** In the project list only: the caller's role (null: an administrator who is not a member) and counts. */
   role?: MemberRole | null;
+  counts?: { workflows: number; members: number; runs: number };
 }
 
 export interface Member {
@@ -57,6 +59,11 @@ export interface WorkflowVersion {
   size: number;
   sha256: string;
   createdAt: string;
+  createdBy: { id: string; name: string; email: string } | null;
+}
+
+export interface WorkflowDetails extends Workflow {
+  versions: WorkflowVersion[];
 }
 
 export interface Run {

@@ -5,6 +5,8 @@ import { Empty, ErrorNote, Loading, PageHeader, TextField, Time } from '../compo
 import { useAction, useApi, useTitle } from '../hooks.js';
 import type { Project } from '../types.js';
 
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
+
 function CreateProject(props: { onCancel(): void }) {
   const go = useGo();
   const [name, setName] = useState('');
@@ -67,8 +69,13 @@ export function ProjectsPage() {
                 <a href={`/projects/${p.id}`}>{p.name}</a>
               </h2>
               {p.description ? <p>{p.description}</p> : null}
+              {p.counts && (
+                <p class="meta">
+                  {plural(p.counts.workflows, 'workflow')} · {plural(p.counts.runs, 'run')} · {plural(p.counts.members, 'member')}
+                </p>
+              )}
               <p class="meta">
-                Changed <Time iso={p.updatedAt} />
+                {p.role ? `You are ${p.role === 'viewer' ? 'a' : 'an'} ${p.role}` : 'Administrator access'} · changed <Time iso={p.updatedAt} />
               </p>
             </li>
           ))}
