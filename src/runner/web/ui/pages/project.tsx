@@ -35,7 +35,7 @@ export function ProjectPage() {
       />
       <nav class="tabs" aria-label="Project">
         {TABS.map((t) => (
-          <a key={t.id} href={t.id === 'workflows' ? base : `${base}/${t.id}`} aria-current={t.id === tab ? 'page' : undefined}>
+          <a key={t.id} class="tab" href={t.id === 'workflows' ? base : `${base}/${t.id}`} aria-current={t.id === tab ? 'page' : undefined}>
             {t.text}
           </a>
         ))}
