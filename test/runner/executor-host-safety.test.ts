@@ -100,13 +100,15 @@ describe(`executor host safety: real processes (${target.name})`, () => {
       `sh -c 'printf "sq=v=%s|\\n" "$1"' _ {param.x}`,
       "printf 'bq=%s|\\n' \"`printf '%s' {param.x}`\"",
       `printf 'cs=%s|\\n' "$(printf '%s' "{param.x}")"`,
+      // A parameter the run lacks is one empty word, not none.
+      `printf 'missing=<%s><%s>|\\n' {param.missing} x`,
     ].join('; ');
     const ex = spawnExecutor('quoting', command);
     const run = await f.start({ parameters: { x: value } });
     const done = await ended(run.id);
     const log = await logText(run.id);
     assert.equal(done.status, 'succeeded', log);
-    assert.equal(log, `bare=${value}|\ndq=v=${value}|\nsq=v=${value}|\nbq=${value}|\ncs=${value}|\n`);
+    assert.equal(log, `bare=${value}|\ndq=v=${value}|\nsq=v=${value}|\nbq=${value}|\ncs=${value}|\nmissing=<><x>|\n`);
     assert.deepEqual(fs.readdirSync(canary), [], 'the parameter ran a command');
     ex.kill('SIGTERM');
     assert.equal(await exited(ex), 0);

@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import fc from 'fast-check';
-import { compileTemplate, parameterEnvName, type TemplateValues, TemplateError, templateEnv } from '../../src/runner/executor-agent/template.js';
+import { compileTemplate, parameterEnvName, parameterNames, type TemplateValues, TemplateError, templateEnv } from '../../src/runner/executor-agent/template.js';
 import { tempDir } from '../helpers/db.js';
 
 const values: TemplateValues = { archive: '/w/a.knwf', workDir: '/w', workflowDir: '/w/workflow', outDir: '/w/out', runId: 'r1', attempt: '2', parameters: {} };
@@ -103,10 +103,10 @@ describe('executor command template', () => {
   test('placeholders become references to environment variables, quoted for where they stand', () => {
     assert.equal(
       compileTemplate('knime -batch {archive} -dest {out}/x -run {runId}#{attempt} {param.rows}'),
-      'knime -batch "${PIER_ARCHIVE}" -dest "${PIER_OUT_DIR}"/x -run "${PIER_RUN_ID}"#"${PIER_ATTEMPT}" "${PIER_PARAM_rows}"',
+      'knime -batch ${PIER_ARCHIVE+"$PIER_ARCHIVE"} -dest ${PIER_OUT_DIR+"$PIER_OUT_DIR"}/x -run ${PIER_RUN_ID+"$PIER_RUN_ID"}#${PIER_ATTEMPT+"$PIER_ATTEMPT"} ${PIER_PARAM_rows+"$PIER_PARAM_rows"}',
     );
-    assert.equal(compileTemplate('echo "v={param.x}"'), 'echo "v=${PIER_PARAM_x}"');
-    assert.equal(compileTemplate('echo ${HOME} {param.a b}'), 'echo ${HOME} "${PIER_PARAMX_612062}"');
+    assert.equal(compileTemplate('echo "v={param.x}"'), 'echo "v=${PIER_PARAM_x+"$PIER_PARAM_x"}"');
+    assert.equal(compileTemplate('echo ${HOME} {param.a b}'), 'echo ${HOME} ${PIER_PARAMX_612062+"$PIER_PARAMX_612062"}');
     assert.equal(parameterEnvName('rows'), 'PIER_PARAM_rows');
     assert.equal(parameterEnvName('a-b'), 'PIER_PARAMX_612d62');
     assert.deepEqual(templateEnv({ ...values, parameters: { rows: 5, off: false, none: null } }), {
@@ -173,10 +173,10 @@ describe('executor command template', () => {
       );
     }
     // Values as arguments after the code, or in the environment, are what the refusals advise.
-    assert.equal(compileTemplate(`sh -c 'echo "$1"' _ {param.x}`), `sh -c 'echo "$1"' _ "\${PIER_PARAM_x}"`);
-    assert.equal(compileTemplate(`trap 'echo "$PIER_PARAM_x"' EXIT; echo {param.x}`), `trap 'echo "$PIER_PARAM_x"' EXIT; echo "\${PIER_PARAM_x}"`);
-    assert.equal(compileTemplate('[[ -f x ]] && echo {out}'), '[[ -f x ]] && echo "${PIER_OUT_DIR}"');
-    assert.equal(compileTemplate('./run.sh {out} <<EOF\n{param.x}\nEOF'), './run.sh "${PIER_OUT_DIR}" <<EOF\n${PIER_PARAM_x}\nEOF');
+    assert.equal(compileTemplate(`sh -c 'echo "$1"' _ {param.x}`), `sh -c 'echo "$1"' _ \${PIER_PARAM_x+"$PIER_PARAM_x"}`);
+    assert.equal(compileTemplate(`trap 'echo "$PIER_PARAM_x"' EXIT; echo {param.x}`), `trap 'echo "$PIER_PARAM_x"' EXIT; echo \${PIER_PARAM_x+"$PIER_PARAM_x"}`);
+    assert.equal(compileTemplate('[[ -f x ]] && echo {out}'), '[[ -f x ]] && echo ${PIER_OUT_DIR+"$PIER_OUT_DIR"}');
+    assert.equal(compileTemplate('./run.sh {out} <<EOF\n{param.x}\nEOF'), './run.sh ${PIER_OUT_DIR+"$PIER_OUT_DIR"} <<EOF\n${PIER_PARAM_x+"$PIER_PARAM_x"}\nEOF');
   });
 
   /** Each template must be refused, naming its placeholder, with a reason matching `why`. */
@@ -208,9 +208,9 @@ describe('executor command template', () => {
       ['sh -{param.x} "echo hi"', /options of sh|names the script/],
     ]);
     // After the code: $0 and the arguments, which the code reads as "$1".
-    assert.equal(compileTemplate(`sh -ec -- 'echo "$1"' _ {param.x}`), `sh -ec -- 'echo "$1"' _ "\${PIER_PARAM_x}"`);
-    assert.equal(compileTemplate(`bash -o errexit -c 'echo "$1"' _ {param.x}`), `bash -o errexit -c 'echo "$1"' _ "\${PIER_PARAM_x}"`);
-    assert.equal(compileTemplate('sh {workflow}/run.sh {param.x}'), 'sh "${PIER_WORKFLOW_DIR}"/run.sh "${PIER_PARAM_x}"');
+    assert.equal(compileTemplate(`sh -ec -- 'echo "$1"' _ {param.x}`), `sh -ec -- 'echo "$1"' _ \${PIER_PARAM_x+"$PIER_PARAM_x"}`);
+    assert.equal(compileTemplate(`bash -o errexit -c 'echo "$1"' _ {param.x}`), `bash -o errexit -c 'echo "$1"' _ \${PIER_PARAM_x+"$PIER_PARAM_x"}`);
+    assert.equal(compileTemplate('sh {workflow}/run.sh {param.x}'), 'sh ${PIER_WORKFLOW_DIR+"$PIER_WORKFLOW_DIR"}/run.sh ${PIER_PARAM_x+"$PIER_PARAM_x"}');
   });
 
   test('the code options of common interpreters come from a table: perl -E, node -p/--print/--eval, python -c variants, ruby -e, php -r, Rscript -e, osascript -e, sed scripts', () => {
@@ -242,10 +242,10 @@ describe('executor command template', () => {
       ['python3 {param.x}', /names the program python3 runs/],
       ['python3 -{param.x} script.py', /options of python3/],
     ]);
-    assert.equal(compileTemplate(`python3 -c 'import sys; print(sys.argv[1])' {param.x}`), `python3 -c 'import sys; print(sys.argv[1])' "\${PIER_PARAM_x}"`);
-    assert.equal(compileTemplate('python3 {workflow}/x.py --rows {param.x}'), 'python3 "${PIER_WORKFLOW_DIR}"/x.py --rows "${PIER_PARAM_x}"');
-    assert.equal(compileTemplate('perl -ne "print" {param.x}'), 'perl -ne "print" "${PIER_PARAM_x}"');
-    assert.equal(compileTemplate('sed -e s/a/b/ {param.x}'), 'sed -e s/a/b/ "${PIER_PARAM_x}"');
+    assert.equal(compileTemplate(`python3 -c 'import sys; print(sys.argv[1])' {param.x}`), `python3 -c 'import sys; print(sys.argv[1])' \${PIER_PARAM_x+"$PIER_PARAM_x"}`);
+    assert.equal(compileTemplate('python3 {workflow}/x.py --rows {param.x}'), 'python3 ${PIER_WORKFLOW_DIR+"$PIER_WORKFLOW_DIR"}/x.py --rows ${PIER_PARAM_x+"$PIER_PARAM_x"}');
+    assert.equal(compileTemplate('perl -ne "print" {param.x}'), 'perl -ne "print" ${PIER_PARAM_x+"$PIER_PARAM_x"}');
+    assert.equal(compileTemplate('sed -e s/a/b/ {param.x}'), 'sed -e s/a/b/ ${PIER_PARAM_x+"$PIER_PARAM_x"}');
   });
 
   test('wrappers that run the rest of their arguments are looked through; programs that hand an argument to a shell are refused', () => {
@@ -279,9 +279,9 @@ describe('executor command template', () => {
       ['timeout {param.x} knime', /operand of timeout/],
       ['sudo -u {param.x} knime', /value of sudo -u/],
     ]);
-    assert.equal(compileTemplate('timeout 5 knime -data {param.x}'), 'timeout 5 knime -data "${PIER_PARAM_x}"');
-    assert.equal(compileTemplate('sudo -u knime sh {workflow}/run.sh {param.x}'), 'sudo -u knime sh "${PIER_WORKFLOW_DIR}"/run.sh "${PIER_PARAM_x}"');
-    assert.equal(compileTemplate('env A={param.x} knime'), 'env A="${PIER_PARAM_x}" knime');
+    assert.equal(compileTemplate('timeout 5 knime -data {param.x}'), 'timeout 5 knime -data ${PIER_PARAM_x+"$PIER_PARAM_x"}');
+    assert.equal(compileTemplate('sudo -u knime sh {workflow}/run.sh {param.x}'), 'sudo -u knime sh ${PIER_WORKFLOW_DIR+"$PIER_WORKFLOW_DIR"}/run.sh ${PIER_PARAM_x+"$PIER_PARAM_x"}');
+    assert.equal(compileTemplate('env A={param.x} knime'), 'env A=${PIER_PARAM_x+"$PIER_PARAM_x"} knime');
   });
 
   test('a here-document or here-string given to a shell or interpreter is code, whatever its other arguments, redirections first or a group around it', () => {
@@ -304,8 +304,8 @@ describe('executor command template', () => {
       ['at now <<EOF\necho {param.x}\nEOF', /here-document that at reads as code/],
       ['$SHELL <<EOF\necho {param.x}\nEOF', /here-document that \$SHELL reads as code/],
     ]);
-    assert.equal(compileTemplate('{ cat; } <<EOF\n{param.x}\nEOF'), '{ cat; } <<EOF\n${PIER_PARAM_x}\nEOF');
-    assert.equal(compileTemplate('while read l; do echo "$l"; done <<EOF\n{param.x}\nEOF'), 'while read l; do echo "$l"; done <<EOF\n${PIER_PARAM_x}\nEOF');
+    assert.equal(compileTemplate('{ cat; } <<EOF\n{param.x}\nEOF'), '{ cat; } <<EOF\n${PIER_PARAM_x+"$PIER_PARAM_x"}\nEOF');
+    assert.equal(compileTemplate('while read l; do echo "$l"; done <<EOF\n{param.x}\nEOF'), 'while read l; do echo "$l"; done <<EOF\n${PIER_PARAM_x+"$PIER_PARAM_x"}\nEOF');
   });
 
   test('parser: nested parentheses inside $(( )) in a here-document, and <<< is a here-string, not a here-document', () => {
@@ -316,8 +316,8 @@ describe('executor command template', () => {
       ['cat <<< hello\nsh -c "echo {param.x}"', /code argument of sh -c/],
       ['cat <<<hello\neval {param.x}', /argument of eval/],
     ]);
-    assert.equal(compileTemplate('cat <<< {param.x}'), 'cat <<< "${PIER_PARAM_x}"');
-    assert.equal(compileTemplate('cat <<EOF\n$(( (1) + 2 )) {param.x}\nEOF'), 'cat <<EOF\n$(( (1) + 2 )) ${PIER_PARAM_x}\nEOF');
+    assert.equal(compileTemplate('cat <<< {param.x}'), 'cat <<< ${PIER_PARAM_x+"$PIER_PARAM_x"}');
+    assert.equal(compileTemplate('cat <<EOF\n$(( (1) + 2 )) {param.x}\nEOF'), 'cat <<EOF\n$(( (1) + 2 )) ${PIER_PARAM_x+"$PIER_PARAM_x"}\nEOF');
   });
 
   test('bash arithmetic: $[…], integer variables (declare -i, typeset -i, local -i, export -i) and bash names (read, printf -v) are refused', () => {
@@ -371,9 +371,9 @@ describe('executor command template', () => {
       ['env PERL5OPT={param.x} perl x.pl', /sets PERL5OPT/],
       ['alias s="sh -c"\ns "echo {param.x}"', /defines an alias/],
     ]);
-    assert.equal(compileTemplate('A={param.x} knime 2>&1 >{out}/log'), 'A="${PIER_PARAM_x}" knime 2>&1 >"${PIER_OUT_DIR}"/log');
-    assert.equal(compileTemplate('{workflow}/run.sh {param.x}'), '"${PIER_WORKFLOW_DIR}"/run.sh "${PIER_PARAM_x}"');
-    assert.equal(compileTemplate('"$KNIME_HOME/knime" -x {param.x}'), '"$KNIME_HOME/knime" -x "${PIER_PARAM_x}"');
+    assert.equal(compileTemplate('A={param.x} knime 2>&1 >{out}/log'), 'A=${PIER_PARAM_x+"$PIER_PARAM_x"} knime 2>&1 >${PIER_OUT_DIR+"$PIER_OUT_DIR"}/log');
+    assert.equal(compileTemplate('{workflow}/run.sh {param.x}'), '${PIER_WORKFLOW_DIR+"$PIER_WORKFLOW_DIR"}/run.sh ${PIER_PARAM_x+"$PIER_PARAM_x"}');
+    assert.equal(compileTemplate('"$KNIME_HOME/knime" -x {param.x}'), '"$KNIME_HOME/knime" -x ${PIER_PARAM_x+"$PIER_PARAM_x"}');
   });
 
   test('constructs the rules do not follow word for word (case in $(…), escaped backquotes, odd comments, continued delimiters, aliases, exec here-documents) take no run parameter', () => {
@@ -404,13 +404,51 @@ describe('executor command template', () => {
       ['script -qc {param.x} /dev/null', /code argument of script -c/],
       ['env -iS "sh -c" {param.x}', /names the program|code/],
       ['echo a | sed -f /dev/fd/3 3<<E\n{param.x}\nE', /sed reads as code/],
+      // A third review: Windows line endings, substitutions in here-document bodies, $((…)) and
+      // ${…} holding quotes or substitutions, find's -exec commands reading a here-document.
+      ['cat >{out}/p.txt <<EOF\r\nrows={param.rows}\r\nEOF\r\neval {param.x}\r\n', /argument of eval|carriage return/],
+      ['cat <<E\u00a0X\nE\u00a0X\necho {param.x}\nE', /Unicode space/],
+      ['cat <<E\n$(: # )\neval {param.x}\n)\nE', /follows a command substitution/],
+      ['cat <<E\n$(cat <<X\n)\nX\neval {param.x}\n)\nE', /follows a command substitution/],
+      ['echo $(( $(: ")))"; echo 1) )); eval {param.x} #"', unmodelled],
+      ["x=abc; echo \"${x#'\"'}\" ; echo } ; eval {param.x}", unmodelled],
+      ['find /tmp -maxdepth 0 -execdir sh -s \\; <<E\nrows={param.x}\nE', /find … sh reads as code/],
+      ['find . -maxdepth 0 -exec flock + sh -c {param.x} \\;', /code argument of sh -c/],
     ]);
+    // Ordinary templates near those constructs still compile.
+    for (const ok of [
+      'START=$(date +%s); case {param.mode} in full) knime -a;; *) knime -b;; esac',
+      'OUT=$(mktemp -d); knime -workflow.variable=rows,{param.rows},int -destFile=$OUT/use-case.knwf --ignore-case',
+      'echo "#rows={param.rows}" > {out}/meta.txt',
+      'cat <<EOF >{out}/exec.log\nrows={param.rows}\nEOF',
+      'knime -workflow.variable=alias,{param.a},String',
+      'python3 -m knime_post --rows {param.rows}',
+      'find {workflow} -name "*.xml" -exec grep -l {param.x} {} +',
+    ]) {
+      assert.doesNotThrow(() => compileTemplate(ok), ok);
+    }
     // The same constructs without a run parameter, and ordinary comments, still compile (the other
     // placeholders carry values the executor chose, not a run's).
-    assert.equal(compileTemplate('echo "$(case a in a) echo ok;; esac)" >{out}/x'), 'echo "$(case a in a) echo ok;; esac)" >"${PIER_OUT_DIR}"/x');
-    assert.equal(compileTemplate('knime {param.x} # a comment'), 'knime "${PIER_PARAM_x}" # a comment');
-    assert.equal(compileTemplate('exec knime -x {param.x}'), 'exec knime -x "${PIER_PARAM_x}"');
-    assert.equal(compileTemplate('echo "$(date)" {param.x}'), 'echo "$(date)" "${PIER_PARAM_x}"');
+    assert.equal(compileTemplate('echo "$(case a in a) echo ok;; esac)" >{out}/x'), 'echo "$(case a in a) echo ok;; esac)" >${PIER_OUT_DIR+"$PIER_OUT_DIR"}/x');
+    assert.equal(compileTemplate('knime {param.x} # a comment'), 'knime ${PIER_PARAM_x+"$PIER_PARAM_x"} # a comment');
+    assert.equal(compileTemplate('exec knime -x {param.x}'), 'exec knime -x ${PIER_PARAM_x+"$PIER_PARAM_x"}');
+    assert.equal(compileTemplate('echo "$(date)" {param.x}'), 'echo "$(date)" ${PIER_PARAM_x+"$PIER_PARAM_x"}');
+  });
+
+  test('a value is exactly one word wherever it stands (unquoted, in "…", in $(…), in a here-document), and a missing parameter is one empty word', () => {
+    const value = ` a  * $(touch ${canary}/w) "q" 's' \\ `;
+    const template = [
+      "printf '<%s>' {param.x} {param.missing}",
+      `printf '<%s>' "v={param.x}"`,
+      `printf '<%s>' "$(printf '%s' {param.x})"`,
+      "printf '<%s>' $(true) {param.x}",
+      'cat <<EOF\n<{param.x}>\nEOF',
+    ].join('; ');
+    assert.deepEqual(parameterNames(template), ['x', 'missing']);
+    const parameters = { ...Object.fromEntries(parameterNames(template).map((n) => [n, ''])), x: value };
+    const out = spawnSync('/bin/dash', ['-c', compileTemplate(template)], { env: { PATH: process.env.PATH, ...templateEnv({ ...values, parameters }) }, cwd, encoding: 'utf8' }).stdout;
+    assert.equal(out, `<${value}><><v=${value}><${value}><${value}><${value}>\n`);
+    assert.deepEqual(fs.readdirSync(canary), []);
   });
 
   test('where /bin/sh is bash, nothing left compiles into arithmetic that runs a value', { skip: !fs.existsSync('/bin/bash') && 'no bash' }, () => {

@@ -9,7 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { configVariables } from '../../infra/config.js';
 import { ApiError, GaveUpError, type Logger, RunnerClient } from './client.js';
 import { ARITHMETIC_WARNING, type CommandShell, defaultShell, inspectShell } from './shell.js';
-import { compileTemplate, templateEnv } from './template.js';
+import { compileTemplate, parameterNames, templateEnv } from './template.js';
 import { unzipInto } from './unzip.js';
 
 export interface AgentOptions {
@@ -261,10 +261,12 @@ export class ExecutorAgent {
   #archives = new Map<string, Promise<CachedArchive>>();
   /** The command for the shell: placeholders are references to the variables of `templateEnv`. */
   readonly #command: string;
+  readonly #parameterNames: string[];
   readonly #shell: CommandShell;
 
   constructor(private readonly o: AgentOptions) {
     this.#command = compileTemplate(o.command);
+    this.#parameterNames = parameterNames(o.command);
     this.#shell = inspectShell(o.shell ?? defaultShell());
     this.#client = new RunnerClient({ url: o.url, apiKey: o.apiKey, log: o.log, stopping: () => this.#stopping });
   }
@@ -564,7 +566,8 @@ export class ExecutorAgent {
         outDir,
         runId: run.id,
         attempt: String(lease.attempt),
-        parameters: claim.run.parameters,
+        // A parameter the template names but the run lacks is the empty string (see reference()).
+        parameters: { ...Object.fromEntries(this.#parameterNames.map((n) => [n, ''])), ...claim.run.parameters },
       });
       const exit = await new Promise<CommandExit>((resolve, reject) => {
         // The supervisor leads a new process group and runs `<shell> -c` in it: the group's id is

@@ -38,11 +38,13 @@ interface Interpreter {
   firstOperandIsCode?: boolean;
   /** Option names compare without case (PowerShell). */
   anyCase?: boolean;
+  /** Options whose value names what runs and ends the options: the words after are its arguments (`python -m MODULE ARGS`). */
+  program?: string[];
 }
 
 /** Interpreters and their code options, as a table: name pattern → options. */
 const INTERPRETERS: [RegExp, Interpreter][] = [
-  [/^(?:python|pypy)[0-9.]*(?:-dbg)?$/, { code: ['-c'], values: ['-W', '-X', '-Q', '-m'], cluster: true, stdin: true }],
+  [/^(?:python|pypy)[0-9.]*(?:-dbg)?$/, { code: ['-c'], values: ['-W', '-X', '-Q'], program: ['-m'], cluster: true, stdin: true }],
   [/^perl[0-9.]*$/, { code: ['-e', '-E'], values: ['-I', '-M', '-m', '-x'], cluster: true, stdin: true }],
   [/^j?ruby[0-9.]*$/, { code: ['-e'], values: ['-I', '-r', '-C', '-E', '-F', '--encoding'], cluster: true, stdin: true }],
   [/^(?:node|nodejs|bun)[0-9.]*$/, { code: ['-e', '--eval', '-p', '--print'], values: ['-r', '--require', '--import', '--loader', '--experimental-loader', '-C', '--conditions', '--input-type', '--title', '--env-file', '--stack-size'], cluster: true, stdin: true }],
@@ -222,9 +224,9 @@ function fromProgram(w: readonly string[], p: number, at: number, depth = 0): Re
   // runuser without -u is su: its arguments go to a shell.
   const suLike = name === 'runuser' && !w.slice(p + 1).some((o) => /^(?:-u|--user)/.test(o));
   if (RUNS_ARGUMENTS.has(name) || suLike) return { kind: 'code', why: `is an argument of ${name}, which runs its arguments as shell code again` };
-  if (BASH_ARITHMETIC.has(name)) return { kind: 'code', why: `is an argument of ${name}, which evaluates it as arithmetic where /bin/sh is bash (a[$(cmd)] runs cmd)` };
+  if (BASH_ARITHMETIC.has(name)) return { kind: 'code', why: `is an argument of ${name}, which evaluates it as arithmetic where the shell is bash (a[$(cmd)] runs cmd)` };
   if (['local', 'export', 'readonly'].includes(name) && w.slice(p + 1, at).some((o) => /^[-+][A-Za-z]*i/.test(o))) {
-    return { kind: 'code', why: `is an argument of ${name} -i, which evaluates it as arithmetic where /bin/sh is bash (a[$(cmd)] runs cmd)` };
+    return { kind: 'code', why: `is an argument of ${name} -i, which evaluates it as arithmetic where the shell is bash (a[$(cmd)] runs cmd)` };
   }
   if (BASH_NAMES.has(name) || (name === 'printf' && w[at - 1] === '-v') || ((name === 'test' || name === '[') && w[at - 1] === '-v')) {
     return { kind: 'chooses', why: `names a variable for ${name}, and bash evaluates an array subscript in a name (a[$(cmd)] runs cmd)` };
@@ -297,6 +299,10 @@ function fromInterpreter(w: readonly string[], p: number, at: number, name: stri
       }
       continue;
     }
+    if (spec.program?.includes(opt)) {
+      if (at === k || (attached === null && at === k + 1)) return { kind: 'chooses', why: `is the value of ${name} ${opt}, which chooses what ${name} runs` };
+      return null;
+    }
     if (values.has(opt)) {
       if (at === k || (attached === null && at === k + 1)) return { kind: 'chooses', why: `is the value of ${name} ${opt}, which chooses what ${name} loads or runs` };
       k += attached === null ? 2 : 1;
@@ -344,8 +350,9 @@ function fromInterpreter(w: readonly string[], p: number, at: number, name: stri
 function fromFind(w: readonly string[], p: number, at: number, depth: number): Reason | null {
   for (let k = p + 1; k < w.length; k++) {
     if (!['-exec', '-execdir', '-ok', '-okdir'].includes(w[k]!)) continue;
+    // find ends the command at `;`, or at `+` right after `{}` (a `+` elsewhere is an argument).
     let end = k + 1;
-    while (end < w.length && w[end] !== ';' && w[end] !== '+') end++;
+    while (end < w.length && w[end] !== ';' && !(w[end] === '+' && w[end - 1] === '{}')) end++;
     if (at > k && at < end) return fromProgram(w.slice(0, end), k + 1, at, depth + 1);
     k = end;
   }
@@ -457,7 +464,7 @@ export function secondReading(words: readonly string[], at: number, offset: numb
   const i = all.index.indexOf(at);
   const w = all.words;
   const open = w.slice(0, i).lastIndexOf('[[');
-  if (open >= 0 && !w.slice(open, i).includes(']]')) return { kind: 'code', why: 'stands inside [[ … ]], which evaluates it as arithmetic where /bin/sh is bash (a[$(cmd)] runs cmd)' };
+  if (open >= 0 && !w.slice(open, i).includes(']]')) return { kind: 'code', why: 'stands inside [[ … ]], which evaluates it as arithmetic where the shell is bash (a[$(cmd)] runs cmd)' };
   const p = programIndex(w);
   if (i < p) {
     // An assignment before the program (or on its own): plain data, unless the variable loads code.
@@ -511,6 +518,8 @@ export function readsInputAsCode(words: readonly string[]): string | null {
   const word = w[k]!;
   if (isExpansion(word)) return word.replaceAll(MARK, '…');
   if (readsStdin(baseName(word))) return baseName(word);
+  // find's -exec/-execdir/-ok/-okdir commands inherit its standard input.
+  if (baseName(word) === 'find') for (let j = k + 1; j < w.length; j++) if (readsStdin(baseName(w[j]!))) return `find … ${baseName(w[j]!)}`;
   if (AWK.test(baseName(word)) && w.some((a) => /^(?:-|\/dev\/stdin|\/dev\/fd\/0|\/proc\/self\/fd\/0)$/.test(a))) return baseName(word);
   // Behind a wrapper whose options were misread (one with a value not in the table), any later shell or interpreter.
   if (wrapped) for (let j = k + 1; j < w.length; j++) if (readsStdin(baseName(w[j]!))) return baseName(w[j]!);

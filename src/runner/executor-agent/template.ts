@@ -43,6 +43,11 @@ export function templateEnv(v: TemplateValues): Record<string, string> {
 
 const PLACEHOLDER = /^\{([A-Za-z][A-Za-z0-9]*)(?:\.([^{}]+))?\}/;
 
+/** The run parameters a template names (`{param.NAME}`): the executor sets the missing ones to ''. */
+export function parameterNames(template: string): string[] {
+  return [...new Set([...template.matchAll(/\{param\.([^{}]+)\}/g)].map((m) => m[1]!))];
+}
+
 type Ctx = 'code' | 'paren' | 'backtick' | 'dq' | 'sq' | 'brace' | 'arith';
 
 /** A placeholder in a word of a simple command, checked once the command's words are all known. */
@@ -81,10 +86,21 @@ const isCodeFrame = (f: Frame) => f.ctx === 'code' || f.ctx === 'paren' || f.ctx
 const OPENERS = new Set(['{', 'if', 'while', 'until', 'for', 'case', 'select']);
 const CLOSERS: Record<string, string[]> = { '}': ['{'], fi: ['if'], done: ['while', 'until', 'for', 'select'], esac: ['case'] };
 
-/** A shell reference to `env` that expands to exactly its value, never re-read as syntax. */
-function reference(env: string, quoted: boolean): string {
-  return quoted ? `\${${env}}` : `"\${${env}}"`;
+/**
+ * A shell reference to `env` that expands to exactly its value as (part of) one word, never
+ * re-read as syntax, split or globbed, written the same wherever it stands: `${V+"$V"}` is one
+ * quoted expansion unquoted (XCU 2.6.2: the word of `+` is expanded with its own quotes), inside
+ * "…" (the inner quotes nest within `${…}`) and in a here-document body. So a misreading of the
+ * surrounding quotes by these rules cannot split a value. The variable is always set (the
+ * executor sets missing parameters to the empty string), so `+` always takes the word.
+ */
+function reference(env: string): string {
+  return `\${${env}+"$${env}"}`;
 }
+
+/** Why a run parameter after a substitution in a here-document body is refused. */
+const BODY_SUBSTITUTION =
+  'follows a command substitution ($(…) or backquotes) inside a here-document, where a comment or a nested here-document can end the substitution elsewhere than these rules see; move the substitution out of the here-document (x=$(…) before it, then $x)';
 
 const ADVICE = 'write "$PIER_PARAM_<name>" (or $PIER_OUT_DIR …) there yourself, so that the program reading the text again takes the value from the environment';
 
@@ -142,6 +158,8 @@ export function compileTemplate(template: string): string {
   const integers = integerVariables(template);
   let aliases = false;
   let firstParam: string | null = null;
+  /** A here-document body held `$(…)` or backquotes: where it ends is a guess from here on. */
+  let substitutedBody = false;
   const top = () => stack[stack.length - 1]!;
   /** The innermost simple command being read. */
   const command = (): Frame => {
@@ -211,9 +229,10 @@ export function compileTemplate(template: string): string {
       // biome-ignore lint/suspicious/noTemplateCurlyInString: shell text, not a JavaScript template
       if (ctx === 'brace') refuse(whole, 'stands inside ${…}, where it would be a pattern or an arithmetic offset; assign it to a variable first');
     }
+    if (key === 'param' && substitutedBody) refuse(whole, BODY_SUBSTITUTION);
     note(whole, key === 'param', false);
     command().word += MARK;
-    return { text: reference(env, top().ctx === 'dq'), length: whole.length };
+    return { text: reference(env), length: whole.length };
   };
 
   let i = 0;
@@ -382,7 +401,7 @@ export function compileTemplate(template: string): string {
         io = c.word;
         c.word = '';
       } else endWord();
-      const doc = template.startsWith('<<<', i) ? null : /^<<(-?)([ \t]*)((?:[^\s;&|()<>'"\\]|\\.|'[^']*'|"[^"]*")+)/.exec(template.slice(i));
+      const doc = template.startsWith('<<<', i) ? null : /^<<(-?)([ \t]*)((?:[^ \t\n;&|()<>'"\\]|\\.|'[^']*'|"[^"]*")+)/.exec(template.slice(i));
       if (doc) {
         const word = doc[3]!;
         const entry: Heredoc = { delimiter: word.replace(/\\(.)|['"]/g, '$1'), quoted: /['"\\]/.test(word), stripTabs: doc[1] === '-', reread: undefined };
@@ -411,9 +430,10 @@ export function compileTemplate(template: string): string {
       i++;
       if (ch === '\n' && heredocs.length) {
         // The bodies follow the line that announced them, one after another (XCU 2.7.4).
-        const bodies = heredocBodies(template, i, heredocs.splice(0), (whole, param) => note(whole, param, true));
+        const bodies = heredocBodies(template, i, heredocs.splice(0), (whole, param) => note(whole, param, true), substitutedBody);
         out += bodies.text;
         i = bodies.end;
+        substitutedBody ||= bodies.substituted;
       }
       continue;
     }
@@ -437,9 +457,16 @@ export function compileTemplate(template: string): string {
  * refused rather than guessed. The nesting is a stack of closing characters, so `$(( (1) + x ))`
  * stays open until its own `))`.
  */
-function heredocBodies(template: string, start: number, docs: Heredoc[], note: (whole: string, param: boolean) => void): { text: string; end: number } {
+function heredocBodies(
+  template: string,
+  start: number,
+  docs: Heredoc[],
+  note: (whole: string, param: boolean) => void,
+  substitutedBefore: boolean,
+): { text: string; end: number; substituted: boolean } {
   let out = '';
   let i = start;
+  let substituted = substitutedBefore;
   for (const doc of docs) {
     const closers: string[] = [];
     while (i < template.length) {
@@ -464,8 +491,9 @@ function heredocBodies(template: string, start: number, docs: Heredoc[], note: (
           if (doc.reread === undefined) throw new TemplateError(`the placeholder ${whole} stands in a here-document whose command could not be read; ${ADVICE}`);
           if (doc.reread !== null) throw new TemplateError(`the placeholder ${whole} ${doc.reread}; ${ADVICE}`);
           if (closers.length > 0) throw new TemplateError(`the placeholder ${whole} stands inside $(…), \`…\`, $((…)), $[…] or \${…} in a here-document; ${ADVICE}`);
+          if (key === 'param' && substituted) throw new TemplateError(`the placeholder ${whole} ${BODY_SUBSTITUTION}`);
           note(whole, key === 'param');
-          out += `\${${env}}`;
+          out += reference(env);
           i += whole.length;
           continue;
         }
@@ -491,12 +519,15 @@ function heredocBodies(template: string, start: number, docs: Heredoc[], note: (
             continue;
           }
           if (ch === '$' && (template[i + 1] === '(' || template[i + 1] === '{' || template[i + 1] === '[')) {
+            // `$((` is arithmetic; a command substitution inside it is seen at its own `$(`.
+            if (template[i + 1] === '(' && template[i + 2] !== '(') substituted = true;
             closers.push(template[i + 1] === '(' ? ')' : template[i + 1] === '{' ? '}' : ']');
             out += template.slice(i, i + 2);
             i += 2;
             continue;
           }
           if (ch === '`') {
+            substituted = true;
             if (inner === '`') closers.pop();
             else closers.push('`');
           } else if (inner !== undefined && ch === inner) closers.pop();
@@ -509,7 +540,7 @@ function heredocBodies(template: string, start: number, docs: Heredoc[], note: (
       }
     }
   }
-  return { text: out, end: i };
+  return { text: out, end: i, substituted };
 }
 
 /** Whether the backslash at `at` is itself escaped by an odd run of backslashes before it. */
