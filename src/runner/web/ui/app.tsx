@@ -5,6 +5,7 @@ import { type Auth, AuthContext, useAuth } from './auth.js';
 import { Loading } from './components.js';
 import { AccountPage } from './pages/account.js';
 import { ConnectedAppsPage } from './pages/connected-apps.js';
+import { ExecutorsPage } from './pages/executors.js';
 import { LoginPage } from './pages/login.js';
 import { NotFoundPage } from './pages/not-found.js';
 import { ProjectPage } from './pages/project.js';
@@ -12,6 +13,7 @@ import { ProjectsPage } from './pages/projects.js';
 import { RunPage } from './pages/run.js';
 import { RunsPage } from './pages/runs.js';
 import { SetupPage } from './pages/setup.js';
+import { UsersPage } from './pages/users.js';
 import { WorkflowPage } from './pages/workflow.js';
 import { currentSession, forgetSession, watchSession } from './session.js';
 import type { Me } from './types.js';
@@ -94,6 +96,8 @@ function SignedIn() {
           <Route path="/workflows/:id" component={WorkflowPage} />
           <Route path="/runs" component={RunsPage} />
           <Route path="/runs/:id" component={RunPage} />
+          <Route path="/executors" component={ExecutorsPage} />
+          <Route path="/users" component={UsersPage} />
           <Route path="/account" component={AccountPage} />
           <Route path="/connected-apps" component={ConnectedAppsPage} />
           <Route default component={NotFoundPage} />

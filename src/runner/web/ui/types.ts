@@ -1,5 +1,5 @@
 /** The shapes of the API's answers the UI reads (see /api/docs/json). */
-export type Role = 'admin' | 'user';
+export type Role = 'admin' | 'member';
 export type MemberRole = 'owner' | 'editor' | 'viewer';
 export type RunStatus = 'queued' | 'running' | 'cancelling' | 'succeeded' | 'failed' | 'cancelled';
 export type ParameterValue = string | number | boolean | null;
@@ -127,8 +127,7 @@ export interface Executor {
   createdAt: string;
   lastHeartbeatAt: string;
   lastIp: string | null;
-  status?: string;
-  draining?: boolean;
+  status: 'online' | 'draining' | 'offline';
 }
 
 export interface TokenInfo {

@@ -1,0 +1,160 @@
+import { useState } from 'preact/hooks';
+import { api } from '../api.js';
+import { useAuth } from '../auth.js';
+import { Empty, ErrorNote, Field, Loading, PageHeader, TextField, Time } from '../components.js';
+import { useAction, useApi, useTitle } from '../hooks.js';
+import type { Role, User } from '../types.js';
+
+function CreateUser(props: { onCreated(): void }) {
+  const [email, setEmail] = useState('');
+  const [name, setName] = useState('');
+  const [password, setPassword] = useState('');
+  const [role, setRole] = useState<Role>('member');
+  const [created, setCreated] = useState('');
+  const create = useAction(async () => {
+    const user = await api<User>('POST', '/api/users', { email: email.trim(), ...(name.trim() ? { name: name.trim() } : {}), password, role });
+    setCreated(user.email);
+    setEmail('');
+    setName('');
+    setPassword('');
+    props.onCreated();
+  });
+  return (
+    <form
+      class="card"
+      aria-labelledby="new-user-h"
+      onSubmit={(e) => {
+        e.preventDefault();
+        void create.run();
+      }}
+    >
+      <h2 id="new-user-h">New user</h2>
+      <ErrorNote error={create.error} placed={['email', 'name', 'password', 'role']} />
+      <div class="grid-2 tight">
+        <TextField label="Email" type="email" name="email" autocomplete="off" required value={email} onInput={setEmail} error={create.error?.forField('email')} />
+        <TextField label="Name" name="name" autocomplete="off" maxLength={200} value={name} onInput={setName} error={create.error?.forField('name')} />
+        <TextField
+          label="Initial password"
+          type="password"
+          name="password"
+          autocomplete="new-password"
+          required
+          minLength={10}
+          hint="At least 10 characters; tell it to the person, who changes it under Account."
+          value={password}
+          onInput={setPassword}
+          error={create.error?.forField('password')}
+        />
+        <Field label="Role" error={create.error?.forField('role')}>
+          {(id) => (
+            <select id={id} value={role} onChange={(e) => setRole((e.currentTarget as HTMLSelectElement).value as Role)}>
+              <option value="member">Member</option>
+              <option value="admin">Administrator</option>
+            </select>
+          )}
+        </Field>
+      </div>
+      <div class="buttons">
+        <button type="submit" disabled={create.busy}>
+          Create user
+        </button>
+        {created && <span role="status">Created {created}.</span>}
+      </div>
+    </form>
+  );
+}
+
+export function UsersPage() {
+  useTitle('Users');
+  const { me } = useAuth();
+  const users = useApi<{ items: User[] }>(me.role === 'admin' ? '/api/users' : null);
+  const [notice, setNotice] = useState('');
+  const setRole = useAction(async (u: User, role: Role) => {
+    await api<User>('PATCH', `/api/users/${encodeURIComponent(u.id)}`, { role });
+    users.reload();
+  });
+  const remove = useAction(async (u: User) => {
+    if (!confirm(`Delete ${u.email}? Their tokens and project memberships go too.`)) return;
+    await api('DELETE', `/api/users/${encodeURIComponent(u.id)}`);
+    users.reload();
+  });
+  const unlock = useAction(async (u: User) => {
+    await api('DELETE', `/api/login-limits/${encodeURIComponent(u.email)}`);
+    setNotice(`${u.email} can sign in again at once (on this instance).`);
+  });
+  if (me.role !== 'admin') return <PageHeader title="Users" sub="Only administrators manage users." />;
+  const items = users.data?.items ?? [];
+  const admins = items.filter((u) => u.role === 'admin').length;
+  return (
+    <>
+      <PageHeader title="Users" sub="Administrators manage accounts; members see the projects they belong to." />
+      <CreateUser onCreated={users.reload} />
+      <ErrorNote error={users.error ?? setRole.error ?? remove.error ?? unlock.error} />
+      {notice && (
+        <p class="alert ok" role="status">
+          {notice}
+        </p>
+      )}
+      {users.loading && !users.data ? <Loading what="users" /> : null}
+      {users.data && items.length === 0 ? <Empty>No users.</Empty> : null}
+      {items.length > 0 && (
+        <section class="card" aria-label="All users">
+          <div class="table-wrap">
+            <table>
+              <caption class="visually-hidden">Users</caption>
+              <thead>
+                <tr>
+                  <th scope="col">Person</th>
+                  <th scope="col">Role</th>
+                  <th scope="col">Since</th>
+                  <th scope="col">
+                    <span class="visually-hidden">Actions</span>
+                  </th>
+                </tr>
+              </thead>
+              <tbody>
+                {items.map((u) => {
+                  const lastAdmin = u.role === 'admin' && admins === 1;
+                  const self = u.id === me.id;
+                  return (
+                    <tr key={u.id}>
+                      <td>
+                        {u.name || u.email}
+                        {u.name ? <p class="meta">{u.email}</p> : null}
+                      </td>
+                      <td>{u.role === 'admin' ? 'Administrator' : 'Member'}</td>
+                      <td>
+                        <Time iso={u.createdAt} />
+                      </td>
+                      <td>
+                        <div class="buttons">
+                          {u.role === 'admin' ? (
+                            <button type="button" class="secondary small" disabled={lastAdmin || setRole.busy} onClick={() => void setRole.run(u, 'member')}>
+                              Make member<span class="visually-hidden"> {u.email}</span>
+                            </button>
+                          ) : (
+                            <button type="button" class="secondary small" disabled={setRole.busy} onClick={() => void setRole.run(u, 'admin')}>
+                              Make administrator<span class="visually-hidden"> {u.email}</span>
+                            </button>
+                          )}
+                          <button type="button" class="secondary small" disabled={unlock.busy} onClick={() => void unlock.run(u)}>
+                            Lift login locks<span class="visually-hidden"> of {u.email}</span>
+                          </button>
+                          <button type="button" class="danger small" disabled={lastAdmin || self || remove.busy} onClick={() => void remove.run(u)}>
+                            Delete<span class="visually-hidden"> {u.email}</span>
+                          </button>
+                        </div>
+                        {lastAdmin && <p class="hint">The last administrator keeps the role: make someone else administrator first.</p>}
+                        {self && !lastAdmin && <p class="hint">You cannot delete your own account.</p>}
+                      </td>
+                    </tr>
+                  );
+                })}
+              </tbody>
+            </table>
+          </div>
+        </section>
+      )}
+    </>
+  );
+}
