@@ -414,6 +414,15 @@ describe('executor command template', () => {
       ["x=abc; echo \"${x#'\"'}\" ; echo } ; eval {param.x}", unmodelled],
       ['find /tmp -maxdepth 0 -execdir sh -s \\; <<E\nrows={param.x}\nE', /find … sh reads as code/],
       ['find . -maxdepth 0 -exec flock + sh -c {param.x} \\;', /code argument of sh -c/],
+      // A fourth review: line continuations inside operators and substitutions (XCU 2.2.1 removes
+      // them before tokens are read), and export/readonly/local operands.
+      ['x=1; ls -d $\\\n{y={param.x}}', unmodelled],
+      ['echo $(\\\n(1 + {param.x}))', unmodelled],
+      ['echo "$\\\n(eval {param.x})"', unmodelled],
+      ['cat <<E\n$\\\n(eval {param.x})\nE', unmodelled],
+      ['cat <\\\n<E\n: "\nE\neval {param.x} #"', unmodelled],
+      ['export {param.x}; perl -e "print 1"', /names the variable export sets/],
+      ['readonly PATH={param.x}', /sets PATH/],
     ]);
     // Ordinary templates near those constructs still compile.
     for (const ok of [
@@ -424,6 +433,9 @@ describe('executor command template', () => {
       'knime -workflow.variable=alias,{param.a},String',
       'python3 -m knime_post --rows {param.rows}',
       'find {workflow} -name "*.xml" -exec grep -l {param.x} {} +',
+      'knime -nosplash \\\n  -workflowFile={archive} \\\n  -workflow.variable=rows,{param.rows},int',
+      'export KNIME_ROWS={param.rows}; knime',
+      "jq '{name}' {out}/r.json; echo {param.x}",
     ]) {
       assert.doesNotThrow(() => compileTemplate(ok), ok);
     }

@@ -228,6 +228,13 @@ function fromProgram(w: readonly string[], p: number, at: number, depth = 0): Re
   if (['local', 'export', 'readonly'].includes(name) && w.slice(p + 1, at).some((o) => /^[-+][A-Za-z]*i/.test(o))) {
     return { kind: 'code', why: `is an argument of ${name} -i, which evaluates it as arithmetic where the shell is bash (a[$(cmd)] runs cmd)` };
   }
+  if (['export', 'readonly', 'local'].includes(name)) {
+    // An operand NAME=VALUE is an assignment: the value may not choose the name, nor set a variable that loads code.
+    const m = /^([A-Za-z_][A-Za-z0-9_]*)\+?=/.exec(w[at]!);
+    if (!m) return { kind: 'chooses', why: `names the variable ${name} sets, so the value could set PATH or LD_PRELOAD` };
+    if (LOADS_CODE.test(m[1]!)) return { kind: 'chooses', why: `sets ${m[1]}, which makes programs load or run what the value names` };
+    return null;
+  }
   if (BASH_NAMES.has(name) || (name === 'printf' && w[at - 1] === '-v') || ((name === 'test' || name === '[') && w[at - 1] === '-v')) {
     return { kind: 'chooses', why: `names a variable for ${name}, and bash evaluates an array subscript in a name (a[$(cmd)] runs cmd)` };
   }

@@ -13,6 +13,9 @@ const RAW: { test: RegExp | ((t: string) => boolean); what: string }[] = [
   // XCU 2.3 rule 9: a `#` starting a word is a comment, and `""#` or `\#` starts one.
   { test: (t) => commentAfterQuote(t), what: 'a # right after a closing quote or a backslash' },
   { test: /`[\s\S]*#[\s\S]*`/, what: 'a # inside backquotes' },
+  // XCU 2.2.1: a backslash-newline is removed before tokens are read, so `$\⏎(` is `$(` and
+  // `<\⏎<` is `<<`. A continuation after a blank (the usual ` \⏎`) joins nothing and is fine.
+  { test: /[$<>&|(;`{]\\\n|\\\n[(<>{&|;`]/, what: 'a line continuation inside an operator or a substitution ($\\⏎( or <\\⏎<)' },
   // XCU 2.7.4: the delimiter is the whole word, continued lines included.
   { test: /<<[^\n]*\\\n/, what: 'a here-document line continued with a backslash' },
   // A here-document body starts at the next newline, even one inside a substitution.

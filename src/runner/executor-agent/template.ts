@@ -221,6 +221,9 @@ export function compileTemplate(template: string): string {
     const m = PLACEHOLDER.exec(template.slice(at));
     if (!m) return null;
     const [whole, key, param] = m as unknown as [string, string, string | undefined];
+    // Inside '…' braces that name no placeholder are the text's own (awk '{print}', jq '{name}').
+    const known = key === 'param' ? param !== undefined : param === undefined && Object.hasOwn(SIMPLE, key);
+    if (!known && top().ctx === 'sq') return null;
     const env = envOf(whole, key, param);
     for (let k = stack.length - 1; k >= 0 && !isCodeFrame(stack[k]!); k--) {
       const ctx = stack[k]!.ctx;

@@ -30,6 +30,11 @@ export interface RunFilter {
   projectId?: string;
   workflowId?: string;
   status?: RunStatus;
+  scheduleId?: string;
+  createdBy?: string;
+  /** Created at or after / before these instants (ISO 8601, as stored). */
+  since?: string;
+  until?: string;
   limit: number;
   /** Keyset cursor: the last row of the previous page (runs are listed newest first). */
   after?: { createdAt: string; id: string };
@@ -132,6 +137,10 @@ export class RunsRepository {
     if (f.projectId) q = q.where('project_id', '=', f.projectId);
     if (f.workflowId) q = q.where('workflow_id', '=', f.workflowId);
     if (f.status) q = q.where('status', '=', f.status);
+    if (f.scheduleId) q = q.where('schedule_id', '=', f.scheduleId);
+    if (f.createdBy) q = q.where('created_by', '=', f.createdBy);
+    if (f.since) q = q.where('created_at', '>=', f.since);
+    if (f.until) q = q.where('created_at', '<', f.until);
     if (f.after) {
       const { createdAt, id } = f.after;
       q = q.where((eb) => eb.or([eb('created_at', '<', createdAt), eb.and([eb('created_at', '=', createdAt), eb('id', '<', id)])]));

@@ -66,8 +66,25 @@ export interface RunFilterInput {
   project?: string;
   workflow?: string;
   status?: RunStatus;
+  schedule?: string;
+  /** A user id, or `me` for the caller. */
+  startedBy?: string;
+  since?: string;
+  until?: string;
   limit: number;
   cursor?: string;
+}
+
+/** `startedBy=me` with the admin key: the key starts no runs, so it matches none. */
+const API_KEY_NOBODY = '';
+
+/** A query instant as stored (UTC ISO 8601 with milliseconds); 400 naming the field otherwise. */
+function instant(value: string, field: string): string {
+  const t = Date.parse(value);
+  if (!/^\d{4}-\d{2}-\d{2}(?:T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,3})?)?(?:Z|[+-]\d{2}:\d{2}))?$/.test(value) || Number.isNaN(t)) {
+    throw new ValidationError(`${field} must be a date or a date and time in ISO 8601 (2026-11-25 or 2026-11-25T08:00:00Z)`, [{ field, message: 'must be ISO 8601' }]);
+  }
+  return new Date(t).toISOString();
 }
 
 function encodeCursor(r: RunRow): string {
@@ -154,6 +171,10 @@ export class RunsService {
       projectId: f.project,
       workflowId: f.workflow,
       status: f.status,
+      scheduleId: f.schedule,
+      createdBy: f.startedBy === 'me' ? (p.type === 'api-key' ? API_KEY_NOBODY : p.user.id) : f.startedBy,
+      since: f.since === undefined ? undefined : instant(f.since, 'since'),
+      until: f.until === undefined ? undefined : instant(f.until, 'until'),
       limit: f.limit + 1,
       after: f.cursor ? decodeCursor(f.cursor) : undefined,
     });
