@@ -21,7 +21,7 @@ export function Timeline(props: { run: Run }) {
         <strong>Started</strong> {run.startedAt ? <Time iso={run.startedAt} /> : <span class="muted">not yet</span>}
         {waited && <span class="meta"> after waiting {waited}</span>}
       </li>
-      <li class={run.finishedAt ? `done end status-${run.status}` : 'pending'}>
+      <li class={run.finishedAt ? `done end ${run.status}` : 'pending'}>
         <strong>Finished</strong> {run.finishedAt ? <Time iso={run.finishedAt} /> : <span class="muted">not yet</span>}
         {run.finishedAt && (
           <span class="meta">
