@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
 import { FilteredView, LogLines } from '../../../src/runner/web/ui/log-lines.js';
-import { comparePosition, type SseEvent, SseParser } from '../../../src/runner/web/ui/log-stream.js';
+import { comparePosition, followLog, type SseEvent, SseParser } from '../../../src/runner/web/ui/log-stream.js';
 
 const lineText = fc.string({ unit: 'grapheme', maxLength: 30 }).map((s) => s.replace(/[\r\n]/g, ''));
 const ending = fc.constantFrom('\n', '\r\n', '\r');
@@ -104,5 +106,52 @@ describe('log lines from chunks cut anywhere', () => {
       }),
       { numRuns: 300 },
     );
+  });
+});
+
+describe('following a log across dropped connections', () => {
+  test('reconnects with Last-Event-ID after a drop and never doubles a chunk', async () => {
+    const seen: (string | undefined)[] = [];
+    const event = (attempt: number, seq: number) => `id: ${attempt}.${seq}\nevent: log\ndata: ${JSON.stringify({ attempt, seq, text: `line ${attempt}.${seq}\n`, createdAt: '' })}\n\n`;
+    const server = http.createServer((req, res) => {
+      seen.push(req.headers['last-event-id'] as string | undefined);
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      if (seen.length === 1) {
+        // Two chunks, half of a third, then the connection drops.
+        res.write(event(1, 1) + event(1, 2) + event(2, 1).slice(0, 20));
+        setTimeout(() => res.destroy(), 50);
+      } else {
+        // The server sends one chunk again (it may): the client drops it.
+        res.end(`${event(1, 2)}${event(2, 1)}: keep-alive\n\n${event(2, 2)}event: end\ndata: {"status":"failed"}\n\n`);
+      }
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const realFetch = globalThis.fetch;
+    globalThis.fetch = ((url: string, init?: RequestInit) => realFetch(base + url, init)) as typeof fetch;
+    try {
+      const got: string[] = [];
+      const states: boolean[] = [];
+      let ended: string | null = null;
+      await followLog(
+        'r1',
+        {
+          chunks: (cs) => got.push(...cs.map((c) => `${c.attempt}.${c.seq}`)),
+          end: (s) => {
+            ended = s;
+          },
+          failed: (e) => assert.fail(e.message),
+          connection: (live) => states.push(live),
+        },
+        new AbortController().signal,
+      );
+      assert.deepEqual(got, ['1.1', '1.2', '2.1', '2.2']);
+      assert.equal(ended, 'failed');
+      assert.deepEqual(seen, [undefined, '1.2']);
+      assert.deepEqual(states, [true, false, true]);
+    } finally {
+      globalThis.fetch = realFetch;
+      server.close();
+    }
   });
 });
