@@ -212,6 +212,15 @@ for (const dialect of dialects()) {
         console.log(`a 200,000-line log (${chunks.length} chunks) showed its last line after ${Date.now() - started} ms (${dialect.name})`);
         await s.page.getByText('200,000 lines').waitFor();
         assert.ok((await s.page.locator('.log-line').count()) < 200, 'only the rows in view are in the page');
+        // Scrolling up pauses following; "Follow" goes back to the end.
+        const log = s.page.getByRole('region', { name: 'Log lines' });
+        await log.focus();
+        await s.page.keyboard.press('Home');
+        await s.page.getByRole('button', { name: 'Follow' }).waitFor();
+        await s.page.locator('.log-line', { hasText: /^\s*1line 1 of the big log/ }).waitFor();
+        await s.page.getByRole('button', { name: 'Follow' }).click();
+        await s.page.locator('.log-line', { hasText: 'line 200000 of the big log' }).waitFor();
+        await s.page.getByRole('button', { name: 'Pause' }).waitFor();
         await close(s);
       } finally {
         await stop();
