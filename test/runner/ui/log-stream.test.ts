@@ -70,7 +70,9 @@ describe('the Server-Sent Events parser of the live log', () => {
 });
 
 describe('log lines from chunks cut anywhere', () => {
-  const logText = fc.array(fc.oneof(lineText, fc.constantFrom('ERROR x', 'fatal: y', 'ok')), { maxLength: 30 }).map((ls) => ls.join('\n'));
+  const logText = fc
+    .tuple(fc.array(fc.oneof(lineText, fc.constantFrom('ERROR x', 'fatal: y', 'ok')), { maxLength: 30 }), fc.constantFrom('\n', '\r\n'))
+    .map(([ls, eol]) => ls.join(eol));
   test('the lines are those of the text, however it was cut into chunks and attempts', () => {
     fc.assert(
       fc.property(fc.array(fc.tuple(logText, fc.array(fc.nat(), { maxLength: 6 })), { minLength: 1, maxLength: 3 }), (attempts) => {
@@ -79,7 +81,7 @@ describe('log lines from chunks cut anywhere', () => {
         attempts.forEach(([text, points], a) => {
           const pieces = cut(text, points);
           lines.append(pieces.map((t, i) => ({ attempt: a + 1, seq: i + 1, text: t, createdAt: '' })));
-          const own = text.split('\n');
+          const own = text.split(/\r\n|\n/);
           if (own[own.length - 1] === '') own.pop();
           for (const l of own) expected.push([a + 1, l]);
         });

@@ -12,15 +12,19 @@ export class LogLines {
   readonly attempt: number[] = [];
   /** The last line has not ended yet (more of it may come). */
   open = false;
+  /** The last chunk ended in CR: an LF at the start of the next one ends no other line. */
+  #cr = false;
   /** Bumped on every change, for memoised views. */
   version = 0;
 
   append(chunks: LogChunk[]): void {
     for (const c of chunks) {
-      const pieces = c.text.split(/\r\n|\n|\r/);
+      const n = this.text.length;
+      const text = this.#cr && n > 0 && this.attempt[n - 1] === c.attempt && c.text.startsWith('\n') ? c.text.slice(1) : c.text;
+      this.#cr = text.endsWith('\r');
+      const pieces = text.split(/\r\n|\n|\r/);
       const last = pieces.length - 1;
       let i = 0;
-      const n = this.text.length;
       if (this.open && n > 0 && this.attempt[n - 1] === c.attempt) {
         this.text[n - 1] += pieces[0]!;
         i = 1;
