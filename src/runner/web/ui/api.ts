@@ -143,3 +143,26 @@ export function upload<T>(method: string, path: string, form: FormData, progress
     xhr.send(form);
   });
 }
+
+/** Opens a streamed answer (Server-Sent Events) with the session's bearer token; a failure is an ApiError. */
+export async function openStream(path: string, extra: Record<string, string>, signal: AbortSignal): Promise<Response> {
+  const hadSession = currentSession() !== null;
+  const res = await fetch(path, { headers: { ...headers(false), accept: 'text/event-stream', ...extra }, signal, cache: 'no-store' });
+  if (!res.ok) {
+    lapsed(res.status, hadSession);
+    throw new ApiError(await problemOf(res));
+  }
+  return res;
+}
+
+/** Saves a Blob made in the page (an assembled log) as a file. */
+export function saveBlob(blob: Blob, fileName: string): void {
+  const url = URL.createObjectURL(blob);
+  const a = document.createElement('a');
+  a.href = url;
+  a.download = fileName;
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 60_000);
+}

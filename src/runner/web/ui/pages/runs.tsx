@@ -1,7 +1,186 @@
-import { PageHeader } from '../components.js';
+import type { ComponentChildren } from 'preact';
+import { useLocation } from 'preact-iso';
+import { useCallback, useEffect, useState } from 'preact/hooks';
+import { ApiError, get, withQuery } from '../api.js';
+import { Empty, ErrorNote, Field, Loading, PageHeader } from '../components.js';
 import { useTitle } from '../hooks.js';
+import { RerunForm } from '../rerun.js';
+import { type Names, useNames } from '../run-names.js';
+import { RunRow } from '../run-row.js';
+import type { Page, Run, RunStatus } from '../types.js';
+
+const STATUSES: RunStatus[] = ['queued', 'running', 'cancelling', 'succeeded', 'failed', 'cancelled'];
+/** The filters GET /api/runs takes, kept in the address so a reload or a shared link keeps them. */
+const FILTERS = ['status', 'project', 'workflow'] as const;
+type Filters = Partial<Record<(typeof FILTERS)[number], string>>;
+
+function Select(props: { label: string; value: string; onChange(v: string): void; children: ComponentChildren }) {
+  return (
+    <Field label={props.label}>
+      {(id) => (
+        <select id={id} value={props.value} onChange={(e) => props.onChange((e.currentTarget as HTMLSelectElement).value)}>
+          {props.children}
+        </select>
+      )}
+    </Field>
+  );
+}
+
+function FilterBar(props: { filters: Filters; names: Names | null; set(f: Filters): void }) {
+  const { filters, names } = props;
+  const workflows = (names?.workflows ?? []).filter((w) => !filters.project || w.projectId === filters.project);
+  return (
+    <form class="inline-form filters" aria-label="Filter runs" onSubmit={(e) => e.preventDefault()}>
+      <Select label="Status" value={filters.status ?? ''} onChange={(status) => props.set({ ...filters, status })}>
+        <option value="">Any status</option>
+        {STATUSES.map((s) => (
+          <option key={s} value={s}>
+            {s}
+          </option>
+        ))}
+      </Select>
+      <Select label="Project" value={filters.project ?? ''} onChange={(project) => props.set({ ...filters, project, workflow: '' })}>
+        <option value="">Any project</option>
+        {names?.projects.map((p) => (
+          <option key={p.id} value={p.id}>
+            {p.name}
+          </option>
+        ))}
+      </Select>
+      <Select label="Workflow" value={filters.workflow ?? ''} onChange={(workflow) => props.set({ ...filters, workflow })}>
+        <option value="">Any workflow</option>
+        {workflows.map((w) => (
+          <option key={w.id} value={w.id}>
+            {w.name}
+          </option>
+        ))}
+      </Select>
+      {FILTERS.some((f) => filters[f]) && (
+        <button type="button" class="secondary" onClick={() => props.set({})}>
+          Clear filters
+        </button>
+      )}
+    </form>
+  );
+}
+
+interface Listing {
+  items: Run[];
+  next: string | null;
+  loading: boolean;
+  error: ApiError | null;
+}
+
+function useRunPages(filters: Filters, tick: number) {
+  const [list, setList] = useState<Listing>({ items: [], next: null, loading: true, error: null });
+  const key = withQuery('/api/runs', { status: filters.status, project: filters.project, workflow: filters.workflow });
+  const load = useCallback(
+    async (cursor: string | null, signal?: AbortSignal) => {
+      setList((l) => ({ ...l, loading: true, error: null }));
+      try {
+        const sep = key.includes('?') ? '&' : '?';
+        const page = await get<Page<Run>>(cursor ? `${key}${sep}cursor=${encodeURIComponent(cursor)}` : key, signal);
+        setList((l) => ({ items: cursor ? [...l.items, ...page.items] : page.items, next: page.nextCursor, loading: false, error: null }));
+      } catch (e) {
+        if ((e as Error).name === 'AbortError') return;
+        setList((l) => ({ ...l, loading: false, error: e instanceof ApiError ? e : new ApiError({ status: 0, detail: String(e) }) }));
+      }
+    },
+    [key],
+  );
+  useEffect(() => {
+    const abort = new AbortController();
+    void load(null, abort.signal);
+    return () => abort.abort();
+  }, [load, tick]);
+  return { list, more: () => void load(list.next) };
+}
 
 export function RunsPage() {
   useTitle('Runs');
-  return <PageHeader title="Runs" />;
+  const { query, path, route } = useLocation();
+  const filters: Filters = {};
+  for (const f of FILTERS) if (query[f]) filters[f] = query[f];
+  const { names, error: namesError } = useNames();
+  const [tick, setTick] = useState(0);
+  const { list, more } = useRunPages(filters, tick);
+  const [selected, setSelected] = useState<Set<string>>(new Set());
+  const [rerunning, setRerunning] = useState(false);
+  const [started, setStarted] = useState<Run[]>([]);
+
+  const setFilters = (f: Filters) => {
+    setSelected(new Set());
+    route(withQuery(path, f), true);
+  };
+  const select = (id: string, on: boolean) =>
+    setSelected((s) => {
+      const n = new Set(s);
+      if (on) n.add(id);
+      else n.delete(id);
+      return n;
+    });
+  const chosen = list.items.filter((r) => selected.has(r.id));
+  const failed = list.items.filter((r) => r.status === 'failed');
+
+  return (
+    <>
+      <PageHeader title="Runs" sub="Newest first. Select runs to start them again." />
+      <FilterBar filters={filters} names={names} set={setFilters} />
+      <ErrorNote error={list.error ?? namesError} />
+      {started.length > 0 && (
+        <div class="alert ok" role="status">
+          <p>
+            Started {started.length === 1 ? 'a run' : `${started.length} runs`}:{' '}
+            {started.map((r, i) => (
+              <span key={r.id}>
+                {i > 0 ? ', ' : ''}
+                <a href={`/runs/${r.id}`}>{r.id}</a>
+              </span>
+            ))}
+          </p>
+        </div>
+      )}
+      <div class="buttons selection">
+        <button type="button" class="secondary small" disabled={failed.length === 0} onClick={() => setSelected(new Set(failed.map((r) => r.id)))}>
+          Select failed runs
+        </button>
+        <button type="button" class="small" disabled={chosen.length === 0} onClick={() => setRerunning(true)}>
+          Re-run selected{chosen.length ? ` (${chosen.length})` : ''}
+        </button>
+        {chosen.length > 0 && (
+          <button type="button" class="link" onClick={() => setSelected(new Set())}>
+            Clear selection
+          </button>
+        )}
+      </div>
+      {rerunning && chosen.length > 0 && (
+        <RerunForm
+          runs={chosen}
+          onCancel={() => setRerunning(false)}
+          onDone={(runs) => {
+            setStarted(runs);
+            setSelected(new Set());
+            setRerunning(false);
+            setTick((t) => t + 1);
+          }}
+        />
+      )}
+      {list.loading && list.items.length === 0 ? <Loading what="runs" /> : null}
+      {!list.loading && !list.error && list.items.length === 0 ? <Empty>No runs{FILTERS.some((f) => filters[f]) ? ' match these filters' : ' yet'}.</Empty> : null}
+      {list.items.length > 0 && (
+        <ul class="run-list" aria-label="Runs">
+          {list.items.map((r) => (
+            <RunRow key={r.id} run={r} workflow={names?.workflow.get(r.workflowId)} selected={selected.has(r.id)} onSelect={(on) => select(r.id, on)} />
+          ))}
+        </ul>
+      )}
+      {list.next && (
+        <div class="buttons more">
+          <button type="button" class="secondary" disabled={list.loading} onClick={more}>
+            {list.loading ? 'Loading…' : 'Load more'}
+          </button>
+        </div>
+      )}
+    </>
+  );
 }
