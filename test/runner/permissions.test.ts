@@ -68,6 +68,8 @@ interface Fixture {
 interface Request {
   payload?: unknown;
   headers?: Record<string, string>;
+  /** A query string, from its `?`. */
+  query?: string;
 }
 
 interface Case {
@@ -126,6 +128,8 @@ const CASES: Case[] = [
   { method: 'POST', path: '/api/workflows/{id}/runs', access: USER_WRITE, ok: 201, request: json({ parameters: { rows: 10 } }) },
   { method: 'GET', path: '/api/workflows/{id}/schedules', access: USER_READ, ok: 200 },
   { method: 'POST', path: '/api/workflows/{id}/schedules', access: USER_WRITE, ok: 201, request: json({ cron: '0 * * * *', timeZone: 'Europe/Berlin' }) },
+  { method: 'GET', path: '/api/schedules', access: USER_READ, ok: 200 },
+  { method: 'GET', path: '/api/schedules/preview', access: USER_READ, ok: 200, request: () => ({ query: '?cron=30%206%20*%20*%20MON-FRI&timeZone=Europe%2FBerlin' }) },
   { method: 'GET', path: '/api/schedules/{id}', access: USER_READ, ok: 200 },
   { method: 'PATCH', path: '/api/schedules/{id}', access: USER_WRITE, ok: 200, request: json({ enabled: false }) },
   { method: 'DELETE', path: '/api/schedules/{id}', access: USER_WRITE, ok: 204 },
@@ -400,7 +404,7 @@ describe('permission table: every route × every principal', () => {
         const session = (await jwt.issue(caller.id, 0)).token;
         const res = await r.service.app.inject({
           method: c.method,
-          url: resolvePath(c.path, f, c.method),
+          url: resolvePath(c.path, f, c.method) + (req.query ?? ''),
           headers: { authorization: `Bearer ${session}`, ...req.headers },
           ...(req.payload !== undefined ? { payload: req.payload as string } : {}),
         });
@@ -436,7 +440,7 @@ describe('permission table: every route × every principal', () => {
         const auth = await authHeader(p);
         const res = await r.service.app.inject({
           method: c.method,
-          url: resolvePath(c.path, f, c.method),
+          url: resolvePath(c.path, f, c.method) + (req.query ?? ''),
           headers: { ...(auth ? { authorization: auth } : {}), ...req.headers },
           ...(req.payload !== undefined ? { payload: req.payload as string } : {}),
           // Rejected credentials are scored per address (auth/guard.ts); the table sends one

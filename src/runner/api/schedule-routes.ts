@@ -5,7 +5,10 @@ import { access, principalOf } from '../auth/authenticate.js';
 import type { RunnerContext } from '../context.js';
 import { MAX_CRON_LENGTH, MAX_TIME_ZONE_LENGTH } from '../schedules/cron.js';
 import { ParameterValue, presentSchedule, Schedule } from './presenters.js';
-import { errors, IdParams, items, MAX_COUNTER, NoContent, PROTECTED, RequiredLabels, StringEnum, UNSHOWN } from './schemas.js';
+import { MAX_LISTED_SCHEDULES } from '../schedules/service.js';
+import { errors, Id, IdParams, items, MAX_COUNTER, NoContent, PROTECTED, RequiredLabels, StringEnum, Timestamp, UNSHOWN } from './schemas.js';
+
+const ListedSchedule = Type.Object({ ...Schedule.properties, workflowName: Type.String() });
 
 // The same parameter bounds as a run started by hand (run-routes.ts).
 const Parameters = Type.Record(Type.String({ minLength: 1, maxLength: 200 }), ParameterValue, { maxProperties: 200 });
@@ -54,6 +57,46 @@ const ABOUT =
 /** Schedules: each handler validates, calls one SchedulesService method, presents. */
 export function registerScheduleRoutes(app: HttpApp, ctx: RunnerContext): void {
   const { schedules } = ctx;
+
+  app.get(
+    '/api/schedules',
+    {
+      config: access(USER_READ),
+      schema: {
+        tags: ['schedules'],
+        summary: 'List all schedules the caller can read',
+        description: `Schedules of the projects the caller is a member of (administrators: all), by workflow name, each with its workflow's name; at most ${MAX_LISTED_SCHEDULES}.`,
+        operationId: 'listAllSchedules',
+        querystring: Type.Object({ project: Type.Optional(Id), workflow: Type.Optional(Id) }, { additionalProperties: false }),
+        response: { 200: items(ListedSchedule), ...errors(...PROTECTED) },
+      },
+    },
+    async (req) => ({ items: (await schedules.listVisible(principalOf(req), req.query)).map((v) => ({ ...presentSchedule(v), workflowName: v.workflowName })) }),
+  );
+
+  app.get(
+    '/api/schedules/preview',
+    {
+      config: access(USER_READ),
+      schema: {
+        tags: ['schedules'],
+        summary: 'Read a cron expression before saving it',
+        description: 'The expression in words and its next five fire instants in the time zone, as a schedule with it would fire; a 400 naming `cron` or `timeZone` as creating one would.',
+        operationId: 'previewSchedule',
+        querystring: Type.Object({ cron: fields.cron, timeZone: Type.Optional(fields.timeZone) }, { additionalProperties: false }),
+        response: {
+          200: Type.Object({
+            cron: Type.String(),
+            timeZone: Type.String({ description: 'the zone as it will be stored' }),
+            description: Type.String({ description: 'the expression in words, e.g. "At 06:30, on Monday through Friday"' }),
+            nextFireTimes: Type.Array(Timestamp),
+          }),
+          ...errors(...PROTECTED),
+        },
+      },
+    },
+    async (req) => schedules.preview(req.query),
+  );
 
   app.get(
     '/api/workflows/:id/schedules',

@@ -57,6 +57,19 @@ export class SchedulesRepository {
     return this.db.selectFrom('schedules').selectAll().where('id', '=', id).executeTakeFirst();
   }
 
+  /**
+   * The schedules of the projects `memberUserId` belongs to (null: all), optionally of one project
+   * or workflow, by workflow name then creation; at most `limit`.
+   */
+  listVisible(f: { memberUserId: string | null; projectId?: string; workflowId?: string; limit: number }): Promise<(ScheduleRow & { workflow_name: string })[]> {
+    let q = this.db.selectFrom('schedules').innerJoin('workflows', 'workflows.id', 'schedules.workflow_id').selectAll('schedules').select('workflows.name as workflow_name');
+    const userId = f.memberUserId;
+    if (userId !== null) q = q.where('schedules.project_id', 'in', (eb) => eb.selectFrom('project_members').select('project_id').where('user_id', '=', userId));
+    if (f.projectId) q = q.where('schedules.project_id', '=', f.projectId);
+    if (f.workflowId) q = q.where('schedules.workflow_id', '=', f.workflowId);
+    return q.orderBy('workflows.name').orderBy('schedules.created_at').orderBy('schedules.id').limit(f.limit).execute();
+  }
+
   listByWorkflow(workflowId: string): Promise<ScheduleRow[]> {
     return this.db.selectFrom('schedules').selectAll().where('workflow_id', '=', workflowId).orderBy('created_at').orderBy('id').execute();
   }

@@ -4,6 +4,7 @@ import type { Principal } from '../auth/authenticate.js';
 import type { OverlapPolicy } from '../db/schema.js';
 import { checkMembership, loadWorkflow, type ProjectNeed, type ScopeRepositories } from '../projects/access.js';
 import { type CronSpec, checkCronSpec, NEXT_FIRE_TIMES, nextFireAfter, nextFireTimes } from './cron.js';
+import { describeCron } from './describe.js';
 import type { SchedulePatch, ScheduleRow, SchedulesRepository } from './repository.js';
 
 export interface SchedulesDeps extends ScopeRepositories {
@@ -13,6 +14,9 @@ export interface SchedulesDeps extends ScopeRepositories {
 
 /** A workflow keeps at most this many schedules (each is read on every tick while due). */
 export const MAX_SCHEDULES_PER_WORKFLOW = 100;
+
+/** The list of all schedules a user can read stops here (narrow it by project or workflow). */
+export const MAX_LISTED_SCHEDULES = 1000;
 
 export type Parameters = Record<string, string | number | boolean | null>;
 
@@ -74,6 +78,24 @@ export class SchedulesService {
   async list(p: Principal, workflowId: string): Promise<ScheduleView[]> {
     const wf = await loadWorkflow(this.d, p, workflowId, 'read');
     return (await this.d.schedules.listByWorkflow(wf.id)).map((r) => this.view(r));
+  }
+
+  /** Every schedule the caller can read (administrators: all), with its workflow's name. */
+  async listVisible(p: Principal, f: { project?: string; workflow?: string }): Promise<(ScheduleView & { workflowName: string })[]> {
+    const rows = await this.d.schedules.listVisible({
+      memberUserId: p.type === 'api-key' || p.user.role === 'admin' ? null : p.user.id,
+      projectId: f.project,
+      workflowId: f.workflow,
+      limit: MAX_LISTED_SCHEDULES,
+    });
+    return rows.map(({ workflow_name, ...row }) => ({ ...this.view(row), workflowName: workflow_name }));
+  }
+
+  /** What an expression means and when it would fire next, before anything is saved (400 naming cron or timeZone). */
+  preview(input: { cron: string; timeZone?: string }): { cron: string; timeZone: string; description: string; nextFireTimes: string[] } {
+    const now = this.d.now();
+    const spec = checkCronSpec({ cron: input.cron, timeZone: input.timeZone ?? 'UTC' }, now);
+    return { ...spec, description: describeCron(spec.cron), nextFireTimes: nextFireTimes(spec, now, NEXT_FIRE_TIMES).map((d) => d.toISOString()) };
   }
 
   async get(p: Principal, id: string): Promise<ScheduleView> {
