@@ -12,6 +12,7 @@ import { ProjectPage } from './pages/project.js';
 import { ProjectsPage } from './pages/projects.js';
 import { RunPage } from './pages/run.js';
 import { RunsPage } from './pages/runs.js';
+import { SchedulesPage } from './pages/schedules.js';
 import { SetupPage } from './pages/setup.js';
 import { UsersPage } from './pages/users.js';
 import { WorkflowPage } from './pages/workflow.js';
@@ -96,6 +97,7 @@ function SignedIn() {
           <Route path="/workflows/:id" component={WorkflowPage} />
           <Route path="/runs" component={RunsPage} />
           <Route path="/runs/:id" component={RunPage} />
+          <Route path="/schedules" component={SchedulesPage} />
           <Route path="/executors" component={ExecutorsPage} />
           <Route path="/users" component={UsersPage} />
           <Route path="/account" component={AccountPage} />

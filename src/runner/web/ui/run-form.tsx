@@ -3,34 +3,18 @@ import { api } from './api.js';
 import { ErrorNote, Field, TextField } from './components.js';
 import { useAction } from './hooks.js';
 import { useGo } from './navigation.js';
-import type { ParameterValue, Run, WorkflowDetails } from './types.js';
-
-interface Row {
-  key: number;
-  name: string;
-  value: string;
-}
-
-let rowKeys = 0;
-
-/** A typed value from what was typed: numbers and true/false as such, the rest as text. */
-function parseValue(text: string, typed: boolean): ParameterValue {
-  if (!typed) return text;
-  if (/^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?$/.test(text.trim())) return Number(text);
-  if (text === 'true' || text === 'false') return text === 'true';
-  return text;
-}
+import { type ParamRow, ParamsEditor, parametersOf } from './params-editor.js';
+import type { Run, WorkflowDetails } from './types.js';
 
 /** Starts a run of a workflow: version, parameters (free name/value pairs) and required labels. */
 export function StartRun(props: { workflow: WorkflowDetails }) {
   const go = useGo();
   const [version, setVersion] = useState('');
-  const [rows, setRows] = useState<Row[]>([]);
+  const [rows, setRows] = useState<ParamRow[]>([]);
   const [typed, setTyped] = useState(true);
   const [labels, setLabels] = useState('');
   const start = useAction(async () => {
-    const parameters: Record<string, ParameterValue> = {};
-    for (const r of rows) if (r.name !== '') parameters[r.name] = parseValue(r.value, typed);
+    const parameters = parametersOf(rows, typed);
     const requiredLabels = labels.split(',').map((l) => l.trim()).filter(Boolean);
     const run = await api<Run>('POST', `/api/workflows/${encodeURIComponent(props.workflow.id)}/runs`, {
       ...(version ? { version: Number(version) } : {}),
@@ -39,7 +23,6 @@ export function StartRun(props: { workflow: WorkflowDetails }) {
     });
     go(`/runs/${run.id}`);
   });
-  const setRow = (key: number, change: Partial<Row>) => setRows((rs) => rs.map((r) => (r.key === key ? { ...r, ...change } : r)));
   return (
     <form
       class="card"
@@ -63,27 +46,14 @@ export function StartRun(props: { workflow: WorkflowDetails }) {
           </select>
         )}
       </Field>
-      <fieldset class="params">
-        <legend>Parameters</legend>
-        {rows.length === 0 && <p class="meta">No parameters: the workflow runs with its own defaults.</p>}
-        {rows.map((r, i) => (
-          <div class="param-row" key={r.key}>
-            <TextField label={`Name ${i + 1}`} value={r.name} maxLength={200} onInput={(name) => setRow(r.key, { name })} error={start.error?.forField(`parameters/${r.name}`)} />
-            <TextField label={`Value ${i + 1}`} value={r.value} onInput={(value) => setRow(r.key, { value })} />
-            <button type="button" class="secondary small" onClick={() => setRows((rs) => rs.filter((x) => x.key !== r.key))}>
-              Remove<span class="visually-hidden"> parameter {i + 1}</span>
-            </button>
-          </div>
-        ))}
-        <div class="buttons">
-          <button type="button" class="secondary small" onClick={() => setRows((rs) => [...rs, { key: ++rowKeys, name: '', value: '' }])}>
-            Add a parameter
-          </button>
-          <label class="check">
-            <input type="checkbox" checked={typed} onChange={(e) => setTyped((e.currentTarget as HTMLInputElement).checked)} /> Send numbers and true/false as such
-          </label>
-        </div>
-      </fieldset>
+      <ParamsEditor
+        rows={rows}
+        setRows={setRows}
+        typed={typed}
+        setTyped={setTyped}
+        errorFor={(name) => start.error?.forField(`parameters/${name}`)}
+        empty="No parameters: the workflow runs with its own defaults."
+      />
       <TextField
         label="Required executor labels"
         name="requiredLabels"

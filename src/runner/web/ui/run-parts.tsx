@@ -2,6 +2,7 @@
 import { Fragment } from 'preact';
 import { useEffect, useRef } from 'preact/hooks';
 import { download } from './api.js';
+import { useAuth } from './auth.js';
 import { Empty, ErrorNote, Loading, Time } from './components.js';
 import { formatBytes, formatDuration } from './format.js';
 import { useAction, useApi } from './hooks.js';
@@ -37,6 +38,7 @@ export function Timeline(props: { run: Run }) {
 
 export function Facts(props: { run: Run; workflowName: string | undefined }) {
   const { run } = props;
+  const { me } = useAuth();
   const params = Object.entries(run.parameters);
   return (
     <div class="card">
@@ -53,7 +55,17 @@ export function Facts(props: { run: Run; workflowName: string | undefined }) {
         <dt>Exit code</dt>
         <dd>{run.exitCode ?? <span class="muted">—</span>}</dd>
         <dt>Started by</dt>
-        <dd>{run.scheduleId ? <>a schedule (<code>{run.scheduleId}</code>)</> : 'hand (API or UI)'}</dd>
+        <dd>
+          {run.scheduleId ? (
+            <a href={`/runs?schedule=${encodeURIComponent(run.scheduleId)}`}>a schedule (its runs)</a>
+          ) : run.createdBy === me.id ? (
+            'you'
+          ) : run.createdBy ? (
+            'another member'
+          ) : (
+            'the admin key or a deleted account'
+          )}
+        </dd>
         <dt>Required labels</dt>
         <dd>{run.requiredLabels.length ? run.requiredLabels.map((l) => <span class="tag" key={l}>{l}</span>) : <span class="muted">none</span>}</dd>
       </dl>

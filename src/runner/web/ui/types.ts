@@ -75,6 +75,8 @@ export interface Run {
   parameters: Record<string, ParameterValue>;
   requiredLabels: string[];
   scheduleId: string | null;
+  /** The user who started it (null: a schedule, or a deleted account). */
+  createdBy: string | null;
   attempt: number;
   executorId: string | null;
   exitCode: number | null;
@@ -110,12 +112,24 @@ export interface Schedule {
   parameters: Record<string, ParameterValue>;
   requiredLabels: string[];
   workflowVersion: number | null;
+  overlap: 'skip' | 'queue';
   nextFireTimes: string[];
   lastFireAt: string | null;
   lastOutcome: 'queued' | 'skipped' | 'failed' | null;
   lastRunId: string | null;
   createdAt: string;
   updatedAt: string;
+}
+
+export interface ListedSchedule extends Schedule {
+  workflowName: string;
+}
+
+export interface SchedulePreview {
+  cron: string;
+  timeZone: string;
+  description: string;
+  nextFireTimes: string[];
 }
 
 export interface Executor {

@@ -3,15 +3,15 @@ import { useLocation } from 'preact-iso';
 import { useCallback, useEffect, useState } from 'preact/hooks';
 import { ApiError, get, withQuery } from '../api.js';
 import { Empty, ErrorNote, Field, Loading, PageHeader } from '../components.js';
-import { useTitle } from '../hooks.js';
+import { useApi, useTitle } from '../hooks.js';
 import { RerunForm } from '../rerun.js';
 import { type Names, useNames } from '../run-names.js';
 import { RunRow } from '../run-row.js';
-import type { Page, Run, RunStatus } from '../types.js';
+import type { ListedSchedule, Page, Run, RunStatus } from '../types.js';
 
 const STATUSES: RunStatus[] = ['queued', 'running', 'cancelling', 'succeeded', 'failed', 'cancelled'];
 /** The filters GET /api/runs takes, kept in the address so a reload or a shared link keeps them. */
-const FILTERS = ['status', 'project', 'workflow'] as const;
+const FILTERS = ['status', 'project', 'workflow', 'schedule', 'startedBy', 'since', 'until'] as const;
 type Filters = Partial<Record<(typeof FILTERS)[number], string>>;
 
 function Select(props: { label: string; value: string; onChange(v: string): void; children: ComponentChildren }) {
@@ -26,7 +26,26 @@ function Select(props: { label: string; value: string; onChange(v: string): void
   );
 }
 
-function FilterBar(props: { filters: Filters; names: Names | null; set(f: Filters): void }) {
+/** A day in the user's calendar; the API gets the instant that day starts in their time zone. */
+function DateField(props: { label: string; value: string; onChange(v: string): void }) {
+  const day = props.value ? localDay(props.value) : '';
+  return (
+    <Field label={props.label}>
+      {(id) => <input id={id} type="date" value={day} onChange={(e) => {
+        const v = (e.currentTarget as HTMLInputElement).value;
+        props.onChange(v ? new Date(`${v}T00:00`).toISOString() : '');
+      }} />}
+    </Field>
+  );
+}
+
+function localDay(iso: string): string {
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return '';
+  return `${d.getFullYear()}-${String(d.getMonth() + 1).padStart(2, '0')}-${String(d.getDate()).padStart(2, '0')}`;
+}
+
+function FilterBar(props: { filters: Filters; names: Names | null; schedules: ListedSchedule[]; set(f: Filters): void }) {
   const { filters, names } = props;
   const workflows = (names?.workflows ?? []).filter((w) => !filters.project || w.projectId === filters.project);
   return (
@@ -55,6 +74,20 @@ function FilterBar(props: { filters: Filters; names: Names | null; set(f: Filter
           </option>
         ))}
       </Select>
+      <Select label="Schedule" value={filters.schedule ?? ''} onChange={(schedule) => props.set({ ...filters, schedule })}>
+        <option value="">Any schedule or none</option>
+        {props.schedules.map((s) => (
+          <option key={s.id} value={s.id}>
+            {s.workflowName}: {s.name || s.cron}
+          </option>
+        ))}
+      </Select>
+      <Select label="Started by" value={filters.startedBy ?? ''} onChange={(startedBy) => props.set({ ...filters, startedBy })}>
+        <option value="">Anyone</option>
+        <option value="me">Me</option>
+      </Select>
+      <DateField label="Queued from" value={filters.since ?? ''} onChange={(since) => props.set({ ...filters, since })} />
+      <DateField label="Queued before" value={filters.until ?? ''} onChange={(until) => props.set({ ...filters, until })} />
       {FILTERS.some((f) => filters[f]) && (
         <button type="button" class="secondary" onClick={() => props.set({})}>
           Clear filters
@@ -73,7 +106,7 @@ interface Listing {
 
 function useRunPages(filters: Filters, tick: number) {
   const [list, setList] = useState<Listing>({ items: [], next: null, loading: true, error: null });
-  const key = withQuery('/api/runs', { status: filters.status, project: filters.project, workflow: filters.workflow });
+  const key = withQuery('/api/runs', { ...filters });
   const load = useCallback(
     async (cursor: string | null, signal?: AbortSignal) => {
       setList((l) => ({ ...l, loading: true, error: null }));
@@ -102,6 +135,7 @@ export function RunsPage() {
   const filters: Filters = {};
   for (const f of FILTERS) if (query[f]) filters[f] = query[f];
   const { names, error: namesError } = useNames();
+  const schedules = useApi<{ items: ListedSchedule[] }>('/api/schedules');
   const [tick, setTick] = useState(0);
   const { list, more } = useRunPages(filters, tick);
   const [selected, setSelected] = useState<Set<string>>(new Set());
@@ -125,7 +159,7 @@ export function RunsPage() {
   return (
     <>
       <PageHeader title="Runs" sub="Newest first. Select runs to start them again." />
-      <FilterBar filters={filters} names={names} set={setFilters} />
+      <FilterBar filters={filters} names={names} schedules={schedules.data?.items ?? []} set={setFilters} />
       <ErrorNote error={list.error ?? namesError} />
       {started.length > 0 && (
         <div class="alert ok" role="status">

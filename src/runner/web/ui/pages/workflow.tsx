@@ -7,7 +7,9 @@ import { useAction, useApi, useTitle } from '../hooks.js';
 import { useGo } from '../navigation.js';
 import { useProjectAccess } from '../project-access.js';
 import { StartRun } from '../run-form.js';
-import type { Project, WorkflowDetails, WorkflowVersion } from '../types.js';
+import { ScheduleForm } from '../schedule-form.js';
+import { ScheduleTable } from '../schedule-list.js';
+import type { Project, Schedule, WorkflowDetails, WorkflowVersion } from '../types.js';
 import { UploadForm } from '../upload-form.js';
 
 function Versions(props: { workflow: WorkflowDetails }) {
@@ -52,6 +54,36 @@ function Versions(props: { workflow: WorkflowDetails }) {
           </tbody>
         </table>
       </div>
+    </section>
+  );
+}
+
+function Schedules(props: { workflow: WorkflowDetails; canWrite: boolean }) {
+  const schedules = useApi<{ items: Schedule[] }>(`/api/workflows/${encodeURIComponent(props.workflow.id)}/schedules`);
+  const [creating, setCreating] = useState(false);
+  return (
+    <section class="card" aria-labelledby="schedules-h">
+      <h2 id="schedules-h">Schedules</h2>
+      <ErrorNote error={schedules.error} />
+      {creating && (
+        <ScheduleForm
+          workflowId={props.workflow.id}
+          versions={props.workflow.versions}
+          onSaved={() => {
+            setCreating(false);
+            schedules.reload();
+          }}
+          onCancel={() => setCreating(false)}
+        />
+      )}
+      {schedules.data && <ScheduleTable schedules={schedules.data.items} canWrite={() => props.canWrite} versions={props.workflow.versions} reload={schedules.reload} />}
+      {props.canWrite && !creating && (
+        <div class="buttons">
+          <button type="button" class="secondary" onClick={() => setCreating(true)}>
+            New schedule
+          </button>
+        </div>
+      )}
     </section>
   );
 }
@@ -124,6 +156,7 @@ function Loaded(props: { workflow: WorkflowDetails; reload(): void; uploading: b
       )}
       {access.canWrite ? <StartRun workflow={w} /> : <p class="card hint">Viewers read runs and logs; editors and owners start runs.</p>}
       <Versions workflow={w} />
+      <Schedules workflow={w} canWrite={access.canWrite} />
       {access.canWrite && <DeleteWorkflow workflow={w} />}
     </>
   );
