@@ -6,6 +6,7 @@ import { type Browser as Chromium, chromium } from 'playwright-core';
 import { needsTool } from '../helpers/tools.js';
 import { startRunner, type TestRunner, SETUP_TOKEN } from './helpers.js';
 import { PASSWORD } from './oauth-helpers.js';
+import { axeViolations, screenshot } from './ui/harness.js';
 
 const EMAIL = 'owner@example.com';
 
@@ -63,6 +64,11 @@ describe('OAuth through the real pages in headless Chromium', { skip: needsTool(
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByText('Authorize “Browser test app”?').waitFor();
     assert.match(await page.locator('body').innerText(), /has not verified this name/);
+    // The consent screen wears the web UI's stylesheet (no inline style, no script) and passes axe.
+    assert.equal(await page.evaluate(() => document.styleSheets.length), 1);
+    assert.equal(await page.evaluate(() => getComputedStyle(document.querySelector('.card')!).borderStyle), 'solid');
+    await screenshot(page, 'oauth-consent');
+    assert.deepEqual(await axeViolations(page), []);
     await page.getByRole('button', { name: 'Approve' }).click();
     await page.getByText('done').waitFor();
     const url = landed as URL | null;

@@ -9,7 +9,7 @@ import type { RunnerContext } from '../context.js';
 
 import { AuthorizationPageError, AuthorizationRedirectError } from '../oauth/authorize.js';
 import { OAUTH_PATHS } from '../oauth/metadata.js';
-import { consentPage, errorPage } from './pages.js';
+import { consentPage, errorPage, SERVER_PAGE_CSP } from './pages.js';
 
 /** The web UI's page of connected applications: where a sign-in without a request returns. */
 const CONNECTED_APPS = '/connected-apps';
@@ -29,7 +29,7 @@ function html(reply: FastifyReply, status: number, body: string): FastifyReply {
   return reply
     .code(status)
     .header('x-frame-options', 'DENY')
-    .header('content-security-policy', "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'")
+    .header('content-security-policy', SERVER_PAGE_CSP)
     .header('cache-control', 'no-store')
     .type('text/html; charset=utf-8')
     .send(body);
