@@ -46,7 +46,7 @@ export function Facts(props: { run: Run; workflowName: string | undefined }) {
       <dl class="facts">
         <dt>Workflow</dt>
         <dd>
-          <a href={`/projects/${run.projectId}`}>{props.workflowName ?? run.workflowId}</a> <span class="muted">version {run.workflowVersion}</span>
+          <a href={`/workflows/${run.workflowId}`}>{props.workflowName ?? run.workflowId}</a> <span class="muted">version {run.workflowVersion}</span>
         </dd>
         <dt>Attempt</dt>
         <dd>{run.attempt}</dd>
