@@ -24,6 +24,9 @@ if (oauth?.benchRunnerOAuth) benches['runner-oauth'] = oauth.benchRunnerOAuth;
 const claim = await import('./runner-claim.js').catch(() => null);
 if (claim?.benchRunnerClaim) benches['runner-claim'] = claim.benchRunnerClaim;
 
+const webUi = await import('./runner-ui.js').catch(() => null);
+if (webUi?.benchRunnerUi) benches['runner-ui'] = webUi.benchRunnerUi;
+
 const wanted = process.argv.slice(2);
 for (const [name, fn] of Object.entries(benches)) {
   if (wanted.length && !wanted.includes(name)) continue;
