@@ -25,6 +25,7 @@ export const XSS_CORPUS = [
   '<noscript><p title="</noscript><img src=x onerror=window.__xss=1>">',
   "<style>@import 'javascript:window.__xss=1'</style>",
   "{{constructor.constructor('window.__xss=1')()}}",
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: a template-injection payload, on purpose
   '${window.__xss=1}',
   '<object data="javascript:window.__xss=1"></object>',
   '<embed src="javascript:window.__xss=1">',
