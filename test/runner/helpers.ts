@@ -94,37 +94,93 @@ export async function startRunner(
 
 /** A minimal valid zip archive holding one file (a stand-in for a .knwf workflow). */
 export function makeZip(name = 'workflow/workflow.knime', content = '<workflow/>'): Buffer {
-  const data = Buffer.from(content);
-  const compressed = deflateRawSync(data);
-  const nameBuf = Buffer.from(name);
-  const crc = crc32(data) >>> 0;
-  const local = Buffer.alloc(30);
-  local.writeUInt32LE(0x04034b50, 0);
-  local.writeUInt16LE(20, 4);
-  local.writeUInt16LE(0, 6);
-  local.writeUInt16LE(8, 8);
-  local.writeUInt32LE(crc, 14);
-  local.writeUInt32LE(compressed.length, 18);
-  local.writeUInt32LE(data.length, 22);
-  local.writeUInt16LE(nameBuf.length, 26);
-  const central = Buffer.alloc(46);
-  central.writeUInt32LE(0x02014b50, 0);
-  central.writeUInt16LE(20, 4);
-  central.writeUInt16LE(20, 6);
-  central.writeUInt16LE(8, 10);
-  central.writeUInt32LE(crc, 16);
-  central.writeUInt32LE(compressed.length, 20);
-  central.writeUInt32LE(data.length, 24);
-  central.writeUInt16LE(nameBuf.length, 28);
-  central.writeUInt32LE(0, 42);
-  const cdOffset = local.length + nameBuf.length + compressed.length;
+  return makeZipOf([[name, content]]);
+}
+
+/** A valid zip archive of these files (deflated), in order. */
+export function makeZipOf(files: [name: string, content: string | Buffer][]): Buffer {
+  const locals: Buffer[] = [];
+  const centrals: Buffer[] = [];
+  let offset = 0;
+  for (const [name, content] of files) {
+    const data = Buffer.isBuffer(content) ? content : Buffer.from(content);
+    const compressed = deflateRawSync(data);
+    const nameBuf = Buffer.from(name);
+    const crc = crc32(data) >>> 0;
+    const local = Buffer.alloc(30);
+    local.writeUInt32LE(0x04034b50, 0);
+    local.writeUInt16LE(20, 4);
+    local.writeUInt16LE(0, 6);
+    local.writeUInt16LE(8, 8);
+    local.writeUInt32LE(crc, 14);
+    local.writeUInt32LE(compressed.length, 18);
+    local.writeUInt32LE(data.length, 22);
+    local.writeUInt16LE(nameBuf.length, 26);
+    const central = Buffer.alloc(46);
+    central.writeUInt32LE(0x02014b50, 0);
+    central.writeUInt16LE(20, 4);
+    central.writeUInt16LE(20, 6);
+    central.writeUInt16LE(8, 10);
+    central.writeUInt32LE(crc, 16);
+    central.writeUInt32LE(compressed.length, 20);
+    central.writeUInt32LE(data.length, 24);
+    central.writeUInt16LE(nameBuf.length, 28);
+    central.writeUInt32LE(offset, 42);
+    locals.push(local, nameBuf, compressed);
+    centrals.push(central, nameBuf);
+    offset += local.length + nameBuf.length + compressed.length;
+  }
+  const cd = Buffer.concat(centrals);
   const end = Buffer.alloc(22);
   end.writeUInt32LE(0x06054b50, 0);
-  end.writeUInt16LE(1, 8);
-  end.writeUInt16LE(1, 10);
-  end.writeUInt32LE(central.length + nameBuf.length, 12);
-  end.writeUInt32LE(cdOffset, 16);
-  return Buffer.concat([local, nameBuf, compressed, central, nameBuf, end]);
+  end.writeUInt16LE(files.length, 8);
+  end.writeUInt16LE(files.length, 10);
+  end.writeUInt32LE(cd.length, 12);
+  end.writeUInt32LE(offset, 16);
+  return Buffer.concat([...locals, cd, end]);
+}
+
+/** A node's settings.xml as the platform writes it: the factory, and a model with these entries and configs. */
+export function nodeSettings(factory: string, model: string): string {
+  return `<?xml version="1.0" encoding="UTF-8"?>
+<config xmlns="http://www.knime.org/2008/09/XMLConfig" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xsi:schemaLocation="http://www.knime.org/2008/09/XMLConfig http://www.knime.org/XMLConfig_2008_09.xsd" key="settings.xml">
+<entry key="node_file" type="xstring" value="settings.xml"/>
+<config key="flow_stack"/>
+<config key="internal_node_subsettings">
+<entry key="memory_policy" type="xstring" value="CacheSmallInMemory"/>
+</config>
+<config key="model">
+${model}
+</config>
+<entry key="customDescription" type="xstring" isnull="true" value=""/>
+<entry key="state" type="xstring" value="CONFIGURED"/>
+<entry key="factory" type="xstring" value="${factory}"/>
+<entry key="node-name" type="xstring" value="Configuration"/>
+<entry key="node-bundle-name" type="xstring" value="KNIME JavaScript Base Views"/>
+</config>
+`;
+}
+
+/** A workflow archive whose configuration nodes declare rows (integer), ratio (number), dry (boolean), mode (a choice) and title (text). */
+export function knwfWithConfigurationNodes(): Buffer {
+  const nodes: [string, string][] = [
+    [
+      'org.knime.js.base.node.configuration.input.integer.IntegerDialogNodeFactory',
+      '<entry key="parameterName" type="xstring" value="rows"/>\n<entry key="label" type="xstring" value="Rows to read"/>\n<entry key="description" type="xstring" value="How many rows the reader takes &lt;at most&gt;"/>\n<config key="defaultValue">\n<entry key="integer" type="xint" value="100"/>\n</config>',
+    ],
+    ['org.knime.js.base.node.configuration.input.dbl.DoubleDialogNodeFactory', '<entry key="parameterName" type="xstring" value="ratio"/>\n<config key="defaultValue">\n<entry key="double" type="xdouble" value="0.25"/>\n</config>'],
+    ['org.knime.js.base.node.configuration.input.bool.BooleanDialogNodeFactory', '<entry key="parameterName" type="xstring" value="dry"/>\n<config key="defaultValue">\n<entry key="boolean" type="xboolean" value="true"/>\n</config>'],
+    [
+      'org.knime.js.base.node.configuration.selection.single.SingleSelectionDialogNodeFactory',
+      '<entry key="parameterName" type="xstring" value="mode"/>\n<config key="defaultValue">\n<entry key="value" type="xstring" value="fast"/>\n</config>\n<config key="possibleChoices">\n<entry key="array-size" type="xint" value="2"/>\n<entry key="0" type="xstring" value="fast"/>\n<entry key="1" type="xstring" value="thorough"/>\n</config>',
+    ],
+    ['org.knime.js.base.node.configuration.input.string.StringDialogNodeFactory', '<entry key="parameterName" type="xstring" value="title"/>\n<config key="defaultValue">\n<entry key="string" type="xstring" value="Monthly &lt;b&gt;report&lt;/b&gt;"/>\n</config>'],
+    ['org.knime.base.node.io.filehandling.csv.reader.CSVTableReaderNodeFactory', '<entry key="parameterName" type="xstring" value="not-a-configuration-node"/>'],
+  ];
+  return makeZipOf([
+    ['Report/workflow.knime', '<config key="workflow.knime"/>'],
+    ...nodes.map(([factory, model], i): [string, string] => [`Report/Node (#${i + 1})/settings.xml`, nodeSettings(factory, model)]),
+  ]);
 }
 
 /** A multipart/form-data body. */

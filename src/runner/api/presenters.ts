@@ -6,6 +6,7 @@ import type { MemberRow, ProjectRow, ProjectSummaryRow } from '../projects/repos
 import type { RunLogRow, RunOutputRow, RunRow } from '../runs/repository.js';
 import type { ScheduleView } from '../schedules/service.js';
 import type { UserRow } from '../users/repository.js';
+import type { DeclaredParameter } from '../workflows/declared-parameters.js';
 import type { VersionListing, WorkflowRow } from '../workflows/repository.js';
 import { Nullable, NullableTimestamp, StringEnum, Timestamp, User } from './schemas.js';
 
@@ -138,6 +139,17 @@ export const WorkflowVersion = Type.Object({
   sha256: Type.String(),
   createdAt: Timestamp,
   createdBy: Nullable(Type.Object({ id: Type.String(), name: Type.String(), email: Type.String() }), { description: 'who uploaded it (null once their account is deleted)' }),
+  declaredParameters: Type.Array(
+    Type.Object({
+      name: Type.String(),
+      type: StringEnum(['string', 'integer', 'number', 'boolean']),
+      default: Type.Unsafe<string | number | boolean | null>({ type: ['string', 'number', 'boolean', 'null'] }),
+      label: Type.String(),
+      description: Type.String(),
+      choices: Type.Optional(Type.Array(Type.String())),
+    }),
+    { description: "the run parameters the archive's configuration nodes declare (name, type, default, label, description, choices); a run's values for them are checked against their type" },
+  ),
 });
 
 export const WorkflowDetails = Type.Object({ ...Workflow.properties, versions: Type.Array(WorkflowVersion) });
@@ -156,7 +168,16 @@ export function presentWorkflow(w: WorkflowRow) {
 
 export function presentVersion(v: VersionListing) {
   const createdBy = v.created_by !== null && v.author_email !== null ? { id: v.created_by, name: v.author_name ?? '', email: v.author_email } : null;
-  return { workflowId: v.workflow_id, version: v.version, fileName: v.file_name, size: v.size, sha256: v.sha256, createdAt: v.created_at, createdBy };
+  return {
+    workflowId: v.workflow_id,
+    version: v.version,
+    fileName: v.file_name,
+    size: v.size,
+    sha256: v.sha256,
+    createdAt: v.created_at,
+    createdBy,
+    declaredParameters: JSON.parse(v.declared_parameters) as DeclaredParameter[],
+  };
 }
 
 export function presentWorkflowDetails(w: WorkflowRow, versions: VersionListing[]) {

@@ -337,4 +337,10 @@ export const runnerMigrations: Record<string, Migration> = {
       await db.schema.alterTable('runs').addColumn('handbacks', 'integer', (c) => c.notNull().defaultTo(0)).execute();
     },
   },
+  '0011_declared_parameters': {
+    async up(db: Kysely<unknown>) {
+      // The parameters a version's configuration nodes declare (workflows/declared-parameters.ts), as JSON.
+      await db.schema.alterTable('workflow_versions').addColumn('declared_parameters', 'text', (c) => c.notNull().defaultTo('[]')).execute();
+    },
+  },
 };

@@ -149,6 +149,8 @@ export interface WorkflowVersionsTable {
   storage_key: string;
   created_by: string | null;
   created_at: string;
+  /** JSON: the parameters its configuration nodes declare (workflows/declared-parameters.ts). */
+  declared_parameters: ColumnType<string, string | undefined, string>;
 }
 
 /**

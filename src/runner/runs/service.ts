@@ -6,6 +6,7 @@ import { randomUUID } from '../../infra/secrets.js';
 import type { Principal } from '../auth/authenticate.js';
 import type { RunStatus } from '../db/schema.js';
 import { loadRun, loadWorkflow, type ScopeRepositories } from '../projects/access.js';
+import { type DeclaredParameter, parameterProblems } from '../workflows/declared-parameters.js';
 import type { WorkflowRow } from '../workflows/repository.js';
 import { outputNameProblem, type RunOutputStorage } from './output-storage.js';
 import type { QueueSignal } from './queue-signal.js';
@@ -109,8 +110,15 @@ export class RunsService {
   async start(p: Principal, workflowId: string, input: StartInput): Promise<RunRow> {
     const wf = await loadWorkflow(this.d, p, workflowId, 'write');
     const version = input.version ?? wf.latest_version;
-    if (!(await this.d.workflows.version(wf.id, version))) {
+    const row = await this.d.workflows.version(wf.id, version);
+    if (!row) {
       throw new ValidationError(`workflow has no version ${version}`, [{ field: 'version', message: 'does not exist' }]);
+    }
+    // Values for the parameters this version declares must fit them. A schedule's runs are not
+    // checked when they fire: the version they take can change, and a fire must not be lost.
+    const problems = parameterProblems(JSON.parse(row.declared_parameters) as DeclaredParameter[], input.parameters ?? {});
+    if (problems.length > 0) {
+      throw new ValidationError(problems.map((p) => `${p.field} ${p.message}`).join('; '), problems);
     }
     return this.enqueue({ ...input, workflow: wf, version, createdBy: p.type === 'user' ? p.user.id : null, scheduleId: null });
   }

@@ -5,15 +5,17 @@ export type WorkflowRow = Selectable<WorkflowsTable>;
 export type WorkflowVersionRow = Selectable<WorkflowVersionsTable>;
 /** A version as listed: with the name and email of who uploaded it (null once they are deleted). */
 export type VersionListing = WorkflowVersionRow & { author_name: string | null; author_email: string | null };
+/** A version to store: its declared parameters default to none. */
+type NewVersion = Omit<WorkflowVersionRow, 'workflow_id' | 'version' | 'declared_parameters'> & { declared_parameters?: string };
 
 export class WorkflowsRepository {
   constructor(private readonly db: Kysely<RunnerDB>) {}
 
-  async create(w: Omit<WorkflowRow, 'latest_version'>, v: Omit<WorkflowVersionRow, 'workflow_id' | 'version'>): Promise<WorkflowRow> {
+  async create(w: Omit<WorkflowRow, 'latest_version'>, v: NewVersion): Promise<WorkflowRow> {
     const row: WorkflowRow = { ...w, latest_version: 1 };
     await this.db.transaction().execute(async (trx) => {
       await trx.insertInto('workflows').values(row).execute();
-      await trx.insertInto('workflow_versions').values({ ...v, workflow_id: w.id, version: 1 }).execute();
+      await trx.insertInto('workflow_versions').values({ declared_parameters: '[]', ...v, workflow_id: w.id, version: 1 }).execute();
     });
     return row;
   }
@@ -24,7 +26,7 @@ export class WorkflowsRepository {
    * the workflow row (PostgreSQL) or the database (SQLite), so a concurrent upload waits for this
    * one to commit and then increments the committed value. No upload can lose the race.
    */
-  async addNextVersion(v: Omit<WorkflowVersionRow, 'version'>, now: string): Promise<WorkflowVersionRow | undefined> {
+  async addNextVersion(v: NewVersion & { workflow_id: string }, now: string): Promise<WorkflowVersionRow | undefined> {
     return this.db.transaction().execute(async (trx) => {
       const taken = await trx
         .updateTable('workflows')
@@ -33,7 +35,7 @@ export class WorkflowsRepository {
         .returning('latest_version')
         .executeTakeFirst();
       if (!taken) return undefined;
-      const row: WorkflowVersionRow = { ...v, version: Number(taken.latest_version) };
+      const row: WorkflowVersionRow = { declared_parameters: '[]', ...v, version: Number(taken.latest_version) };
       await trx.insertInto('workflow_versions').values(row).execute();
       return row;
     });

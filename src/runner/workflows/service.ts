@@ -4,6 +4,7 @@ import { randomUUID } from '../../infra/secrets.js';
 import type { Principal } from '../auth/authenticate.js';
 import { loadProject, loadWorkflow, type ScopeRepositories } from '../projects/access.js';
 import type { RunOutputStorage } from '../runs/output-storage.js';
+import { readDeclaredParameters } from './declared-parameters.js';
 import type { VersionListing, WorkflowRow } from './repository.js';
 import type { WorkflowStorage } from './storage.js';
 import { type PartSource, readUpload } from './upload.js';
@@ -58,13 +59,18 @@ export class WorkflowsService {
       const userId = userIdOf(p);
       const workflow = await this.d.workflows.create(
         { id, project_id: projectId, name, description: text.description, created_by: userId, created_at: now, updated_at: now },
-        { file_name: file.fileName, size: file.size, sha256: file.sha256, storage_key: file.storageKey, created_by: userId, created_at: now },
+        { ...(await this.declared(file.storageKey)), file_name: file.fileName, size: file.size, sha256: file.sha256, storage_key: file.storageKey, created_by: userId, created_at: now },
       );
       return { workflow, versions: await this.d.workflows.versions(id) };
     } catch (e) {
       await this.d.storage.removeWorkflow(id);
       throw e;
     }
+  }
+
+  /** The parameters the stored archive's configuration nodes declare, as the version row keeps them. */
+  private async declared(storageKey: string): Promise<{ declared_parameters: string }> {
+    return { declared_parameters: JSON.stringify(await readDeclaredParameters(this.d.storage.localPath(storageKey))) };
   }
 
   async get(p: Principal, id: string): Promise<{ workflow: WorkflowRow; versions: VersionListing[] }> {
@@ -97,7 +103,16 @@ export class WorkflowsService {
     const now = this.d.now().toISOString();
     const row = await this.d.workflows
       .addNextVersion(
-        { workflow_id: id, file_name: file.fileName, size: file.size, sha256: file.sha256, storage_key: file.storageKey, created_by: userIdOf(p), created_at: now },
+        {
+          ...(await this.declared(file.storageKey)),
+          workflow_id: id,
+          file_name: file.fileName,
+          size: file.size,
+          sha256: file.sha256,
+          storage_key: file.storageKey,
+          created_by: userIdOf(p),
+          created_at: now,
+        },
         now,
       )
       .catch(async (e: unknown) => {

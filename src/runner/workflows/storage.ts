@@ -30,6 +30,8 @@ export interface WorkflowStorage {
   /** Streams an upload in, checking the zip signature and size; see LocalWorkflowStorage.save. */
   save(workflowId: string, source: Readable, truncated: () => boolean, maxBytes: number): Promise<StoredFile>;
   open(key: string): Readable;
+  /** A path on this machine to read the stored archive in place (zip readers need random access). */
+  localPath(key: string): string;
   exists(key: string): Promise<boolean>;
   remove(key: string): Promise<void>;
   removeWorkflow(workflowId: string): Promise<void>;
@@ -45,6 +47,10 @@ export class LocalWorkflowStorage implements WorkflowStorage {
 
   constructor(storageDir: string) {
     this.root = path.join(path.resolve(storageDir), 'workflows');
+  }
+
+  localPath(key: string): string {
+    return this.pathOf(key);
   }
 
   private pathOf(key: string): string {

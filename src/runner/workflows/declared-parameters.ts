@@ -1,0 +1,167 @@
+/**
+ * The run parameters a platform workflow declares: its configuration nodes (String, Integer,
+ * Double, Boolean and selection "Configuration" nodes, their older "Quickform"/"Dialog" forms,
+ * Container Input (Variable)). Each keeps, in its node folder's `settings.xml`, a `parameterName`
+ * the batch executor takes values for, a default value whose entry type says the type, and a
+ * label and description written for people. The archive is the uploader's: everything here is
+ * bounded (entries looked at, bytes read, parameters kept), DTDs are refused before parsing, and
+ * an archive that cannot be read declares nothing (the upload itself is not refused for it).
+ */
+import { XMLParser } from 'fast-xml-parser';
+import yauzl from 'yauzl';
+
+export type DeclaredType = 'string' | 'integer' | 'number' | 'boolean';
+
+export interface DeclaredParameter {
+  name: string;
+  type: DeclaredType;
+  default: string | number | boolean | null;
+  label: string;
+  description: string;
+  /** The values a selection node offers, when it lists them. */
+  choices?: string[];
+}
+
+const MAX_ENTRIES = 20_000;
+const MAX_SETTINGS_BYTES = 1024 * 1024;
+const MAX_TOTAL_BYTES = 16 * 1024 * 1024;
+const MAX_PARAMETERS = 100;
+const MAX_TEXT = 2000;
+/** Factories of nodes that take a value from the batch executor by parameter name. */
+const CONFIGURATION = /\.(?:configuration|quickform|dialog)\.|ContainerVariableInput|VariableInput/i;
+/** Characters a name shown to people may not hold (controls, bidirectional overrides). */
+const UNSHOWN = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
+
+const parser = new XMLParser({ ignoreAttributes: false, attributeNamePrefix: '', parseTagValue: false, parseAttributeValue: false, processEntities: true, htmlEntities: false, isArray: (name) => name === 'entry' || name === 'config' });
+
+interface Config {
+  key?: string;
+  entry?: { key?: string; type?: string; value?: string; isnull?: string }[];
+  config?: Config[];
+}
+
+/** XML character references (`&#x202e;`), which the parser leaves as they are. */
+function decode(value: string | undefined): string | undefined {
+  return value?.replace(/&#(x[0-9a-fA-F]{1,6}|[0-9]{1,7});/g, (ref, n: string) => {
+    const code = n.startsWith('x') ? Number.parseInt(n.slice(1), 16) : Number(n);
+    return code <= 0x10ffff ? String.fromCodePoint(code) : ref;
+  });
+}
+
+const entry = (c: Config | undefined, key: string) => {
+  const e = c?.entry?.find((x) => x.key === key);
+  return e && { ...e, value: decode(e.value) };
+};
+const child = (c: Config | undefined, key: string) => c?.config?.find((x) => x.key === key);
+const text = (s: string | undefined) => (s ?? '').slice(0, MAX_TEXT);
+
+function typed(type: string | undefined, value: string | undefined, isNull: boolean): { type: DeclaredType; value: string | number | boolean | null } | null {
+  if (type === 'xint' || type === 'xlong' || type === 'xshort') return { type: 'integer', value: isNull || value === undefined || !/^-?\d+$/.test(value) ? null : Number(value) };
+  if (type === 'xdouble' || type === 'xfloat') return { type: 'number', value: isNull || value === undefined || !Number.isFinite(Number(value)) ? null : Number(value) };
+  if (type === 'xboolean') return { type: 'boolean', value: isNull || value === undefined ? null : value === 'true' };
+  if (type === 'xstring' || type === 'xchar') return { type: 'string', value: isNull ? null : (value ?? '') };
+  return null;
+}
+
+/** The declared parameter in one node's `settings.xml`, or null. */
+export function parameterOfSettings(xml: string): DeclaredParameter | null {
+  if (/<!DOCTYPE|<!ENTITY/i.test(xml)) return null;
+  let root: Config | undefined;
+  try {
+    root = (parser.parse(xml) as { config?: Config[] }).config?.[0];
+  } catch {
+    return null;
+  }
+  const factory = entry(root, 'factory')?.value ?? '';
+  if (!CONFIGURATION.test(factory)) return null;
+  const model = child(root, 'model');
+  const name = entry(model, 'parameterName')?.value ?? entry(model, 'flowVariableName')?.value ?? '';
+  if (name === '' || name.length > 200 || UNSHOWN.test(name)) return null;
+  const defaults = child(model, 'defaultValue') ?? child(model, 'currentValue');
+  const first = defaults?.entry?.find((e) => typed(e.type, e.value, false) !== null);
+  const value = first ? typed(first.type, decode(first.value), first.isnull === 'true') : null;
+  const choices = child(model, 'possibleChoices') ?? child(model, 'possibleValues');
+  const listed = (choices?.entry ?? []).filter((e) => /^\d+$/.test(e.key ?? '') && e.value !== undefined).map((e) => text(decode(e.value)));
+  return {
+    name,
+    type: value?.type ?? 'string',
+    default: value?.value ?? null,
+    label: text(entry(model, 'label')?.value),
+    description: text(entry(model, 'description')?.value),
+    ...(listed.length > 0 ? { choices: listed.slice(0, 500) } : {}),
+  };
+}
+
+/** The parameters the archive at `file` declares, by name (the first node wins a repeated name). */
+export async function readDeclaredParameters(file: string): Promise<DeclaredParameter[]> {
+  let zip: yauzl.ZipFile;
+  try {
+    zip = await new Promise<yauzl.ZipFile>((resolve, reject) => yauzl.open(file, { lazyEntries: true, strictFileNames: false }, (err, z) => (err || !z ? reject(err) : resolve(z))));
+  } catch {
+    return [];
+  }
+  const found = new Map<string, DeclaredParameter>();
+  let seen = 0;
+  let read = 0;
+  try {
+    await new Promise<void>((resolve, reject) => {
+      zip.on('error', reject);
+      zip.on('end', resolve);
+      zip.on('entry', (e: yauzl.Entry) => {
+        seen++;
+        const wanted = /(?:^|\/)settings\.xml$/.test(e.fileName) && e.uncompressedSize <= MAX_SETTINGS_BYTES && read + e.uncompressedSize <= MAX_TOTAL_BYTES;
+        if (seen > MAX_ENTRIES || found.size >= MAX_PARAMETERS) return resolve();
+        if (!wanted) return zip.readEntry();
+        read += e.uncompressedSize;
+        zip.openReadStream(e, (err, stream) => {
+          if (err || !stream) return zip.readEntry();
+          const chunks: Buffer[] = [];
+          let size = 0;
+          stream.on('data', (c: Buffer) => {
+            size += c.length;
+            // The header's size is the uploader's word: the bytes are counted as they come.
+            if (size > MAX_SETTINGS_BYTES) stream.destroy();
+            else chunks.push(c);
+          });
+          stream.on('error', () => zip.readEntry());
+          stream.on('close', () => {
+            if (size <= MAX_SETTINGS_BYTES) {
+              const p = parameterOfSettings(Buffer.concat(chunks).toString('utf8'));
+              if (p && !found.has(p.name)) found.set(p.name, p);
+            }
+            zip.readEntry();
+          });
+        });
+      });
+      zip.readEntry();
+    });
+  } catch {
+    // A damaged archive declares what was read before the damage.
+  } finally {
+    zip.close();
+  }
+  return [...found.values()].sort((a, b) => a.name.localeCompare(b.name));
+}
+
+/** Why a run's value for a declared parameter does not fit its type or choices, one problem per parameter. */
+export function parameterProblems(declared: DeclaredParameter[], values: Record<string, unknown>): { field: string; message: string }[] {
+  const problems: { field: string; message: string }[] = [];
+  for (const d of declared) {
+    if (!Object.hasOwn(values, d.name)) continue;
+    const v = values[d.name];
+    if (v === null) continue;
+    const s = String(v);
+    const fits =
+      d.type === 'integer'
+        ? (typeof v === 'number' && Number.isSafeInteger(v)) || (typeof v === 'string' && /^-?\d{1,15}$/.test(v))
+        : d.type === 'number'
+          ? (typeof v === 'number' && Number.isFinite(v)) || (typeof v === 'string' && s.trim() !== '' && Number.isFinite(Number(s)))
+          : d.type === 'boolean'
+            ? typeof v === 'boolean' || s === 'true' || s === 'false'
+            : true;
+    const article = d.type === 'integer' ? 'an integer' : d.type === 'number' ? 'a number' : d.type === 'boolean' ? 'true or false' : 'text';
+    if (!fits) problems.push({ field: `parameters/${d.name}`, message: `must be ${article}, as the workflow's configuration node declares` });
+    else if (d.choices && !d.choices.includes(s)) problems.push({ field: `parameters/${d.name}`, message: `must be one of the workflow's choices: ${d.choices.slice(0, 10).join(', ')}${d.choices.length > 10 ? ', …' : ''}` });
+  }
+  return problems;
+}
