@@ -1,5 +1,6 @@
 import { useState } from 'preact/hooks';
-import { api } from './api.js';
+import { ApiError, api } from './api.js';
+import { DeclaredFields, type DeclaredValues, initialValues, typedValues } from './declared-fields.js';
 import { ErrorNote, Field, TextField } from './components.js';
 import { useAction } from './hooks.js';
 import { useGo } from './navigation.js';
@@ -13,8 +14,21 @@ export function StartRun(props: { workflow: WorkflowDetails }) {
   const [rows, setRows] = useState<ParamRow[]>([]);
   const [typed, setTyped] = useState(true);
   const [labels, setLabels] = useState('');
+  const chosen = props.workflow.versions.find((v) => String(v.version) === version) ?? props.workflow.versions[0];
+  const declared = chosen?.declaredParameters ?? [];
+  const [values, setValues] = useState<DeclaredValues>(() => initialValues(declared));
+  const [invalid, setInvalid] = useState<Record<string, string>>({});
+  const chooseVersion = (v: string) => {
+    setVersion(v);
+    const next = props.workflow.versions.find((x) => String(x.version) === v) ?? props.workflow.versions[0];
+    setValues(initialValues(next?.declaredParameters ?? []));
+    setInvalid({});
+  };
   const start = useAction(async () => {
-    const parameters = parametersOf(rows, typed);
+    const checked = typedValues(declared, values);
+    setInvalid(checked.problems);
+    if (Object.keys(checked.problems).length > 0) throw new ApiError({ status: 0, detail: 'some parameters are not valid; see the fields marked' });
+    const parameters = { ...parametersOf(rows, typed), ...checked.parameters };
     const requiredLabels = labels.split(',').map((l) => l.trim()).filter(Boolean);
     const run = await api<Run>('POST', `/api/workflows/${encodeURIComponent(props.workflow.id)}/runs`, {
       ...(version ? { version: Number(version) } : {}),
@@ -36,7 +50,7 @@ export function StartRun(props: { workflow: WorkflowDetails }) {
       <ErrorNote error={start.error} placed={['version', 'requiredLabels']} />
       <Field label="Version" error={start.error?.forField('version')}>
         {(id) => (
-          <select id={id} value={version} onChange={(e) => setVersion((e.currentTarget as HTMLSelectElement).value)}>
+          <select id={id} value={version} onChange={(e) => chooseVersion((e.currentTarget as HTMLSelectElement).value)}>
             <option value="">Latest (v{props.workflow.latestVersion})</option>
             {props.workflow.versions.map((v) => (
               <option key={v.version} value={String(v.version)}>
@@ -46,13 +60,19 @@ export function StartRun(props: { workflow: WorkflowDetails }) {
           </select>
         )}
       </Field>
+      <DeclaredFields
+        declared={declared}
+        values={values}
+        set={(name, v) => setValues((vs) => ({ ...vs, [name]: v }))}
+        errorFor={(name) => invalid[name] ?? start.error?.forField(`parameters/${name}`)}
+      />
       <ParamsEditor
         rows={rows}
         setRows={setRows}
         typed={typed}
         setTyped={setTyped}
         errorFor={(name) => start.error?.forField(`parameters/${name}`)}
-        empty="No parameters: the workflow runs with its own defaults."
+        empty={declared.length > 0 ? 'No other parameters.' : 'No parameters: the workflow runs with its own defaults.'}
       />
       <TextField
         label="Required executor labels"

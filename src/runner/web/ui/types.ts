@@ -60,6 +60,17 @@ export interface WorkflowVersion {
   sha256: string;
   createdAt: string;
   createdBy: { id: string; name: string; email: string } | null;
+  declaredParameters: DeclaredParameter[];
+}
+
+/** A run parameter a version's configuration node declares. */
+export interface DeclaredParameter {
+  name: string;
+  type: 'string' | 'integer' | 'number' | 'boolean';
+  default: ParameterValue;
+  label: string;
+  description: string;
+  choices?: string[];
 }
 
 export interface WorkflowDetails extends Workflow {
