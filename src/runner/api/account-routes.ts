@@ -128,6 +128,7 @@ export function registerAccountRoutes(app: HttpApp, ctx: RunnerContext): void {
         email: u.email,
         name: u.name,
         role: u.role,
+        disabled: false,
         createdAt: u.created_at,
         updatedAt: u.updated_at,
         authenticatedBy: p.via,
@@ -277,14 +278,17 @@ export function registerAccountRoutes(app: HttpApp, ctx: RunnerContext): void {
       config: access(ADMIN_ONLY),
       schema: {
         tags: ['users'],
-        summary: "Change a user's name or role",
+        summary: "Change a user's name or role, or disable the account",
         operationId: 'updateUser',
         params: IdParams,
-        body: Type.Object({ name: Type.Optional(Name), role: Type.Optional(Role) }, { additionalProperties: false }),
+        body: Type.Object(
+          { name: Type.Optional(Name), role: Type.Optional(Role), disabled: Type.Optional(Type.Boolean({ description: 'true: no credential of the account works (sessions end, OAuth grants are revoked, personal tokens wait); false: enabled again' })) },
+          { additionalProperties: false },
+        ),
         response: { 200: User, ...errors(...PROTECTED, 404, 409) },
       },
     },
-    async (req) => presentUser(await updateUser(users, req.params.id, req.body, ctx.now())),
+    async (req) => presentUser(await updateUser(users, req.params.id, req.body, ctx.now(), userOf(req).user.id)),
   );
 
   app.delete(

@@ -22,7 +22,7 @@ export const RunStatusSchema = StringEnum(['queued', 'running', 'cancelling', 's
 // --- users and tokens ---------------------------------------------------------------------
 
 export function presentUser(u: UserRow) {
-  return { id: u.id, email: u.email, name: u.name, role: u.role, createdAt: u.created_at, updatedAt: u.updated_at };
+  return { id: u.id, email: u.email, name: u.name, role: u.role, disabled: u.disabled_at !== null, createdAt: u.created_at, updatedAt: u.updated_at };
 }
 
 export const TokenInfo = Type.Object({

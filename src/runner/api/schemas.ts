@@ -137,6 +137,7 @@ export const User = Type.Object({
   email: Type.String(),
   name: Type.String(),
   role: StringEnum(['admin', 'member']),
+  disabled: Type.Boolean({ description: 'an administrator disabled the account: none of its credentials works' }),
   createdAt: Timestamp,
   updatedAt: Timestamp,
 });

@@ -97,6 +97,8 @@ interface CachedOAuthToken {
   lastUsedMs: number;
 }
 
+const DISABLED = 'this account is disabled; an administrator can enable it again';
+
 function sessionHolds(user: UserRow | undefined, sessionEpoch: number): user is UserRow {
   return user !== undefined && user.session_epoch === sessionEpoch;
 }
@@ -164,6 +166,7 @@ export class Authenticator {
 
   private sessionPrincipal(user: UserRow | undefined, sessionEpoch: number): Principal {
     if (!sessionHolds(user, sessionEpoch)) throw this.lapsed('the session has ended; log in again');
+    if (user.disabled_at !== null) throw this.lapsed(DISABLED);
     return { type: 'user', via: 'jwt', user };
   }
 
@@ -214,6 +217,7 @@ export class Authenticator {
 
   private checkPersonalToken(entry: CachedPersonalToken, ip: string): Principal | Promise<Principal> {
     if (entry.row.revoked_at !== null) throw this.lapsed('the personal access token was revoked');
+    if (entry.principal.type === 'user' && entry.principal.user.disabled_at !== null) throw this.lapsed(DISABLED);
     const nowMs = this.deps.now().getTime();
     if (entry.expiresMs <= nowMs) throw this.lapsed('the personal access token has expired');
     if (entry.lastUsedMs >= nowMs - LAST_USED_WINDOW_MS) return entry.principal;
@@ -248,6 +252,7 @@ export class Authenticator {
 
   private checkOAuthToken(entry: CachedOAuthToken): Principal | Promise<Principal> {
     if (entry.row.revoked_at !== null) throw this.lapsed('the OAuth access token was revoked');
+    if (entry.principal.type === 'user' && entry.principal.user.disabled_at !== null) throw this.lapsed(DISABLED);
     const nowMs = this.deps.now().getTime();
     if (entry.expiresMs <= nowMs) throw this.lapsed('the OAuth access token has expired');
     const grantId = entry.row.grant_id;

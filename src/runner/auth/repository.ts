@@ -23,7 +23,7 @@ export class PersonalTokensRepository {
       .select([
         't.id', 't.user_id', 't.name as t_name', 't.scope', 't.token_hash', 't.token_hint', 't.created_at as t_created_at',
         't.expires_at', 't.revoked_at', 't.last_used_at', 't.last_used_ip',
-        'u.email', 'u.name as u_name', 'u.password_hash', 'u.role', 'u.session_epoch', 'u.created_at as u_created_at', 'u.updated_at',
+        'u.email', 'u.name as u_name', 'u.password_hash', 'u.role', 'u.session_epoch', 'u.disabled_at', 'u.created_at as u_created_at', 'u.updated_at',
       ])
       .where('t.token_hash', '=', '')
       .compile();
@@ -53,7 +53,7 @@ export class PersonalTokensRepository {
       },
       user: {
         id: row.user_id, email: row.email, name: row.u_name, password_hash: row.password_hash, role: row.role,
-        session_epoch: row.session_epoch, created_at: row.u_created_at, updated_at: row.updated_at,
+        session_epoch: row.session_epoch, disabled_at: row.disabled_at, created_at: row.u_created_at, updated_at: row.updated_at,
       },
     };
   }

@@ -54,6 +54,8 @@ export class AccountService {
       throw new UnauthorizedError('wrong email or password', CHALLENGE);
     }
     this.d.loginLimiter.succeed(address, account);
+    // Said only to whoever knows the password: a disabled account is no secret to its owner.
+    if (user.disabled_at !== null) throw new UnauthorizedError('this account is disabled; an administrator can enable it again', CHALLENGE);
     return this.d.jwt.issue(user.id, user.session_epoch);
   }
 

@@ -343,4 +343,9 @@ export const runnerMigrations: Record<string, Migration> = {
       await db.schema.alterTable('workflow_versions').addColumn('declared_parameters', 'text', (c) => c.notNull().defaultTo('[]')).execute();
     },
   },
+  '0012_disabled_users': {
+    async up(db: Kysely<unknown>) {
+      await db.schema.alterTable('users').addColumn('disabled_at', 'text').execute();
+    },
+  },
 };

@@ -11,6 +11,8 @@ export interface UsersTable {
   role: 'admin' | 'member';
   /** Bumped on password change; JWTs carry it so older sessions stop working. */
   session_epoch: number;
+  /** When an administrator disabled the account (null: enabled); no credential of it works meanwhile. */
+  disabled_at: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: string;
   updated_at: string;
 }

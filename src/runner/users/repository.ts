@@ -63,6 +63,7 @@ export class UsersRepository {
       password_hash: u.passwordHash,
       role: u.role,
       session_epoch: 0,
+      disabled_at: null,
       created_at: u.now,
       updated_at: u.now,
     };
@@ -98,22 +99,32 @@ export class UsersRepository {
   }
 
   /**
-   * Changes a user; 'last_admin' when it would demote the last administrator. The admin rows are
-   * locked before they are counted, so two administrators demoting each other at once cannot
-   * both succeed (write skew under READ COMMITTED).
+   * Changes a user; 'last_admin' when it would demote or disable the last enabled administrator.
+   * The admin rows are locked before they are counted, so two administrators demoting each other
+   * at once cannot both succeed (write skew under READ COMMITTED). Disabling ends the user's web
+   * sessions and revokes their OAuth grants; their personal tokens stop working while disabled.
    */
   async update(
     id: string,
-    changes: { name?: string; email?: string; role?: Role },
+    changes: { name?: string; email?: string; role?: Role; disabled?: boolean },
     now: string,
   ): Promise<UserRow | undefined | 'last_admin'> {
     const values: Partial<UserRow> = { updated_at: now };
     if (changes.name !== undefined) values.name = changes.name;
     if (changes.email !== undefined) values.email = normalizeEmail(changes.email);
     if (changes.role !== undefined) values.role = changes.role;
+    if (changes.disabled !== undefined) values.disabled_at = changes.disabled ? now : null;
     const result = await this.db.transaction().execute(async (trx) => {
-      if (changes.role === 'member' && (await lastAdmin(trx, id))) return 'last_admin' as const;
+      if ((changes.role === 'member' || changes.disabled === true) && (await lastAdmin(trx, id))) return 'last_admin' as const;
       await trx.updateTable('users').set(values).where('id', '=', id).execute();
+      if (changes.disabled === true) {
+        await trx
+          .updateTable('users')
+          .set((eb) => ({ session_epoch: eb('session_epoch', '+', 1) }))
+          .where('id', '=', id)
+          .execute();
+        await revokeUserGrants(trx, id, now);
+      }
       await bumpCredentialEpoch(trx);
       return 'ok' as const;
     });
@@ -173,12 +184,13 @@ export class UsersRepository {
   }
 }
 
-/** Whether `id` is the only administrator; locks the admin rows first (see UsersRepository.update). */
+/** Whether `id` is the only enabled administrator; locks the admin rows first (see UsersRepository.update). */
 async function lastAdmin(trx: Kysely<RunnerDB>, id: string): Promise<boolean> {
   const admins = await trx
     .updateTable('users')
     .set((eb) => ({ role: eb.ref('role') }))
     .where('role', '=', 'admin')
+    .where('disabled_at', 'is', null)
     .returning('id')
     .execute();
   return admins.length <= 1 && admins.some((a) => a.id === id);

@@ -42,9 +42,11 @@ export async function createUser(
 export async function updateUser(
   users: UsersRepository,
   id: string,
-  changes: { name?: string; email?: string; role?: Role },
+  changes: { name?: string; email?: string; role?: Role; disabled?: boolean },
   now: Date,
+  actorId?: string,
 ): Promise<UserRow> {
+  if (changes.disabled === true && actorId === id) throw new ConflictError('you cannot disable your own account', 'self_disable');
   let updated: UserRow | undefined | 'last_admin';
   try {
     updated = await users.update(id, changes, now.toISOString());
@@ -52,7 +54,7 @@ export async function updateUser(
     if (isUniqueViolation(e)) throw new ConflictError('another user has this email', 'email_taken');
     throw e;
   }
-  if (updated === 'last_admin') throw new ConflictError('cannot demote the last administrator', 'last_admin');
+  if (updated === 'last_admin') throw new ConflictError('cannot demote or disable the last enabled administrator; make someone else administrator first', 'last_admin');
   if (!updated) throw new NotFoundError('no such user');
   return updated;
 }

@@ -55,6 +55,12 @@ describe('runner web UI: users and executors (administrators) in Chromium', { sk
         await table.getByRole('button', { name: 'Make administrator bo@example.com' }).click();
         await table.getByRole('button', { name: 'Make member bo@example.com' }).waitFor();
         assert.equal(await table.getByRole('button', { name: `Make member ${ADMIN}` }).isDisabled(), false);
+        // Disabled and enabled again: the account says so while disabled, and cannot sign in.
+        await table.getByRole('button', { name: 'Disable bo@example.com' }).click();
+        await table.getByText('Disabled', { exact: true }).waitFor();
+        assert.equal((await ui.api('POST', '/api/auth/login', { email: 'bo@example.com', password: PASSWORD })).status, 401);
+        await table.getByRole('button', { name: 'Enable bo@example.com' }).click();
+        await table.getByText('Disabled', { exact: true }).waitFor({ state: 'detached' });
         await table.getByRole('button', { name: 'Lift login locks of bo@example.com' }).click();
         await page.getByText('bo@example.com can sign in again').waitFor();
         await check(page, 'users-wide');

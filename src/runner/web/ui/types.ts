@@ -20,7 +20,7 @@ export interface Me {
 
 export interface User extends Omit<Me, 'role'> {
   role: Role;
-  disabled?: boolean;
+  disabled: boolean;
 }
 
 export interface Project {

@@ -78,18 +78,23 @@ export function UsersPage() {
     await api('DELETE', `/api/users/${encodeURIComponent(u.id)}`);
     users.reload();
   });
+  const toggle = useAction(async (u: User) => {
+    if (!u.disabled && !confirm(`Disable ${u.email}? Their sessions end, connected applications are disconnected and their personal tokens stop working until you enable the account again.`)) return;
+    await api<User>('PATCH', `/api/users/${encodeURIComponent(u.id)}`, { disabled: !u.disabled });
+    users.reload();
+  });
   const unlock = useAction(async (u: User) => {
     await api('DELETE', `/api/login-limits/${encodeURIComponent(u.email)}`);
     setNotice(`${u.email} can sign in again at once (on this instance).`);
   });
   if (me.role !== 'admin') return <PageHeader title="Users" sub="Only administrators manage users." />;
   const items = users.data?.items ?? [];
-  const admins = items.filter((u) => u.role === 'admin').length;
+  const admins = items.filter((u) => u.role === 'admin' && !u.disabled).length;
   return (
     <>
       <PageHeader title="Users" sub="Administrators manage accounts; members see the projects they belong to." />
       <CreateUser onCreated={users.reload} />
-      <ErrorNote error={users.error ?? setRole.error ?? remove.error ?? unlock.error} />
+      <ErrorNote error={users.error ?? setRole.error ?? remove.error ?? unlock.error ?? toggle.error} />
       {notice && (
         <p class="alert ok" role="status">
           {notice}
@@ -114,7 +119,7 @@ export function UsersPage() {
               </thead>
               <tbody>
                 {items.map((u) => {
-                  const lastAdmin = u.role === 'admin' && admins === 1;
+                  const lastAdmin = u.role === 'admin' && !u.disabled && admins === 1;
                   const self = u.id === me.id;
                   return (
                     <tr key={u.id}>
@@ -122,7 +127,10 @@ export function UsersPage() {
                         {u.name || u.email}
                         {u.name ? <p class="meta">{u.email}</p> : null}
                       </td>
-                      <td>{u.role === 'admin' ? 'Administrator' : 'Member'}</td>
+                      <td>
+                        {u.role === 'admin' ? 'Administrator' : 'Member'}
+                        {u.disabled && <p class="badge status-failed">Disabled</p>}
+                      </td>
                       <td>
                         <Time iso={u.createdAt} />
                       </td>
@@ -137,6 +145,10 @@ export function UsersPage() {
                               Make administrator<span class="visually-hidden"> {u.email}</span>
                             </button>
                           )}
+                          <button type="button" class="secondary small" disabled={(lastAdmin && !u.disabled) || (self && !u.disabled) || toggle.busy} onClick={() => void toggle.run(u)}>
+                            {u.disabled ? 'Enable' : 'Disable'}
+                            <span class="visually-hidden"> {u.email}</span>
+                          </button>
                           <button type="button" class="secondary small" disabled={unlock.busy} onClick={() => void unlock.run(u)}>
                             Lift login locks<span class="visually-hidden"> of {u.email}</span>
                           </button>
