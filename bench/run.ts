@@ -24,6 +24,9 @@ if (oauth?.benchRunnerOAuth) benches['runner-oauth'] = oauth.benchRunnerOAuth;
 const claim = await import('./runner-claim.js').catch(() => null);
 if (claim?.benchRunnerClaim) benches['runner-claim'] = claim.benchRunnerClaim;
 
+const runsList = await import('./runner-runs.js').catch(() => null);
+if (runsList?.benchRunnerRuns) benches['runner-runs'] = runsList.benchRunnerRuns;
+
 const webUi = await import('./runner-ui.js').catch(() => null);
 if (webUi?.benchRunnerUi) benches['runner-ui'] = webUi.benchRunnerUi;
 

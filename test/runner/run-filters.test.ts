@@ -55,6 +55,12 @@ for (const target of dialects()) {
         assert.deepEqual(await ids(`since=${encodeURIComponent(mine[1].createdAt)}&until=${encodeURIComponent(bobs[0].createdAt)}`), newestFirst(mine.slice(1)));
         assert.deepEqual(await ids(`startedBy=me&since=${mine[2].createdAt.slice(0, 10)}&workflow=${workflow.id}&status=queued`), newestFirst(mine));
 
+        // Runs queued in the same millisecond: the cursor pages through every one once, by id.
+        const tied: string[] = [];
+        for (let i = 0; i < 5; i++) tied.push((await inject({ method: 'POST', url: `/api/workflows/${workflow.id}/runs`, headers: bobAuth, payload: {} })).json().id);
+        const paged = await ids(`startedBy=${bob.id}&since=${encodeURIComponent(r.clock.now().toISOString())}`);
+        assert.deepEqual(paged, [...tied].sort().reverse());
+
         for (const [query, field] of [['since=yesterday', 'since'], ['until=2026-13-45', 'until'], ['since=2026-01-01T00:00:00%2B25:00', 'since']] as const) {
           const res = await inject({ method: 'GET', url: `/api/runs?${query}`, headers: admin });
           assert.equal(res.statusCode, 400, query);

@@ -143,7 +143,10 @@ export class RunsRepository {
     if (f.until) q = q.where('created_at', '<', f.until);
     if (f.after) {
       const { createdAt, id } = f.after;
-      q = q.where((eb) => eb.or([eb('created_at', '<', createdAt), eb.and([eb('created_at', '=', createdAt), eb('id', '<', id)])]));
+      // `created_at <= x` first: a range the (created_at, id) index serves, so a page deep in the
+      // list starts where the cursor points instead of scanning every newer run (an OR alone is
+      // not a range to either planner).
+      q = q.where('created_at', '<=', createdAt).where((eb) => eb.or([eb('created_at', '<', createdAt), eb('id', '<', id)]));
     }
     return q.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(f.limit).execute();
   }
