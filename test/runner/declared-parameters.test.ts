@@ -38,6 +38,15 @@ describe('parameters declared by configuration nodes', () => {
     assert.deepEqual(await readDeclaredParameters(write('b.knwf', makeZipOf([['W/N (#1)/settings.xml', huge]]))), []);
     const bad = nodeSettings(factory, '<entry key="parameterName" type="xstring" value="a&#x202e;b"/>');
     assert.equal(parameterOfSettings(bad), null);
+    for (const name of ['__proto__', 'constructor', 'prototype']) assert.equal(parameterOfSettings(nodeSettings(factory, `<entry key="parameterName" type="xstring" value="${name}"/>`)), null, name);
+    // Labels, descriptions, defaults and choices keep no controls or bidirectional overrides.
+    const odd = parameterOfSettings(
+      nodeSettings(
+        factory,
+        '<entry key="parameterName" type="xstring" value="x"/><entry key="label" type="xstring" value="&#x202e;lebal"/><entry key="description" type="xstring" value="a&#x0;b&#x1b;c"/><config key="defaultValue"><entry key="string" type="xstring" value="&#x2066;d"/></config>',
+      ),
+    );
+    assert.deepEqual([odd?.label, odd?.description, odd?.default], ['lebal', 'abc', 'd']);
     assert.deepEqual(await readDeclaredParameters(write('c.knwf', makeZip())), []);
   });
 

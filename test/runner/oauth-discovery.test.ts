@@ -104,7 +104,7 @@ describe('dynamic client registration (RFC 7591)', () => {
 
   test('a public client gets a client_id and no secret; unknown metadata is ignored', async () => {
     const res = await register({
-      client_name: 'Claude\u0007 Desktop',
+      client_name: 'Claude\u0007\u202e\u0085 Desktop\u2066',
       redirect_uris: ['http://127.0.0.1:33418/callback'],
       token_endpoint_auth_method: 'none',
       grant_types: ['authorization_code', 'refresh_token'],

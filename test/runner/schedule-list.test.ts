@@ -19,6 +19,7 @@ describe('a cron expression in words', () => {
       ['0 0 1 * 1', 'At 00:00, on day 1 of the month or on Monday'],
       ['7 0 6 * * SUN', 'At 06:00, at second 7, on Sunday'],
       ['@weekly', 'At 00:00 on Sunday'],
+      ['0 9 * * 1#2', 'At 09:00, on the second Monday of the month'],
     ];
     for (const [cron, words] of cases) assert.equal(describeCron(cron), words, cron);
   });
@@ -90,7 +91,7 @@ for (const target of dialects()) {
           description: 'At 06:30, on Monday through Friday',
           nextFireTimes: ['2030-01-01T05:30:00.000Z', '2030-01-02T05:30:00.000Z', '2030-01-03T05:30:00.000Z', '2030-01-04T05:30:00.000Z', '2030-01-07T05:30:00.000Z'],
         });
-        for (const [url, field] of [[q('0 0 31 2 *'), 'cron'], [q('61 * * * *'), 'cron'], [q('0 6 * * *', 'Mars/Olympus'), 'timeZone'], [q('* * * * * *'), 'cron']] as const) {
+        for (const [url, field] of [[q('0 0 ? * *'), 'cron'], [q('0 0 * 2 5L'), 'cron'], [q('0 0 31 2 *'), 'cron'], [q('61 * * * *'), 'cron'], [q('0 6 * * *', 'Mars/Olympus'), 'timeZone'], [q('* * * * * *'), 'cron']] as const) {
           const bad = await inject({ method: 'GET', url, headers: admin });
           assert.equal(bad.statusCode, 400, url);
           assert.equal(bad.json().errors[0].field, field, url);

@@ -101,9 +101,10 @@ export function parseClientMetadata(body: unknown): ClientMetadata {
   if (unknownScope) throw invalidClientMetadata(`unknown scope "${unknownScope}" (supported: ${OAUTH_SCOPES.join(' ')})`);
   if (scopes.length === 0) throw invalidClientMetadata('scope must name read and/or write');
 
-  // Control characters would let a name pretend to be something else on the consent screen.
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point
-  const name = optionalString(b.client_name, 'client_name', MAX_NAME_LENGTH)?.replace(/[\u0000-\u001f\u007f]/g, '').trim();
+  // Controls and bidirectional formatting characters (Unicode TR9 §2) out: a name that reverses
+  // the consent screen's text around it could pass for another application's.
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: these are the characters removed
+  const name = optionalString(b.client_name, 'client_name', MAX_NAME_LENGTH)?.replace(/[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, '').trim();
   const clientUri = optionalString(b.client_uri, 'client_uri', MAX_URI_LENGTH);
   if (clientUri !== undefined) {
     let ok = false;

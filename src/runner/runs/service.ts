@@ -82,7 +82,9 @@ const API_KEY_NOBODY = '';
 /** A query instant as stored (UTC ISO 8601 with milliseconds); 400 naming the field otherwise. */
 function instant(value: string, field: string): string {
   const t = Date.parse(value);
-  if (!/^\d{4}-\d{2}-\d{2}(?:T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,3})?)?(?:Z|[+-]\d{2}:\d{2}))?$/.test(value) || Number.isNaN(t)) {
+  const [y, m, d] = value.slice(0, 10).split('-').map(Number) as [number, number, number];
+  const realDay = new Date(Date.UTC(y, m - 1, d)).getUTCDate() === d && m >= 1 && m <= 12;
+  if (!/^\d{4}-\d{2}-\d{2}(?:T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,3})?)?(?:Z|[+-]\d{2}:\d{2}))?$/.test(value) || Number.isNaN(t) || !realDay) {
     throw new ValidationError(`${field} must be a date or a date and time in ISO 8601 (2026-11-25 or 2026-11-25T08:00:00Z)`, [{ field, message: 'must be ISO 8601' }]);
   }
   return new Date(t).toISOString();

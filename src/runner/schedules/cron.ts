@@ -29,6 +29,10 @@ function shapeProblem(cron: string): string | null {
   if (NICKNAME.test(expr)) return null;
   const fields = expr.split(/\s+/);
   if (fields.length !== 5 && fields.length !== 6) return `has ${fields.length} fields; use 5 (minute hour day month weekday) or 6 with a leading fixed second`;
+  // croner reads `?` as the value of the moment the job is made, not as "any" (Quartz's sense).
+  if (fields.some((f) => f.includes('?'))) return 'uses "?", which this cron syntax reads as the current date\'s value, not as "any"; write * instead';
+  // croner reads `5L` in the weekday field as every Friday, not the last one of the month.
+  if (/L/i.test(fields.at(-1) ?? '')) return 'uses "L" in the weekday field, which would fire on every such weekday, not only the last one; use # (5#4 is the fourth Friday) or L in the day-of-month field';
   if (fields.length === 6 && !/^[0-5]?[0-9]$/.test(fields[0]!)) return 'the seconds field (first of 6) must be one number from 0 to 59: a schedule fires at most once a minute';
   return null;
 }

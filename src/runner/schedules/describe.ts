@@ -79,8 +79,12 @@ function dayOfMonth(text: string): string | null {
   return days ? `on day ${days} of the month` : `on days "${text}" of the month`;
 }
 
+const ORDINAL = ['', 'first', 'second', 'third', 'fourth', 'fifth'];
+
 function weekday(text: string): string | null {
   if (text === '*' || text === '?') return null;
+  const nth = /^([0-7])#([1-5])$/.exec(text);
+  if (nth) return `on the ${ORDINAL[Number(nth[2])]} ${DAYS[Number(nth[1]) % 7]} of the month`;
   const days = field(text, (n) => DAYS[n % 7] ?? String(n), DAY_NAMES);
   return days ? `on ${days}` : `on weekdays "${text}"`;
 }

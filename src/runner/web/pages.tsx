@@ -74,8 +74,12 @@ export function consentPage(v: ConsentView): string {
   return page(
     'Authorize application',
     <div class="card">
-      <h1>Authorize “{v.clientName}”?</h1>
-      <p class="alert note">The application named itself “{v.clientName}”; the runner has not verified this name.</p>
+      <h1>
+        Authorize “<bdi>{v.clientName}</bdi>”?
+      </h1>
+      <p class="alert note">
+        The application named itself “<bdi>{v.clientName}</bdi>”; the runner has not verified this name.
+      </p>
       <p>
         It will be able to <strong>{SCOPE_TEXT[v.scope]}</strong> (scope <code>{v.scope}</code>) as <strong>{v.userEmail}</strong>.
       </p>

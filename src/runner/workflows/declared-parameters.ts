@@ -23,8 +23,15 @@ export interface DeclaredParameter {
 }
 
 const MAX_ENTRIES = 20_000;
-const MAX_SETTINGS_BYTES = 1024 * 1024;
+/** A configuration node's settings are a few kilobytes; a bigger file is not one. */
+const MAX_SETTINGS_BYTES = 256 * 1024;
 const MAX_TOTAL_BYTES = 16 * 1024 * 1024;
+/** XML parsed in all (parsing is the costly part, and runs on the server's event loop). */
+const MAX_PARSED_BYTES = 2 * 1024 * 1024;
+/** Seen in the raw text before parsing: only configuration nodes' settings are parsed. */
+const CONFIGURATION_FACTORY = /key="factory"[^>]*value="[^"]*(?:\.(?:configuration|quickform|dialog)\.|VariableInput)/i;
+/** Names a run's parameters may not have (the API refuses them as object keys). */
+const FORBIDDEN_NAMES = new Set(['__proto__', 'constructor', 'prototype']);
 const MAX_PARAMETERS = 100;
 const MAX_TEXT = 2000;
 /** Factories of nodes that take a value from the batch executor by parameter name. */
@@ -54,7 +61,10 @@ const entry = (c: Config | undefined, key: string) => {
   return e && { ...e, value: decode(e.value) };
 };
 const child = (c: Config | undefined, key: string) => c?.config?.find((x) => x.key === key);
-const text = (s: string | undefined) => (s ?? '').slice(0, MAX_TEXT);
+// biome-ignore lint/suspicious/noControlCharactersInRegex: these are the characters removed
+const UNSHOWN_ALL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+/** Text for people: bounded, without controls or bidirectional overrides (tabs and line breaks kept). */
+const text = (s: string | undefined) => (s ?? '').replace(UNSHOWN_ALL, '').slice(0, MAX_TEXT);
 
 function typed(type: string | undefined, value: string | undefined, isNull: boolean): { type: DeclaredType; value: string | number | boolean | null } | null {
   if (type === 'xint' || type === 'xlong' || type === 'xshort') return { type: 'integer', value: isNull || value === undefined || !/^-?\d+$/.test(value) ? null : Number(value) };
@@ -77,10 +87,11 @@ export function parameterOfSettings(xml: string): DeclaredParameter | null {
   if (!CONFIGURATION.test(factory)) return null;
   const model = child(root, 'model');
   const name = entry(model, 'parameterName')?.value ?? entry(model, 'flowVariableName')?.value ?? '';
-  if (name === '' || name.length > 200 || UNSHOWN.test(name)) return null;
+  if (name === '' || name.length > 200 || UNSHOWN.test(name) || FORBIDDEN_NAMES.has(name)) return null;
   const defaults = child(model, 'defaultValue') ?? child(model, 'currentValue');
   const first = defaults?.entry?.find((e) => typed(e.type, e.value, false) !== null);
-  const value = first ? typed(first.type, decode(first.value), first.isnull === 'true') : null;
+  const raw = first ? typed(first.type, decode(first.value), first.isnull === 'true') : null;
+  const value = raw && typeof raw.value === 'string' ? { ...raw, value: text(raw.value) } : raw;
   const choices = child(model, 'possibleChoices') ?? child(model, 'possibleValues');
   const listed = (choices?.entry ?? []).filter((e) => /^\d+$/.test(e.key ?? '') && e.value !== undefined).map((e) => text(decode(e.value)));
   return {
@@ -104,6 +115,7 @@ export async function readDeclaredParameters(file: string): Promise<DeclaredPara
   const found = new Map<string, DeclaredParameter>();
   let seen = 0;
   let read = 0;
+  let parsed = 0;
   try {
     await new Promise<void>((resolve, reject) => {
       zip.on('error', reject);
@@ -126,8 +138,10 @@ export async function readDeclaredParameters(file: string): Promise<DeclaredPara
           });
           stream.on('error', () => zip.readEntry());
           stream.on('close', () => {
-            if (size <= MAX_SETTINGS_BYTES) {
-              const p = parameterOfSettings(Buffer.concat(chunks).toString('utf8'));
+            const xml = size <= MAX_SETTINGS_BYTES ? Buffer.concat(chunks).toString('utf8') : '';
+            if (CONFIGURATION_FACTORY.test(xml) && parsed + size <= MAX_PARSED_BYTES) {
+              parsed += size;
+              const p = parameterOfSettings(xml);
               if (p && !found.has(p.name)) found.set(p.name, p);
             }
             zip.readEntry();
