@@ -3,6 +3,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { type Browser as Chromium, chromium } from 'playwright-core';
+import { dialects } from '../helpers/db.js';
 import { needsTool } from '../helpers/tools.js';
 import { startRunner, type TestRunner, SETUP_TOKEN } from './helpers.js';
 import { PASSWORD } from './oauth-helpers.js';
@@ -19,15 +20,17 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-describe('OAuth through the real pages in headless Chromium', { skip: needsTool('chromium').skip }, () => {
+for (const target of dialects()) describe(`OAuth through the real pages in headless Chromium (${target.name})`, { skip: needsTool('chromium').skip }, () => {
   let r: TestRunner;
   let base: string;
   let browser: Chromium;
+  let db: { url: string; drop(): Promise<void> };
 
   before(async () => {
     const port = await freePort();
     base = `http://127.0.0.1:${port}`;
-    r = await startRunner({ env: { RUNNER_URL: base } });
+    db = await target.create();
+    r = await startRunner({ databaseUrl: db.url, env: { RUNNER_URL: base } });
     await r.service.app.listen({ host: '127.0.0.1', port });
     const setup = await r.service.app.inject({ method: 'POST', url: '/api/setup', payload: { setupToken: SETUP_TOKEN, email: EMAIL, password: PASSWORD } });
     assert.equal(setup.statusCode, 201);
@@ -39,6 +42,7 @@ describe('OAuth through the real pages in headless Chromium', { skip: needsTool(
   after(async () => {
     await browser?.close();
     await r.close();
+    await db.drop();
   });
 
   test('login page, consent screen, approve: the code reaches the client and redeems', async () => {
@@ -67,8 +71,14 @@ describe('OAuth through the real pages in headless Chromium', { skip: needsTool(
     // The consent screen wears the web UI's stylesheet (no inline style, no script) and passes axe.
     assert.equal(await page.evaluate(() => document.styleSheets.length), 1);
     assert.equal(await page.evaluate(() => getComputedStyle(document.querySelector('.card')!).borderStyle), 'solid');
-    await screenshot(page, 'oauth-consent');
+    await screenshot(page, `oauth-consent-${target.name}`);
     assert.deepEqual(await axeViolations(page), []);
+    // At phone width, in the dark: still readable, nothing wider than the window.
+    await page.emulateMedia({ colorScheme: 'dark' });
+    await page.setViewportSize({ width: 390, height: 844 });
+    await screenshot(page, `oauth-consent-phone-dark-${target.name}`);
+    assert.deepEqual(await axeViolations(page), []);
+    assert.ok(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth));
     await page.getByRole('button', { name: 'Approve' }).click();
     await page.getByText('done').waitFor();
     const url = landed as URL | null;
