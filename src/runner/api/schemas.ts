@@ -1,3 +1,4 @@
+import { UNSHOWN } from '../../infra/unshown.js';
 import { type Static, type TSchema, Type } from 'typebox';
 import { MAX_OUTPUT_NAME_BYTES } from '../runs/output-storage.js';
 
@@ -90,13 +91,8 @@ export const NullableTimestamp = Nullable(Timestamp);
 
 export const Email = Type.String({ format: 'email', minLength: 3, maxLength: 254 });
 export const Password = Type.String({ minLength: 10, maxLength: 1024, description: 'at least 10 characters' });
-/**
- * Characters a one-line label must not hold, as a regular-expression class body: C0 and C1
- * controls (NUL is refused by PostgreSQL text; a newline or escape has no place in a name) and
- * the bidirectional formatting characters (Unicode TR9 §2: U+061C, U+200E/F, U+202A–E,
- * U+2066–9), with which the file name U+202E + `fwnk.gpj` reads as `jpg.knwf`.
- */
-export const UNSHOWN = '\\u0000-\\u001f\\u007f-\\u009f\\u061c\\u200e\\u200f\\u202a-\\u202e\\u2066-\\u2069';
+/** The characters a name shown to people may not hold (infra/unshown.ts). */
+export { UNSHOWN };
 /**
  * A display name: not blank, none of UNSHOWN. Leading blanks, the first
  * other character, the rest: each split is unique, so matching is linear (ajv checks the pattern

@@ -1,3 +1,4 @@
+import { withoutUnshown } from '../../infra/unshown.js';
 import type { ClientAuthMethod } from '../db/schema.js';
 import { invalidClientMetadata, invalidRedirectUri } from './errors.js';
 import { CLIENT_AUTH_METHODS, OAUTH_SCOPES } from './metadata.js';
@@ -103,8 +104,8 @@ export function parseClientMetadata(body: unknown): ClientMetadata {
 
   // Controls and bidirectional formatting characters (Unicode TR9 §2) out: a name that reverses
   // the consent screen's text around it could pass for another application's.
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: these are the characters removed
-  const name = optionalString(b.client_name, 'client_name', MAX_NAME_LENGTH)?.replace(/[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, '').trim();
+  const raw = optionalString(b.client_name, 'client_name', MAX_NAME_LENGTH);
+  const name = raw === undefined ? undefined : withoutUnshown(raw).trim();
   const clientUri = optionalString(b.client_uri, 'client_uri', MAX_URI_LENGTH);
   if (clientUri !== undefined) {
     let ok = false;

@@ -69,12 +69,7 @@ export class ProjectsService {
   async setMember(p: Principal, id: string, userId: string, role: MemberRole): Promise<MemberRow> {
     await loadProject(this.d, p, id, 'manage');
     if (!(await this.d.users.findById(userId))) throw new NotFoundError('no such user');
-    if (!(await this.d.projects.setRole(id, userId, role, this.d.now().toISOString()))) {
-      throw new ConflictError('a project needs at least one owner', 'last_owner');
-    }
-    const m = await this.d.projects.member(id, userId);
-    if (!m) throw new NotFoundError('no such member');
-    return m;
+    return this.putMember(id, userId, role);
   }
 
   /** As setMember, for the user with this email (owners cannot list users; they know emails). */
@@ -82,7 +77,17 @@ export class ProjectsService {
     await loadProject(this.d, p, id, 'manage');
     const user = await this.d.users.findByEmail(email.trim());
     if (!user) throw new NotFoundError('no user has this email; an administrator creates accounts');
-    return this.setMember(p, id, user.id, role);
+    return this.putMember(id, user.id, role);
+  }
+
+  /** Gives an existing user the role, keeping the last owner (409); the caller checked the rights. */
+  private async putMember(id: string, userId: string, role: MemberRole): Promise<MemberRow> {
+    if (!(await this.d.projects.setRole(id, userId, role, this.d.now().toISOString()))) {
+      throw new ConflictError('a project needs at least one owner', 'last_owner');
+    }
+    const m = await this.d.projects.member(id, userId);
+    if (!m) throw new NotFoundError('no such member');
+    return m;
   }
 
   async removeMember(p: Principal, id: string, userId: string): Promise<void> {

@@ -9,6 +9,7 @@
  */
 import { XMLParser } from 'fast-xml-parser';
 import yauzl from 'yauzl';
+import { hasUnshown, withoutUnshown } from '../../infra/unshown.js';
 
 export type DeclaredType = 'string' | 'integer' | 'number' | 'boolean';
 
@@ -36,9 +37,6 @@ const MAX_PARAMETERS = 100;
 const MAX_TEXT = 2000;
 /** Factories of nodes that take a value from the batch executor by parameter name. */
 const CONFIGURATION = /\.(?:configuration|quickform|dialog)\.|ContainerVariableInput|VariableInput/i;
-/** Characters a name shown to people may not hold (controls, bidirectional overrides; the Name rule's class). */
-// biome-ignore lint/suspicious/noControlCharactersInRegex: these are the characters refused
-const UNSHOWN = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
 
 const parser = new XMLParser({ ignoreAttributes: false, attributeNamePrefix: '', parseTagValue: false, parseAttributeValue: false, processEntities: true, htmlEntities: false, isArray: (name) => name === 'entry' || name === 'config' });
 
@@ -61,10 +59,8 @@ const entry = (c: Config | undefined, key: string) => {
   return e && { ...e, value: decode(e.value) };
 };
 const child = (c: Config | undefined, key: string) => c?.config?.find((x) => x.key === key);
-// biome-ignore lint/suspicious/noControlCharactersInRegex: these are the characters removed
-const UNSHOWN_ALL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
 /** Text for people: bounded, without controls or bidirectional overrides (tabs and line breaks kept). */
-const text = (s: string | undefined) => (s ?? '').replace(UNSHOWN_ALL, '').slice(0, MAX_TEXT);
+const text = (s: string | undefined) => withoutUnshown(s ?? '', true).slice(0, MAX_TEXT);
 
 function typed(type: string | undefined, value: string | undefined, isNull: boolean): { type: DeclaredType; value: string | number | boolean | null } | null {
   if (type === 'xint' || type === 'xlong' || type === 'xshort') return { type: 'integer', value: isNull || value === undefined || !/^-?\d+$/.test(value) ? null : Number(value) };
@@ -87,7 +83,7 @@ export function parameterOfSettings(xml: string): DeclaredParameter | null {
   if (!CONFIGURATION.test(factory)) return null;
   const model = child(root, 'model');
   const name = entry(model, 'parameterName')?.value ?? entry(model, 'flowVariableName')?.value ?? '';
-  if (name === '' || name.length > 200 || UNSHOWN.test(name) || FORBIDDEN_NAMES.has(name)) return null;
+  if (name === '' || name.length > 200 || hasUnshown(name) || FORBIDDEN_NAMES.has(name)) return null;
   const defaults = child(model, 'defaultValue') ?? child(model, 'currentValue');
   const first = defaults?.entry?.find((e) => typed(e.type, e.value, false) !== null);
   const raw = first ? typed(first.type, decode(first.value), first.isnull === 'true') : null;

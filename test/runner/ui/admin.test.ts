@@ -1,18 +1,12 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { dialects } from '../../helpers/db.js';
 import { needsTool } from '../../helpers/tools.js';
 import { API_KEY } from '../helpers.js';
-import { ADMIN, axeViolations, launchChromium, PASSWORD, RequestRecorder, screenshot, signIn, startUiRunner, type UiRunner } from './harness.js';
+import { ADMIN, checkScreen, launchChromium, PASSWORD, RequestRecorder, signIn, startUiRunner, type UiRunner } from './harness.js';
 
 const XSS = '<img src=x onerror="window.__xss=1">';
-
-async function check(page: Page, name: string): Promise<void> {
-  await screenshot(page, name);
-  assert.deepEqual(await axeViolations(page), [], name);
-  assert.ok(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth), `${name}: the page is wider than the window`);
-}
 
 describe('runner web UI: users and executors (administrators) in Chromium', { skip: needsTool('chromium').skip }, () => {
   let browser: Browser;
@@ -63,7 +57,7 @@ describe('runner web UI: users and executors (administrators) in Chromium', { sk
         await table.getByText('Disabled', { exact: true }).waitFor({ state: 'detached' });
         await table.getByRole('button', { name: 'Lift login locks of bo@example.com' }).click();
         await page.getByText('bo@example.com can sign in again').waitFor();
-        await check(page, 'users-wide');
+        await checkScreen(page, 'users-wide');
         await table.getByRole('button', { name: 'Delete bo@example.com' }).click();
         await table.getByRole('cell', { name: `Bo ${XSS}` }).waitFor({ state: 'detached' });
         const users = (await ui.api('GET', '/api/users', undefined, ui.adminToken)).json.items;
@@ -78,7 +72,7 @@ describe('runner web UI: users and executors (administrators) in Chromium', { sk
         await executors.getByRole('cell', { name: 'gpu, big-memory' }).waitFor({ timeout: 15_000 });
         await executors.getByText('Online').waitFor();
         await executors.getByText('0 of 4').waitFor();
-        await check(page, 'executors-wide');
+        await checkScreen(page, 'executors-wide');
         await executors.getByRole('button', { name: `Drain gpu-1 ${XSS}` }).click();
         await executors.getByText('Draining').waitFor();
         await executors.getByRole('button', { name: `Remove gpu-1 ${XSS}` }).click();
@@ -105,10 +99,10 @@ describe('runner web UI: users and executors (administrators) in Chromium', { sk
         await signIn(page, ui.base);
         await page.goto(`${ui.base}/users`);
         await page.getByRole('region', { name: 'All users' }).waitFor();
-        await check(page, `users-phone-${scheme}`);
+        await checkScreen(page, `users-phone-${scheme}`);
         await page.goto(`${ui.base}/executors`);
         await page.getByRole('cell', { name: 'knime' }).waitFor();
-        await check(page, `executors-phone-${scheme}`);
+        await checkScreen(page, `executors-phone-${scheme}`);
         await context.close();
       }
       const context = await browser.newContext();

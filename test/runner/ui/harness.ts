@@ -123,3 +123,10 @@ export async function axeViolations(page: Page): Promise<string[]> {
   })) as { id: string; impact: string; targets: string[] }[];
   return result.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id} (${v.impact}): ${v.targets.slice(0, 3).join(', ')}`);
 }
+
+/** A screen as the tests want it: screenshot saved, no serious axe violation, nothing wider than the window (wide tables scroll in their own box). */
+export async function checkScreen(page: Page, name: string): Promise<void> {
+  await screenshot(page, name);
+  assert.deepEqual(await axeViolations(page), [], name);
+  assert.ok(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth), `${name}: the page is wider than the window`);
+}

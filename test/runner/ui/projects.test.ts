@@ -6,7 +6,7 @@ import type { Browser, Page } from 'playwright-core';
 import { dialects, tempDir } from '../../helpers/db.js';
 import { needsTool } from '../../helpers/tools.js';
 import { makeZip } from '../helpers.js';
-import { ADMIN, axeViolations, launchChromium, PASSWORD, RequestRecorder, screenshot, signIn, startUiRunner, type UiRunner } from './harness.js';
+import { ADMIN, checkScreen, launchChromium, PASSWORD, RequestRecorder, signIn, startUiRunner, type UiRunner } from './harness.js';
 
 const XSS = '<img src=x onerror="window.__xss=1"><script>window.__xss=1</script>';
 const VIEWER = 'viewer@example.com';
@@ -18,13 +18,6 @@ async function until(check: () => Promise<boolean>): Promise<void> {
 
 /** Accepts the next confirm() the page shows. */
 const acceptNextDialog = (page: Page) => page.once('dialog', (d) => void d.accept());
-
-async function noViolations(page: Page, name: string): Promise<void> {
-  await screenshot(page, name);
-  assert.deepEqual(await axeViolations(page), [], name);
-  // Nothing makes the page scroll sideways (wide tables scroll inside their own box).
-  assert.ok(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth), `${name}: the page is wider than the window`);
-}
 
 describe('runner web UI: projects, members, workflows and starting a run in Chromium', { skip: needsTool('chromium').skip }, () => {
   let browser: Browser;
@@ -81,7 +74,7 @@ describe('runner web UI: projects, members, workflows and starting a run in Chro
         const [saved] = await Promise.all([page.waitForEvent('download'), versions.getByRole('button', { name: 'Download v1' }).click()]);
         assert.equal(saved.suggestedFilename(), 'Churn model.knwf');
         assert.deepEqual(fs.readFileSync((await saved.path())!), fs.readFileSync(path.join(files, 'Churn model.knwf')));
-        await noViolations(page, 'workflow-wide');
+        await checkScreen(page, 'workflow-wide');
 
         // Start a run of v1 with typed parameters and a label: the run's page opens.
         const form = page.getByRole('form', { name: 'Start a run' });
@@ -108,7 +101,7 @@ describe('runner web UI: projects, members, workflows and starting a run in Chro
         await members.getByLabel('Email of the person to add').fill(VIEWER);
         await members.getByRole('button', { name: 'Add member' }).click();
         await members.getByRole('cell', { name: /Vic Viewer/ }).waitFor();
-        await noViolations(page, 'project-members-wide');
+        await checkScreen(page, 'project-members-wide');
         // The last owner cannot step down: the API's reason is shown.
         await members.getByLabel(`Role of ${ADMIN}`).selectOption('viewer');
         await members.getByRole('alert').getByText('a project needs at least one owner').waitFor();
@@ -133,14 +126,14 @@ describe('runner web UI: projects, members, workflows and starting a run in Chro
         await viewerPage.getByRole('region', { name: 'Versions' }).waitFor();
         assert.equal(await viewerPage.getByRole('button', { name: 'Start run' }).count(), 0);
         assert.equal(await viewerPage.getByRole('button', { name: 'Delete workflow' }).count(), 0);
-        await noViolations(viewerPage, 'workflow-phone-dark-viewer');
+        await checkScreen(viewerPage, 'workflow-phone-dark-viewer');
         await viewerContext.close();
 
         // Settings: a project with a workflow cannot be deleted, and the page says why.
         await page.goto(`${ui.base}/projects/${projectId}/settings`);
         await page.getByText('The project still holds one workflow').waitFor();
         assert.equal(await page.getByRole('button', { name: 'Delete project' }).isDisabled(), true);
-        await noViolations(page, 'project-settings-wide');
+        await checkScreen(page, 'project-settings-wide');
         await page.goto(`${ui.base}/projects/${projectId}`);
         await page.getByRole('link', { name: 'Churn model' }).click();
         acceptNextDialog(page);
@@ -173,10 +166,10 @@ describe('runner web UI: projects, members, workflows and starting a run in Chro
         const page = await context.newPage();
         await signIn(page, ui.base);
         await page.getByText('0 workflows · 0 runs · 1 member').waitFor();
-        await noViolations(page, `projects-phone-${scheme}`);
+        await checkScreen(page, `projects-phone-${scheme}`);
         await page.goto(`${ui.base}/projects/${project.id}`);
         await page.getByRole('button', { name: 'Upload a workflow' }).click();
-        await noViolations(page, `project-upload-phone-${scheme}`);
+        await checkScreen(page, `project-upload-phone-${scheme}`);
         await context.close();
       }
     } finally {

@@ -1,18 +1,12 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { dialects } from '../../helpers/db.js';
 import { needsTool } from '../../helpers/tools.js';
 import { makeZip, multipart } from '../helpers.js';
-import { axeViolations, launchChromium, PASSWORD, RequestRecorder, screenshot, signIn, startUiRunner, type UiRunner } from './harness.js';
+import { checkScreen, launchChromium, PASSWORD, RequestRecorder, signIn, startUiRunner, type UiRunner } from './harness.js';
 
 const XSS = '<img src=x onerror="window.__xss=1">';
-
-async function check(page: Page, name: string): Promise<void> {
-  await screenshot(page, name);
-  assert.deepEqual(await axeViolations(page), [], name);
-  assert.ok(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth), `${name}: the page is wider than the window`);
-}
 
 async function seedWorkflow(ui: UiRunner, name: string): Promise<{ projectId: string; workflowId: string }> {
   const project = (await ui.api('POST', '/api/projects', { name: 'Reports' }, ui.adminToken)).json;
@@ -59,7 +53,7 @@ describe('runner web UI: schedules and the run filters in Chromium', { skip: nee
         await form.getByRole('button', { name: 'Add a parameter' }).click();
         await form.getByLabel('Name 1').fill('rows');
         await form.getByLabel('Value 1').fill('100');
-        await check(page, 'schedule-new-wide');
+        await checkScreen(page, 'schedule-new-wide');
         await form.getByRole('button', { name: 'Create schedule' }).click();
         await card.getByRole('cell', { name: /30 6 \* \* MON-FRI/ }).waitFor();
         const stored = (await ui.api('GET', `/api/workflows/${workflowId}/schedules`, undefined, ui.adminToken)).json.items;
@@ -82,7 +76,7 @@ describe('runner web UI: schedules and the run filters in Chromium', { skip: nee
         await page.getByRole('link', { name: 'Schedules', exact: true }).click();
         const all = page.getByRole('region', { name: 'All schedules' });
         await all.getByRole('link', { name: `Daily ${XSS}` }).waitFor();
-        await check(page, 'schedules-wide');
+        await checkScreen(page, 'schedules-wide');
         await all.getByRole('link', { name: 'Its runs' }).click();
         await page.waitForURL(/\/runs\?schedule=/);
         // The filter shows the schedule once the list of schedules has arrived.
@@ -137,11 +131,11 @@ describe('runner web UI: schedules and the run filters in Chromium', { skip: nee
         await signIn(p, ui.base);
         await p.goto(`${ui.base}/schedules`);
         await p.getByRole('region', { name: 'All schedules' }).getByRole('link', { name: 'Flow' }).waitFor();
-        await check(p, `schedules-phone-${scheme}`);
+        await checkScreen(p, `schedules-phone-${scheme}`);
         await p.goto(`${ui.base}/workflows/${workflowId}`);
         await p.getByRole('button', { name: 'New schedule' }).click();
         await p.getByText('At 06:00, on Monday through Friday').waitFor();
-        await check(p, `schedule-new-phone-${scheme}`);
+        await checkScreen(p, `schedule-new-phone-${scheme}`);
         await phone.close();
       }
     } finally {

@@ -100,22 +100,20 @@ export function withQuery(path: string, query: Record<string, string | number | 
   return s ? `${path}?${s}` : path;
 }
 
-/** Downloads a file the API serves (the JWT cannot go in a link): fetched, then saved. */
-export async function download(path: string, fileName: string): Promise<void> {
+/** A GET with the session whose answer is read by the caller (a file, a stream); a failure is an ApiError. */
+async function fetchOk(path: string, extra: Record<string, string> = {}, init: RequestInit = {}): Promise<Response> {
   const hadSession = currentSession() !== null;
-  const res = await fetch(path, { headers: headers(false) });
+  const res = await fetch(path, { ...init, headers: { ...headers(false), ...extra } });
   if (!res.ok) {
     lapsed(res.status, hadSession);
     throw new ApiError(await problemOf(res));
   }
-  const url = URL.createObjectURL(await res.blob());
-  const a = document.createElement('a');
-  a.href = url;
-  a.download = fileName;
-  document.body.append(a);
-  a.click();
-  a.remove();
-  setTimeout(() => URL.revokeObjectURL(url), 60_000);
+  return res;
+}
+
+/** Downloads a file the API serves (the JWT cannot go in a link): fetched, then saved. */
+export async function download(path: string, fileName: string): Promise<void> {
+  saveBlob(await (await fetchOk(path)).blob(), fileName);
 }
 
 /** A multipart upload with progress (fetch cannot report upload progress; XMLHttpRequest can). */
@@ -145,14 +143,8 @@ export function upload<T>(method: string, path: string, form: FormData, progress
 }
 
 /** Opens a streamed answer (Server-Sent Events) with the session's bearer token; a failure is an ApiError. */
-export async function openStream(path: string, extra: Record<string, string>, signal: AbortSignal): Promise<Response> {
-  const hadSession = currentSession() !== null;
-  const res = await fetch(path, { headers: { ...headers(false), accept: 'text/event-stream', ...extra }, signal, cache: 'no-store' });
-  if (!res.ok) {
-    lapsed(res.status, hadSession);
-    throw new ApiError(await problemOf(res));
-  }
-  return res;
+export function openStream(path: string, extra: Record<string, string>, signal: AbortSignal): Promise<Response> {
+  return fetchOk(path, { accept: 'text/event-stream', ...extra }, { signal, cache: 'no-store' });
 }
 
 /** Saves a Blob made in the page (an assembled log) as a file. */

@@ -140,3 +140,33 @@ export function CopyButton(props: { text: string; label?: string }) {
     </button>
   );
 }
+
+/** A column header: its text, or one named for screen readers only (an actions column). */
+export type Column = string | { hidden: string };
+
+/** A table that scrolls sideways inside its own box on narrow screens; rows are the children. */
+export function Table(props: { caption?: string; columns: Column[]; children: ComponentChildren }) {
+  return (
+    <div class="table-wrap">
+      <table>
+        {props.caption ? <caption class="visually-hidden">{props.caption}</caption> : null}
+        <thead>
+          <tr>
+            {props.columns.map((c) =>
+              typeof c === 'string' ? (
+                <th scope="col" key={c}>
+                  {c}
+                </th>
+              ) : (
+                <th scope="col" key={c.hidden}>
+                  <span class="visually-hidden">{c.hidden}</span>
+                </th>
+              ),
+            )}
+          </tr>
+        </thead>
+        <tbody>{props.children}</tbody>
+      </table>
+    </div>
+  );
+}

@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { api } from './api.js';
-import { Empty, ErrorNote, Time } from './components.js';
+import { Empty, ErrorNote, Table, Time } from './components.js';
 import { useAction } from './hooks.js';
 import { ScheduleForm } from './schedule-form.js';
 import { inZone } from './schedule-preview.js';
@@ -37,67 +37,51 @@ export function ScheduleTable(props: { schedules: (Schedule | ListedSchedule)[];
           onCancel={() => setEditing(null)}
         />
       )}
-      <div class="table-wrap">
-        <table>
-          <caption class="visually-hidden">Schedules</caption>
-          <thead>
-            <tr>
-              <th scope="col">Schedule</th>
-              <th scope="col">When</th>
-              <th scope="col">Next</th>
-              <th scope="col">Last</th>
-              <th scope="col">
-                <span class="visually-hidden">Actions</span>
-              </th>
+      <Table caption="Schedules" columns={['Schedule', 'When', 'Next', 'Last', { hidden: 'Actions' }]}>
+        {props.schedules.map((s) => {
+          const label = s.name || s.cron;
+          return (
+            <tr key={s.id}>
+              <td>
+                {props.showWorkflow && 'workflowName' in s ? <a href={`/workflows/${s.workflowId}`}>{s.workflowName}</a> : null}
+                <p>{s.name || <span class="muted">unnamed</span>}</p>
+                <a href={`/runs?schedule=${encodeURIComponent(s.id)}`}>Its runs</a>
+              </td>
+              <td>
+                <code>{s.cron}</code>
+                <p class="meta">{s.timeZone}</p>
+              </td>
+              <td>{s.enabled ? s.nextFireTimes[0] ? <time dateTime={s.nextFireTimes[0]}>{inZone(s.nextFireTimes[0], s.timeZone)}</time> : '—' : <span class="muted">disabled</span>}</td>
+              <td>
+                {s.lastFireAt ? (
+                  <>
+                    <Time iso={s.lastFireAt} />
+                    {s.lastOutcome && <p class="meta">{OUTCOME[s.lastOutcome]}</p>}
+                  </>
+                ) : (
+                  <span class="muted">never fired</span>
+                )}
+              </td>
+              <td>
+                {props.canWrite(s) && (
+                  <div class="buttons">
+                    <button type="button" class="secondary small" disabled={toggle.busy} onClick={() => void toggle.run(s)}>
+                      {s.enabled ? 'Disable' : 'Enable'}
+                      <span class="visually-hidden"> {label}</span>
+                    </button>
+                    <button type="button" class="secondary small" onClick={() => setEditing(s.id)}>
+                      Change<span class="visually-hidden"> {label}</span>
+                    </button>
+                    <button type="button" class="danger small" disabled={remove.busy} onClick={() => void remove.run(s)}>
+                      Delete<span class="visually-hidden"> {label}</span>
+                    </button>
+                  </div>
+                )}
+              </td>
             </tr>
-          </thead>
-          <tbody>
-            {props.schedules.map((s) => {
-              const label = s.name || s.cron;
-              return (
-                <tr key={s.id}>
-                  <td>
-                    {props.showWorkflow && 'workflowName' in s ? <a href={`/workflows/${s.workflowId}`}>{s.workflowName}</a> : null}
-                    <p>{s.name || <span class="muted">unnamed</span>}</p>
-                    <a href={`/runs?schedule=${encodeURIComponent(s.id)}`}>Its runs</a>
-                  </td>
-                  <td>
-                    <code>{s.cron}</code>
-                    <p class="meta">{s.timeZone}</p>
-                  </td>
-                  <td>{s.enabled ? s.nextFireTimes[0] ? <time dateTime={s.nextFireTimes[0]}>{inZone(s.nextFireTimes[0], s.timeZone)}</time> : '—' : <span class="muted">disabled</span>}</td>
-                  <td>
-                    {s.lastFireAt ? (
-                      <>
-                        <Time iso={s.lastFireAt} />
-                        {s.lastOutcome && <p class="meta">{OUTCOME[s.lastOutcome]}</p>}
-                      </>
-                    ) : (
-                      <span class="muted">never fired</span>
-                    )}
-                  </td>
-                  <td>
-                    {props.canWrite(s) && (
-                      <div class="buttons">
-                        <button type="button" class="secondary small" disabled={toggle.busy} onClick={() => void toggle.run(s)}>
-                          {s.enabled ? 'Disable' : 'Enable'}
-                          <span class="visually-hidden"> {label}</span>
-                        </button>
-                        <button type="button" class="secondary small" onClick={() => setEditing(s.id)}>
-                          Change<span class="visually-hidden"> {label}</span>
-                        </button>
-                        <button type="button" class="danger small" disabled={remove.busy} onClick={() => void remove.run(s)}>
-                          Delete<span class="visually-hidden"> {label}</span>
-                        </button>
-                      </div>
-                    )}
-                  </td>
-                </tr>
-              );
-            })}
-          </tbody>
-        </table>
-      </div>
+          );
+        })}
+      </Table>
     </>
   );
 }

@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api.js';
 import { useAuth } from '../auth.js';
-import { CopyButton, Empty, ErrorNote, Field, Loading, PageHeader, TextField, Time } from '../components.js';
+import { CopyButton, Empty, ErrorNote, Field, Loading, PageHeader, Table, TextField, Time } from '../components.js';
 import { formatTime } from '../format.js';
 import { useAction, useApi, useTitle } from '../hooks.js';
 import { saveSession } from '../session.js';
@@ -177,53 +177,36 @@ function Tokens() {
       {tokens.loading && !tokens.data ? <Loading what="tokens" /> : null}
       {tokens.data && tokens.data.items.length === 0 ? <Empty>No tokens.</Empty> : null}
       {tokens.data && tokens.data.items.length > 0 ? (
-        <div class="table-wrap">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Scope</th>
-                <th scope="col">Token</th>
-                <th scope="col">Created</th>
-                <th scope="col">Expires</th>
-                <th scope="col">Last used</th>
-                <th scope="col">
-                  <span class="visually-hidden">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {tokens.data.items.map((t) => (
-                <tr key={t.id}>
-                  <td>{t.name}</td>
-                  <td>{t.scope}</td>
-                  <td>
-                    <code>…{t.tokenHint}</code>
-                  </td>
-                  <td>
-                    <Time iso={t.createdAt} />
-                  </td>
-                  <td>{t.expiresAt ? formatTime(t.expiresAt) : 'never'}</td>
-                  <td>
-                    {t.lastUsedAt ? (
-                      <>
-                        <Time iso={t.lastUsedAt} />
-                        {t.lastUsedIp ? ` from ${t.lastUsedIp}` : ''}
-                      </>
-                    ) : (
-                      'never'
-                    )}
-                  </td>
-                  <td>
-                    <button type="button" class="danger small" disabled={revoke.busy} onClick={() => void revoke.run(t)}>
-                      Revoke<span class="visually-hidden"> {t.name}</span>
-                    </button>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <Table columns={['Name', 'Scope', 'Token', 'Created', 'Expires', 'Last used', { hidden: 'Actions' }]}>
+          {tokens.data.items.map((t) => (
+            <tr key={t.id}>
+              <td>{t.name}</td>
+              <td>{t.scope}</td>
+              <td>
+                <code>…{t.tokenHint}</code>
+              </td>
+              <td>
+                <Time iso={t.createdAt} />
+              </td>
+              <td>{t.expiresAt ? formatTime(t.expiresAt) : 'never'}</td>
+              <td>
+                {t.lastUsedAt ? (
+                  <>
+                    <Time iso={t.lastUsedAt} />
+                    {t.lastUsedIp ? ` from ${t.lastUsedIp}` : ''}
+                  </>
+                ) : (
+                  'never'
+                )}
+              </td>
+              <td>
+                <button type="button" class="danger small" disabled={revoke.busy} onClick={() => void revoke.run(t)}>
+                  Revoke<span class="visually-hidden"> {t.name}</span>
+                </button>
+              </td>
+            </tr>
+          ))}
+        </Table>
       ) : null}
     </section>
   );

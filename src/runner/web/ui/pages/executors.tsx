@@ -1,6 +1,6 @@
 import { api } from '../api.js';
 import { useAuth } from '../auth.js';
-import { Empty, ErrorNote, Loading, PageHeader, Time } from '../components.js';
+import { Empty, ErrorNote, Loading, PageHeader, Table, Time } from '../components.js';
 import { useAction, useApi, useInterval, useTitle } from '../hooks.js';
 import type { Executor } from '../types.js';
 
@@ -37,55 +37,38 @@ export function ExecutorsPage() {
       ) : null}
       {items.length > 0 && (
         <section class="card" aria-label="All executors">
-          <div class="table-wrap">
-            <table>
-              <caption class="visually-hidden">Executors</caption>
-              <thead>
-                <tr>
-                  <th scope="col">Executor</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Runs</th>
-                  <th scope="col">Labels</th>
-                  <th scope="col">Last heartbeat</th>
-                  <th scope="col">
-                    <span class="visually-hidden">Actions</span>
-                  </th>
-                </tr>
-              </thead>
-              <tbody>
-                {items.map((e) => (
-                  <tr key={e.id}>
-                    <td>
-                      {e.name}
-                      {e.lastIp ? <p class="meta">{e.lastIp}</p> : null}
-                    </td>
-                    <td>
-                      <span class={`badge executor-${e.status}`}>{STATUS[e.status] ?? e.status}</span>
-                    </td>
-                    <td>
-                      {e.runningRuns} of {e.capacity}
-                    </td>
-                    <td>{e.labels.length > 0 ? e.labels.join(', ') : <span class="muted">none</span>}</td>
-                    <td>
-                      <Time iso={e.lastHeartbeatAt} />
-                    </td>
-                    <td>
-                      <div class="buttons">
-                        {e.status === 'online' && (
-                          <button type="button" class="secondary small" disabled={drain.busy} onClick={() => void drain.run(e)}>
-                            Drain<span class="visually-hidden"> {e.name}</span>
-                          </button>
-                        )}
-                        <button type="button" class="danger small" disabled={remove.busy} onClick={() => void remove.run(e)}>
-                          Remove<span class="visually-hidden"> {e.name}</span>
-                        </button>
-                      </div>
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <Table caption="Executors" columns={['Executor', 'Status', 'Runs', 'Labels', 'Last heartbeat', { hidden: 'Actions' }]}>
+            {items.map((e) => (
+              <tr key={e.id}>
+                <td>
+                  {e.name}
+                  {e.lastIp ? <p class="meta">{e.lastIp}</p> : null}
+                </td>
+                <td>
+                  <span class={`badge executor-${e.status}`}>{STATUS[e.status] ?? e.status}</span>
+                </td>
+                <td>
+                  {e.runningRuns} of {e.capacity}
+                </td>
+                <td>{e.labels.length > 0 ? e.labels.join(', ') : <span class="muted">none</span>}</td>
+                <td>
+                  <Time iso={e.lastHeartbeatAt} />
+                </td>
+                <td>
+                  <div class="buttons">
+                    {e.status === 'online' && (
+                      <button type="button" class="secondary small" disabled={drain.busy} onClick={() => void drain.run(e)}>
+                        Drain<span class="visually-hidden"> {e.name}</span>
+                      </button>
+                    )}
+                    <button type="button" class="danger small" disabled={remove.busy} onClick={() => void remove.run(e)}>
+                      Remove<span class="visually-hidden"> {e.name}</span>
+                    </button>
+                  </div>
+                </td>
+              </tr>
+            ))}
+          </Table>
         </section>
       )}
     </>

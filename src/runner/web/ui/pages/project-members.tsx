@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api.js';
 import { useAuth } from '../auth.js';
-import { ErrorNote, Field, Loading, TextField, Time } from '../components.js';
+import { ErrorNote, Field, Loading, Table, TextField, Time } from '../components.js';
 import { useAction } from '../hooks.js';
 import type { ProjectAccess } from '../project-access.js';
 import type { Member, MemberRole } from '../types.js';
@@ -84,46 +84,33 @@ export function ProjectMembers(props: { projectId: string; access: ProjectAccess
       <ErrorNote error={members.error ?? change.error ?? remove.error} />
       {members.loading && !members.data ? <Loading what="members" /> : null}
       {items.length > 0 && (
-        <div class="table-wrap">
-          <table>
-            <caption class="visually-hidden">Members of the project</caption>
-            <thead>
-              <tr>
-                <th scope="col">Person</th>
-                <th scope="col">Role</th>
-                <th scope="col">Added</th>
-                {canManage && <th scope="col"><span class="visually-hidden">Actions</span></th>}
-              </tr>
-            </thead>
-            <tbody>
-              {items.map((m) => (
-                <tr key={m.userId}>
-                  <td>
-                    {m.name || m.email}
-                    {m.name ? <p class="meta">{m.email}</p> : null}
-                  </td>
-                  <td>
-                    {canManage ? (
-                      <RoleSelect value={m.role} label={`Role of ${m.email}`} disabled={change.busy} onChange={(role) => void change.run(m, role)} />
-                    ) : (
-                      ROLES.find((r) => r.id === m.role)?.text
-                    )}
-                  </td>
-                  <td>
-                    <Time iso={m.addedAt} />
-                  </td>
-                  {canManage && (
-                    <td>
-                      <button type="button" class="danger small" disabled={remove.busy} onClick={() => void remove.run(m)}>
-                        Remove<span class="visually-hidden"> {m.email}</span>
-                      </button>
-                    </td>
-                  )}
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <Table caption="Members of the project" columns={['Person', 'Role', 'Added', ...(canManage ? [{ hidden: 'Actions' }] : [])]}>
+          {items.map((m) => (
+            <tr key={m.userId}>
+              <td>
+                {m.name || m.email}
+                {m.name ? <p class="meta">{m.email}</p> : null}
+              </td>
+              <td>
+                {canManage ? (
+                  <RoleSelect value={m.role} label={`Role of ${m.email}`} disabled={change.busy} onChange={(role) => void change.run(m, role)} />
+                ) : (
+                  ROLES.find((r) => r.id === m.role)?.text
+                )}
+              </td>
+              <td>
+                <Time iso={m.addedAt} />
+              </td>
+              {canManage && (
+                <td>
+                  <button type="button" class="danger small" disabled={remove.busy} onClick={() => void remove.run(m)}>
+                    Remove<span class="visually-hidden"> {m.email}</span>
+                  </button>
+                </td>
+              )}
+            </tr>
+          ))}
+        </Table>
       )}
       {canManage && <p class="hint">A project keeps at least one owner: make someone else owner before you step down.</p>}
     </section>

@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import { Empty, ErrorNote, Loading, TextField, Time } from '../components.js';
+import { Empty, ErrorNote, Loading, Table, TextField, Time } from '../components.js';
 import { useApi } from '../hooks.js';
 import { useGo } from '../navigation.js';
 import type { Workflow, WorkflowDetails } from '../types.js';
@@ -44,32 +44,20 @@ export function ProjectWorkflows(props: { projectId: string; canWrite: boolean }
         <Empty>{props.canWrite ? 'No workflows yet. Upload a .knwf exported from the platform.' : 'No workflows yet.'}</Empty>
       ) : null}
       {items.length > 0 && (
-        <div class="table-wrap">
-          <table>
-            <caption class="visually-hidden">Workflows of the project</caption>
-            <thead>
-              <tr>
-                <th scope="col">Workflow</th>
-                <th scope="col">Latest version</th>
-                <th scope="col">Changed</th>
-              </tr>
-            </thead>
-            <tbody>
-              {items.map((w) => (
-                <tr key={w.id}>
-                  <td>
-                    <a href={`/workflows/${w.id}`}>{w.name}</a>
-                    {w.description ? <p class="meta">{w.description}</p> : null}
-                  </td>
-                  <td>v{w.latestVersion}</td>
-                  <td>
-                    <Time iso={w.updatedAt} />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <Table caption="Workflows of the project" columns={['Workflow', 'Latest version', 'Changed']}>
+          {items.map((w) => (
+            <tr key={w.id}>
+              <td>
+                <a href={`/workflows/${w.id}`}>{w.name}</a>
+                {w.description ? <p class="meta">{w.description}</p> : null}
+              </td>
+              <td>v{w.latestVersion}</td>
+              <td>
+                <Time iso={w.updatedAt} />
+              </td>
+            </tr>
+          ))}
+        </Table>
       )}
     </section>
   );

@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api.js';
 import { useAuth } from '../auth.js';
-import { Empty, ErrorNote, Field, Loading, PageHeader, TextField, Time } from '../components.js';
+import { Empty, ErrorNote, Field, Loading, PageHeader, Table, TextField, Time } from '../components.js';
 import { useAction, useApi, useTitle } from '../hooks.js';
 import type { Role, User } from '../types.js';
 
@@ -104,67 +104,52 @@ export function UsersPage() {
       {users.data && items.length === 0 ? <Empty>No users.</Empty> : null}
       {items.length > 0 && (
         <section class="card" aria-label="All users">
-          <div class="table-wrap">
-            <table>
-              <caption class="visually-hidden">Users</caption>
-              <thead>
-                <tr>
-                  <th scope="col">Person</th>
-                  <th scope="col">Role</th>
-                  <th scope="col">Since</th>
-                  <th scope="col">
-                    <span class="visually-hidden">Actions</span>
-                  </th>
+          <Table caption="Users" columns={['Person', 'Role', 'Since', { hidden: 'Actions' }]}>
+            {items.map((u) => {
+              const lastAdmin = u.role === 'admin' && !u.disabled && admins === 1;
+              const self = u.id === me.id;
+              return (
+                <tr key={u.id}>
+                  <td>
+                    {u.name || u.email}
+                    {u.name ? <p class="meta">{u.email}</p> : null}
+                  </td>
+                  <td>
+                    {u.role === 'admin' ? 'Administrator' : 'Member'}
+                    {u.disabled && <p class="badge status-failed">Disabled</p>}
+                  </td>
+                  <td>
+                    <Time iso={u.createdAt} />
+                  </td>
+                  <td>
+                    <div class="buttons">
+                      {u.role === 'admin' ? (
+                        <button type="button" class="secondary small" disabled={lastAdmin || setRole.busy} onClick={() => void setRole.run(u, 'member')}>
+                          Make member<span class="visually-hidden"> {u.email}</span>
+                        </button>
+                      ) : (
+                        <button type="button" class="secondary small" disabled={setRole.busy} onClick={() => void setRole.run(u, 'admin')}>
+                          Make administrator<span class="visually-hidden"> {u.email}</span>
+                        </button>
+                      )}
+                      <button type="button" class="secondary small" disabled={(lastAdmin && !u.disabled) || (self && !u.disabled) || toggle.busy} onClick={() => void toggle.run(u)}>
+                        {u.disabled ? 'Enable' : 'Disable'}
+                        <span class="visually-hidden"> {u.email}</span>
+                      </button>
+                      <button type="button" class="secondary small" disabled={unlock.busy} onClick={() => void unlock.run(u)}>
+                        Lift login locks<span class="visually-hidden"> of {u.email}</span>
+                      </button>
+                      <button type="button" class="danger small" disabled={lastAdmin || self || remove.busy} onClick={() => void remove.run(u)}>
+                        Delete<span class="visually-hidden"> {u.email}</span>
+                      </button>
+                    </div>
+                    {lastAdmin && <p class="hint">The last administrator keeps the role: make someone else administrator first.</p>}
+                    {self && !lastAdmin && <p class="hint">You cannot delete your own account.</p>}
+                  </td>
                 </tr>
-              </thead>
-              <tbody>
-                {items.map((u) => {
-                  const lastAdmin = u.role === 'admin' && !u.disabled && admins === 1;
-                  const self = u.id === me.id;
-                  return (
-                    <tr key={u.id}>
-                      <td>
-                        {u.name || u.email}
-                        {u.name ? <p class="meta">{u.email}</p> : null}
-                      </td>
-                      <td>
-                        {u.role === 'admin' ? 'Administrator' : 'Member'}
-                        {u.disabled && <p class="badge status-failed">Disabled</p>}
-                      </td>
-                      <td>
-                        <Time iso={u.createdAt} />
-                      </td>
-                      <td>
-                        <div class="buttons">
-                          {u.role === 'admin' ? (
-                            <button type="button" class="secondary small" disabled={lastAdmin || setRole.busy} onClick={() => void setRole.run(u, 'member')}>
-                              Make member<span class="visually-hidden"> {u.email}</span>
-                            </button>
-                          ) : (
-                            <button type="button" class="secondary small" disabled={setRole.busy} onClick={() => void setRole.run(u, 'admin')}>
-                              Make administrator<span class="visually-hidden"> {u.email}</span>
-                            </button>
-                          )}
-                          <button type="button" class="secondary small" disabled={(lastAdmin && !u.disabled) || (self && !u.disabled) || toggle.busy} onClick={() => void toggle.run(u)}>
-                            {u.disabled ? 'Enable' : 'Disable'}
-                            <span class="visually-hidden"> {u.email}</span>
-                          </button>
-                          <button type="button" class="secondary small" disabled={unlock.busy} onClick={() => void unlock.run(u)}>
-                            Lift login locks<span class="visually-hidden"> of {u.email}</span>
-                          </button>
-                          <button type="button" class="danger small" disabled={lastAdmin || self || remove.busy} onClick={() => void remove.run(u)}>
-                            Delete<span class="visually-hidden"> {u.email}</span>
-                          </button>
-                        </div>
-                        {lastAdmin && <p class="hint">The last administrator keeps the role: make someone else administrator first.</p>}
-                        {self && !lastAdmin && <p class="hint">You cannot delete your own account.</p>}
-                      </td>
-                    </tr>
-                  );
-                })}
-              </tbody>
-            </table>
-          </div>
+              );
+            })}
+          </Table>
         </section>
       )}
     </>

@@ -1,7 +1,7 @@
 import { useRoute } from 'preact-iso';
 import { useState } from 'preact/hooks';
 import { api, download } from '../api.js';
-import { ErrorNote, Loading, PageHeader, Time } from '../components.js';
+import { ErrorNote, Loading, PageHeader, Table, Time } from '../components.js';
 import { formatBytes } from '../format.js';
 import { useAction, useApi, useTitle } from '../hooks.js';
 import { useGo } from '../navigation.js';
@@ -18,42 +18,28 @@ function Versions(props: { workflow: WorkflowDetails }) {
     <section class="card" aria-labelledby="versions-h">
       <h2 id="versions-h">Versions</h2>
       <ErrorNote error={fetchVersion.error} />
-      <div class="table-wrap">
-        <table>
-          <caption class="visually-hidden">Versions of the workflow</caption>
-          <thead>
-            <tr>
-              <th scope="col">Version</th>
-              <th scope="col">File</th>
-              <th scope="col">Uploaded</th>
-              <th scope="col">By</th>
-              <th scope="col"><span class="visually-hidden">Download</span></th>
-            </tr>
-          </thead>
-          <tbody>
-            {props.workflow.versions.map((v) => (
-              <tr key={v.version}>
-                <td>v{v.version}</td>
-                <td>
-                  {v.fileName} <span class="meta">({formatBytes(v.size)})</span>
-                  <p class="meta mono" title="SHA-256">
-                    {v.sha256.slice(0, 12)}…
-                  </p>
-                </td>
-                <td>
-                  <Time iso={v.createdAt} />
-                </td>
-                <td>{v.createdBy ? v.createdBy.name || v.createdBy.email : <span class="muted">a deleted account</span>}</td>
-                <td>
-                  <button type="button" class="secondary small" disabled={fetchVersion.busy} onClick={() => void fetchVersion.run(v)}>
-                    Download<span class="visually-hidden"> v{v.version}</span>
-                  </button>
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
+      <Table caption="Versions of the workflow" columns={['Version', 'File', 'Uploaded', 'By', { hidden: 'Download' }]}>
+        {props.workflow.versions.map((v) => (
+          <tr key={v.version}>
+            <td>v{v.version}</td>
+            <td>
+              {v.fileName} <span class="meta">({formatBytes(v.size)})</span>
+              <p class="meta mono" title="SHA-256">
+                {v.sha256.slice(0, 12)}…
+              </p>
+            </td>
+            <td>
+              <Time iso={v.createdAt} />
+            </td>
+            <td>{v.createdBy ? v.createdBy.name || v.createdBy.email : <span class="muted">a deleted account</span>}</td>
+            <td>
+              <button type="button" class="secondary small" disabled={fetchVersion.busy} onClick={() => void fetchVersion.run(v)}>
+                Download<span class="visually-hidden"> v{v.version}</span>
+              </button>
+            </td>
+          </tr>
+        ))}
+      </Table>
     </section>
   );
 }
