@@ -14,6 +14,7 @@ import { registerOAuthRoutes } from './api/oauth-routes.js';
 import { registerConnectedAppRoutes } from './api/connected-app-routes.js';
 import { registerWebRoutes } from './web/routes.js';
 import { registerUiRoutes } from './web/ui-routes.js';
+import { registerMcpRoutes } from './mcp/routes.js';
 import { OAUTH_PATHS, resourceMetadataUrl } from './oauth/metadata.js';
 import { OAuthClientsRepository } from './oauth/repository.js';
 import { OAuthGrantsRepository } from './oauth/grants-repository.js';
@@ -211,6 +212,7 @@ export async function createRunnerService(config: Config, options: RunnerService
       registerOAuthRoutes(oauth as unknown as HttpApp, ctx);
       registerWebRoutes(oauth as unknown as HttpApp, ctx);
     });
+    await registerMcpRoutes(app, ctx);
     await registerUiRoutes(app, app.log);
     const scheduler = new Scheduler({ schedules, workflows: scope.workflows, runs, log: app.log });
     const retention = new RunRetention({

@@ -1,12 +1,14 @@
 import { Type } from 'typebox';
 import type { HttpApp } from '../../infra/http.js';
-import { EXECUTORS } from '../auth/access.js';
+import { EXECUTORS, EXECUTORS_READ } from '../auth/access.js';
 import { access } from '../auth/authenticate.js';
 import type { RunnerContext } from '../context.js';
 import { Executor, presentExecutor, presentRun, Run } from './presenters.js';
 import { withMultipart } from './multipart.js';
 import { multipartConfig } from './openapi.js';
 import { errors, Id, IdParams, INT32_MAX, INT32_MIN, items, Label, MAX_COUNTER, Name, NoContent, Nullable, OutputParams, PROTECTED, StringEnum, Timestamp } from './schemas.js';
+
+const ADMIN_READ = "Administrators: a web session, an administrator's token with the read scope, or the admin key.";
 
 const LeaseBody = {
   leaseToken: Type.String({ minLength: 1, maxLength: 200, description: 'the lease token from the claim' }),
@@ -288,8 +290,8 @@ export function registerExecutorRoutes(app: HttpApp, ctx: RunnerContext): void {
   app.get(
     '/api/executors',
     {
-      config: access(EXECUTORS),
-      schema: { tags: ['executors'], summary: 'List executors', operationId: 'listExecutors', response: { 200: items(Executor), ...errors(...PROTECTED) } },
+      config: access(EXECUTORS_READ),
+      schema: { tags: ['executors'], summary: 'List executors', description: ADMIN_READ, operationId: 'listExecutors', response: { 200: items(Executor), ...errors(...PROTECTED) } },
     },
     async () => ({ items: (await executors.list()).map(presentExecutor) }),
   );
@@ -297,8 +299,8 @@ export function registerExecutorRoutes(app: HttpApp, ctx: RunnerContext): void {
   app.get(
     '/api/executors/:id',
     {
-      config: access(EXECUTORS),
-      schema: { tags: ['executors'], summary: 'Get an executor', operationId: 'getExecutor', params: IdParams, response: { 200: Executor, ...errors(...PROTECTED, 404) } },
+      config: access(EXECUTORS_READ),
+      schema: { tags: ['executors'], summary: 'Get an executor', description: ADMIN_READ, operationId: 'getExecutor', params: IdParams, response: { 200: Executor, ...errors(...PROTECTED, 404) } },
     },
     async (req) => presentExecutor(await executors.get(req.params.id)),
   );

@@ -12,6 +12,7 @@ import { authorizationServerMetadata, OAUTH_PATHS, protectedResourceMetadata } f
 const CORS_PATHS = [
   OAUTH_PATHS.authorizationServerMetadata,
   OAUTH_PATHS.protectedResourceMetadata,
+  OAUTH_PATHS.mcpResourceMetadata,
   OAUTH_PATHS.register,
   OAUTH_PATHS.token,
   OAUTH_PATHS.revoke,
@@ -69,6 +70,7 @@ export function registerOAuthRoutes(app: HttpApp, ctx: RunnerContext): void {
 
   app.get(OAUTH_PATHS.authorizationServerMetadata, options, async () => authorizationServerMetadata(runnerUrl));
   app.get(OAUTH_PATHS.protectedResourceMetadata, options, async () => protectedResourceMetadata(runnerUrl));
+  app.get(OAUTH_PATHS.mcpResourceMetadata, options, async () => protectedResourceMetadata(runnerUrl, 'mcp'));
 
   // RFC 7591 §3: dynamic client registration. The body is checked by the service, not a
   // schema, because unknown metadata must be ignored (RFC 7591 §2) and errors take the RFC

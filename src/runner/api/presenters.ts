@@ -188,6 +188,8 @@ export function presentWorkflowDetails(w: WorkflowRow, versions: VersionListing[
 
 // A type array, not anyOf (see schemas.ts); maxLength applies to strings only.
 export const ParameterValue = Type.Unsafe<string | number | boolean | null>({ type: ['string', 'number', 'boolean', 'null'], maxLength: 10_000 });
+/** Run parameters as a request gives them (a run, a re-run, a schedule). */
+export const RunParameters = Type.Record(Type.String({ minLength: 1, maxLength: 200 }), ParameterValue, { maxProperties: 200 });
 
 export const Run = Type.Object({
   id: Type.String(),

@@ -5,13 +5,12 @@ import { RUN_READ, RUN_WRITE, USER_WRITE } from '../auth/access.js';
 import { access, principalOf } from '../auth/authenticate.js';
 import type { RunnerContext } from '../context.js';
 import { type LogEvent, parseLogPosition } from '../runs/service.js';
-import { LogChunk, Output, ParameterValue, presentLog, presentOutput, presentRun, Run, RunStatusSchema } from './presenters.js';
-import { CounterString, errors, Id, IdParams, items, MAX_COUNTER, OutputParams, page, PROTECTED, RequiredLabels } from './schemas.js';
+import { LogChunk, Output, RunParameters as Parameters, presentLog, presentOutput, presentRun, Run, RunStatusSchema } from './presenters.js';
+import { CounterString, errors, StringEnum, Id, IdParams, items, MAX_COUNTER, OutputParams, page, PROTECTED, RequiredLabels } from './schemas.js';
 
 /** Characters that may not appear in a quoted Content-Disposition filename as is (RFC 6266). */
 const UNSAFE_FILENAME = /[^A-Za-z0-9._-]/g;
 
-const Parameters = Type.Record(Type.String({ minLength: 1, maxLength: 200 }), ParameterValue, { maxProperties: 200 });
 /** A log position: `S` (sequence S of attempt 1, or of `attempt` when given) or `A.S` (attempt A, sequence S). */
 const LogCursor = (description: string) => Type.String({ pattern: '^(0|[1-9][0-9]{0,8})(\\.(0|[1-9][0-9]{0,8}))?$', maxLength: 19, description });
 const Attempt = CounterString('only the chunks of this attempt (each attempt numbers its chunks from 1)');
@@ -116,6 +115,31 @@ export function registerRunRoutes(app: HttpApp, ctx: RunnerContext): void {
       },
     },
     async (req) => presentRun(await runs.cancel(principalOf(req), req.params.id)),
+  );
+
+  app.post(
+    '/api/runs/:id/rerun',
+    {
+      config: access(USER_WRITE),
+      schema: {
+        tags: ['runs'],
+        summary: 'Re-run a finished run',
+        description:
+          'Queues a new run of the same workflow with the same parameters (those in `parameters` replace theirs) and required labels, ' +
+          'of the version the run used (`original`, the default) or the `latest`. Needs the editor role; a run still queued or running gives 409.',
+        operationId: 'rerunRun',
+        params: IdParams,
+        body: Type.Object(
+          { version: Type.Optional(StringEnum(['original', 'latest'])), parameters: Type.Optional(Parameters) },
+          { additionalProperties: false },
+        ),
+        response: { 201: Run, ...errors(...PROTECTED, 404, 409) },
+      },
+    },
+    async (req, reply) => {
+      const run = await runs.rerun(principalOf(req), req.params.id, { version: req.body?.version ?? 'original', parameters: req.body?.parameters });
+      return reply.code(201).send(presentRun(run));
+    },
   );
 
   app.get(

@@ -4,14 +4,13 @@ import { USER_READ, USER_WRITE } from '../auth/access.js';
 import { access, principalOf } from '../auth/authenticate.js';
 import type { RunnerContext } from '../context.js';
 import { MAX_CRON_LENGTH, MAX_TIME_ZONE_LENGTH } from '../schedules/cron.js';
-import { ParameterValue, presentSchedule, Schedule } from './presenters.js';
+import { RunParameters as Parameters, presentSchedule, Schedule } from './presenters.js';
 import { MAX_LISTED_SCHEDULES } from '../schedules/service.js';
 import { errors, Id, IdParams, items, MAX_COUNTER, NoContent, PROTECTED, RequiredLabels, StringEnum, Timestamp, UNSHOWN } from './schemas.js';
 
 const ListedSchedule = Type.Object({ ...Schedule.properties, workflowName: Type.String() });
 
 // The same parameter bounds as a run started by hand (run-routes.ts).
-const Parameters = Type.Record(Type.String({ minLength: 1, maxLength: 200 }), ParameterValue, { maxProperties: 200 });
 
 const fields = {
   name: Type.String({ maxLength: 200, pattern: `^[^${UNSHOWN}]*$`, description: 'a label for people, one line (default empty)' }),

@@ -84,7 +84,10 @@ export const MAX_SIZE = Number.MAX_SAFE_INTEGER;
 /** A counter as a query-string value (0 to MAX_COUNTER). */
 export const CounterString = (description: string) => Type.String({ pattern: '^(0|[1-9][0-9]{0,8})$', description });
 
-export const Id = Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_-]+$' });
+const ID_RULE = { minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_-]+$' };
+export const Id = Type.String(ID_RULE);
+/** An id with a description of what it names. */
+export const IdOf = (description: string) => Type.String({ ...ID_RULE, description });
 export const IdParams = Type.Object({ id: Id });
 export const Timestamp = Type.String({ format: 'date-time' });
 export const NullableTimestamp = Nullable(Timestamp);

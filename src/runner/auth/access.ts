@@ -15,6 +15,8 @@ export interface Access {
   token: false | 'read' | 'write';
   /** The admin API key (`Authorization: ApiKey <API_KEY>`): executors and run operations. */
   apiKey: boolean;
+  /** Users (session or token) must be administrators; `jwt: 'admin'` says the same for sessions alone. */
+  admins?: true;
 }
 
 export const PUBLIC: Access = { public: true, jwt: false, token: false, apiKey: false };
@@ -39,6 +41,13 @@ export const ADMIN_ONLY: Access = { jwt: 'admin', token: false, apiKey: false };
 export const LOGIN_LIMITS_ADMIN: Access = { jwt: 'admin', token: false, apiKey: true };
 /** Executor protocol and management: the admin key or an admin user's session. */
 export const EXECUTORS: Access = { jwt: 'admin', token: false, apiKey: true };
+/** Reading executors: as EXECUTORS, and also an administrator's token with read scope (MCP assistants). */
+export const EXECUTORS_READ: Access = { jwt: 'admin', token: 'read', apiKey: true, admins: true };
+/**
+ * The MCP endpoint: personal and OAuth access tokens only (what MCP clients hold); each tool
+ * then declares one of the accesses above and is checked against it (runner/mcp/tools.ts).
+ */
+export const MCP_ENDPOINT: Access = { jwt: false, token: 'read', apiKey: false };
 
 export type PrincipalKind = 'jwt-admin' | 'jwt-member' | 'api-key' | 'token-read' | 'token-write';
 

@@ -315,7 +315,10 @@ export class Authenticator {
 
   /** 403 when the principal's kind does not pass the declared access. */
   check(declared: Access, principal: Principal): void {
-    if (allows(declared, principalKind(principal))) return;
+    if (allows(declared, principalKind(principal))) {
+      if (declared.admins && principal.type === 'user' && principal.user.role !== 'admin') throw new ForbiddenError('this operation needs an administrator');
+      return;
+    }
     if (principal.type === 'user' && principal.via !== 'jwt' && declared.token) {
       // RFC 6750 §3.1 / RFC 9728 §5.1: tell the client which scope to ask for.
       throw new AppError(403, 'insufficient_scope', 'Forbidden', denial(declared, principal), [], {
@@ -345,7 +348,7 @@ export async function reauthenticate(auth: Authenticator, req: FastifyRequest): 
 
 function denial(a: Access, p: Principal): string {
   if (p.type === 'api-key') return 'the admin API key does not grant this operation';
-  if (p.via === 'jwt') return 'this operation needs an administrator';
+  if (p.via === 'jwt') return a.jwt === false ? 'the web UI session is not accepted here; use a personal access token or an OAuth access token' : 'this operation needs an administrator';
   if (a.token === false) return 'access tokens cannot be used for this operation; use the web UI session';
   return `this operation needs a token with the "${a.token}" scope`;
 }

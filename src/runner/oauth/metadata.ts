@@ -2,11 +2,16 @@
 export const OAUTH_PATHS = {
   authorizationServerMetadata: '/.well-known/oauth-authorization-server',
   protectedResourceMetadata: '/.well-known/oauth-protected-resource',
+  /** RFC 9728 §3.1: the metadata of the resource RUNNER_URL/mcp, at the well-known path plus its path. */
+  mcpResourceMetadata: '/.well-known/oauth-protected-resource/mcp',
   authorize: '/oauth/authorize',
   token: '/oauth/token',
   register: '/oauth/register',
   revoke: '/oauth/revoke',
 } as const;
+
+/** The MCP endpoint (runner/mcp/routes.ts), a protected resource of its own (RFC 9728). */
+export const MCP_PATH = '/mcp';
 
 /** The interactive API documentation (api/openapi.ts serves it there). */
 const DOCS_PATH = '/api/docs';
@@ -41,19 +46,27 @@ export function authorizationServerMetadata(runnerUrl: string) {
   };
 }
 
-/** RFC 9728 §2: this API as a protected resource, naming its authorization server (itself). */
-export function protectedResourceMetadata(runnerUrl: string) {
+/**
+ * RFC 9728 §2: this API (or its MCP endpoint) as a protected resource, naming its authorization
+ * server (itself). RFC 9728 §3.3: `resource` is exactly the URL the client asked, so the MCP
+ * endpoint has metadata of its own.
+ */
+export function protectedResourceMetadata(runnerUrl: string, part: 'api' | 'mcp' = 'api') {
   return {
-    resource: runnerUrl,
+    resource: part === 'mcp' ? runnerUrl + MCP_PATH : runnerUrl,
     authorization_servers: [runnerUrl],
     scopes_supported: [...OAUTH_SCOPES],
     // RFC 9728 §2: tokens are accepted in the Authorization header only (never in URLs).
     bearer_methods_supported: ['header'],
-    resource_name: 'Pier workflow runner API',
+    resource_name: part === 'mcp' ? 'Pier workflow runner (MCP)' : 'Pier workflow runner API',
     resource_documentation: runnerUrl + DOCS_PATH,
   };
 }
 
 export function resourceMetadataUrl(runnerUrl: string): string {
   return runnerUrl + OAUTH_PATHS.protectedResourceMetadata;
+}
+
+export function mcpResourceMetadataUrl(runnerUrl: string): string {
+  return runnerUrl + OAUTH_PATHS.mcpResourceMetadata;
 }

@@ -421,6 +421,19 @@ export class RunsRepository {
     return q.orderBy('attempt').orderBy('seq').limit(limit).execute();
   }
 
+  /** Chunks of one attempt before sequence `before`, newest first (reading a log from its end). */
+  logsBefore(runId: string, attempt: number, before: number, limit: number): Promise<RunLogRow[]> {
+    return this.db
+      .selectFrom('run_logs')
+      .selectAll()
+      .where('run_id', '=', runId)
+      .where('attempt', '=', attempt)
+      .where('seq', '<', before)
+      .orderBy('seq', 'desc')
+      .limit(limit)
+      .execute();
+  }
+
   /**
    * Finishes a held run; null when the lease no longer holds it. Cancel and completion race for
    * the run row and the first to commit wins: a cancel that committed first made the run

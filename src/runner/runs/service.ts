@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Readable } from 'node:stream';
-import { AppError, ConflictError, NotFoundError, ValidationError } from '../../infra/errors.js';
+import { AppError, ConflictError, NotFoundError, PayloadTooLargeError, ValidationError } from '../../infra/errors.js';
 import { nulFieldIn } from '../../infra/nul.js';
 import { randomUUID } from '../../infra/secrets.js';
 import type { Principal } from '../auth/authenticate.js';
@@ -9,6 +9,7 @@ import { loadRun, loadWorkflow, type ScopeRepositories } from '../projects/acces
 import { type DeclaredParameter, parameterProblems } from '../workflows/declared-parameters.js';
 import type { WorkflowRow } from '../workflows/repository.js';
 import { outputNameProblem, type RunOutputStorage } from './output-storage.js';
+import { ERROR_LINE, TailCollector } from './log-excerpt.js';
 import type { QueueSignal } from './queue-signal.js';
 import { isTerminal, type LogPosition, type NewRunRow, type RunLogRow, type RunOutputRow, type RunRow } from './repository.js';
 
@@ -62,6 +63,41 @@ export interface EnqueueInput {
   createdBy: string | null;
   scheduleId: string | null;
 }
+
+export interface ExcerptInput {
+  /** The attempt to read (default: the run's latest). */
+  attempt?: number;
+  /** The last this many lines (after the filter). */
+  lines: number;
+  /** At most this many bytes of text. */
+  bytes: number;
+  /** Only lines that name a failure (ERROR_LINE). */
+  errorsOnly: boolean;
+}
+
+export interface LogExcerpt {
+  run: RunRow;
+  attempt: number;
+  lines: string[];
+  bytes: number;
+  /** Lines of the attempt were left out (older ones, or by the filter). */
+  truncated: boolean;
+  /** The scan stopped at EXCERPT_SCAN_BYTES before reaching the attempt's start. */
+  scanLimited: boolean;
+}
+
+/** An excerpt reads at most this much of a log backwards (errors-only on a huge log stops here). */
+export const EXCERPT_SCAN_BYTES = 32 * 1024 * 1024;
+const EXCERPT_PAGE = 200;
+
+export interface WaitOutcome {
+  run: RunRow;
+  finished: boolean;
+}
+
+/** How often a waiting caller looks at the run, and re-checks its access every this many looks. */
+export const WAIT_POLL_MS = 1000;
+const WAIT_RECHECK_POLLS = 5;
 
 export interface RunFilterInput {
   project?: string;
@@ -211,6 +247,111 @@ export class RunsService {
       throw new ConflictError(`the run has already finished (${ended?.status ?? 'deleted'})`, 'run_finished');
     }
     return cancelled;
+  }
+
+  /**
+   * Queues the run again with its parameters (those given replacing theirs) and required labels,
+   * of the version it ran or the latest; only a finished run (409 otherwise). Needs the editor
+   * role, as starting does; the new run is checked against its version's declared parameters.
+   */
+  async rerun(p: Principal, id: string, input: { version: 'original' | 'latest'; parameters?: Record<string, unknown> }): Promise<RunRow> {
+    const run = await loadRun(this.d, p, id, 'read');
+    if (!isTerminal(run.status)) throw new ConflictError(`the run has not finished (${run.status}); cancel it or wait for it first`, 'run_not_finished');
+    return this.start(p, run.workflow_id, {
+      version: input.version === 'original' ? run.workflow_version : undefined,
+      parameters: { ...(JSON.parse(run.parameters) as Record<string, unknown>), ...input.parameters },
+      requiredLabels: JSON.parse(run.required_labels) as string[],
+    });
+  }
+
+  /**
+   * The last lines of one attempt's log within a line and byte budget, read from its end (so a
+   * huge log costs what the excerpt costs, up to EXCERPT_SCAN_BYTES when filtering).
+   */
+  async logExcerpt(p: Principal, id: string, input: ExcerptInput): Promise<LogExcerpt> {
+    const run = await loadRun(this.d, p, id, 'read');
+    const attempt = input.attempt ?? Math.max(run.attempt, 1);
+    const tail = new TailCollector({ lines: input.lines, bytes: input.bytes, keep: input.errorsOnly ? (l) => ERROR_LINE.test(l) : undefined });
+    const scanLimited = !(await this.readBack(run.id, attempt, tail, EXCERPT_SCAN_BYTES));
+    // A scan cut short holds part of a line: it is left out rather than shown as if whole.
+    if (!scanLimited) tail.finish();
+    return { run, attempt, lines: tail.lines(), bytes: tail.bytes, truncated: tail.skipped || scanLimited, scanLimited };
+  }
+
+  /**
+   * The log of every attempt as one text, each attempt under a heading when there are several;
+   * the end of it when it is longer than `bytes`.
+   */
+  async logText(p: Principal, id: string, bytes: number): Promise<{ run: RunRow; text: string; truncated: boolean }> {
+    const run = await loadRun(this.d, p, id, 'read');
+    const tail = new TailCollector({ lines: Number.POSITIVE_INFINITY, bytes });
+    for (let attempt = run.attempt; attempt >= 1 && !tail.full; attempt--) {
+      await this.readBack(run.id, attempt, tail, Number.POSITIVE_INFINITY);
+      tail.finish(run.attempt > 1 ? `--- attempt ${attempt} ---` : undefined);
+    }
+    const lines = tail.lines();
+    return { run, text: lines.length ? `${lines.join('\n')}\n` : '', truncated: tail.skipped };
+  }
+
+  /** Feeds an attempt's chunks to `tail` from the end; false when `scanBytes` ran out first. */
+  private async readBack(runId: string, attempt: number, tail: TailCollector, scanBytes: number): Promise<boolean> {
+    let before = Number.MAX_SAFE_INTEGER;
+    let scanned = 0;
+    while (!tail.full) {
+      const rows = await this.d.runs.logsBefore(runId, attempt, before, EXCERPT_PAGE);
+      for (const row of rows) {
+        tail.prepend(row.text);
+        scanned += row.text.length;
+        before = row.seq;
+        if (tail.full) return true;
+      }
+      if (rows.length < EXCERPT_PAGE) return true;
+      if (scanned >= scanBytes) return false;
+    }
+    return true;
+  }
+
+  /** One output file's bytes, when it is at most `maxBytes` (413 naming the download route otherwise). */
+  async readOutput(p: Principal, id: string, name: string, maxBytes: number): Promise<{ output: RunOutputRow; bytes: Buffer }> {
+    const run = await loadRun(this.d, p, id, 'read');
+    const output = outputNameProblem(name) ? undefined : await this.d.runs.output(run.id, name);
+    if (!output) throw new NotFoundError(`run ${run.id} has no output ${name}`);
+    if (output.size > maxBytes) {
+      throw new PayloadTooLargeError(`the output is ${output.size} bytes, more than ${maxBytes} can be read here; download it from GET /api/runs/${run.id}/outputs/${encodeURIComponent(name)}`);
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of await this.d.outputs.open(run.id, run.attempt, name)) {
+      size += (chunk as Buffer).length;
+      if (size > maxBytes) throw new PayloadTooLargeError(`the output grew past ${maxBytes} bytes while it was read`);
+      chunks.push(chunk as Buffer);
+    }
+    return { output, bytes: Buffer.concat(chunks) };
+  }
+
+  /**
+   * Waits until the run has ended or `timeoutMs` has passed, looking every WAIT_POLL_MS (the
+   * database is the truth across instances) and telling `progress` each time. `principal()`
+   * authenticates the caller again every few looks: a revoked token or a removed membership ends
+   * the wait with its 401/403/404. Stops early when `signal` aborts (the client went away).
+   */
+  async waitForEnd(
+    principal: () => Promise<Principal>,
+    id: string,
+    opts: { timeoutMs: number; signal: AbortSignal; progress: (run: RunRow, elapsedMs: number) => Promise<void> },
+  ): Promise<WaitOutcome> {
+    let run = await loadRun(this.d, await principal(), id, 'read');
+    const started = Date.now();
+    for (let poll = 1; !isTerminal(run.status); poll++) {
+      const elapsed = Date.now() - started;
+      if (elapsed >= opts.timeoutMs || opts.signal.aborted) return { run, finished: false };
+      await opts.progress(run, elapsed);
+      await sleep(Math.min(WAIT_POLL_MS, opts.timeoutMs - elapsed), undefined, { signal: opts.signal }).catch(() => undefined);
+      const current = poll % WAIT_RECHECK_POLLS === 0 ? await loadRun(this.d, await principal(), id, 'read') : await this.d.runs.findById(run.id);
+      if (!current) throw new NotFoundError('no such run');
+      run = current;
+    }
+    return { run, finished: true };
   }
 
   /** Chunks after `after`, of one attempt or of all attempts in order (attempt, then sequence). */

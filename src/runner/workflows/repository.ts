@@ -5,6 +5,8 @@ export type WorkflowRow = Selectable<WorkflowsTable>;
 export type WorkflowVersionRow = Selectable<WorkflowVersionsTable>;
 /** A version as listed: with the name and email of who uploaded it (null once they are deleted). */
 export type VersionListing = WorkflowVersionRow & { author_name: string | null; author_email: string | null };
+/** A workflow with its latest version's declared parameters (JSON). */
+export type WorkflowWithParameters = WorkflowRow & { declared_parameters: string };
 /** A version to store: its declared parameters default to none. */
 type NewVersion = Omit<WorkflowVersionRow, 'workflow_id' | 'version' | 'declared_parameters'> & { declared_parameters?: string };
 
@@ -47,6 +49,24 @@ export class WorkflowsRepository {
 
   listByProject(projectId: string): Promise<WorkflowRow[]> {
     return this.db.selectFrom('workflows').selectAll().where('project_id', '=', projectId).orderBy('name').orderBy('id').execute();
+  }
+
+  /**
+   * Workflows with the parameters their latest version declares, by name: of one project, or of
+   * the projects `memberUserId` belongs to (null: every project).
+   */
+  listWithLatest(f: { memberUserId: string | null; projectId?: string; limit: number }): Promise<WorkflowWithParameters[]> {
+    let q = this.db
+      .selectFrom('workflows')
+      .innerJoin('workflow_versions', (j) =>
+        j.onRef('workflow_versions.workflow_id', '=', 'workflows.id').onRef('workflow_versions.version', '=', 'workflows.latest_version'),
+      )
+      .selectAll('workflows')
+      .select('workflow_versions.declared_parameters');
+    const userId = f.memberUserId;
+    if (userId !== null) q = q.where('workflows.project_id', 'in', (eb) => eb.selectFrom('project_members').select('project_id').where('user_id', '=', userId));
+    if (f.projectId) q = q.where('workflows.project_id', '=', f.projectId);
+    return q.orderBy('workflows.name').orderBy('workflows.id').limit(f.limit).execute();
   }
 
   private listed() {

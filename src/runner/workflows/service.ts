@@ -5,7 +5,7 @@ import type { Principal } from '../auth/authenticate.js';
 import { loadProject, loadWorkflow, type ScopeRepositories } from '../projects/access.js';
 import type { RunOutputStorage } from '../runs/output-storage.js';
 import { readDeclaredParameters } from './declared-parameters.js';
-import type { VersionListing, WorkflowRow } from './repository.js';
+import type { VersionListing, WorkflowRow, WorkflowWithParameters } from './repository.js';
 import type { WorkflowStorage } from './storage.js';
 import { type PartSource, readUpload } from './upload.js';
 
@@ -30,6 +30,16 @@ export class WorkflowsService {
   async list(p: Principal, projectId: string): Promise<WorkflowRow[]> {
     await loadProject(this.d, p, projectId, 'read');
     return this.d.workflows.listByProject(projectId);
+  }
+
+  /**
+   * Workflows with the parameters their latest version declares: of one project (viewers and up),
+   * or of every project the caller can read. At most `limit`, by name.
+   */
+  async listWithParameters(p: Principal, projectId: string | undefined, limit: number): Promise<WorkflowWithParameters[]> {
+    if (projectId !== undefined) await loadProject(this.d, p, projectId, 'read');
+    const everyProject = projectId !== undefined || p.type === 'api-key' || p.user.role === 'admin';
+    return this.d.workflows.listWithLatest({ memberUserId: everyProject ? null : p.user.id, projectId, limit });
   }
 
   /**

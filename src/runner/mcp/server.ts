@@ -1,0 +1,133 @@
+import type { FastifyBaseLogger } from 'fastify';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import {
+  CallToolRequestSchema,
+  type CallToolResult,
+  ErrorCode,
+  ListResourcesRequestSchema,
+  ListResourceTemplatesRequestSchema,
+  ListToolsRequestSchema,
+  McpError,
+  ReadResourceRequestSchema,
+} from '@modelcontextprotocol/sdk/types.js';
+import { AppError } from '../../infra/errors.js';
+import type { Principal, UserPrincipal } from '../auth/authenticate.js';
+import type { RunnerContext } from '../context.js';
+import { READ_TOOLS } from './read-tools.js';
+import { listResources, readResource, RESOURCE_TEMPLATES } from './resources.js';
+import type { Tool, ToolCall } from './tool.js';
+import { parseResourceUri } from './uris.js';
+import { WRITE_TOOLS } from './write-tools.js';
+
+export const TOOLS: readonly Tool[] = [...READ_TOOLS, ...WRITE_TOOLS];
+const BY_NAME = new Map(TOOLS.map((t) => [t.name, t]));
+
+/** MCP's "resource not found" (server/resources in the specification). */
+const RESOURCE_NOT_FOUND = -32002;
+
+const INSTRUCTIONS =
+  'Pier workflow runner. Find work with list_projects and list_workflows; start_run queues a run with the parameters a workflow declares, ' +
+  'wait_for_run follows it, get_run and read_run_log (errorsOnly for failures) explain how it went; outputs are resources. ' +
+  'What you may do is what the signed-in user may do, limited by the scope the user granted (read, or write).';
+
+export function findTool(name: string): Tool | undefined {
+  return BY_NAME.get(name);
+}
+
+/** Whether the principal may call the tool: its access declaration, checked as a REST route's. */
+export function permits(ctx: RunnerContext, tool: Tool, principal: Principal): boolean {
+  try {
+    ctx.auth.check(tool.access, principal);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** A refusal as a tool result the model can read and act on (MCP: tool execution errors). */
+function refusal(text: string): CallToolResult {
+  return { content: [{ type: 'text', text }], isError: true };
+}
+
+function describe(e: AppError): string {
+  const fields = e.errors.length ? ` (${e.errors.map((f) => `${f.field}: ${f.message}`).join('; ')})` : '';
+  return `${e.status} ${e.code}: ${e.message}${fields}`;
+}
+
+export interface McpRequestContext {
+  ctx: RunnerContext;
+  principal: UserPrincipal;
+  recheck(): Promise<Principal>;
+  signal: AbortSignal;
+  log: FastifyBaseLogger;
+  version: string;
+}
+
+/**
+ * The SDK's MCP server for one HTTP request (stateless Streamable HTTP: any instance answers any
+ * request, nothing is kept between them). Every tool and resource goes through the services the
+ * REST routes use, as the request's principal.
+ */
+export function createMcpServer(r: McpRequestContext): Server {
+  const { ctx, principal } = r;
+  const server = new Server(
+    { name: 'pier-runner', title: 'Pier workflow runner', version: r.version },
+    { capabilities: { tools: { listChanged: false }, resources: { listChanged: false, subscribe: false } }, instructions: INSTRUCTIONS },
+  );
+
+  server.setRequestHandler(ListToolsRequestSchema, () => ({
+    tools: TOOLS.filter((t) => permits(ctx, t, principal)).map((t) => ({
+      name: t.name,
+      title: t.title,
+      description: t.description,
+      inputSchema: t.input as { type: 'object' },
+      outputSchema: t.output as { type: 'object' },
+      annotations: { title: t.title, ...t.hints, openWorldHint: false },
+    })),
+  }));
+
+  server.setRequestHandler(CallToolRequestSchema, async (req, extra): Promise<CallToolResult> => {
+    const tool = findTool(req.params.name);
+    if (!tool) throw new McpError(ErrorCode.InvalidParams, `no tool named ${JSON.stringify(req.params.name.slice(0, 100))}; tools/list names the tools you can call`);
+    if (!permits(ctx, tool, principal)) return refusal(`${tool.name} is not available to this token: it needs the "${tool.access.token}" scope${tool.access.admins ? ' and an administrator' : ''}`);
+    const args = req.params.arguments ?? {};
+    const problems = tool.problems(args);
+    if (problems.length) return refusal(`invalid arguments: ${problems.map((p) => `${p.field} ${p.message}`).join('; ')}`);
+    const token = req.params._meta?.progressToken;
+    const call: ToolCall = {
+      ctx,
+      principal,
+      recheck: r.recheck,
+      signal: AbortSignal.any([r.signal, extra.signal]),
+      async progress(progress, message, total) {
+        if (token === undefined) return;
+        await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress, total, message } });
+      },
+    };
+    try {
+      const result = await tool.run(call, args);
+      const links = (result.links ?? []).map((l) => ({ type: 'resource_link' as const, ...l }));
+      return { content: [{ type: 'text', text: result.text }, ...links], structuredContent: result.structured as Record<string, unknown> };
+    } catch (e) {
+      if (e instanceof AppError && e.status < 500) return refusal(describe(e));
+      r.log.error({ err: e, tool: tool.name }, 'MCP tool failed');
+      throw new McpError(ErrorCode.InternalError, 'the tool failed on the server; the error is logged');
+    }
+  });
+
+  server.setRequestHandler(ListResourcesRequestSchema, async () => ({ resources: await listResources(ctx, principal) }));
+  server.setRequestHandler(ListResourceTemplatesRequestSchema, () => ({ resourceTemplates: RESOURCE_TEMPLATES }));
+  server.setRequestHandler(ReadResourceRequestSchema, async (req) => {
+    const ref = parseResourceUri(req.params.uri);
+    if (!ref) throw new McpError(RESOURCE_NOT_FOUND, 'no such resource: expected pier://runs/{runId}/log or pier://runs/{runId}/outputs/{name}', { uri: req.params.uri.slice(0, 200) });
+    try {
+      return await readResource(ctx, principal, req.params.uri, ref);
+    } catch (e) {
+      if (e instanceof AppError && e.status === 404) throw new McpError(RESOURCE_NOT_FOUND, e.message, { uri: req.params.uri.slice(0, 200) });
+      if (e instanceof AppError && e.status < 500) throw new McpError(ErrorCode.InvalidRequest, describe(e));
+      r.log.error({ err: e }, 'MCP resource read failed');
+      throw new McpError(ErrorCode.InternalError, 'reading the resource failed on the server; the error is logged');
+    }
+  });
+  return server;
+}

@@ -1,0 +1,156 @@
+/*
+ * The end of a log within a budget, read backwards chunk by chunk: an assistant asking why a run
+ * failed needs its last lines or its error lines, and a log of a million lines must not reach
+ * it whole (nor be read whole to find them).
+ */
+
+/** Lines that name a failure, as workflow engines, JVMs and shells write them. */
+export const ERROR_LINE = /\b(errors?|exception|fatal|severe|failed|failure|traceback|panic|killed|denied)\b/i;
+
+/** Marks a line cut to fit the byte budget (its end is kept: that is where the message ends). */
+export const CLIPPED = '…';
+
+export interface ExcerptLimits {
+  /** At most this many lines. */
+  lines: number;
+  /** At most this many bytes of UTF-8 in the lines kept (newlines between them not counted). */
+  bytes: number;
+  /** Keep only lines this accepts (all when absent). */
+  keep?: (line: string) => boolean;
+}
+
+const CLIPPED_BYTES = Buffer.byteLength(CLIPPED);
+
+/** The last `bytes` bytes of a line's UTF-8 (from a character boundary), marked as clipped. */
+export function clipStart(line: string, bytes: number): string {
+  const room = bytes - CLIPPED_BYTES;
+  if (room <= 0) return '';
+  const buf = Buffer.from(line);
+  let start = Math.max(0, buf.length - room);
+  // UTF-8 continuation bytes are 10xxxxxx: start at the next character's first byte.
+  while (start < buf.length && (buf[start]! & 0xc0) === 0x80) start++;
+  return CLIPPED + buf.subarray(start).toString();
+}
+
+/**
+ * Collects the last lines of a text given from its end: `prepend` each earlier piece, then
+ * `finish` at the start of the text (or of a section, with a heading line for it). Lines are
+ * split on `\n`; a line may span pieces. Stops taking lines once `full`.
+ */
+export class TailCollector {
+  /** Kept lines, newest first. */
+  private readonly kept: string[] = [];
+  private size = 0;
+  /** The oldest line seen so far, possibly continued by earlier pieces (bounded, see prepend). */
+  private pending = '';
+  private pendingClipped = false;
+  /** Whether anything has been seen since the last finish (a trailing newline ends no line). */
+  private started = false;
+  /** Lines kept from the current section (since the last finish). */
+  private sectionLines = 0;
+  /** Lines (or parts of one) passed over because the budget was spent or the filter refused them. */
+  skipped = false;
+  full = false;
+
+  constructor(private readonly limits: ExcerptLimits) {
+    if (limits.lines <= 0 || limits.bytes <= 0) this.full = true;
+  }
+
+  prepend(text: string): void {
+    if (this.full) {
+      if (text) this.skipped = true;
+      return;
+    }
+    if (this.pendingClipped) {
+      // The pending line was cut to its end: its start, in this piece or earlier, is not shown.
+      const nl = text.lastIndexOf('\n');
+      if (nl < 0) return;
+      this.offer(this.pending, true);
+      this.pending = '';
+      this.pendingClipped = false;
+      if (this.full) {
+        this.skipped = true;
+        return;
+      }
+      text = text.slice(0, nl);
+      this.pending = '';
+      this.started = true;
+      this.take(text.split('\n'), false);
+      return;
+    }
+    const parts = (text + this.pending).split('\n');
+    const fresh = !this.started;
+    this.started = true;
+    this.take(parts, fresh && text.endsWith('\n'));
+  }
+
+  /**
+   * Offers all parts but the first, newest first; the first may continue in an earlier piece and
+   * stays pending. A line longer than the budget is held only as far as it can be shown, so one
+   * endless line costs no memory.
+   */
+  private take(parts: string[], endsWithNewline: boolean): void {
+    const head = parts.shift() ?? '';
+    // The text's very end: a final newline closes the last line, it does not open an empty one.
+    if (endsWithNewline && parts.length > 0) parts.pop();
+    let i = parts.length - 1;
+    for (; i >= 0 && !this.full; i--) this.offer(parts[i]!, false);
+    if (this.full) {
+      // Lines before the last one taken are not shown (the head may be the start of one more).
+      if (i >= 0 || head !== '') this.skipped = true;
+      this.pending = '';
+      return;
+    }
+    const bound = this.limits.bytes * 4 + 16;
+    if (head.length > bound) {
+      this.pending = head.slice(head.length - bound);
+      this.pendingClipped = true;
+    } else {
+      this.pending = head;
+    }
+  }
+
+  /** The start of the text (or of one section: `heading` is kept above its lines when they are). */
+  finish(heading?: string): void {
+    if (!this.full && this.started) this.offer(this.pending, this.pendingClipped);
+    this.pending = '';
+    this.pendingClipped = false;
+    this.started = false;
+    if (heading !== undefined && !this.full && this.sectionLines > 0) this.offer(heading, false, true);
+    this.sectionLines = 0;
+  }
+
+  private offer(line: string, clippedAlready: boolean, always = false): void {
+    if (!always && this.limits.keep && !this.limits.keep(line)) {
+      this.skipped = true;
+      return;
+    }
+    const room = this.limits.bytes - this.size;
+    let shown = clippedAlready ? CLIPPED + line : line;
+    let n = Buffer.byteLength(shown);
+    if (n > room) {
+      // The newest line is shown clipped rather than not at all; older ones end the excerpt.
+      if (this.kept.length > 0) {
+        this.full = true;
+        this.skipped = true;
+        return;
+      }
+      shown = clipStart(line, room);
+      n = Buffer.byteLength(shown);
+      this.skipped = true;
+    }
+    this.kept.push(shown);
+    this.sectionLines++;
+    this.size += n;
+    if (this.kept.length >= this.limits.lines || this.size >= this.limits.bytes) this.full = true;
+  }
+
+  /** The lines kept, oldest first. */
+  lines(): string[] {
+    return [...this.kept].reverse();
+  }
+
+  get bytes(): number {
+    return this.size;
+  }
+}
