@@ -89,6 +89,7 @@ export interface LogExcerpt {
 /** An excerpt reads at most this much of a log backwards (errors-only on a huge log stops here). */
 export const EXCERPT_SCAN_BYTES = 32 * 1024 * 1024;
 const EXCERPT_PAGE = 200;
+const INT32_MAX = 2_147_483_647;
 
 export interface WaitOutcome {
   run: RunRow;
@@ -255,7 +256,8 @@ export class RunsService {
    * role, as starting does; the new run is checked against its version's declared parameters.
    */
   async rerun(p: Principal, id: string, input: { version: 'original' | 'latest'; parameters?: Record<string, unknown> }): Promise<RunRow> {
-    const run = await loadRun(this.d, p, id, 'read');
+    // The role first (as starting needs it), then the state: a viewer learns no more than 403.
+    const run = await loadRun(this.d, p, id, 'write');
     if (!isTerminal(run.status)) throw new ConflictError(`the run has not finished (${run.status}); cancel it or wait for it first`, 'run_not_finished');
     return this.start(p, run.workflow_id, {
       version: input.version === 'original' ? run.workflow_version : undefined,
@@ -295,7 +297,8 @@ export class RunsService {
 
   /** Feeds an attempt's chunks to `tail` from the end; false when `scanBytes` ran out first. */
   private async readBack(runId: string, attempt: number, tail: TailCollector, scanBytes: number): Promise<boolean> {
-    let before = Number.MAX_SAFE_INTEGER;
+    // Sequences are PostgreSQL integers: the first bound must fit one (int4), as every sequence does.
+    let before = INT32_MAX;
     let scanned = 0;
     while (!tail.full) {
       const rows = await this.d.runs.logsBefore(runId, attempt, before, EXCERPT_PAGE);
