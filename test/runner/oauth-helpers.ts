@@ -46,7 +46,7 @@ export async function consent(
   browser: Browser,
   origin: string,
   authorizationUrl: string,
-  opts: { email: string; password?: string; decision?: 'approve' | 'deny' },
+  opts: { email: string; password?: string; decision?: 'approve' | 'approve-read' | 'deny' },
 ): Promise<string> {
   const u = new URL(authorizationUrl);
   let res = await browser.request(`${origin}${u.pathname}${u.search}`);

@@ -95,6 +95,11 @@ export function consentPage(v: ConsentView): string {
           <button type="submit" name="decision" value="approve">
             Approve
           </button>
+          {v.scope === 'write' && (
+            <button type="submit" name="decision" value="approve-read" class="secondary">
+              Approve read only
+            </button>
+          )}
           <button type="submit" name="decision" value="deny" class="secondary">
             Deny
           </button>

@@ -138,7 +138,9 @@ export function registerWebRoutes(app: HttpApp, ctx: RunnerContext): void {
     if (!user) return toLogin(reply, `${OAUTH_PATHS.authorize}?${new URLSearchParams(requestParams(form))}`);
     const areq = await authorizationRequest(form, reply);
     if (!areq) return reply;
-    const target = form.decision === 'approve' ? await ctx.oauth.approve(areq, user.id) : ctx.oauth.deny(areq);
+    // "Approve read only" grants less than asked (RFC 6749 §3.3: the token response says so).
+    const approved = form.decision === 'approve' ? areq : form.decision === 'approve-read' ? { ...areq, scope: 'read' as const } : null;
+    const target = approved ? await ctx.oauth.approve(approved, user.id) : ctx.oauth.deny(areq);
     return reply.redirect(target, 303);
   });
 
