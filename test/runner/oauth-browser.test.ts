@@ -79,7 +79,7 @@ for (const target of dialects()) describe(`OAuth through the real pages in headl
     await screenshot(page, `oauth-consent-phone-dark-${target.name}`);
     assert.deepEqual(await axeViolations(page), []);
     assert.ok(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth));
-    await page.getByRole('button', { name: 'Approve' }).click();
+    await page.getByRole('button', { name: 'Approve', exact: true }).click();
     await page.getByText('done').waitFor();
     const url = landed as URL | null;
     assert.ok(url);
@@ -107,7 +107,7 @@ for (const target of dialects()) describe(`OAuth through the real pages in headl
     await popup.getByRole('button', { name: 'Sign in' }).click();
     // Swagger UI redeems the code itself (PKCE verifier in the page) once the popup returns.
     const tokenResponse = page.waitForResponse((res) => res.url() === `${base}/oauth/token`);
-    await popup.getByRole('button', { name: 'Approve' }).click();
+    await popup.getByRole('button', { name: 'Approve', exact: true }).click();
     const res = await tokenResponse;
     assert.equal(res.status(), 200);
     const body = (await res.json()) as { access_token: string; scope: string };
