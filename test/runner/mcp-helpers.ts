@@ -28,6 +28,7 @@ export async function listeningRunner(opts: { databaseUrl?: string; env?: Record
 }
 
 /** JSON over HTTP with a JWT or token, asserting the status. */
+// biome-ignore lint/suspicious/noExplicitAny: tests read response bodies loosely unless they name a type
 export async function api<T = any>(base: string, token: string, method: string, path: string, body?: unknown, status?: number): Promise<T> {
   const res = await fetch(base + path, {
     method,

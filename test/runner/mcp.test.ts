@@ -19,6 +19,7 @@ const COMMAND =
 const READ_TOOLS = ['get_run', 'list_projects', 'list_runs', 'list_schedules', 'list_workflows', 'read_run_log'];
 const WRITE_TOOLS = ['cancel_run', 'rerun_run', 'set_schedule_enabled', 'start_run', 'wait_for_run'];
 
+// biome-ignore lint/suspicious/noExplicitAny: structured content is checked by the SDK against the tool's output schema
 type Structured = Record<string, any>;
 
 interface Called {

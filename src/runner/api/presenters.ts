@@ -189,7 +189,14 @@ export function presentWorkflowDetails(w: WorkflowRow, versions: VersionListing[
 // A type array, not anyOf (see schemas.ts); maxLength applies to strings only.
 export const ParameterValue = Type.Unsafe<string | number | boolean | null>({ type: ['string', 'number', 'boolean', 'null'], maxLength: 10_000 });
 /** Run parameters as a request gives them (a run, a re-run, a schedule). */
-export const RunParameters = Type.Record(Type.String({ minLength: 1, maxLength: 200 }), ParameterValue, { maxProperties: 200 });
+export const RunParameters = Type.Unsafe<Record<string, string | number | boolean | null>>({
+  type: 'object',
+  // Names as declared parameters have them (1-200 characters, no control characters): a record
+  // of TypeBox would check values only.
+  propertyNames: { minLength: 1, maxLength: 200, pattern: '^[^\\u0000-\\u001f\\u007f]*$' },
+  additionalProperties: ParameterValue,
+  maxProperties: 200,
+});
 
 export const Run = Type.Object({
   id: Type.String(),

@@ -1,5 +1,13 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+import {
+  CallToolRequestSchema,
+  InitializeRequestSchema,
+  ListResourcesRequestSchema,
+  ListResourceTemplatesRequestSchema,
+  ListToolsRequestSchema,
+  ReadResourceRequestSchema,
+} from '@modelcontextprotocol/sdk/types.js';
 import pkg from '../../../package.json' with { type: 'json' };
 import type { HttpApp } from '../../infra/http.js';
 import { toProblem } from '../../infra/http.js';
@@ -10,9 +18,33 @@ import type { RunnerContext } from '../context.js';
 import { mcpResourceMetadataUrl, MCP_PATH } from '../oauth/metadata.js';
 import { createMcpServer, findTool, permits } from './server.js';
 
-/** JSON-RPC 2.0 §5.1: a server error, and a request that is not valid JSON. */
+/** JSON-RPC 2.0 §5.1: a server error, invalid params, and a request that is not valid JSON. */
 const SERVER_ERROR = -32000;
+const INVALID_PARAMS = -32602;
 const PARSE_ERROR = -32700;
+
+/**
+ * The SDK checks a request's params only inside its handler dispatch and answers a mismatch as
+ * an internal error (-32603); the requests this server handles are checked here first, so a
+ * malformed one is the client's error (-32602), named as such.
+ */
+const REQUEST_SCHEMAS: Record<string, { safeParse(v: unknown): { success: boolean; error?: { issues: { path: PropertyKey[]; message: string }[] } } }> = {
+  initialize: InitializeRequestSchema,
+  'tools/list': ListToolsRequestSchema,
+  'tools/call': CallToolRequestSchema,
+  'resources/list': ListResourcesRequestSchema,
+  'resources/templates/list': ListResourceTemplatesRequestSchema,
+  'resources/read': ReadResourceRequestSchema,
+};
+
+function paramsProblem(m: RpcMessage): string | null {
+  const schema = typeof m.method === 'string' && Object.hasOwn(REQUEST_SCHEMAS, m.method) ? REQUEST_SCHEMAS[m.method] : undefined;
+  if (!schema || m.id === undefined) return null;
+  const checked = schema.safeParse(m);
+  if (checked.success) return null;
+  const issue = checked.error?.issues[0];
+  return issue ? `${issue.path.map(String).join('/') || '(request)'}: ${issue.message}` : 'invalid params';
+}
 
 interface RpcMessage {
   method?: unknown;
@@ -91,6 +123,10 @@ export async function registerMcpRoutes(app: HttpApp, ctx: RunnerContext): Promi
           const need = tool.access.admins ? 'an administrator' : `a token with the "${tool.access.token}" scope`;
           return rpcError(reply, 403, SERVER_ERROR, `${tool.name} needs ${need}; this token has the "${principal.scope}" scope`, undefined, m.id ?? null);
         }
+      }
+      for (const m of messages) {
+        const problem = paramsProblem(m);
+        if (problem) return rpcError(reply, 400, INVALID_PARAMS, `invalid params of ${String(m.method)}: ${problem}`, undefined, m.id ?? null);
       }
       const aborted = new AbortController();
       // A long call (wait_for_run) answers as an event stream that carries its progress; the

@@ -5,7 +5,7 @@
  */
 
 /** Lines that name a failure, as workflow engines, JVMs and shells write them. */
-export const ERROR_LINE = /\b(errors?|exception|fatal|severe|failed|failure|traceback|panic|killed|denied)\b/i;
+export const ERROR_LINE = /\b(errors?|fatal|severe|failed|failure|traceback|panic|killed|denied)\b|(error|exception)s?\b/i;
 
 /** Marks a line cut to fit the byte budget (its end is kept: that is where the message ends). */
 export const CLIPPED = '…';
@@ -20,6 +20,8 @@ export interface ExcerptLimits {
 }
 
 const CLIPPED_BYTES = Buffer.byteLength(CLIPPED);
+/** How much of a cut line's start the filter keeps reading as earlier pieces arrive. */
+const CUT_START_CHARS = 64;
 
 /** The last `bytes` bytes of a line's UTF-8 (from a character boundary), marked as clipped. */
 export function clipStart(line: string, bytes: number): string {
@@ -44,6 +46,10 @@ export class TailCollector {
   /** The oldest line seen so far, possibly continued by earlier pieces (bounded, see prepend). */
   private pending = '';
   private pendingClipped = false;
+  /** The pending line, as far as it was cut away, already passed the filter. */
+  private pendingKept = false;
+  /** The start of the cut pending line as seen so far (enough for the filter's words across pieces). */
+  private cutStart = '';
   /** Whether anything has been seen since the last finish (a trailing newline ends no line). */
   private started = false;
   /** Lines kept from the current section (since the last finish). */
@@ -57,17 +63,24 @@ export class TailCollector {
   }
 
   prepend(text: string): void {
+    // An empty piece adds nothing (and must not be taken for the end of the text).
+    if (text === '') return;
     if (this.full) {
-      if (text) this.skipped = true;
+      this.skipped = true;
       return;
     }
     if (this.pendingClipped) {
-      // The pending line was cut to its end: its start, in this piece or earlier, is not shown.
+      // The pending line was cut to its end: its start, in this piece or earlier, is not shown,
+      // but the filter reads it (an error named at a long line's start keeps the line).
       const nl = text.lastIndexOf('\n');
+      const start = text.slice(nl + 1) + this.cutStart;
+      this.pendingKept ||= this.passes(start);
+      this.cutStart = start.slice(0, CUT_START_CHARS);
       if (nl < 0) return;
-      this.offer(this.pending, true);
+      this.offer(this.pending, true, this.pendingKept);
       this.pending = '';
       this.pendingClipped = false;
+      this.pendingKept = false;
       if (this.full) {
         this.skipped = true;
         return;
@@ -96,13 +109,15 @@ export class TailCollector {
     let i = parts.length - 1;
     for (; i >= 0 && !this.full; i--) this.offer(parts[i]!, false);
     if (this.full) {
-      // Lines before the last one taken are not shown (the head may be the start of one more).
-      if (i >= 0 || head !== '') this.skipped = true;
+      // Lines before the last one taken are not shown: the head is (the end of) one more.
+      this.skipped = true;
       this.pending = '';
       return;
     }
     const bound = this.limits.bytes * 4 + 16;
     if (head.length > bound) {
+      this.pendingKept ||= this.passes(head);
+      this.cutStart = head.slice(0, CUT_START_CHARS);
       this.pending = head.slice(head.length - bound);
       this.pendingClipped = true;
     } else {
@@ -112,16 +127,24 @@ export class TailCollector {
 
   /** The start of the text (or of one section: `heading` is kept above its lines when they are). */
   finish(heading?: string): void {
-    if (!this.full && this.started) this.offer(this.pending, this.pendingClipped);
+    if (!this.full && this.started) this.offer(this.pending, this.pendingClipped, this.pendingKept);
     this.pending = '';
     this.pendingClipped = false;
+    this.pendingKept = false;
     this.started = false;
-    if (heading !== undefined && !this.full && this.sectionLines > 0) this.offer(heading, false, true);
+    if (heading !== undefined && this.sectionLines > 0) {
+      if (this.full) this.skipped = true;
+      else this.offer(heading, false, true);
+    }
     this.sectionLines = 0;
   }
 
+  private passes(line: string): boolean {
+    return !this.limits.keep || this.limits.keep(line);
+  }
+
   private offer(line: string, clippedAlready: boolean, always = false): void {
-    if (!always && this.limits.keep && !this.limits.keep(line)) {
+    if (!always && !this.passes(line)) {
       this.skipped = true;
       return;
     }
@@ -138,6 +161,10 @@ export class TailCollector {
       shown = clipStart(line, room);
       n = Buffer.byteLength(shown);
       this.skipped = true;
+      // A clipped line is the oldest shown: nothing above it, and nothing at all when not even
+      // the marker and one character fit.
+      this.full = true;
+      if (shown === '') return;
     }
     this.kept.push(shown);
     this.sectionLines++;

@@ -287,12 +287,14 @@ export class RunsService {
   async logText(p: Principal, id: string, bytes: number): Promise<{ run: RunRow; text: string; truncated: boolean }> {
     const run = await loadRun(this.d, p, id, 'read');
     const tail = new TailCollector({ lines: Number.POSITIVE_INFINITY, bytes });
-    for (let attempt = run.attempt; attempt >= 1 && !tail.full; attempt--) {
+    let attempt = run.attempt;
+    for (; attempt >= 1 && !tail.full; attempt--) {
       await this.readBack(run.id, attempt, tail, Number.POSITIVE_INFINITY);
       tail.finish(run.attempt > 1 ? `--- attempt ${attempt} ---` : undefined);
     }
     const lines = tail.lines();
-    return { run, text: lines.length ? `${lines.join('\n')}\n` : '', truncated: tail.skipped };
+    // Attempts not reached (the budget was spent on later ones) are left out too.
+    return { run, text: lines.length ? `${lines.join('\n')}\n` : '', truncated: tail.skipped || attempt >= 1 };
   }
 
   /** Feeds an attempt's chunks to `tail` from the end; false when `scanBytes` ran out first. */
