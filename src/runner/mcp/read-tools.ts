@@ -135,8 +135,8 @@ export const getRun = defineTool({
     logUri: Type.String({ description: 'the MCP resource of the whole log' }),
   }),
   async run({ ctx, principal }, { runId }) {
-    const row = await ctx.runs.get(principal, runId);
-    const outputs = (await ctx.runs.outputs(principal, row.id)).map((o) => ({ ...presentOutput(o), uri: outputUri(row.id, o.name) }));
+    const { run: row, outputs: stored } = await ctx.runs.getWithOutputs(principal, runId);
+    const outputs = stored.map((o) => ({ ...presentOutput(o), uri: outputUri(row.id, o.name) }));
     const links: ResourceLink[] = [
       { uri: logUri(row.id), name: `log of run ${row.id}`, mimeType: 'text/plain' },
       ...outputs.map((o) => ({ uri: o.uri, name: o.name, size: o.size, ...(o.contentType ? { mimeType: o.contentType } : {}) })),

@@ -6,9 +6,10 @@ import {
   ListResourcesRequestSchema,
   ListResourceTemplatesRequestSchema,
   ListToolsRequestSchema,
+  type JSONRPCRequest,
   ReadResourceRequestSchema,
+  SUPPORTED_PROTOCOL_VERSIONS,
 } from '@modelcontextprotocol/sdk/types.js';
-import pkg from '../../../package.json' with { type: 'json' };
 import type { HttpApp } from '../../infra/http.js';
 import { toProblem } from '../../infra/http.js';
 import { ForbiddenError } from '../../infra/errors.js';
@@ -16,11 +17,13 @@ import { challengeFor, insufficientScopeChallenge, MCP_ENDPOINT } from '../auth/
 import { access, userOf } from '../auth/authenticate.js';
 import type { RunnerContext } from '../context.js';
 import { mcpResourceMetadataUrl, MCP_PATH } from '../oauth/metadata.js';
-import { createMcpServer, findTool, permits } from './server.js';
+import { createMcpServer, findTool, type McpRequestContext, permits } from './server.js';
+import { SharedMcpServer } from './shared-server.js';
 
-/** JSON-RPC 2.0 §5.1: a server error, invalid params, and a request that is not valid JSON. */
+/** JSON-RPC 2.0 §5.1: a server error, invalid params, internal error, and a request that is not valid JSON. */
 const SERVER_ERROR = -32000;
 const INVALID_PARAMS = -32602;
+const INTERNAL_ERROR = -32603;
 const PARSE_ERROR = -32700;
 
 /**
@@ -66,6 +69,42 @@ function rpcError(reply: FastifyReply, status: number, code: number, message: st
   return reply.code(status).type('application/json').send({ jsonrpc: '2.0', id, error: { code, message, ...(data === undefined ? {} : { data }) } });
 }
 
+/** The methods the shared server answers; any other goes the checked way (and is refused there). */
+const PLAIN_METHODS = new Set(['initialize', 'ping', ...Object.keys(REQUEST_SCHEMAS)]);
+
+/**
+ * Params whose `_meta` the SDK's server reads without checking (a progress token of another
+ * type leaves the request unanswered there) go the checked way; so does task metadata.
+ */
+function plainMeta(params: unknown): boolean {
+  if (typeof params !== 'object' || params === null || Array.isArray(params)) return false;
+  const { _meta: meta, task } = params as { _meta?: unknown; task?: unknown };
+  if (task !== undefined) return false;
+  if (meta === undefined) return true;
+  if (typeof meta !== 'object' || meta === null || Array.isArray(meta)) return false;
+  const token = (meta as { progressToken?: unknown }).progressToken;
+  return (token === undefined || typeof token === 'string' || Number.isSafeInteger(token)) && Object.keys(meta).every((k) => k === 'progressToken');
+}
+
+/**
+ * The request when it is one JSON-RPC request (not a batch, not a notification, not the long
+ * wait_for_run) whose headers the Streamable HTTP transport accepts (Accept of both JSON and
+ * event streams, a supported MCP-Protocol-Version or none): answered as one JSON response by
+ * the shared server. Null for anything else, which the SDK's transport handles (and refuses).
+ */
+function plainRequest(req: FastifyRequest): JSONRPCRequest | null {
+  const body = req.body as Record<string, unknown> | null;
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return null;
+  if (body.jsonrpc !== '2.0' || !PLAIN_METHODS.has(body.method as string) || !(typeof body.id === 'string' || typeof body.id === 'number')) return null;
+  if (body.params !== undefined && !plainMeta(body.params)) return null;
+  if (toolCalled(body) === 'wait_for_run') return null;
+  const accept = req.headers.accept ?? '';
+  if (!accept.includes('application/json') || !accept.includes('text/event-stream')) return null;
+  const version = req.headers['mcp-protocol-version'];
+  if (version !== undefined && !SUPPORTED_PROTOCOL_VERSIONS.includes(String(version))) return null;
+  return body as unknown as JSONRPCRequest;
+}
+
 /** The caller: MCP_ENDPOINT admits personal and OAuth access tokens only. */
 function tokenHolder(req: FastifyRequest) {
   const p = userOf(req);
@@ -91,6 +130,7 @@ export async function registerMcpRoutes(app: HttpApp, ctx: RunnerContext): Promi
   const runnerUrl = ctx.config.runner.url;
   const ownOrigin = new URL(runnerUrl).origin;
   const metadataUrl = mcpResourceMetadataUrl(runnerUrl);
+  const shared = new SharedMcpServer();
 
   await app.register(async (mcp) => {
     // Errors of this endpoint in JSON-RPC's shape; a 401 names this endpoint's resource metadata
@@ -124,20 +164,33 @@ export async function registerMcpRoutes(app: HttpApp, ctx: RunnerContext): Promi
           return rpcError(reply, 403, SERVER_ERROR, `${tool.name} needs ${need}; this token has the "${principal.scope}" scope`, undefined, m.id ?? null);
         }
       }
+      const aborted = new AbortController();
+      // Only a client that went away mid-answer needs its call stopped: once the answer is out
+      // nothing of the request runs any more (and an abort costs an exception with its stack).
+      reply.raw.on('close', () => {
+        if (!reply.raw.writableFinished) aborted.abort();
+      });
+      const context: McpRequestContext = { ctx, principal, recheck: () => ctx.auth.reauthenticate(req), signal: aborted.signal, log: req.log };
+      const plain = plainRequest(req);
+      if (plain) {
+        const answer = await shared.answer(plain, context, req.headers as Record<string, string>);
+        if (!answer) return reply;
+        // The SDK reports params that do not fit the method as an internal error: say what it is.
+        const problem = 'error' in answer && answer.error.code === INTERNAL_ERROR ? paramsProblem(plain as RpcMessage) : null;
+        if (problem) return rpcError(reply, 400, INVALID_PARAMS, `invalid params of ${plain.method}: ${problem}`, undefined, plain.id);
+        return reply.type('application/json').send(answer);
+      }
       for (const m of messages) {
         const problem = paramsProblem(m);
         if (problem) return rpcError(reply, 400, INVALID_PARAMS, `invalid params of ${String(m.method)}: ${problem}`, undefined, m.id ?? null);
       }
-      const aborted = new AbortController();
-      // A long call (wait_for_run) answers as an event stream that carries its progress; the
-      // others answer as plain JSON, which costs less.
+      // Everything else (a long call, batches, notifications, requests the transport refuses)
+      // through the SDK's Streamable HTTP transport, with a server of its own. A long call
+      // (wait_for_run) answers as an event stream that carries its progress.
       const streams = messages.some((m) => toolCalled(m) === 'wait_for_run');
       const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: !streams });
-      const server = createMcpServer({ ctx, principal, recheck: () => ctx.auth.reauthenticate(req), signal: aborted.signal, log: req.log, version: pkg.version });
-      reply.raw.on('close', () => {
-        aborted.abort();
-        void server.close();
-      });
+      const server = createMcpServer(() => context);
+      aborted.signal.addEventListener('abort', () => void server.close(), { once: true });
       await server.connect(transport);
       return transport.handleRequest(new Request(runnerUrl + MCP_PATH, { method: 'POST', headers: fetchHeaders(req) }), { parsedBody: req.body });
     });

@@ -1,5 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv-provider.js';
+import pkg from '../../../package.json' with { type: 'json' };
 import {
   CallToolRequestSchema,
   type CallToolResult,
@@ -60,33 +62,44 @@ export interface McpRequestContext {
   recheck(): Promise<Principal>;
   signal: AbortSignal;
   log: FastifyBaseLogger;
-  version: string;
 }
 
+/** One validator for every server: the SDK's default builds a new Ajv for each Server. */
+const VALIDATOR = new AjvJsonSchemaValidator();
+
 /**
- * The SDK's MCP server for one HTTP request (stateless Streamable HTTP: any instance answers any
- * request, nothing is kept between them). Every tool and resource goes through the services the
- * REST routes use, as the request's principal.
+ * The SDK's MCP server. Each handler serves the caller that `contextOf` gives for the JSON-RPC
+ * request id (its principal, its abort signal): a server of one HTTP request, or the process's
+ * shared server (shared-server.ts). Every tool and resource goes through the services the REST
+ * routes use, as that caller.
  */
-export function createMcpServer(r: McpRequestContext): Server {
-  const { ctx, principal } = r;
+export function createMcpServer(contextOf: (requestId: string | number) => McpRequestContext): Server {
   const server = new Server(
-    { name: 'pier-runner', title: 'Pier workflow runner', version: r.version },
-    { capabilities: { tools: { listChanged: false }, resources: { listChanged: false, subscribe: false } }, instructions: INSTRUCTIONS },
+    { name: 'pier-runner', title: 'Pier workflow runner', version: pkg.version },
+    {
+      capabilities: { tools: { listChanged: false }, resources: { listChanged: false, subscribe: false } },
+      instructions: INSTRUCTIONS,
+      jsonSchemaValidator: VALIDATOR,
+    },
   );
 
-  server.setRequestHandler(ListToolsRequestSchema, () => ({
-    tools: TOOLS.filter((t) => permits(ctx, t, principal)).map((t) => ({
-      name: t.name,
-      title: t.title,
-      description: t.description,
-      inputSchema: t.input as { type: 'object' },
-      outputSchema: t.output as { type: 'object' },
-      annotations: { title: t.title, ...t.hints, openWorldHint: false },
-    })),
-  }));
+  server.setRequestHandler(ListToolsRequestSchema, (_req, extra) => {
+    const { ctx, principal } = contextOf(extra.requestId);
+    return {
+      tools: TOOLS.filter((t) => permits(ctx, t, principal)).map((t) => ({
+        name: t.name,
+        title: t.title,
+        description: t.description,
+        inputSchema: t.input as { type: 'object' },
+        outputSchema: t.output as { type: 'object' },
+        annotations: { title: t.title, ...t.hints, openWorldHint: false },
+      })),
+    };
+  });
 
   server.setRequestHandler(CallToolRequestSchema, async (req, extra): Promise<CallToolResult> => {
+    const r = contextOf(extra.requestId);
+    const { ctx, principal } = r;
     const tool = findTool(req.params.name);
     if (!tool) throw new McpError(ErrorCode.InvalidParams, `no tool named ${JSON.stringify(req.params.name.slice(0, 100))}; tools/list names the tools you can call`);
     if (!permits(ctx, tool, principal)) return refusal(`${tool.name} is not available to this token: it needs the "${tool.access.token}" scope${tool.access.admins ? ' and an administrator' : ''}`);
@@ -94,11 +107,16 @@ export function createMcpServer(r: McpRequestContext): Server {
     const problems = tool.problems(args);
     if (problems.length) return refusal(`invalid arguments: ${problems.map((p) => `${p.field} ${p.message}`).join('; ')}`);
     const token = req.params._meta?.progressToken;
+    let signal: AbortSignal | undefined;
     const call: ToolCall = {
       ctx,
       principal,
       recheck: r.recheck,
-      signal: AbortSignal.any([r.signal, extra.signal]),
+      // Made on first use: only long calls (wait_for_run) listen to it.
+      get signal() {
+        signal ??= AbortSignal.any([r.signal, extra.signal]);
+        return signal;
+      },
       async progress(progress, message, total) {
         if (token === undefined) return;
         await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress, total, message } });
@@ -115,9 +133,13 @@ export function createMcpServer(r: McpRequestContext): Server {
     }
   });
 
-  server.setRequestHandler(ListResourcesRequestSchema, async () => ({ resources: await listResources(ctx, principal) }));
+  server.setRequestHandler(ListResourcesRequestSchema, async (_req, extra) => {
+    const { ctx, principal } = contextOf(extra.requestId);
+    return { resources: await listResources(ctx, principal) };
+  });
   server.setRequestHandler(ListResourceTemplatesRequestSchema, () => ({ resourceTemplates: RESOURCE_TEMPLATES }));
-  server.setRequestHandler(ReadResourceRequestSchema, async (req) => {
+  server.setRequestHandler(ReadResourceRequestSchema, async (req, extra) => {
+    const { ctx, principal, log } = contextOf(extra.requestId);
     const ref = parseResourceUri(req.params.uri);
     if (!ref) throw new McpError(RESOURCE_NOT_FOUND, 'no such resource: expected pier://runs/{runId}/log or pier://runs/{runId}/outputs/{name}', { uri: req.params.uri.slice(0, 200) });
     try {
@@ -125,7 +147,7 @@ export function createMcpServer(r: McpRequestContext): Server {
     } catch (e) {
       if (e instanceof AppError && e.status === 404) throw new McpError(RESOURCE_NOT_FOUND, e.message, { uri: req.params.uri.slice(0, 200) });
       if (e instanceof AppError && e.status < 500) throw new McpError(ErrorCode.InvalidRequest, describe(e));
-      r.log.error({ err: e }, 'MCP resource read failed');
+      log.error({ err: e }, 'MCP resource read failed');
       throw new McpError(ErrorCode.InternalError, 'reading the resource failed on the server; the error is logged');
     }
   });

@@ -373,6 +373,12 @@ export class RunsService {
     return { items, nextAfter: formatLogPosition(last ?? after), finished: isTerminal(run.status) };
   }
 
+  /** A run and its outputs, with one access check (what an assistant asks for in one call). */
+  async getWithOutputs(p: Principal, id: string): Promise<{ run: RunRow; outputs: RunOutputRow[] }> {
+    const run = await loadRun(this.d, p, id, 'read');
+    return { run, outputs: await this.d.runs.outputs(run.id) };
+  }
+
   async outputs(p: Principal, id: string): Promise<RunOutputRow[]> {
     const run = await loadRun(this.d, p, id, 'read');
     return this.d.runs.outputs(run.id);
