@@ -12,6 +12,8 @@ declare module 'autocannon' {
     errors: number;
     non2xx: number;
     timeouts: number;
+    /** Responses that verifyBody rejected. */
+    mismatches: number;
   }
   interface Options {
     url: string;
@@ -20,6 +22,8 @@ declare module 'autocannon' {
     overallRate?: number;
     requests?: Record<string, unknown>[];
     setupClient?: (client: never) => void;
+    /** Called with each response body; false counts a mismatch. */
+    verifyBody?: (body: string) => boolean;
   }
   export default function autocannon(options: Options): Promise<Result>;
 }

@@ -40,8 +40,9 @@ export function pierCli(env: NodeJS.ProcessEnv, ...args: string[]): string {
 }
 
 /** Starts `pier serve` in its own process so load generator and server do not share a core's event loop. */
-export async function startPier(env: NodeJS.ProcessEnv, only: string, healthUrl: string): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['bin/pier.js', 'serve', '--only', only], {
+export async function startPier(env: NodeJS.ProcessEnv, only: string, healthUrl: string, nodeArgs: string[] = []): Promise<ChildProcess> {
+  // nodeArgs: options for node itself (e.g. --cpu-prof, which NODE_OPTIONS does not take).
+  const child = spawn(process.execPath, [...nodeArgs, 'bin/pier.js', 'serve', '--only', only], {
     env: { ...process.env, PIER_LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'ignore', 'inherit'],
   });

@@ -30,6 +30,9 @@ if (runsList?.benchRunnerRuns) benches['runner-runs'] = runsList.benchRunnerRuns
 const webUi = await import('./runner-ui.js').catch(() => null);
 if (webUi?.benchRunnerUi) benches['runner-ui'] = webUi.benchRunnerUi;
 
+const mcp = await import('./runner-mcp.js').catch(() => null);
+if (mcp?.benchRunnerMcp) benches['runner-mcp'] = mcp.benchRunnerMcp;
+
 const wanted = process.argv.slice(2);
 for (const [name, fn] of Object.entries(benches)) {
   if (wanted.length && !wanted.includes(name)) continue;

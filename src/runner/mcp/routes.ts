@@ -7,6 +7,7 @@ import {
   ListResourceTemplatesRequestSchema,
   ListToolsRequestSchema,
   type JSONRPCRequest,
+  McpError,
   ReadResourceRequestSchema,
   SUPPORTED_PROTOCOL_VERSIONS,
 } from '@modelcontextprotocol/sdk/types.js';
@@ -17,7 +18,7 @@ import { challengeFor, insufficientScopeChallenge, MCP_ENDPOINT } from '../auth/
 import { access, userOf } from '../auth/authenticate.js';
 import type { RunnerContext } from '../context.js';
 import { mcpResourceMetadataUrl, MCP_PATH } from '../oauth/metadata.js';
-import { createMcpServer, findTool, type McpRequestContext, permits } from './server.js';
+import { callTool, createMcpServer, findTool, type McpRequestContext, permits } from './server.js';
 import { SharedMcpServer } from './shared-server.js';
 
 /** JSON-RPC 2.0 §5.1: a server error, invalid params, internal error, and a request that is not valid JSON. */
@@ -105,6 +106,16 @@ function plainRequest(req: FastifyRequest): JSONRPCRequest | null {
   return body as unknown as JSONRPCRequest;
 }
 
+/** A plain tools/call whose params have the shape CallToolRequestSchema requires (others: the SDK's server). */
+function plainToolCall(m: JSONRPCRequest): { id: string | number; params: { name: string; arguments?: Record<string, unknown>; _meta?: { progressToken?: string | number } } } | null {
+  if (m.method !== 'tools/call') return null;
+  const params = m.params as { name?: unknown; arguments?: unknown };
+  if (typeof params?.name !== 'string') return null;
+  const args = params.arguments;
+  if (args !== undefined && (typeof args !== 'object' || args === null || Array.isArray(args))) return null;
+  return { id: m.id, params: params as { name: string; arguments?: Record<string, unknown> } };
+}
+
 /** The caller: MCP_ENDPOINT admits personal and OAuth access tokens only. */
 function tokenHolder(req: FastifyRequest) {
   const p = userOf(req);
@@ -164,14 +175,38 @@ export async function registerMcpRoutes(app: HttpApp, ctx: RunnerContext): Promi
           return rpcError(reply, 403, SERVER_ERROR, `${tool.name} needs ${need}; this token has the "${principal.scope}" scope`, undefined, m.id ?? null);
         }
       }
-      const aborted = new AbortController();
       // Only a client that went away mid-answer needs its call stopped: once the answer is out
-      // nothing of the request runs any more (and an abort costs an exception with its stack).
+      // nothing of the request runs any more. The signal is made when something listens to it.
+      let aborted: AbortController | undefined;
+      let gone = false;
       reply.raw.on('close', () => {
-        if (!reply.raw.writableFinished) aborted.abort();
+        if (reply.raw.writableFinished) return;
+        gone = true;
+        aborted?.abort();
       });
-      const context: McpRequestContext = { ctx, principal, recheck: () => ctx.auth.reauthenticate(req), signal: aborted.signal, log: req.log };
+      const context: McpRequestContext = {
+        ctx,
+        principal,
+        recheck: () => ctx.auth.reauthenticate(req),
+        log: req.log,
+        get signal() {
+          aborted ??= new AbortController();
+          if (gone) aborted.abort();
+          return aborted.signal;
+        },
+      };
       const plain = plainRequest(req);
+      const toolCall = plain && plainToolCall(plain);
+      if (toolCall) {
+        // The hottest message: the tool answered by the function the SDK's server calls for it,
+        // without the server's request bookkeeping (bench runner-mcp).
+        try {
+          return reply.type('application/json').send({ jsonrpc: '2.0', id: toolCall.id, result: await callTool(context, toolCall.params, {}) });
+        } catch (e) {
+          if (!(e instanceof McpError)) throw e;
+          return reply.type('application/json').send({ jsonrpc: '2.0', id: toolCall.id, error: { code: e.code, message: e.message, ...(e.data === undefined ? {} : { data: e.data }) } });
+        }
+      }
       if (plain) {
         const answer = await shared.answer(plain, context, req.headers as Record<string, string>);
         if (!answer) return reply;
@@ -190,7 +225,7 @@ export async function registerMcpRoutes(app: HttpApp, ctx: RunnerContext): Promi
       const streams = messages.some((m) => toolCalled(m) === 'wait_for_run');
       const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: !streams });
       const server = createMcpServer(() => context);
-      aborted.signal.addEventListener('abort', () => void server.close(), { once: true });
+      context.signal.addEventListener('abort', () => void server.close(), { once: true });
       await server.connect(transport);
       return transport.handleRequest(new Request(runnerUrl + MCP_PATH, { method: 'POST', headers: fetchHeaders(req) }), { parsedBody: req.body });
     });

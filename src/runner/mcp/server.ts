@@ -56,6 +56,57 @@ function describe(e: AppError): string {
   return `${e.status} ${e.code}: ${e.message}${fields}`;
 }
 
+/** What a tool call may use of its MCP request: the SDK's abort signal and progress notifications. */
+export interface CallChannel {
+  signal?: AbortSignal;
+  notify?(progress: { progressToken: string | number; progress: number; total?: number; message?: string }): Promise<void>;
+}
+
+/**
+ * tools/call (MCP server/tools): the tool's own access (403 as a tool error the model can read),
+ * its arguments against its input schema, then the tool as the caller. Refusals of the runner
+ * are tool errors; an unknown tool and a failure of the server are JSON-RPC errors (McpError).
+ * The SDK's server calls this, and so does the route for a plain call (routes.ts).
+ */
+export async function callTool(
+  r: McpRequestContext,
+  params: { name: string; arguments?: Record<string, unknown>; _meta?: { progressToken?: string | number } },
+  channel: CallChannel,
+): Promise<CallToolResult> {
+  const { ctx, principal } = r;
+  const tool = findTool(params.name);
+  if (!tool) throw new McpError(ErrorCode.InvalidParams, `no tool named ${JSON.stringify(params.name.slice(0, 100))}; tools/list names the tools you can call`);
+  if (!permits(ctx, tool, principal)) return refusal(`${tool.name} is not available to this token: it needs the "${tool.access.token}" scope${tool.access.admins ? ' and an administrator' : ''}`);
+  const args = params.arguments ?? {};
+  const problems = tool.problems(args);
+  if (problems.length) return refusal(`invalid arguments: ${problems.map((p) => `${p.field} ${p.message}`).join('; ')}`);
+  const token = params._meta?.progressToken;
+  let signal: AbortSignal | undefined;
+  const call: ToolCall = {
+    ctx,
+    principal,
+    recheck: r.recheck,
+    // Made on first use: only long calls (wait_for_run) listen to it.
+    get signal() {
+      signal ??= channel.signal ? AbortSignal.any([r.signal, channel.signal]) : r.signal;
+      return signal;
+    },
+    async progress(progress, message, total) {
+      if (token === undefined || !channel.notify) return;
+      await channel.notify({ progressToken: token, progress, total, message });
+    },
+  };
+  try {
+    const result = await tool.run(call, args);
+    const links = (result.links ?? []).map((l) => ({ type: 'resource_link' as const, ...l }));
+    return { content: [{ type: 'text', text: result.text }, ...links], structuredContent: result.structured as Record<string, unknown> };
+  } catch (e) {
+    if (e instanceof AppError && e.status < 500) return refusal(describe(e));
+    r.log.error({ err: e, tool: tool.name }, 'MCP tool failed');
+    throw new McpError(ErrorCode.InternalError, 'the tool failed on the server; the error is logged');
+  }
+}
+
 export interface McpRequestContext {
   ctx: RunnerContext;
   principal: UserPrincipal;
@@ -97,41 +148,12 @@ export function createMcpServer(contextOf: (requestId: string | number) => McpRe
     };
   });
 
-  server.setRequestHandler(CallToolRequestSchema, async (req, extra): Promise<CallToolResult> => {
-    const r = contextOf(extra.requestId);
-    const { ctx, principal } = r;
-    const tool = findTool(req.params.name);
-    if (!tool) throw new McpError(ErrorCode.InvalidParams, `no tool named ${JSON.stringify(req.params.name.slice(0, 100))}; tools/list names the tools you can call`);
-    if (!permits(ctx, tool, principal)) return refusal(`${tool.name} is not available to this token: it needs the "${tool.access.token}" scope${tool.access.admins ? ' and an administrator' : ''}`);
-    const args = req.params.arguments ?? {};
-    const problems = tool.problems(args);
-    if (problems.length) return refusal(`invalid arguments: ${problems.map((p) => `${p.field} ${p.message}`).join('; ')}`);
-    const token = req.params._meta?.progressToken;
-    let signal: AbortSignal | undefined;
-    const call: ToolCall = {
-      ctx,
-      principal,
-      recheck: r.recheck,
-      // Made on first use: only long calls (wait_for_run) listen to it.
-      get signal() {
-        signal ??= AbortSignal.any([r.signal, extra.signal]);
-        return signal;
-      },
-      async progress(progress, message, total) {
-        if (token === undefined) return;
-        await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress, total, message } });
-      },
-    };
-    try {
-      const result = await tool.run(call, args);
-      const links = (result.links ?? []).map((l) => ({ type: 'resource_link' as const, ...l }));
-      return { content: [{ type: 'text', text: result.text }, ...links], structuredContent: result.structured as Record<string, unknown> };
-    } catch (e) {
-      if (e instanceof AppError && e.status < 500) return refusal(describe(e));
-      r.log.error({ err: e, tool: tool.name }, 'MCP tool failed');
-      throw new McpError(ErrorCode.InternalError, 'the tool failed on the server; the error is logged');
-    }
-  });
+  server.setRequestHandler(CallToolRequestSchema, (req, extra) =>
+    callTool(contextOf(extra.requestId), req.params, {
+      signal: extra.signal,
+      notify: (progress) => extra.sendNotification({ method: 'notifications/progress', params: progress }),
+    }),
+  );
 
   server.setRequestHandler(ListResourcesRequestSchema, async (_req, extra) => {
     const { ctx, principal } = contextOf(extra.requestId);
