@@ -113,3 +113,6 @@ export function row(name: string, r: LoadResult, floor?: LoadResult): string {
   const ratio = floor ? `${(r.rps / floor.rps).toFixed(2)}x of floor rps, p99 ${(r.p99 / Math.max(floor.p99, 0.01)).toFixed(1)}x` : 'floor';
   return `${name.padEnd(44)} ${r.rps.toFixed(0).padStart(8)} req/s  p50 ${String(r.p50).padStart(4)} ms  p99 ${String(r.p99).padStart(4)} ms  errors ${r.errors}  ${ratio}`;
 }
+
+/** The first administrator's one-time setup token the runner benches start with (POST /api/setup requires it). */
+export const SETUP_TOKEN = 'bench-setup-token-0123456789abcdef0123';

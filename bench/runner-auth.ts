@@ -11,7 +11,7 @@
 // itself) shows the noise floor of the method.
 import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
-import { load, pinToCpu, tempDir } from './lib.js';
+import { load, pinToCpu, tempDir, SETUP_TOKEN } from './lib.js';
 
 const API_KEY = 'bench-admin-key-0123456789abcdef';
 const PASSWORD = 'bench password 123';
@@ -21,7 +21,7 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 1);
 
 async function startServer(dataDir: string): Promise<{ child: ChildProcess; base: string }> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'bench/runner-auth-server.ts'], {
-    env: { ...process.env, PIER_DATA_DIR: dataDir, PIER_LOG_LEVEL: 'silent', API_KEY, RUNNER_URL: 'http://127.0.0.1' },
+    env: { ...process.env, PIER_DATA_DIR: dataDir, PIER_LOG_LEVEL: 'silent', API_KEY, RUNNER_URL: 'http://127.0.0.1', RUNNER_SETUP_TOKEN: SETUP_TOKEN },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const base = await new Promise<string>((resolve, reject) => {
@@ -65,7 +65,7 @@ export async function benchRunnerAuth(): Promise<string> {
   pinToCpu(child.pid!, 1);
   pinToCpu(process.pid, 0);
   try {
-    const setup = await call(base, '/api/setup', { method: 'POST', body: JSON.stringify({ email: 'bench@example.com', password: PASSWORD }) });
+    const setup = await call(base, '/api/setup', { method: 'POST', body: JSON.stringify({ setupToken: SETUP_TOKEN, email: 'bench@example.com', password: PASSWORD }) });
     if (setup.status !== 201) throw new Error(`setup failed: ${setup.status} ${setup.text}`);
     const jwt = JSON.parse(setup.text).session.token as string;
     const tok = await call(base, '/api/tokens', { method: 'POST', headers: { authorization: `Bearer ${jwt}` }, body: JSON.stringify({ name: 'bench', scope: 'read' }) });

@@ -20,7 +20,7 @@ import { UsersRepository } from '../src/runner/users/repository.js';
 import { WorkflowsRepository } from '../src/runner/workflows/repository.js';
 import { createPostgresDatabase } from '../test/helpers/db.js';
 import { makeZip } from '../test/runner/helpers.js';
-import { tempDir } from './lib.js';
+import { tempDir, SETUP_TOKEN } from './lib.js';
 import { benchPostgres } from './postgres.js';
 
 const CLAIMERS = 16;
@@ -118,7 +118,7 @@ async function throughput(s: Setup): Promise<{ ours: number; floor: number; rati
 
 async function latency(url: string, storageDir: string): Promise<{ p50: number; p99: number }> {
   const dataDir = tempDir('pier-bench-claim-');
-  const config = loadConfig({ PIER_DATA_DIR: dataDir, PIER_LOG_LEVEL: 'silent', API_KEY, RUNNER_URL: 'http://127.0.0.1', RUNNER_DATABASE_URL: url, RUNNER_STORAGE_DIR: storageDir });
+  const config = loadConfig({ PIER_DATA_DIR: dataDir, PIER_LOG_LEVEL: 'silent', API_KEY, RUNNER_URL: 'http://127.0.0.1', RUNNER_SETUP_TOKEN: SETUP_TOKEN, RUNNER_DATABASE_URL: url, RUNNER_STORAGE_DIR: storageDir });
   const service = await createRunnerService(config, { claimRecheckMs: 600_000 });
   try {
     const base = await service.app.listen({ host: '127.0.0.1', port: 0 });
@@ -128,7 +128,7 @@ async function latency(url: string, storageDir: string): Promise<{ p50: number; 
         headers: { authorization: token.startsWith('ey') ? `Bearer ${token}` : `ApiKey ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
         body: body ? JSON.stringify(body) : undefined,
       });
-    const session = (await (await fetch(`${base}/api/setup`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'b@example.com', password: 'bench password 123' }) })).json()) as { session: { token: string } };
+    const session = (await (await fetch(`${base}/api/setup`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ setupToken: SETUP_TOKEN, email: 'b@example.com', password: 'bench password 123' }) })).json()) as { session: { token: string } };
     const token = session.session.token;
     const project = (await (await call('POST', '/api/projects', { name: 'p' }, token)).json()) as { id: string };
     const form = new FormData();

@@ -19,13 +19,12 @@ import path from 'node:path';
 import autocannon from 'autocannon';
 import { createPostgresDatabase } from '../test/helpers/db.js';
 import { makeZip } from '../test/runner/helpers.js';
-import { CONNECTIONS, freePort, pinToCpu, startPier, tempDir } from './lib.js';
+import { CONNECTIONS, freePort, pinToCpu, startPier, tempDir, SETUP_TOKEN } from './lib.js';
 import { benchPostgres } from './postgres.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 2);
 const TARGET = 0.5;
-const SETUP_TOKEN = 'bench-setup-token-0123456789abcdef0123';
 const PASSWORD = 'bench password 123';
 const MCP_PROTOCOL_VERSION = '2025-11-25';
 

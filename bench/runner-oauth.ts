@@ -5,7 +5,7 @@
 //    request authenticated by a personal access token, as paired autocannon rounds.
 // The machine is shared and noisy: read the ratios, not the absolute numbers.
 import { createHash, randomBytes } from 'node:crypto';
-import { freePort, load, pinToCpu, startPier, tempDir } from './lib.js';
+import { freePort, load, pinToCpu, startPier, tempDir, SETUP_TOKEN } from './lib.js';
 
 const PASSWORD = 'bench password 123';
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
@@ -71,11 +71,11 @@ export async function benchRunnerOAuth(): Promise<string> {
   const dataDir = tempDir('pier-bench-oauth-');
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
-  const child = await startPier({ PIER_DATA_DIR: dataDir, RUNNER_PORT: String(port), RUNNER_URL: base, PIER_LOG_LEVEL: 'silent' }, 'runner', `${base}/healthz`);
+  const child = await startPier({ PIER_DATA_DIR: dataDir, RUNNER_PORT: String(port), RUNNER_URL: base, PIER_LOG_LEVEL: 'silent', RUNNER_SETUP_TOKEN: SETUP_TOKEN }, 'runner', `${base}/healthz`);
   pinToCpu(child.pid!, 1);
   pinToCpu(process.pid, 0);
   try {
-    const setup = await fetch(`${base}/api/setup`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'bench@example.com', password: PASSWORD }) });
+    const setup = await fetch(`${base}/api/setup`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ setupToken: SETUP_TOKEN, email: 'bench@example.com', password: PASSWORD }) });
     const jwt = ((await setup.json()) as { session: { token: string } }).session.token;
     const patRes = await fetch(`${base}/api/tokens`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${jwt}` }, body: JSON.stringify({ name: 'bench', scope: 'read' }) });
     const pat = ((await patRes.json()) as { token: string }).token;
