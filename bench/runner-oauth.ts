@@ -17,10 +17,12 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 class Session {
   private cookies = new Map<string, string>();
   constructor(private readonly base: string) {}
-  async go(path: string, form?: Record<string, string>): Promise<Response> {
+  async go(path: string, form?: Record<string, string>, json?: unknown): Promise<Response> {
     const headers: Record<string, string> = { cookie: [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ') };
     if (form) headers['content-type'] = 'application/x-www-form-urlencoded';
-    const res = await fetch(this.base + path, { method: form ? 'POST' : 'GET', headers, body: form ? new URLSearchParams(form) : undefined, redirect: 'manual' });
+    if (json) headers['content-type'] = 'application/json';
+    const body = form ? new URLSearchParams(form) : json ? JSON.stringify(json) : undefined;
+    const res = await fetch(this.base + path, { method: body ? 'POST' : 'GET', headers, body, redirect: 'manual' });
     for (const c of res.headers.getSetCookie()) {
       const [pair] = c.split(';');
       const eq = pair!.indexOf('=');
@@ -44,9 +46,10 @@ async function authorize(base: string, clientId: string, redirectUri: string) {
   const challenge = createHash('sha256').update(verifier).digest('base64url');
   const s = new Session(base);
   const q = new URLSearchParams({ client_id: clientId, redirect_uri: redirectUri, response_type: 'code', code_challenge: challenge, code_challenge_method: 'S256', scope: 'read' });
-  const login = await s.go(`/oauth/login?return_to=${encodeURIComponent(`/oauth/authorize?${q}`)}`);
-  const back = await s.go('/oauth/login', { ...hidden(await login.text()), email: 'bench@example.com', password: PASSWORD });
-  const consentPage = await s.go(back.headers.get('location')!);
+  // The web UI's sign-in: the API login that also sets the session cookie the consent page reads.
+  const login = await s.go('/api/auth/login', undefined, { email: 'bench@example.com', password: PASSWORD, browserSession: true });
+  if (login.status !== 200) throw new Error(`login: ${login.status} ${await login.text()}`);
+  const consentPage = await s.go(`/oauth/authorize?${q}`);
   const decided = await s.go('/oauth/authorize', { ...hidden(await consentPage.text()), decision: 'approve' });
   const code = new URL(decided.headers.get('location')!).searchParams.get('code')!;
   return tokenRequest(base, { grant_type: 'authorization_code', code, code_verifier: verifier, redirect_uri: redirectUri, client_id: clientId });
