@@ -9,7 +9,7 @@ import { loadRun, loadWorkflow, type ScopeRepositories } from '../projects/acces
 import { type DeclaredParameter, parameterProblems } from '../workflows/declared-parameters.js';
 import type { WorkflowRow } from '../workflows/repository.js';
 import { outputNameProblem, type RunOutputStorage } from './output-storage.js';
-import { ERROR_LINE, TailCollector } from './log-excerpt.js';
+import { type ExcerptInput, type LogExcerpt, readExcerpt, readLogText } from './log-reading.js';
 import type { QueueSignal } from './queue-signal.js';
 import { isTerminal, type LogPosition, type NewRunRow, type RunLogRow, type RunOutputRow, type RunRow } from './repository.js';
 
@@ -63,33 +63,6 @@ export interface EnqueueInput {
   createdBy: string | null;
   scheduleId: string | null;
 }
-
-export interface ExcerptInput {
-  /** The attempt to read (default: the run's latest). */
-  attempt?: number;
-  /** The last this many lines (after the filter). */
-  lines: number;
-  /** At most this many bytes of text. */
-  bytes: number;
-  /** Only lines that name a failure (ERROR_LINE). */
-  errorsOnly: boolean;
-}
-
-export interface LogExcerpt {
-  run: RunRow;
-  attempt: number;
-  lines: string[];
-  bytes: number;
-  /** Lines of the attempt were left out (older ones, or by the filter). */
-  truncated: boolean;
-  /** The scan stopped at EXCERPT_SCAN_BYTES before reaching the attempt's start. */
-  scanLimited: boolean;
-}
-
-/** An excerpt reads at most this much of a log backwards (errors-only on a huge log stops here). */
-export const EXCERPT_SCAN_BYTES = 32 * 1024 * 1024;
-const EXCERPT_PAGE = 200;
-const INT32_MAX = 2_147_483_647;
 
 export interface WaitOutcome {
   run: RunRow;
@@ -266,54 +239,14 @@ export class RunsService {
     });
   }
 
-  /**
-   * The last lines of one attempt's log within a line and byte budget, read from its end (so a
-   * huge log costs what the excerpt costs, up to EXCERPT_SCAN_BYTES when filtering).
-   */
+  /** The end of one attempt's log within a budget (log-reading.ts), with the project's read permission. */
   async logExcerpt(p: Principal, id: string, input: ExcerptInput): Promise<LogExcerpt> {
-    const run = await loadRun(this.d, p, id, 'read');
-    const attempt = input.attempt ?? Math.max(run.attempt, 1);
-    const tail = new TailCollector({ lines: input.lines, bytes: input.bytes, keep: input.errorsOnly ? (l) => ERROR_LINE.test(l) : undefined });
-    const scanLimited = !(await this.readBack(run.id, attempt, tail, EXCERPT_SCAN_BYTES));
-    // A scan cut short holds part of a line: it is left out rather than shown as if whole.
-    if (!scanLimited) tail.finish();
-    return { run, attempt, lines: tail.lines(), bytes: tail.bytes, truncated: tail.skipped || scanLimited, scanLimited };
+    return readExcerpt(this.d.runs, await loadRun(this.d, p, id, 'read'), input);
   }
 
-  /**
-   * The log of every attempt as one text, each attempt under a heading when there are several;
-   * the end of it when it is longer than `bytes`.
-   */
+  /** Every attempt's log as one text, its end when longer than `bytes` (log-reading.ts). */
   async logText(p: Principal, id: string, bytes: number): Promise<{ run: RunRow; text: string; truncated: boolean }> {
-    const run = await loadRun(this.d, p, id, 'read');
-    const tail = new TailCollector({ lines: Number.POSITIVE_INFINITY, bytes });
-    let attempt = run.attempt;
-    for (; attempt >= 1 && !tail.full; attempt--) {
-      await this.readBack(run.id, attempt, tail, Number.POSITIVE_INFINITY);
-      tail.finish(run.attempt > 1 ? `--- attempt ${attempt} ---` : undefined);
-    }
-    const lines = tail.lines();
-    // Attempts not reached (the budget was spent on later ones) are left out too.
-    return { run, text: lines.length ? `${lines.join('\n')}\n` : '', truncated: tail.skipped || attempt >= 1 };
-  }
-
-  /** Feeds an attempt's chunks to `tail` from the end; false when `scanBytes` ran out first. */
-  private async readBack(runId: string, attempt: number, tail: TailCollector, scanBytes: number): Promise<boolean> {
-    // Sequences are PostgreSQL integers: the first bound must fit one (int4), as every sequence does.
-    let before = INT32_MAX;
-    let scanned = 0;
-    while (!tail.full) {
-      const rows = await this.d.runs.logsBefore(runId, attempt, before, EXCERPT_PAGE);
-      for (const row of rows) {
-        tail.prepend(row.text);
-        scanned += row.text.length;
-        before = row.seq;
-        if (tail.full) return true;
-      }
-      if (rows.length < EXCERPT_PAGE) return true;
-      if (scanned >= scanBytes) return false;
-    }
-    return true;
+    return readLogText(this.d.runs, await loadRun(this.d, p, id, 'read'), bytes);
   }
 
   /** One output file's bytes, when it is at most `maxBytes` (413 naming the download route otherwise). */
