@@ -1,3 +1,4 @@
+import { readLogText } from '../../src/runner/runs/log-reading.js';
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
@@ -407,4 +408,19 @@ describe('TailCollector: minimal cases', () => {
     assert.deepEqual(tail.lines(), ['xxxxx']);
     assert.equal(tail.skipped, true, 'the heading of attempt 2 is not shown');
   });
+});
+
+test('the log resource of a million empty lines stops at its line limit', async () => {
+  // A stand-in for the repository's backwards page read: 1,000,000 chunks of one newline each.
+  const total = 1_000_000;
+  const source = {
+    async logsBefore(_run: string, _attempt: number, before: number, limit: number) {
+      const from = Math.min(before, total + 1) - 1;
+      return Array.from({ length: Math.max(0, Math.min(limit, from)) }, (_, i) => ({ run_id: 'r', attempt: 1, seq: from - i, text: '\n', created_at: '' }));
+    },
+  };
+  const run = { id: 'r', attempt: 1 } as Parameters<typeof readLogText>[1];
+  const { text, truncated } = await readLogText(source, run, 2 * 1024 * 1024, 1000);
+  assert.equal(text, '\n'.repeat(1000));
+  assert.equal(truncated, true);
 });

@@ -250,6 +250,20 @@ for (const target of dialects()) {
       assert.equal(await runCount(), before);
     });
 
+    test('held work is bounded: no batches, at most 8 waits at once per user', async () => {
+      const batch = await rawMcp(base, tokens.editorRead.token, [{ jsonrpc: '2.0', id: 1, method: 'tools/list' }, { jsonrpc: '2.0', id: 2, method: 'ping' }]);
+      assert.equal(batch.status, 400);
+      assert.equal(((await batch.json()) as { error: { code: number } }).error.code, -32600);
+      const c = await client(tokens.editorWrite.token);
+      const runId = (await call(c, 'start_run', { workflowId, requiredLabels: ['gpu-nowhere'] })).structured.run.id;
+      const waits = await Promise.all(Array.from({ length: 9 }, () => call(c, 'wait_for_run', { runId, timeoutSeconds: 2 })));
+      const refused = waits.filter((w) => w.isError);
+      assert.equal(refused.length, 1, waits.map((w) => w.text).join('\n'));
+      assert.match(refused[0]!.text, /429 too_many_calls: at most 8 wait_for_run calls/);
+      assert.equal((await call(c, 'wait_for_run', { runId, timeoutSeconds: 1 })).structured.finished, false, 'places are given back');
+      await call(c, 'cancel_run', { runId });
+    });
+
     test('a revoked token fails the next call; web sessions and foreign origins are refused', async () => {
       const jwt = await login(base, 'editor@example.com');
       const t = await personalToken(base, jwt, 'read');

@@ -8,6 +8,8 @@ import { LOG_TEMPLATE, logUri, OUTPUT_TEMPLATE, outputUri, type ResourceRef } fr
  * `GET /api/runs/{id}/outputs/{name}`). A model's context is far smaller than either.
  */
 export const MAX_RESOURCE_BYTES = 2 * 1024 * 1024;
+/** A log resource holds at most this many lines (empty lines have no bytes to count). */
+export const MAX_LOG_LINES = 100_000;
 /** Runs whose logs resources/list offers (the newest the caller can see). */
 const LISTED_RUNS = 20;
 
@@ -37,13 +39,15 @@ function asText(bytes: Buffer, contentType: string | null): string | null {
 /** The contents of one resource (404 / 413 as the runs service answers them). */
 export async function readResource(ctx: RunnerContext, principal: Principal, uri: string, ref: ResourceRef) {
   if (ref.kind === 'log') {
-    const { run, text, truncated } = await ctx.runs.logText(principal, ref.runId, MAX_RESOURCE_BYTES);
-    const note = truncated ? `[earlier lines left out: the log is longer than ${MAX_RESOURCE_BYTES} bytes; GET /api/runs/${run.id}/logs pages through all of it]\n` : '';
+    const { run, text, truncated } = await ctx.runs.logText(principal, ref.runId, MAX_RESOURCE_BYTES, MAX_LOG_LINES);
+    const note = truncated ? `[earlier lines left out: the log is longer than ${MAX_RESOURCE_BYTES} bytes or ${MAX_LOG_LINES} lines; GET /api/runs/${run.id}/logs pages through all of it]\n` : '';
     return { contents: [{ uri, mimeType: 'text/plain', text: note + text }] };
   }
   const { output, bytes } = await ctx.runs.readOutput(principal, ref.runId, ref.name, MAX_RESOURCE_BYTES);
   const canonical = outputUri(ref.runId, output.name);
   const text = asText(bytes, output.content_type);
-  const mimeType = output.content_type ?? (text === null ? 'application/octet-stream' : 'text/plain');
+  // A file stored as bytes that reads as text is shown as text, and said to be.
+  const stored = output.content_type === 'application/octet-stream' ? null : output.content_type;
+  const mimeType = stored ?? (text === null ? 'application/octet-stream' : 'text/plain');
   return { contents: [text === null ? { uri: canonical, mimeType, blob: bytes.toString('base64') } : { uri: canonical, mimeType, text }] };
 }

@@ -23,6 +23,7 @@ import { SharedMcpServer } from './shared-server.js';
 
 /** JSON-RPC 2.0 §5.1: a server error, invalid params, internal error, and a request that is not valid JSON. */
 const SERVER_ERROR = -32000;
+const INVALID_REQUEST = -32600;
 const INVALID_PARAMS = -32602;
 const INTERNAL_ERROR = -32603;
 const PARSE_ERROR = -32700;
@@ -44,6 +45,7 @@ const REQUEST_SCHEMAS: Record<string, { safeParse(v: unknown): { success: boolea
 function paramsProblem(m: RpcMessage): string | null {
   const schema = typeof m.method === 'string' && Object.hasOwn(REQUEST_SCHEMAS, m.method) ? REQUEST_SCHEMAS[m.method] : undefined;
   if (!schema || m.id === undefined) return null;
+  if ((m.params as { task?: unknown } | undefined)?.task !== undefined) return 'params/task: this server runs no tasks (call the tool without task)';
   const checked = schema.safeParse(m);
   if (checked.success) return null;
   const issue = checked.error?.issues[0];
@@ -162,6 +164,9 @@ export async function registerMcpRoutes(app: HttpApp, ctx: RunnerContext): Promi
       const origin = req.headers.origin;
       if (origin !== undefined && origin !== ownOrigin) return rpcError(reply, 403, SERVER_ERROR, `requests from the origin ${JSON.stringify(origin.slice(0, 200))} are not accepted`);
       const principal = tokenHolder(req);
+      // MCP 2025-06-18 removed JSON-RPC batching; a batch would let one small request make the
+      // server read and answer a hundred resources at once (or run calls past its own answer).
+      if (Array.isArray(req.body)) return rpcError(reply, 400, INVALID_REQUEST, 'batches are not supported: send one JSON-RPC message per POST (MCP 2025-06-18 and later)');
       const messages = messagesOf(req.body);
       // MCP authorization (scope challenge): a call beyond the token's scope is 403 with the
       // scope to ask for, before anything runs, so a client can step up with the user's consent.

@@ -15,6 +15,7 @@ import {
 import { AppError } from '../../infra/errors.js';
 import type { Principal, UserPrincipal } from '../auth/authenticate.js';
 import type { RunnerContext } from '../context.js';
+import { RESOURCE_READS } from './limits.js';
 import { READ_TOOLS } from './read-tools.js';
 import { listResources, readResource, RESOURCE_TEMPLATES } from './resources.js';
 import type { Tool, ToolCall } from './tool.js';
@@ -24,6 +25,8 @@ import { WRITE_TOOLS } from './write-tools.js';
 export const TOOLS: readonly Tool[] = [...READ_TOOLS, ...WRITE_TOOLS];
 const BY_NAME = new Map(TOOLS.map((t) => [t.name, t]));
 
+/** JSON-RPC 2.0 §5.1 server error: the request may succeed later (too many at once). */
+const BUSY = -32000;
 /** MCP's "resource not found" (server/resources in the specification). */
 const RESOURCE_NOT_FOUND = -32002;
 
@@ -96,6 +99,10 @@ export async function callTool(
       await channel.notify({ progressToken: token, progress, total, message });
     },
   };
+  const limit = tool.concurrency;
+  if (limit && !limit.enter(principal.user.id)) {
+    return refusal(`429 too_many_calls: at most ${limit.perCaller} ${tool.name} calls run at once for one user (and ${limit.total} in all); call again when one has finished`);
+  }
   try {
     const result = await tool.run(call, args);
     const links = (result.links ?? []).map((l) => ({ type: 'resource_link' as const, ...l }));
@@ -104,6 +111,8 @@ export async function callTool(
     if (e instanceof AppError && e.status < 500) return refusal(describe(e));
     r.log.error({ err: e, tool: tool.name }, 'MCP tool failed');
     throw new McpError(ErrorCode.InternalError, 'the tool failed on the server; the error is logged');
+  } finally {
+    limit?.leave(principal.user.id);
   }
 }
 
@@ -164,6 +173,9 @@ export function createMcpServer(contextOf: (requestId: string | number) => McpRe
     const { ctx, principal, log } = contextOf(extra.requestId);
     const ref = parseResourceUri(req.params.uri);
     if (!ref) throw new McpError(RESOURCE_NOT_FOUND, 'no such resource: expected pier://runs/{runId}/log or pier://runs/{runId}/outputs/{name}', { uri: req.params.uri.slice(0, 200) });
+    if (!RESOURCE_READS.enter(principal.user.id)) {
+      throw new McpError(BUSY, `at most ${RESOURCE_READS.perCaller} resource reads run at once for one user (and ${RESOURCE_READS.total} in all); read again when one has finished`);
+    }
     try {
       return await readResource(ctx, principal, req.params.uri, ref);
     } catch (e) {
@@ -171,6 +183,8 @@ export function createMcpServer(contextOf: (requestId: string | number) => McpRe
       if (e instanceof AppError && e.status < 500) throw new McpError(ErrorCode.InvalidRequest, describe(e));
       log.error({ err: e }, 'MCP resource read failed');
       throw new McpError(ErrorCode.InternalError, 'reading the resource failed on the server; the error is logged');
+    } finally {
+      RESOURCE_READS.leave(principal.user.id);
     }
   });
   return server;

@@ -3,6 +3,7 @@ import { Compile } from 'typebox/compile';
 import type { Access } from '../auth/access.js';
 import type { Principal, UserPrincipal } from '../auth/authenticate.js';
 import type { RunnerContext } from '../context.js';
+import type { ConcurrencyLimit } from './limits.js';
 
 /** What a tool gets besides its arguments. */
 export interface ToolCall {
@@ -48,6 +49,8 @@ export interface Tool {
   hints: ToolHints;
   input: TSchema;
   output: TSchema;
+  /** How many calls of this tool may run at once (long calls: wait_for_run). */
+  concurrency?: ConcurrencyLimit;
   /** Argument problems as `field message` (JSON pointer field), none when they fit `input`. */
   problems(args: unknown): { field: string; message: string }[];
   run(call: ToolCall, args: unknown): Promise<ToolResult<unknown>>;
@@ -59,6 +62,7 @@ interface ToolSpec<I extends TSchema, O extends TSchema> {
   description: string;
   access: Access;
   hints: ToolHints;
+  concurrency?: ConcurrencyLimit;
   input: I;
   output: O;
   run(call: ToolCall, args: Static<I>): Promise<ToolResult<Static<O>>>;

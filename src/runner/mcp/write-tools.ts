@@ -5,6 +5,7 @@ import { IdOf, MAX_COUNTER, RequiredLabels, StringEnum } from '../api/schemas.js
 import { isTerminal } from '../runs/repository.js';
 import { describeCron } from '../schedules/describe.js';
 import { runLine } from './read-tools.js';
+import { WAITS } from './limits.js';
 import { defineTool } from './tool.js';
 import { logUri } from './uris.js';
 
@@ -90,6 +91,7 @@ export const waitForRun = defineTool({
     'After a failure, read_run_log with errorsOnly tells why.',
   access: USER_WRITE,
   hints: { readOnlyHint: true, destructiveHint: false, idempotentHint: true },
+  concurrency: WAITS,
   input: Type.Object(
     {
       runId: RunId,

@@ -91,10 +91,15 @@ export class TailCollector {
       this.take(text.split('\n'), false);
       return;
     }
-    const parts = (text + this.pending).split('\n');
     const fresh = !this.started;
     this.started = true;
-    this.take(parts, fresh && text.endsWith('\n'));
+    // A piece inside one long line only lengthens the pending line: no split (joining is cheap,
+    // splitting the whole line again for every piece would be quadratic in its length).
+    if (!text.includes('\n')) {
+      this.hold(text + this.pending);
+      return;
+    }
+    this.take((text + this.pending).split('\n'), fresh && text.endsWith('\n'));
   }
 
   /**
@@ -114,7 +119,15 @@ export class TailCollector {
       this.pending = '';
       return;
     }
-    const bound = this.limits.bytes * 4 + 16;
+    this.hold(head);
+  }
+
+  /**
+   * Keeps `head` as the pending line, only as far as it can be shown: a UTF-16 unit is at least
+   * one byte of UTF-8, so the last `bytes` units hold the last `bytes` bytes.
+   */
+  private hold(head: string): void {
+    const bound = this.limits.bytes + 16;
     if (head.length > bound) {
       this.pendingKept ||= this.passes(head);
       this.cutStart = head.slice(0, CUT_START_CHARS);

@@ -49,18 +49,19 @@ export async function readExcerpt(runs: LogSource, run: RunRow, input: ExcerptIn
 
 /**
  * The log of every attempt as one text, each attempt under a heading when there are several;
- * the end of it when it is longer than `bytes`.
+ * its end when it is longer than `bytes` or `lines` (empty lines cost no bytes: the line limit
+ * bounds them).
  */
-export async function readLogText(runs: LogSource, run: RunRow, bytes: number): Promise<{ run: RunRow; text: string; truncated: boolean }> {
-  const tail = new TailCollector({ lines: Number.POSITIVE_INFINITY, bytes });
+export async function readLogText(runs: LogSource, run: RunRow, bytes: number, lines: number): Promise<{ run: RunRow; text: string; truncated: boolean }> {
+  const tail = new TailCollector({ lines, bytes });
   let attempt = run.attempt;
   for (; attempt >= 1 && !tail.full; attempt--) {
     await readBack(runs, run.id, attempt, tail, Number.POSITIVE_INFINITY);
     tail.finish(run.attempt > 1 ? `--- attempt ${attempt} ---` : undefined);
   }
-  const lines = tail.lines();
+  const kept = tail.lines();
   // Attempts not reached (the budget was spent on later ones) are left out too.
-  return { run, text: lines.length ? `${lines.join('\n')}\n` : '', truncated: tail.skipped || attempt >= 1 };
+  return { run, text: kept.length ? `${kept.join('\n')}\n` : '', truncated: tail.skipped || attempt >= 1 };
 }
 
 /** Feeds an attempt's chunks to `tail` from the end; false when `scanBytes` ran out first. */

@@ -244,9 +244,9 @@ export class RunsService {
     return readExcerpt(this.d.runs, await loadRun(this.d, p, id, 'read'), input);
   }
 
-  /** Every attempt's log as one text, its end when longer than `bytes` (log-reading.ts). */
-  async logText(p: Principal, id: string, bytes: number): Promise<{ run: RunRow; text: string; truncated: boolean }> {
-    return readLogText(this.d.runs, await loadRun(this.d, p, id, 'read'), bytes);
+  /** Every attempt's log as one text, its end when longer than `bytes` or `lines` (log-reading.ts). */
+  async logText(p: Principal, id: string, bytes: number, lines: number): Promise<{ run: RunRow; text: string; truncated: boolean }> {
+    return readLogText(this.d.runs, await loadRun(this.d, p, id, 'read'), bytes, lines);
   }
 
   /** One output file's bytes, when it is at most `maxBytes` (413 naming the download route otherwise). */
