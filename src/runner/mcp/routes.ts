@@ -58,9 +58,9 @@ interface RpcMessage {
   id?: unknown;
 }
 
-function messagesOf(body: unknown): RpcMessage[] {
-  const all = Array.isArray(body) ? body : [body];
-  return all.filter((m): m is RpcMessage => typeof m === 'object' && m !== null);
+/** The one message of a POST (batches are refused before); a body that is no object has no fields. */
+function messageOf(body: unknown): RpcMessage {
+  return typeof body === 'object' && body !== null ? (body as RpcMessage) : {};
 }
 
 function toolCalled(m: RpcMessage): string | null {
@@ -167,18 +167,16 @@ export async function registerMcpRoutes(app: HttpApp, ctx: RunnerContext): Promi
       // MCP 2025-06-18 removed JSON-RPC batching; a batch would let one small request make the
       // server read and answer a hundred resources at once (or run calls past its own answer).
       if (Array.isArray(req.body)) return rpcError(reply, 400, INVALID_REQUEST, 'batches are not supported: send one JSON-RPC message per POST (MCP 2025-06-18 and later)');
-      const messages = messagesOf(req.body);
+      const message = messageOf(req.body);
       // MCP authorization (scope challenge): a call beyond the token's scope is 403 with the
       // scope to ask for, before anything runs, so a client can step up with the user's consent.
-      for (const m of messages) {
-        const tool = findTool(toolCalled(m) ?? '');
-        if (tool && !permits(ctx, tool, principal)) {
-          if (tool.access.token && principal.scope === 'read' && !tool.access.admins) {
-            reply.header('www-authenticate', insufficientScopeChallenge(tool.access.token, metadataUrl));
-          }
-          const need = tool.access.admins ? 'an administrator' : `a token with the "${tool.access.token}" scope`;
-          return rpcError(reply, 403, SERVER_ERROR, `${tool.name} needs ${need}; this token has the "${principal.scope}" scope`, undefined, m.id ?? null);
+      const tool = findTool(toolCalled(message) ?? '');
+      if (tool && !permits(ctx, tool, principal)) {
+        if (tool.access.token && principal.scope === 'read' && !tool.access.admins) {
+          reply.header('www-authenticate', insufficientScopeChallenge(tool.access.token, metadataUrl));
         }
+        const need = tool.access.admins ? 'an administrator' : `a token with the "${tool.access.token}" scope`;
+        return rpcError(reply, 403, SERVER_ERROR, `${tool.name} needs ${need}; this token has the "${principal.scope}" scope`, undefined, message.id ?? null);
       }
       // Only a client that went away mid-answer needs its call stopped: once the answer is out
       // nothing of the request runs any more. The signal is made when something listens to it.
@@ -220,14 +218,12 @@ export async function registerMcpRoutes(app: HttpApp, ctx: RunnerContext): Promi
         if (problem) return rpcError(reply, 400, INVALID_PARAMS, `invalid params of ${plain.method}: ${problem}`, undefined, plain.id);
         return reply.type('application/json').send(answer);
       }
-      for (const m of messages) {
-        const problem = paramsProblem(m);
-        if (problem) return rpcError(reply, 400, INVALID_PARAMS, `invalid params of ${String(m.method)}: ${problem}`, undefined, m.id ?? null);
-      }
-      // Everything else (a long call, batches, notifications, requests the transport refuses)
-      // through the SDK's Streamable HTTP transport, with a server of its own. A long call
-      // (wait_for_run) answers as an event stream that carries its progress.
-      const streams = messages.some((m) => toolCalled(m) === 'wait_for_run');
+      const problem = paramsProblem(message);
+      if (problem) return rpcError(reply, 400, INVALID_PARAMS, `invalid params of ${String(message.method)}: ${problem}`, undefined, message.id ?? null);
+      // Everything else (a long call, notifications, requests the transport refuses) through the
+      // SDK's Streamable HTTP transport, with a server of its own. A long call (wait_for_run)
+      // answers as an event stream that carries its progress.
+      const streams = toolCalled(message) === 'wait_for_run';
       const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: !streams });
       const server = createMcpServer(() => context);
       context.signal.addEventListener('abort', () => void server.close(), { once: true });
