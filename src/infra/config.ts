@@ -65,6 +65,12 @@ export interface Config {
      * render meanwhile.
      */
     pageRenderBudgetSeconds: number;
+    /**
+     * How long a shared cache (a CDN in front) may serve a page before asking again
+     * (PIER_PAGE_SHARED_MAX_AGE, seconds, default 30): `s-maxage` of the pages' Cache-Control.
+     * Browsers always revalidate (a 304 when unchanged); 0 makes shared caches revalidate too.
+     */
+    pageSharedMaxAgeSeconds: number;
   };
   runner: {
     port: number;
@@ -282,6 +288,7 @@ export function loadConfig(env: Env = process.env): Config {
       pageRenderTimeoutSeconds: seconds(env, 'PIER_PAGE_RENDER_TIMEOUT_SECONDS', 10, 1, 600),
       pageRenderWorkers: count(env, 'PIER_PAGE_RENDER_WORKERS', os.availableParallelism() >= 2 ? 2 : 1, 64),
       pageRenderBudgetSeconds: seconds(env, 'PIER_PAGE_RENDER_BUDGET_SECONDS', 30, 1, 86_400),
+      pageSharedMaxAgeSeconds: seconds(env, 'PIER_PAGE_SHARED_MAX_AGE', 30, 0, 86_400),
     },
     runner: {
       port: runnerPort,

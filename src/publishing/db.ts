@@ -127,6 +127,16 @@ export interface CrawlNodesTable {
   sanitized: number;
 }
 
+/**
+ * One row (id 1): a counter raised by triggers (migration 0009) in the same transaction as every
+ * write the public pages are built from, so one read of it tells whether any cached page may be
+ * out of date (web/page-changes.ts).
+ */
+export interface PageChangesTable {
+  id: number;
+  seq: number;
+}
+
 export interface PublishingDB {
   products: ProductsTable;
   product_revisions: ProductRevisionsTable;
@@ -136,6 +146,7 @@ export interface PublishingDB {
   crawls: CrawlsTable;
   crawl_nodes: CrawlNodesTable;
   label_changes: LabelChangesTable;
+  page_changes: PageChangesTable;
 }
 
 const migrations: Record<string, Migration> = {
@@ -461,6 +472,52 @@ const migrations: Record<string, Migration> = {
   '0008_crawl_nodes_sanitized': {
     async up(db: Kysely<unknown>) {
       await sql`ALTER TABLE crawl_nodes ADD COLUMN sanitized integer NOT NULL DEFAULT 0`.execute(db);
+    },
+  },
+  // The pages' change counter (PageChangesTable). Raised by triggers, not by the services, so a
+  // write from any process (the staff CLI, a second instance, a future service) counts. Crawls
+  // only insert and delete node rows; the one update of a node row (storing it sanitized) leaves
+  // what a page shows unchanged.
+  '0009_page_changes': {
+    async up(db: Kysely<unknown>) {
+      await sql`CREATE TABLE page_changes (id integer PRIMARY KEY, seq bigint NOT NULL)`.execute(db);
+      await sql`INSERT INTO page_changes (id, seq) VALUES (1, 1)`.execute(db);
+      const watched: [table: string, events: string[]][] = [
+        ['products', ['INSERT', 'UPDATE', 'DELETE']],
+        ['settings', ['INSERT', 'UPDATE', 'DELETE']],
+        ['product_files', ['INSERT', 'UPDATE', 'DELETE']],
+        ['crawls', ['INSERT', 'UPDATE', 'DELETE']],
+        ['crawl_nodes', ['INSERT', 'DELETE']],
+      ];
+      if (db.getExecutor().adapter instanceof PostgresAdapter) {
+        // Deferred to COMMIT and once per transaction (a transaction-local flag): the counter's
+        // row is locked only while the transaction commits, so writers of different products
+        // wait on it for a commit at most, and never while holding it wait for another lock.
+        await sql`CREATE FUNCTION pier_page_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+          BEGIN
+            IF coalesce(current_setting('pier.page_changed', true), '') <> '1' THEN
+              PERFORM set_config('pier.page_changed', '1', true);
+              UPDATE page_changes SET seq = seq + 1 WHERE id = 1;
+            END IF;
+            RETURN NULL;
+          END $$`.execute(db);
+        for (const [table, events] of watched) {
+          await sql
+            .raw(`CREATE CONSTRAINT TRIGGER page_changes_${table} AFTER ${events.join(' OR ')} ON ${table}
+              DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION pier_page_changed()`)
+            .execute(db);
+        }
+      } else {
+        // SQLite has one writer at a time: a plain row trigger cannot wait on anyone.
+        for (const [table, events] of watched) {
+          for (const event of events) {
+            await sql
+              .raw(`CREATE TRIGGER page_changes_${table}_${event.toLowerCase()} AFTER ${event} ON ${table} BEGIN
+                UPDATE page_changes SET seq = seq + 1 WHERE id = 1; END`)
+              .execute(db);
+          }
+        }
+      }
     },
   },
 };

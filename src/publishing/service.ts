@@ -1,4 +1,5 @@
 import type { Config } from '../infra/config.js';
+import { installFastPath } from '../infra/fast-path/fast-path.js';
 import { FailureLimiter, type FailureLimiterOptions } from '../infra/failure-limiter.js';
 import { createHttpApp, type HttpApp } from '../infra/http.js';
 import { isolatedRenderer, type RenderHold } from './content/isolated-render.js';
@@ -13,6 +14,8 @@ import { isolatedValidator } from './products/isolated-validation.js';
 import { productsRepository } from './products/repository.js';
 import { registerProductRoutes } from './products/routes.js';
 import { type ProductService, productService } from './products/service.js';
+import { PageAnswers } from './web/page-answers.js';
+import { databasePageChanges } from './web/page-changes.js';
 import { MAX_FACTORY_LENGTH, registerPageRoutes } from './web/routes.js';
 import { type PagesService, pagesService } from './web/service.js';
 
@@ -39,7 +42,14 @@ export interface PublishingOptions {
   renderClock?: () => number;
   /** Tests only: a PATCH check in its worker counts itself in cell 1, then waits while cell 0 is 0. */
   validationHold?: Int32Array;
+  /** Plain page requests answered before the app from answers it sent before (infra/fast-path); on unless false. */
+  pageFastPath?: boolean;
+  /** Tests only: how long one read of the page change counter serves further requests, ms (FRESH_MS). */
+  pageFreshMs?: number;
 }
+
+/** Memory for whole page answers kept for the fast path (product pages are ~20 KB). */
+const PAGE_ANSWER_BYTES = 64 * 1024 * 1024;
 
 /** The publishing web + REST API part: opens and migrates its database, builds the app. */
 export async function createPublishingService(config: Config, options: PublishingOptions = {}): Promise<PublishingService> {
@@ -68,11 +78,13 @@ export async function createPublishingService(config: Config, options: Publishin
     now: options.renderClock,
     hold: options.renderHold,
   });
+  const changes = databasePageChanges(database, options.pageFreshMs);
   const pages = pagesService({
     renderer,
     repo,
     files,
     crawls,
+    changes,
     site: { name: 'Pier', baseUrl: config.publishing.baseUrl, downloadUrl: config.publishing.downloadUrl },
   });
   const app = createHttpApp({
@@ -89,7 +101,24 @@ export async function createPublishingService(config: Config, options: Publishin
   });
   const limiter = new FailureLimiter({ maxFailures: 10, windowMs: 60_000, banMs: 60_000, ...options.failureLimits });
   registerProductRoutes(app, { products, limiter, crawler });
-  registerPageRoutes(app, pages);
+  const fastPath = options.pageFastPath !== false;
+  const answers = fastPath ? new PageAnswers(changes, PAGE_ANSWER_BYTES) : null;
+  registerPageRoutes(app, pages, { changes, answers, sharedMaxAgeSeconds: config.publishing.pageSharedMaxAgeSeconds });
+  const logRequests = (app.log as { isLevelEnabled?(level: string): boolean }).isLevelEnabled?.('info') ?? true;
+  const fast = answers
+    ? installFastPath(app.server, {
+        lookup: (target) => answers.lookup(target),
+        // The app's request line (infra/http.ts), marked as answered on the fast path.
+        served: logRequests
+          ? (r, started) =>
+              app.log.info(
+                { method: r.method, path: r.target.split('?')[0], status: 200, ms: Math.round(Number(process.hrtime.bigint() - started) / 1e6), fast: true },
+                'request',
+              )
+          : undefined,
+      })
+    : null;
+  app.addHook('onClose', async () => fast?.closeAll());
   const autoCrawl = config.publishing.crawlSettleSeconds > 0 ? startAutoCrawl(crawler, config.publishing.crawlSettleSeconds, app.log) : null;
   return {
     app,

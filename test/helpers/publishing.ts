@@ -8,7 +8,10 @@ export interface RunningPublishing {
   close(): Promise<void>;
 }
 
-/** Starts the real publishing service on a free loopback port against `databaseUrl`. */
+/**
+ * Starts the real publishing service on a free loopback port against `databaseUrl`. Pages read
+ * the change counter on every request unless `pageFreshMs` is given (see web/helpers.ts startSite).
+ */
 export async function startPublishing(databaseUrl: string, options: PublishingOptions = {}, env: Record<string, string> = {}): Promise<RunningPublishing> {
   const config = loadConfig({
     PIER_DATA_DIR: tempDir('pier-data-'),
@@ -18,7 +21,7 @@ export async function startPublishing(databaseUrl: string, options: PublishingOp
     PIER_BASE_URL: 'http://pier.test',
     ...env,
   });
-  const service = await createPublishingService(config, options);
+  const service = await createPublishingService(config, { pageFreshMs: 0, ...options });
   const url = await service.app.listen({ host: '127.0.0.1', port: 0 });
   return { url, service, close: () => service.close() };
 }

@@ -3,6 +3,7 @@ import path from 'node:path';
 import SQLite from 'better-sqlite3';
 import { type CompiledQuery, Kysely, type Migration, Migrator, PostgresDialect } from 'kysely';
 import { FifoSqliteDialect } from './sqlite-driver.js';
+import { countingWrites, WriteCounter } from './write-counter.js';
 import pg from 'pg';
 
 export type DialectName = 'sqlite' | 'postgres';
@@ -12,6 +13,8 @@ export interface Database<DB> {
   dialect: DialectName;
   /** See `preparedRead`: a compiled read run synchronously on an idle SQLite connection, else null. */
   readNow: ReadNow;
+  /** Writes this process finished through `db` (write-counter.ts): caches built from the database check it. */
+  writes: WriteCounter;
   close(): Promise<void>;
 }
 
@@ -59,8 +62,9 @@ export function openDatabase<DB>(url: string): Database<DB> {
     pool.on('connect', (client) => {
       client.on('error', (err) => process.emitWarning(`PostgreSQL connection error: ${err.message}`));
     });
-    const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
-    return { db, dialect: 'postgres', readNow: neverNow, close: () => db.destroy() };
+    const writes = new WriteCounter();
+    const db = new Kysely<DB>({ dialect: countingWrites(new PostgresDialect({ pool }), writes) });
+    return { db, dialect: 'postgres', readNow: neverNow, writes, close: () => db.destroy() };
   }
   if (url !== ':memory:') fs.mkdirSync(path.dirname(url), { recursive: true });
   const sqlite = new SQLite(url);
@@ -71,10 +75,11 @@ export function openDatabase<DB>(url: string): Database<DB> {
   sqlite.pragma('synchronous = NORMAL');
   const cached = withStatementCache(sqlite);
   const dialect = new FifoSqliteDialect({ database: cached });
-  const db = new Kysely<DB>({ dialect });
+  const writes = new WriteCounter();
+  const db = new Kysely<DB>({ dialect: countingWrites(dialect, writes) });
   const readNow: ReadNow = <R>(compiled: CompiledQuery<R>, values: readonly unknown[]) =>
     dialect.idle ? (cached.prepare(compiled.sql).all(...values) as R[]) : null;
-  return { db, dialect: 'sqlite', readNow, close: () => db.destroy() };
+  return { db, dialect: 'sqlite', readNow, writes, close: () => db.destroy() };
 }
 
 /**

@@ -8,7 +8,7 @@
 import http from 'node:http';
 import { listenOn } from '../../infra/listen.js';
 import type { Storage, StoredReader } from '../../infra/storage.js';
-import { installFastPath } from './fast-path.js';
+import { installFastPath } from '../../infra/fast-path/fast-path.js';
 import { type CachedFile, FileCache, type FileMeta } from './file-cache.js';
 import { contentTypeOf, etagOf, evaluatePreconditions, rangeOf } from './http-file.js';
 import { FOLDER_PAGE_ENTRIES, folderIndex, folderPageOf } from './index-page.js';
@@ -64,7 +64,7 @@ export function createDownloadServer(options: {
   storage: Storage;
   log: DownloadLog;
   cacheBytes?: number;
-  /** Plain requests for cached files answered before node:http (fast-path.ts); on unless false. */
+  /** Plain requests for cached files answered before node:http (infra/fast-path); on unless false. */
   fastPath?: boolean;
   /** Connections held at once; more are closed as they arrive (each holds a descriptor). */
   maxConnections?: number;

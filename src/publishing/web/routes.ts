@@ -1,9 +1,12 @@
 // Public pages, feeds, badge, icon and discovery files (issue 7). Thin: validate, call the
-// pages service, present with caching headers and a strict Content-Security-Policy.
+// pages service, present with caching headers and a strict Content-Security-Policy, and file
+// the answer for the fast path (page-answers.ts).
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { HttpApp } from '../../infra/http.js';
 import { STATIC_ASSETS } from './assets.js';
+import type { PageAnswers } from './page-answers.js';
+import type { PageChanges } from './page-changes.js';
 import type { PagesService, Served } from './service.js';
 
 /**
@@ -43,74 +46,111 @@ const NodeParams = Type.Object({
 const NodeSearchQuery = Type.Object({ q: Type.Optional(Type.String({ maxLength: 200 })) }, { additionalProperties: true });
 const IconQuery = Type.Object({ v: Type.Optional(Type.String({ maxLength: 64 })) }, { additionalProperties: true });
 
-/** 304 when the client already has this version; otherwise the body with its ETag. */
-function send(req: FastifyRequest, reply: FastifyReply, s: Served, cacheControl: string, csp = PAGE_CSP) {
-  reply.header('etag', s.etag).header('cache-control', cacheControl).header('content-security-policy', csp).type(s.type);
-  const match = req.headers['if-none-match'];
-  if (match?.split(',').some((t) => t.trim().replace(/^W\//, '') === s.etag)) return reply.code(304).send();
-  return reply.send(s.body);
+/** What the page routes need beside the pages service. */
+export interface PageRouteOptions {
+  changes: PageChanges;
+  /** Answers filed for the fast path; null: none are kept. */
+  answers: PageAnswers | null;
+  /** `s-maxage` of the pages' Cache-Control (PIER_PAGE_SHARED_MAX_AGE). */
+  sharedMaxAgeSeconds: number;
 }
 
-// Always revalidated: a change shows on the next request, while unchanged pages cost a 304.
-const REVALIDATE = 'no-cache';
+/** RFC 9110 §13.1.2: does If-None-Match name this entity tag (weak comparison)? */
+function matches(req: FastifyRequest, etag: string): boolean {
+  const match = req.headers['if-none-match'];
+  return match !== undefined && match.split(',').some((t) => t.trim() === '*' || t.trim().replace(/^W\//, '') === etag);
+}
 
-export function registerPageRoutes(app: HttpApp, pages: PagesService): void {
+export function registerPageRoutes(app: HttpApp, pages: PagesService, options: PageRouteOptions): void {
+  const { changes, answers } = options;
+  // Browsers revalidate every time (a 304 while unchanged), so a change shows on their next
+  // request; a shared cache in front (a CDN) may answer for s-maxage seconds, then revalidates
+  // (RFC 9111 §5.2.2.10). A cached answer is never older than that on top of ours.
+  const revalidate = options.sharedMaxAgeSeconds > 0 ? `public, max-age=0, s-maxage=${options.sharedMaxAgeSeconds}` : 'no-cache';
+
+  /**
+   * 304 when the client already has this version; otherwise the body with its ETag. A complete
+   * current answer to a GET or HEAD is filed under the request's target and the change counter
+   * `seq` read before its data (a 304 is not: it depends on the request's header).
+   */
+  const send = (req: FastifyRequest, reply: FastifyReply, seq: number, s: Served, cacheControl: string, csp = PAGE_CSP) => {
+    reply.header('etag', s.etag).header('cache-control', cacheControl).header('content-security-policy', csp).type(s.type);
+    if (matches(req, s.etag)) return reply.code(304).send();
+    reply.header('content-length', String(s.body.length));
+    if (answers && !s.provisional && reply.statusCode === 200 && req.raw.url) answers.remember(req.raw.url, seq, reply.getHeaders(), s.body);
+    return reply.send(s.body);
+  };
+
   const notFound = (reply: FastifyReply, what: string) => {
     const s = pages.notFound(what);
-    return reply.code(404).header('content-security-policy', PAGE_CSP).header('cache-control', REVALIDATE).type(s.type).send(s.body);
+    return reply.code(404).header('content-security-policy', PAGE_CSP).header('cache-control', 'no-cache').type(s.type).send(s.body);
   };
 
   app.get('/', { schema: { querystring: CatalogQuery } }, async (req, reply) => {
+    const seq = await changes.current();
     const { served } = await pages.catalog((req.query.q ?? '').trim(), Number(req.query.page ?? 1));
-    return send(req, reply, served, REVALIDATE);
+    return send(req, reply, seq, served, revalidate);
   });
 
   app.get('/product/:id', { schema: { params: ProductParams } }, async (req, reply) => {
+    const seq = await changes.current();
     const s = await pages.productPage(req.params.id);
     if (!s) return notFound(reply, `There is no extension "${req.params.id}".`);
-    return send(req, reply, s, REVALIDATE);
+    return send(req, reply, seq, s, revalidate);
   });
 
   app.get('/product/:id/icon', { schema: { params: ProductParams, querystring: IconQuery } }, async (req, reply) => {
+    const seq = await changes.current();
     const icon = await pages.icon(req.params.id);
     if (!icon) return notFound(reply, `"${req.params.id}" has no icon.`);
     // Pages link the icon as ?v=<hash of the icon>; that exact version never changes.
     const immutable = req.query.v === icon.version;
-    return send(req, reply, icon.served, immutable ? 'public, max-age=31536000, immutable' : REVALIDATE, IMAGE_CSP);
+    return send(req, reply, seq, icon.served, immutable ? 'public, max-age=31536000, immutable' : revalidate, IMAGE_CSP);
   });
 
   app.get('/product/:id/badge.svg', { schema: { params: ProductParams } }, async (req, reply) => {
+    const seq = await changes.current();
     const s = await pages.badge(req.params.id);
     if (!s) return notFound(reply, `There is no extension "${req.params.id}".`);
-    return send(req, reply, s, REVALIDATE, IMAGE_CSP);
+    return send(req, reply, seq, s, revalidate, IMAGE_CSP);
   });
 
   app.get('/product/:id/releases.atom', { schema: { params: ProductParams } }, async (req, reply) => {
+    const seq = await changes.current();
     const s = await pages.productFeed(req.params.id);
     if (!s) return notFound(reply, `There is no live extension "${req.params.id}".`);
-    return send(req, reply, s, REVALIDATE);
+    return send(req, reply, seq, s, revalidate);
   });
 
   app.get('/product/:id/nodes/:factory', { schema: { params: NodeParams } }, async (req, reply) => {
+    const seq = await changes.current();
     const s = await pages.nodePage(req.params.id, req.params.factory);
     if (!s) return notFound(reply, `"${req.params.id}" has no node "${req.params.factory}".`);
-    return send(req, reply, s, REVALIDATE);
+    return send(req, reply, seq, s, revalidate);
   });
 
   app.get('/product/:id/nodes/:factory/icon', { schema: { params: NodeParams } }, async (req, reply) => {
+    const seq = await changes.current();
     const s = await pages.nodeIcon(req.params.id, req.params.factory);
     if (!s) return notFound(reply, 'No such node icon.');
-    return send(req, reply, s, REVALIDATE, IMAGE_CSP);
+    return send(req, reply, seq, s, revalidate, IMAGE_CSP);
   });
 
   app.get('/nodes', { schema: { querystring: NodeSearchQuery } }, async (req, reply) => {
+    const seq = await changes.current();
     const { served } = await pages.nodeSearch((req.query.q ?? '').trim());
-    return send(req, reply, served, REVALIDATE);
+    return send(req, reply, seq, served, revalidate);
   });
 
-  app.get('/releases.atom', async (req, reply) => send(req, reply, await pages.siteFeed(), REVALIDATE));
-  app.get('/sitemap.xml', async (req, reply) => send(req, reply, await pages.sitemap(), REVALIDATE));
-  app.get('/robots.txt', async (req, reply) => send(req, reply, pages.robots(), REVALIDATE));
+  app.get('/releases.atom', async (req, reply) => {
+    const seq = await changes.current();
+    return send(req, reply, seq, await pages.siteFeed(), revalidate);
+  });
+  app.get('/sitemap.xml', async (req, reply) => {
+    const seq = await changes.current();
+    return send(req, reply, seq, await pages.sitemap(), revalidate);
+  });
+  app.get('/robots.txt', async (req, reply) => send(req, reply, await changes.current(), pages.robots(), revalidate));
 
   for (const asset of STATIC_ASSETS) {
     app.get(asset.path, async (_req, reply) =>

@@ -1,10 +1,14 @@
 // Everything the public pages serve, rendered once per product and cached until something it
-// was built from changes (issue 7 "Quality"). The cache key comes from cheap reads made on
-// every request (state and updated_at of the row, the platform release setting, the files'
-// change stamp), never from a timer, so a PATCH, an upload, a staff command in another
-// process or a second instance shows on the very next request (DESIGN "Changes made by
-// another process"). Keys are read before the content, so a change racing a render can only
-// make the cached copy look older than it is (re-rendered next time), never newer.
+// was built from changes (issue 7 "Quality"). Two checks, both read before the content: the
+// page change counter (page-changes.ts: one read serves all requests for FRESH_MS, raised by
+// every write pages depend on, by any process) says whether anything changed at all; only
+// when it moved are the product's own stamps read (state and updated_at of the row, the
+// platform release setting, the last crawl, the files' change stamp), so a change to one
+// product re-renders that product only. Never a timer: a PATCH, an upload, a staff command in
+// another process or a second instance shows on the next request after the counter's bound
+// (DESIGN "Changes made by another process"). Because keys are read before the content, a
+// change racing a render can only make the cached copy look older than it is (re-rendered
+// next time), never newer.
 import { createHash } from 'node:crypto';
 import { versionBadge } from '../content/badge.js';
 import { ServiceUnavailableError } from '../../infra/errors.js';
@@ -18,6 +22,7 @@ import { DEFAULT_CRAWL_LIMITS } from '../crawler/crawl.js';
 import type { ProductFilesReader } from '../files/reader.js';
 import type { ProductFields } from '../products/fields.js';
 import type { ProductRow, ProductsRepository } from '../products/repository.js';
+import type { PageChanges } from './page-changes.js';
 import { CatalogPage } from './catalog-page.js';
 import type { CatalogCard, CatalogPageModel, NodePageModel, NodeSearchModel, ProductPageModel, SiteInfo } from './model.js';
 import { NodePage } from './node-page.js';
@@ -36,6 +41,8 @@ export interface PagesServiceDeps {
   crawls: CrawlsRepository;
   /** Renders the vendor Markdown off the serving event loop, under a time limit. */
   renderer: ContentRenderer;
+  /** Whether anything pages depend on changed (the database's page change counter). */
+  changes: PageChanges;
   /** Products kept rendered at once (least recently used are dropped). */
   cacheSize?: number;
   /** A page whose render failed is not tried again for its same data before this long, ms. */
@@ -52,10 +59,17 @@ export interface Served {
   body: Buffer;
   type: string;
   etag: string;
+  /**
+   * An older version, served while the current one cannot be rendered (its render is deferred by
+   * the render-time budget): correct for its own version, never to be filed as the current answer.
+   */
+  provisional?: true;
 }
 
 interface Rendered {
   key: string;
+  /** The page change counter read before the key was last found current. */
+  seq: number;
   state: ProductRow['state'];
   updatedAt: string;
   input: ProductInput;
@@ -92,7 +106,7 @@ function parseFields(row: ProductRow): ProductFields {
 
 export const NODE_SEARCH_LIMIT = 100;
 
-export function pagesService({ repo, site, files, crawls, renderer, cacheSize = 500, failureRetryMs = 10 * 60_000, nodeCacheBytes = 32 * 1024 * 1024, now = Date.now }: PagesServiceDeps) {
+export function pagesService({ repo, site, files, crawls, renderer, changes, cacheSize = 500, failureRetryMs = 10 * 60_000, nodeCacheBytes = 32 * 1024 * 1024, now = Date.now }: PagesServiceDeps) {
   const cache = new Map<string, Rendered>();
   const building = new Map<string, Promise<Rendered>>();
   // Renders that failed, per product, by the key of the data they failed on: content built to
@@ -107,7 +121,7 @@ export function pagesService({ repo, site, files, crawls, renderer, cacheSize = 
     if (cache.size > cacheSize) cache.delete(cache.keys().next().value as string);
   }
 
-  async function build(id: string, key: string, release: string | null): Promise<Rendered | null> {
+  async function build(id: string, key: string, seq: number, release: string | null): Promise<Rendered | null> {
     const row = await repo.find(id);
     if (!row) return null;
     const [labels, workflows] = await Promise.all([files.listLabels(id), files.listFiles(id, 'workflows')]);
@@ -126,24 +140,33 @@ export function pagesService({ repo, site, files, crawls, renderer, cacheSize = 
         break;
       }
     }
-    return { key, state: row.state, updatedAt: row.updated_at, input, model };
+    return { key, seq, state: row.state, updatedAt: row.updated_at, input, model };
   }
 
-  /** The product's rendering for its current data, or null for an unknown product. */
-  async function product(id: string): Promise<Rendered | null> {
+  /**
+   * The product's rendering for its current data, or null for an unknown product; `provisional`
+   * when it is an older one kept while the current one cannot be rendered (see Served).
+   */
+  async function product(id: string): Promise<{ r: Rendered; provisional: boolean } | null> {
+    const seq = await changes.current();
+    const hit = cache.get(id);
+    if (hit && hit.seq === seq) return { r: hit, provisional: false };
     const stamp = await repo.pageStamp(id);
     if (!stamp) return null;
     const filesStamp = await files.changeStamp(id);
     const key = JSON.stringify([stamp.state, stamp.updated_at, stamp.release, stamp.crawled, filesStamp]);
-    const hit = cache.get(id);
-    if (hit?.key === key) return hit;
+    if (hit?.key === key) {
+      // Unchanged by what moved the counter: current as of this (later) read.
+      if (seq > hit.seq) hit.seq = seq;
+      return { r: hit, provisional: false };
+    }
     const failed = failures.get(id);
     if (failed?.key === key && now() < failed.until) throw failed.error;
     // Concurrent requests for the same new version share one render.
     const flight = `${id}\u0000${key}`;
     let pending = building.get(flight);
     if (!pending) {
-      pending = build(id, key, stamp.release).then(
+      pending = build(id, key, seq, stamp.release).then(
         (r) => {
           failures.delete(id);
           if (r) remember(id, r);
@@ -162,17 +185,21 @@ export function pagesService({ repo, site, files, crawls, renderer, cacheSize = 
       pending.finally(() => building.delete(flight)).catch(() => {});
     }
     try {
-      return (await pending) ?? null;
+      const r = await pending;
+      return r ? { r, provisional: false } : null;
     } catch (e) {
       // A product over its render-time budget keeps its last rendered page (an older version,
       // correct for that version) rather than disappearing; without one it answers 503. Only
       // while its state is the same: a page made live or hidden since must not show the old
       // notice, noindex or feed.
       const previous = cache.get(id);
-      if (e instanceof RenderDeferred && previous?.state === stamp.state) return previous;
+      if (e instanceof RenderDeferred && previous?.state === stamp.state) return { r: previous, provisional: true };
       throw e;
     }
   }
+
+  /** `s` as served from a provisional rendering (see Served). */
+  const marked = (s: Served | null, provisional: boolean): Served | null => (s && provisional ? { ...s, provisional: true } : s);
 
   function feedProduct(r: Rendered): FeedProduct {
     return {
@@ -200,8 +227,18 @@ export function pagesService({ repo, site, files, crawls, renderer, cacheSize = 
     text: string;
   }
   const catalogIndex = new Map<string, IndexEntry>();
+  /** The last list of live products and the change counter read before it was made. */
+  let liveList: { seq: number; list: (IndexEntry & { id: string })[] } | null = null;
 
   async function liveProducts(): Promise<(IndexEntry & { id: string })[]> {
+    const seq = await changes.current();
+    if (liveList?.seq === seq) return liveList.list;
+    const list = await readLiveProducts();
+    if (!liveList || seq >= liveList.seq) liveList = { seq, list };
+    return list;
+  }
+
+  async function readLiveProducts(): Promise<(IndexEntry & { id: string })[]> {
     const stamps = await repo.liveStamps();
     const stampOf = (s: { updated_at: string; crawled: string | null }) => `${s.updated_at}|${s.crawled ?? ''}`;
     const stale = stamps.filter((s) => catalogIndex.get(s.id)?.stamp !== stampOf(s));
@@ -328,34 +365,37 @@ export function pagesService({ repo, site, files, crawls, renderer, cacheSize = 
 
     /** The product page (also while hidden, with a notice and noindex), or null. */
     async productPage(id: string): Promise<Served | null> {
-      const r = await product(id);
-      if (!r) return null;
-      r.page ??= served(renderDocument(ProductPage({ site, m: r.model })), HTML);
-      return r.page;
+      const p = await product(id);
+      if (!p) return null;
+      p.r.page ??= served(renderDocument(ProductPage({ site, m: p.r.model })), HTML);
+      return marked(p.r.page, p.provisional);
     },
 
     /** The icon as uploaded (SVG sanitized again on the way out) and its version tag, or null. */
     async icon(id: string): Promise<{ served: Served; version: string } | null> {
-      const r = await product(id);
-      if (!r) return null;
+      const p = await product(id);
+      if (!p) return null;
+      const { r } = p;
       if (r.icon === undefined) r.icon = iconOf(r.input.fields);
       const version = iconVersion(r.input.fields);
-      return r.icon && version ? { served: r.icon, version } : null;
+      return r.icon && version ? { served: marked(r.icon, p.provisional) as Served, version } : null;
     },
 
     /** Atom feed of a live product's releases; hidden products have none. */
     async productFeed(id: string): Promise<Served | null> {
-      const r = await product(id);
-      if (r?.state !== 'live') return null;
+      const p = await product(id);
+      if (p?.r.state !== 'live') return null;
+      const { r } = p;
       r.feed ??= served(productFeed(feedProduct(r), `${r.model.pageUrl}/releases.atom`), 'application/atom+xml; charset=utf-8');
-      return r.feed;
+      return marked(r.feed, p.provisional);
     },
 
     async badge(id: string): Promise<Served | null> {
-      const r = await product(id);
-      if (!r) return null;
+      const p = await product(id);
+      if (!p) return null;
+      const { r } = p;
       r.badge ??= served(versionBadge(r.model.name, r.model.badge?.version ?? null, r.model.badge?.color ?? r.model.colors.color1), 'image/svg+xml; charset=utf-8');
-      return r.badge;
+      return marked(r.badge, p.provisional);
     },
 
     /** Every live product's releases, newest first. */
@@ -364,12 +404,15 @@ export function pagesService({ repo, site, files, crawls, renderer, cacheSize = 
       // A product whose page cannot be rendered now is left out; everyone else's releases stay.
       const settled = await Promise.allSettled(ids.map((id) => product(id)));
       const rendered: Rendered[] = [];
+      // Left out or older: the feed is right for now but not the current answer to file.
+      let partial = false;
       for (const s of settled) {
         if (s.status === 'rejected' && !(s.reason instanceof ServiceUnavailableError)) throw s.reason;
-        if (s.status === 'fulfilled' && s.value?.state === 'live') rendered.push(s.value);
+        if (s.status === 'rejected' || s.value?.provisional) partial = true;
+        if (s.status === 'fulfilled' && s.value?.r.state === 'live') rendered.push(s.value.r);
       }
       const xml = siteFeed(rendered.map(feedProduct), { name: site.name, baseUrl: site.baseUrl, selfUrl: `${site.baseUrl}/releases.atom` });
-      return served(xml, 'application/atom+xml; charset=utf-8');
+      return marked(served(xml, 'application/atom+xml; charset=utf-8'), partial) as Served;
     },
 
     /** Catalog of live products, optionally searched (every word must match name or description). */
@@ -394,19 +437,22 @@ export function pagesService({ repo, site, files, crawls, renderer, cacheSize = 
 
     /** A node's page (also while the product is hidden, like the product page), or null. */
     async nodePage(id: string, factoryClass: string): Promise<Served | null> {
-      const r = await product(id);
-      if (!r) return null;
-      return cachedNode(r, JSON.stringify(['page', id, factoryClass]), async () => {
+      const p = await product(id);
+      if (!p) return null;
+      const { r } = p;
+      const s = await cachedNode(r, JSON.stringify(['page', id, factoryClass]), async () => {
         const found = await findNodeRow(r, id, factoryClass);
         return found ? served(renderDocument(NodePage({ site, m: nodeModel(r, id, found) })), HTML) : null;
       });
+      return marked(s, p.provisional);
     },
 
     /** A node's icon as stored: SVG sanitized by the crawl, rasters checked to be what they claim. */
     async nodeIcon(id: string, factoryClass: string): Promise<Served | null> {
-      const r = await product(id);
-      if (!r) return null;
-      return cachedNode(r, JSON.stringify(['icon', id, factoryClass]), async () => {
+      const p = await product(id);
+      if (!p) return null;
+      const { r } = p;
+      const s = await cachedNode(r, JSON.stringify(['icon', id, factoryClass]), async () => {
         const row = (await findNodeRow(r, id, factoryClass))?.row;
         if (!row?.icon || !row.icon_type) return null;
         const bytes = Buffer.from(row.icon, 'base64');
@@ -414,6 +460,7 @@ export function pagesService({ repo, site, files, crawls, renderer, cacheSize = 
         const kind = sniffRasterImage(bytes);
         return kind ? served(bytes, RASTER_TYPES[kind]) : null;
       });
+      return marked(s, p.provisional);
     },
 
     /** Full-text node search over live products (one hit per product and node, best label first). */

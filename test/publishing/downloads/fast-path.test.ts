@@ -1,4 +1,4 @@
-// The download host's fast path (src/publishing/downloads/fast-path.ts) against the same server
+// The download host's fast path (src/infra/fast-path/fast-path.ts) against the same server
 // with it off: the same raw bytes sent to both over a raw socket get byte-identical answers
 // (the Date value aside, which must be there and be now). Both servers share one storage.
 import assert from 'node:assert/strict';
@@ -9,7 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import fc from 'fast-check';
 import { localStorage } from '../../../src/infra/storage-local.js';
 import { FRESH_MS } from '../../../src/publishing/downloads/file-cache.js';
-import { MAX_HEAD_BYTES, parseSimpleHead } from '../../../src/publishing/downloads/request-head.js';
+import { MAX_HEAD_BYTES, parseSimpleHead } from '../../../src/infra/fast-path/request-head.js';
 import { createDownloadServer, type DownloadServer } from '../../../src/publishing/downloads/server.js';
 import { tempDir } from '../../helpers/db.js';
 

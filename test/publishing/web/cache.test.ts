@@ -8,6 +8,7 @@ import { productFilesReader } from '../../../src/publishing/files/reader.js';
 import { filesRepository } from '../../../src/publishing/files/repository.js';
 import { productsRepository } from '../../../src/publishing/products/repository.js';
 import { productService } from '../../../src/publishing/products/service.js';
+import { databasePageChanges } from '../../../src/publishing/web/page-changes.js';
 import { pagesService } from '../../../src/publishing/web/service.js';
 import { crawlsRepository } from '../../../src/publishing/crawler/repository.js';
 import { dialects } from '../../helpers/db.js';
@@ -61,7 +62,7 @@ for (const dialect of dialects()) {
         const repo = productsRepository(database.db, database.dialect, { readNow: database.readNow });
         const frozen = new Date('2030-01-01T00:00:00.000Z');
         const products = productService({ repo, publishing: { baseUrl: 'http://pier.test' } as never, now: () => frozen });
-        const pages = pagesService({ renderer, repo, files: productFilesReader(filesRepository(database.db)), crawls: crawlsRepository(database.db, database.dialect), site: { name: 'Pier', baseUrl: 'http://pier.test', downloadUrl: 'http://dl.test' } });
+        const pages = pagesService({ renderer, repo, files: productFilesReader(filesRepository(database.db)), crawls: crawlsRepository(database.db, database.dialect), changes: databasePageChanges(database), site: { name: 'Pier', baseUrl: 'http://pier.test', downloadUrl: 'http://dl.test' } });
         await products.register('frozen', { name: 'Frozen' });
         const row = await products.show('frozen');
         const rowOf = async () => (await repo.find('frozen'))!;

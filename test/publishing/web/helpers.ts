@@ -1,7 +1,7 @@
 import { loadConfig } from '../../../src/infra/config.js';
 import { openPublishingDatabase } from '../../../src/publishing/db.js';
 import { productsRepository } from '../../../src/publishing/products/repository.js';
-import { createPublishingService, type PublishingService } from '../../../src/publishing/service.js';
+import { createPublishingService, type PublishingOptions, type PublishingService } from '../../../src/publishing/service.js';
 import { tempDir } from '../../helpers/db.js';
 import { patchProduct } from '../../helpers/publishing.js';
 
@@ -86,7 +86,12 @@ export interface Site {
   close(): Promise<void>;
 }
 
-export async function startSite(databaseUrl: string): Promise<Site> {
+/**
+ * `pageFreshMs` 0 unless given: every page request reads the change counter, so a change made
+ * through another connection shows on the very next request (the 1 ms bound of production is
+ * tested in page-freshness.test.ts).
+ */
+export async function startSite(databaseUrl: string, options: PublishingOptions = {}): Promise<Site> {
   const config = loadConfig({
     PIER_DATA_DIR: tempDir('pier-web-'),
     PIER_DATABASE_URL: databaseUrl,
@@ -94,7 +99,7 @@ export async function startSite(databaseUrl: string): Promise<Site> {
     PIER_BASE_URL: BASE_URL,
     PIER_DOWNLOAD_URL: DOWNLOAD_URL,
   });
-  const service = await createPublishingService(config);
+  const service = await createPublishingService(config, { pageFreshMs: 0, ...options });
   const url = await service.app.listen({ host: '127.0.0.1', port: 0 });
   // A second connection, as the staff CLI in another process would have.
   const other = await openPublishingDatabase(databaseUrl);

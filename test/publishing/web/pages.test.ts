@@ -165,7 +165,7 @@ for (const dialect of dialects()) {
       const first = await get(`${site.url}/product/text-tools`);
       const etag = first.headers.get('etag')!;
       assert.ok(etag);
-      assert.equal(first.headers.get('cache-control'), 'no-cache');
+      assert.equal(first.headers.get('cache-control'), 'public, max-age=0, s-maxage=30');
       assert.equal((await get(`${site.url}/product/text-tools`, { 'if-none-match': etag })).status, 304);
       const res = await patchProduct(site.url, 'text-tools', token, { description: 'Now with more nodes' });
       assert.equal(res.status, 200);
@@ -200,7 +200,7 @@ for (const dialect of dialects()) {
       assert.equal(r.status, 200);
       const raster = await fetch(`${site.url}/product/text-tools/icon`);
       assert.equal(raster.headers.get('content-type'), 'image/png');
-      assert.equal(raster.headers.get('cache-control'), 'no-cache');
+      assert.equal(raster.headers.get('cache-control'), 'public, max-age=0, s-maxage=30');
       assert.deepEqual(Buffer.from(await raster.arrayBuffer()), png);
       await patchProduct(site.url, 'text-tools', token, { icon: FULL_FIELDS.icon });
       assert.equal((await get(`${site.url}/product/secret-tool/icon`)).status, 404);

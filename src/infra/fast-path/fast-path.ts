@@ -1,12 +1,13 @@
 /**
- * The download host's fast path: a plain GET or HEAD of a small file already in memory is
- * answered straight from the socket, without node:http's per-request machinery (about half
- * of what a request costs here; bench/downloads.ts). Everything else goes to node:http.
+ * The fast path of the download host and of the public pages: a plain GET or HEAD of an answer
+ * already built in memory (a small file, a cached page) is answered straight from the socket,
+ * without node:http's per-request machinery (about half of what a request costs here;
+ * bench/downloads.ts, bench/pages.ts). Everything else goes to node:http.
  *
  * Correctness rests on three rules, each checked by test/publishing/downloads/fast-path.test.ts
- * against the same server with the fast path off:
- * 1. Only what request-head.ts recognises, for a file `lookup` finds cached and current, is
- *    answered here, with the very bytes node:http sends for it (status line, the file's
+ * and test/publishing/web/page-fast-path.test.ts against the same server with the fast path off:
+ * 1. Only what request-head.ts recognises, for an answer `lookup` finds cached and current, is
+ *    answered here, with the very bytes node:http sends for it (status line, the answer's
  *    prebuilt headers in the same order, Date, Connection/Keep-Alive).
  * 2. The data read so far is answered here only when ALL of it is such requests (complete
  *    heads, nothing after a `Connection: close`); otherwise the connection is handed to
@@ -24,12 +25,18 @@
  */
 import type http from 'node:http';
 import type net from 'node:net';
-import type { CachedFile } from './file-cache.js';
 import { parseSimpleHead, type SimpleRequest } from './request-head.js';
 
+/** A complete 200 answer kept in memory: its headers as node:http's `writeHead` takes them, and its body. */
+export interface FastAnswer {
+  /** Every header of the answer, content-length included, in the order node:http writes them. */
+  full: http.OutgoingHttpHeaders;
+  data: Buffer;
+}
+
 export interface FastPathOptions {
-  /** The cached file this request-target names, if it is in memory and current; else null. */
-  lookup(target: string): CachedFile | null | Promise<CachedFile | null>;
+  /** The answer this request-target names, if it is in memory and current; else null. */
+  lookup(target: string): FastAnswer | null | Promise<FastAnswer | null>;
   /** Called after each answer sent here (the request log line). */
   served?(request: SimpleRequest, startedNs: bigint): void;
 }
@@ -61,8 +68,8 @@ function dateHeader(): string {
 }
 
 /** Status line and the file's headers as node:http writes them for `writeHead(200, file.full)`. */
-const heads = new WeakMap<CachedFile, string>();
-function headOf(file: CachedFile): string {
+const heads = new WeakMap<FastAnswer, string>();
+function headOf(file: FastAnswer): string {
   let head = heads.get(file);
   if (head === undefined) {
     head = 'HTTP/1.1 200 OK\r\n';
@@ -76,16 +83,18 @@ function headOf(file: CachedFile): string {
 
 /**
  * Whole answers (head and bytes in one buffer: one write call instead of a writev of two)
- * are kept for at most this many file variants, rebuilt once a second for the Date: at most
- * 64 x 128 KiB = 8 MiB beside the file cache. When full, answers go out as two writes.
+ * are kept for at most this many answers of at most WHOLE_MAX_BYTES each, rebuilt once a
+ * second for the Date: at most 64 x 128 KiB = 8 MiB beside the caches. Larger answers, and all
+ * when full, go out as two writes.
  */
 const WHOLE_MAX_ENTRIES = 64;
+const WHOLE_MAX_BYTES = 128 * 1024;
 const whole = new Map<string, Buffer>();
-const wholeKeys = new WeakMap<CachedFile, string>();
+const wholeKeys = new WeakMap<FastAnswer, string>();
 let wholeSeq = 0;
 
 /** The complete answer to a plain GET or HEAD of `file`, as node:http writes it. */
-function answerOf(file: CachedFile, body: boolean, tail: string): Buffer | [string, Buffer] {
+function answerOf(file: FastAnswer, body: boolean, tail: string): Buffer | [string, Buffer] {
   const date = dateHeader();
   if (!body || file.data.length === 0) return Buffer.from(`${headOf(file)}Date: ${date}\r\n${tail}`, 'latin1');
   let id = wholeKeys.get(file);
@@ -97,7 +106,7 @@ function answerOf(file: CachedFile, body: boolean, tail: string): Buffer | [stri
   let answer = whole.get(key);
   if (answer === undefined) {
     const head = `${headOf(file)}Date: ${date}\r\n${tail}`;
-    if (whole.size >= WHOLE_MAX_ENTRIES) return [head, file.data];
+    if (whole.size >= WHOLE_MAX_ENTRIES || file.data.length > WHOLE_MAX_BYTES) return [head, file.data];
     answer = Buffer.concat([Buffer.from(head, 'latin1'), file.data]);
     whole.set(key, answer);
   }
@@ -210,7 +219,7 @@ export function installFastPath(server: http.Server, options: FastPathOptions): 
           }
           for (const [k, r] of requests.entries()) {
             const started = options.served ? process.hrtime.bigint() : 0n;
-            let file: CachedFile | null | Promise<CachedFile | null> = null;
+            let file: FastAnswer | null | Promise<FastAnswer | null> = null;
             try {
               file = options.lookup(r.target);
               // A recent check answers at once: no await, no microtask.
