@@ -26,6 +26,8 @@ export interface PublishingService {
   files: ProductFilesReader;
   /** Public pages, feeds and badges, cached per product. */
   pages: PagesService;
+  /** Whole page answers the fast path serves (null when it is off). */
+  pageAnswers: PageAnswers | null;
   /** Crawls of uploaded update sites, their reports and going live. */
   crawler: CrawlerService;
   /** The automatic re-crawl of settled uploads; null when PIER_CRAWL_SETTLE_SECONDS=0. */
@@ -125,6 +127,7 @@ export async function createPublishingService(config: Config, options: Publishin
     products,
     files,
     pages,
+    pageAnswers: answers,
     crawler,
     autoCrawl,
     async close() {
