@@ -58,7 +58,7 @@ export interface PageRouteOptions {
 /** RFC 9110 §13.1.2: does If-None-Match name this entity tag (weak comparison)? */
 function matches(req: FastifyRequest, etag: string): boolean {
   const match = req.headers['if-none-match'];
-  return match !== undefined && match.split(',').some((t) => t.trim() === '*' || t.trim().replace(/^W\//, '') === etag);
+  return match?.split(',').some((t) => t.trim() === '*' || t.trim().replace(/^W\//, '') === etag) === true;
 }
 
 export function registerPageRoutes(app: HttpApp, pages: PagesService, options: PageRouteOptions): void {
