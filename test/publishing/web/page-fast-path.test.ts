@@ -81,6 +81,19 @@ for (const dialect of dialects()) {
       assert.match((await raw(fast.url, request('GET', '/product/text-tools'))).body.toString(), /Tokenizer/);
     });
 
+    it('every page answers a conditional GET or HEAD with its ETag with 304 and the same validators', async () => {
+      for (const target of targets) {
+        const etag = (await raw(fast.url, request('GET', target))).headers.get('etag');
+        assert.ok(etag, `${target} has an ETag`);
+        for (const method of ['GET', 'HEAD']) {
+          const a = await raw(fast.url, request(method, target, `If-None-Match: ${etag}\r\n`));
+          assert.equal(a.status, 'HTTP/1.1 304 Not Modified', `${method} ${target}`);
+          assert.equal(a.headers.get('etag'), etag, `${method} ${target}`);
+          assert.equal(a.body.length, 0);
+        }
+      }
+    });
+
     it('leaves conditional requests, unknown pages and other methods to the app', async () => {
       const first = await raw(fast.url, request('GET', '/product/text-tools'));
       const etag = first.headers.get('etag')!;
