@@ -111,10 +111,19 @@ export async function createPublishingService(config: Config, options: Publishin
     ? installFastPath(app.server, {
         lookup: (target) => answers.lookup(target),
         // The app's request line (infra/http.ts), marked as answered on the fast path.
+        // The connection's address: behind PIER_TRUST_PROXY that is the proxy's (the app's lines
+        // name the client from X-Forwarded-For), so it is logged as `peer` there, not as `ip`.
         served: logRequests
-          ? (r, started) =>
+          ? (r, started, socket) =>
               app.log.info(
-                { method: r.method, path: r.target.split('?')[0], status: 200, ms: Math.round(Number(process.hrtime.bigint() - started) / 1e6), fast: true },
+                {
+                  method: r.method,
+                  path: r.target.split('?')[0],
+                  status: 200,
+                  ms: Math.round(Number(process.hrtime.bigint() - started) / 1e6),
+                  [config.trustProxy === false ? 'ip' : 'peer']: socket.remoteAddress,
+                  fast: true,
+                },
                 'request',
               )
           : undefined,

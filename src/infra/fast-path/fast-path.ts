@@ -37,8 +37,8 @@ export interface FastAnswer {
 export interface FastPathOptions {
   /** The answer this request-target names, if it is in memory and current; else null. */
   lookup(target: string): FastAnswer | null | Promise<FastAnswer | null>;
-  /** Called after each answer sent here (the request log line). */
-  served?(request: SimpleRequest, startedNs: bigint): void;
+  /** Called after each answer sent here (the request log line); `socket` is the client's connection. */
+  served?(request: SimpleRequest, startedNs: bigint, socket: net.Socket): void;
 }
 
 export interface FastPath {
@@ -239,7 +239,7 @@ export function installFastPath(server: http.Server, options: FastPathOptions): 
               socket.write(answer[1]);
               socket.uncork();
             } else socket.write(answer);
-            options.served?.(r, started);
+            options.served?.(r, started, socket);
             if (r.close) return finish(() => socket.end(() => socket.destroy()));
             if (socket.writableNeedDrain) {
               // Backpressure: read nothing more until the client has taken what was written.

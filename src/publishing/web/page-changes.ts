@@ -9,7 +9,9 @@
  * next request on. A change committed by another process or instance shows on every request
  * arriving more than FRESH_MS after its commit; one arriving within that bound may still get
  * the page as it was. Reads are made before what they guard is read (see PagesService), so the
- * counter a page is filed under is never newer than the data it was built from.
+ * counter a page is filed under is never newer than the data it was built from. At most one
+ * read is in flight: requests that come while it runs and began too early for it share one
+ * follow-up read, so a flood of page requests holds at most one database connection.
  */
 import type { Database } from '../../infra/database/index.js';
 import type { PublishingDB } from '../db.js';
@@ -33,7 +35,10 @@ export function pageChanges(options: {
   let seq = 0;
   let checkedAt = Number.NEGATIVE_INFINITY;
   let checkedWrites = -1;
+  /** The read in flight (at most one: a flood of requests must not fill the database's pool). */
   let pending: { startedAt: number; writes: number; value: Promise<number> } | null = null;
+  /** The read that begins when the one in flight settles; shared by everyone who asks meanwhile. */
+  let queued: Promise<number> | null = null;
 
   const settle = (value: number, startedAt: number, writes: number) => {
     // A read that began later than the one on file knows at least as much.
@@ -45,26 +50,40 @@ export function pageChanges(options: {
     return value;
   };
 
+  function start(): number | Promise<number> {
+    const at = now();
+    const writes = localWrites();
+    const value = read();
+    if (typeof value === 'number') return settle(value, at, writes);
+    const p = { startedAt: at, writes, value: value.then((v) => settle(v, at, writes)) };
+    pending = p;
+    const done = () => {
+      if (pending === p) pending = null;
+    };
+    p.value.then(done, done);
+    return p.value;
+  }
+
   return {
     current() {
       const at = now();
       const writes = localWrites();
       if (at - checkedAt < freshMs && writes === checkedWrites) return seq;
-      // A read already under way serves too if it began within the bound and after our last write.
-      if (pending && at - pending.startedAt < freshMs && writes === pending.writes) return pending.value;
-      const value = read();
-      if (typeof value === 'number') return settle(value, at, writes);
-      const p = { startedAt: at, writes, value: value.then((v) => settle(v, at, writes)) };
-      pending = p;
-      p.value.then(
-        () => {
-          if (pending === p) pending = null;
-        },
-        () => {
-          if (pending === p) pending = null;
-        },
-      );
-      return p.value;
+      // A read not yet begun begins after this request arrived (and after its writes): it serves it.
+      if (queued) return queued;
+      if (!pending) return start();
+      // The read under way serves if it began within the bound and after our last write; if not,
+      // the next read begins as soon as it settles.
+      if (at - pending.startedAt < freshMs && writes === pending.writes) return pending.value;
+      const next = pending.value.then(
+        () => undefined,
+        () => undefined,
+      ).then(() => {
+        queued = null;
+        return start();
+      });
+      queued = next;
+      return next;
     },
   };
 }
