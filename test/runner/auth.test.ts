@@ -76,6 +76,19 @@ describe('JWT sessions', () => {
     assert.equal((await me(`${h}.${forged}.${s}`)).statusCode, 401);
   });
 
+  test('a tampered payload is rejected also under the signature of a token in use', async () => {
+    // Verified tokens are remembered by their signature (jwt.ts): the rest must still match.
+    const token = await new SignJWT(claims()).setProtectedHeader({ alg: 'HS256' }).sign(secret);
+    assert.equal((await me(token)).statusCode, 200);
+    assert.equal((await me(token)).statusCode, 200, 'now remembered');
+    const [h, , s] = token.split('.');
+    const forged = base64url.encode(JSON.stringify({ ...claims(), exp: now() + 10 * 365 * 86400 }));
+    assert.equal((await me(`${h}.${forged}.${s}`)).statusCode, 401);
+    const otherHeader = base64url.encode(JSON.stringify({ alg: 'HS256', typ: 'JWT', kid: 'x' }));
+    assert.equal((await me(`${otherHeader}.${token.split('.')[1]}.${s}`)).statusCode, 401);
+    assert.equal((await me(token)).statusCode, 200, 'the genuine token still works');
+  });
+
   test('RS256 / ES256 tokens (algorithm confusion) are rejected', async () => {
     const rsa = generateKeyPairSync('rsa', { modulusLength: 2048 });
     const rs = await new SignJWT(claims()).setProtectedHeader({ alg: 'RS256' }).sign(rsa.privateKey);

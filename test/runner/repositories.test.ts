@@ -94,7 +94,12 @@ for (const target of dialects()) {
       const oauth = new OAuthTokensRepository(database.db);
       await oauth.insert({ id: 'o1', user_id: u.id, client_id: 'c', scope: 'write', token_hash: 'ohash', created_at: T0, expires_at: at(3600_000) });
       assert.equal((await oauth.findByHash('ohash'))?.scope, 'write');
+      const found = await oauth.findWithUser('ohash');
+      assert.deepEqual(found?.token, await oauth.findByHash('ohash'), 'the joined look-up reads the same row');
+      assert.deepEqual(found?.user, await new UsersRepository(database.db).findById(u.id));
+      assert.equal(await oauth.findWithUser('no-such-hash'), undefined);
       assert.equal(await oauth.revoke('o1', at(1)), true);
+      assert.equal((await oauth.findWithUser('ohash'))?.token.revoked_at, at(1));
     });
 
     test('projects: membership roles and the last owner', async () => {

@@ -1,6 +1,7 @@
 import type { FastifyContextConfig, FastifyRequest } from 'fastify';
 import { AppError, ForbiddenError, UnauthorizedError } from '../../infra/errors.js';
-import { constantTimeEqual, hasValidChecksum, sha256 } from '../../infra/secrets.js';
+import { timingSafeEqual } from 'node:crypto';
+import { hasValidChecksum, sha256 } from '../../infra/secrets.js';
 import type { UserRow } from '../users/repository.js';
 import type { UsersRepository } from '../users/repository.js';
 import { type Access, type PrincipalKind, allows, challengeFor, insufficientScopeChallenge } from './access.js';
@@ -88,7 +89,12 @@ interface CachedPersonalToken {
   lastUsedMs: number;
 }
 
-/** True when a session's user still holds the session's epoch (a password change bumps it). */
+/** A session's user as read from the database, and the principal every request of it gets. */
+interface CachedSessionUser {
+  user: UserRow;
+  principal: Principal;
+}
+
 interface CachedOAuthToken {
   row: OAuthAccessTokenRow;
   principal: Principal;
@@ -97,23 +103,33 @@ interface CachedOAuthToken {
   lastUsedMs: number;
 }
 
-const DISABLED = 'this account is disabled; an administrator can enable it again';
+/** Every request with the admin key gets this one principal; nothing writes to a principal. */
+const API_KEY_PRINCIPAL: Principal = Object.freeze({ type: 'api-key' });
 
-function sessionHolds(user: UserRow | undefined, sessionEpoch: number): user is UserRow {
-  return user !== undefined && user.session_epoch === sessionEpoch;
-}
+const DISABLED = 'this account is disabled; an administrator can enable it again';
 
 export class Authenticator {
   // Look-ups of the last credential epoch (see credential-cache.ts): a revocation, password or
-  // role change anywhere bumps the epoch and empties these before the next request is served.
-  private readonly sessionUsers = new CredentialCache<UserRow>();
+  // role change anywhere bumps the epoch and empties these, before this process's next request
+  // when the change was made here, within EPOCH_REUSE_MS (1 ms) of its commit when it was not.
+  private readonly sessionUsers = new CredentialCache<CachedSessionUser>();
   private readonly personalTokens = new CredentialCache<CachedPersonalToken>();
   private readonly oauthTokens = new CredentialCache<CachedOAuthToken>();
 
   private readonly challenge: string;
+  /** API_KEY's bytes, encoded once for the comparison every `ApiKey` request makes. */
+  private readonly adminKey: Buffer | null;
+  /**
+   * Whether API_KEY itself starts like a personal or OAuth token. Only then can a value with such
+   * a prefix be the admin key; otherwise the public prefix alone says it is not, and token
+   * requests skip the comparison.
+   */
+  private readonly adminKeyLooksLikeToken: boolean;
 
   constructor(private readonly deps: AuthDeps) {
     this.challenge = challengeFor(deps.resourceMetadataUrl);
+    this.adminKey = deps.apiKey === null ? null : Buffer.from(deps.apiKey);
+    this.adminKeyLooksLikeToken = deps.apiKey !== null && (deps.apiKey.startsWith(PAT_PREFIX) || deps.apiKey.startsWith(OAUTH_ACCESS_PREFIX));
   }
 
   private epoch(): number | null {
@@ -149,8 +165,8 @@ export class Authenticator {
   private session(token: string): Principal | Promise<Principal> {
     const claims = this.deps.jwt.verifyKnown(token);
     if (claims === EXPIRED) throw this.lapsed('the session has expired; log in again');
-    const user = claims && this.sessionUsers.get(claims.sub, this.epoch());
-    if (claims && user) return this.sessionPrincipal(user, claims.sv);
+    const cached = claims && this.sessionUsers.get(claims.sub, this.epoch());
+    if (claims && cached) return this.sessionPrincipal(cached, claims.sv);
     return this.sessionSlow(token);
   }
 
@@ -160,14 +176,16 @@ export class Authenticator {
     if (!claims) throw this.unauthorized('the session token is invalid or expired; log in again');
     const epoch = this.epoch();
     const user = await this.deps.users.findById(claims.sub);
-    if (user) this.sessionUsers.set(claims.sub, user, epoch);
-    return this.sessionPrincipal(user, claims.sv);
+    if (!user) throw this.lapsed('the session has ended; log in again');
+    const cached: CachedSessionUser = { user, principal: { type: 'user', via: 'jwt', user } };
+    this.sessionUsers.set(claims.sub, cached, epoch);
+    return this.sessionPrincipal(cached, claims.sv);
   }
 
-  private sessionPrincipal(user: UserRow | undefined, sessionEpoch: number): Principal {
-    if (!sessionHolds(user, sessionEpoch)) throw this.lapsed('the session has ended; log in again');
+  private sessionPrincipal({ user, principal }: CachedSessionUser, sessionEpoch: number): Principal {
+    if (user.session_epoch !== sessionEpoch) throw this.lapsed('the session has ended; log in again');
     if (user.disabled_at !== null) throw this.lapsed(DISABLED);
-    return { type: 'user', via: 'jwt', user };
+    return principal;
   }
 
   /**
@@ -187,7 +205,7 @@ export class Authenticator {
     if (value.startsWith(PAT_PREFIX)) return this.personalToken(value, ip);
     if (value.startsWith(OAUTH_ACCESS_PREFIX)) return this.oauthToken(value);
     if (apiKey === null) throw this.unauthorized(NO_ADMIN_KEY);
-    if (constantTimeEqual(value, apiKey)) return { type: 'api-key' };
+    if (this.matchesAdminKey(value)) return API_KEY_PRINCIPAL;
     throw this.unauthorized('the API key or token is not valid');
   }
 
@@ -237,9 +255,9 @@ export class Authenticator {
   private async oauthTokenSlow(token: string, hash: string): Promise<Principal> {
     if (!hasValidChecksum(token, OAUTH_ACCESS_PREFIX)) throw this.unauthorized('the OAuth access token is malformed');
     const epoch = this.epoch();
-    const row = await this.deps.oauthTokens.findByHash(hash);
-    const user = row ? await this.deps.users.findById(row.user_id) : undefined;
-    if (!row || !user) throw this.unauthorized('the OAuth access token is not valid or was revoked');
+    const found = await this.deps.oauthTokens.findWithUser(hash);
+    if (!found) throw this.unauthorized('the OAuth access token is not valid or was revoked');
+    const { token: row, user } = found;
     const entry: CachedOAuthToken = {
       row,
       principal: { type: 'user', via: 'oauth', user, scope: row.scope, tokenId: row.id },
@@ -280,7 +298,7 @@ export class Authenticator {
     // The right admin key passes before the guard: executors share an address with other clients
     // (NAT, one host), whose mistakes must not stop them. It is at least 32 characters
     // (config.ts), so a banned address gains nothing by guessing it.
-    if (header !== undefined && this.isAdminKey(header)) return this.admit(req, declared, { type: 'api-key' });
+    if (header !== undefined && this.isAdminKey(header)) return this.admit(req, declared, API_KEY_PRINCIPAL);
     const guard = this.deps.guard;
     guard?.check(ip);
     let principal: Principal | Promise<Principal>;
@@ -303,9 +321,26 @@ export class Authenticator {
   }
 
   private isAdminKey(header: string): boolean {
-    const { apiKey } = this.deps;
-    if (apiKey === null || header.length < 7 || header.slice(0, 7).toLowerCase() !== 'apikey ') return false;
-    return constantTimeEqual(header.slice(7).trim(), apiKey);
+    const key = this.adminKey;
+    if (key === null || header.length < 7 || header.charCodeAt(6) !== 0x20) return false;
+    // Schemes are case-insensitive (RFC 9110 §11.1); `ApiKey ` as sent is checked without a copy.
+    if (!header.startsWith('ApiKey') && header.slice(0, 6).toLowerCase() !== 'apikey') return false;
+    const value = header.slice(7).trim();
+    if (!this.adminKeyLooksLikeToken && (value.startsWith(PAT_PREFIX) || value.startsWith(OAUTH_ACCESS_PREFIX))) return false;
+    return this.matchesAdminKey(value);
+  }
+
+  /** Constant-time comparison with API_KEY (false when it is unset). */
+  private matchesAdminKey(value: string): boolean {
+    const key = this.adminKey;
+    if (key === null) return false;
+    const candidate = Buffer.from(value);
+    if (candidate.length !== key.length) {
+      // Still spend a comparison of the key's length, so that timing does not tell it.
+      timingSafeEqual(key, key);
+      return false;
+    }
+    return timingSafeEqual(candidate, key);
   }
 
   private admit(req: FastifyRequest, declared: Access, principal: Principal): void {

@@ -40,7 +40,6 @@ export class PersonalTokensRepository {
     return this.db.selectFrom('personal_tokens').selectAll().where('token_hash', '=', hash).executeTakeFirst();
   }
 
-
   /** The token and its user in one indexed query. */
   async findWithUser(hash: string): Promise<{ token: PersonalTokenRow; user: UserRow } | undefined> {
     const row = (await this.withUser([hash]))[0];
@@ -98,17 +97,41 @@ export class PersonalTokensRepository {
 
 /** OAuth access tokens as the API looks them up; the authorization server (oauth/) issues them. */
 export class OAuthTokensRepository {
-  /** Looked up on every OAuth request: compiled once (see preparedRead). */
-  private readonly byHash: (values: readonly unknown[]) => Promise<OAuthAccessTokenRow[]>;
+  /** The token and its user, looked up on every OAuth request the caches do not answer: compiled once (see preparedRead). */
+  private readonly withUser;
 
   constructor(
     private readonly db: Kysely<RunnerDB>,
     hot: HotPathOptions = {},
   ) {
-    this.byHash = preparedRead(
+    this.withUser = preparedRead(
       { db, readNow: hot.readNow ?? (() => null) },
-      db.selectFrom('oauth_access_tokens').selectAll().where('token_hash', '=', '').compile(),
+      db
+        .selectFrom('oauth_access_tokens as t')
+        .innerJoin('users as u', 'u.id', 't.user_id')
+        .select([
+          't.id', 't.user_id', 't.client_id', 't.scope', 't.token_hash', 't.created_at as t_created_at', 't.expires_at', 't.revoked_at', 't.grant_id',
+          'u.email', 'u.name as u_name', 'u.password_hash', 'u.role', 'u.session_epoch', 'u.disabled_at', 'u.created_at as u_created_at', 'u.updated_at',
+        ])
+        .where('t.token_hash', '=', '')
+        .compile(),
     );
+  }
+
+  /** The token and its user in one indexed query (one round trip on PostgreSQL, where nothing is cached). */
+  async findWithUser(hash: string): Promise<{ token: OAuthAccessTokenRow; user: UserRow } | undefined> {
+    const row = (await this.withUser([hash]))[0];
+    if (!row) return undefined;
+    return {
+      token: {
+        id: row.id, user_id: row.user_id, client_id: row.client_id, scope: row.scope, token_hash: row.token_hash, created_at: row.t_created_at,
+        expires_at: row.expires_at, revoked_at: row.revoked_at, grant_id: row.grant_id,
+      },
+      user: {
+        id: row.user_id, email: row.email, name: row.u_name, password_hash: row.password_hash, role: row.role,
+        session_epoch: row.session_epoch, disabled_at: row.disabled_at, created_at: row.u_created_at, updated_at: row.updated_at,
+      },
+    };
   }
 
   async insert(row: Omit<OAuthAccessTokenRow, 'revoked_at' | 'grant_id'> & { grant_id?: string | null }): Promise<OAuthAccessTokenRow> {
@@ -117,10 +140,9 @@ export class OAuthTokensRepository {
     return full;
   }
 
-
-  /** Every OAuth-authenticated request looks its token up: compiled once. */
-  async findByHash(hash: string): Promise<OAuthAccessTokenRow | undefined> {
-    return (await this.byHash([hash]))[0];
+  /** The row alone (tests, tools); requests use `findWithUser`. */
+  findByHash(hash: string): Promise<OAuthAccessTokenRow | undefined> {
+    return this.db.selectFrom('oauth_access_tokens').selectAll().where('token_hash', '=', hash).executeTakeFirst();
   }
 
   /** Writes the grant's last use unless another request did so since `notBefore`. */
