@@ -1,5 +1,5 @@
 import { type Kysely, PostgresAdapter, type Selectable, sql, type Transaction } from 'kysely';
-import { preparedRead, type ReadNow } from '../../infra/database/index.js';
+import { preparedRead, type ReadNow, withParameters } from '../../infra/database/index.js';
 import type { ProductFilesTable, ProductStorageTable, PublishingDB } from '../db.js';
 
 /** All SQL about finished uploads (`product_files`) and per-product file state (`product_storage`). */
@@ -112,20 +112,36 @@ export function filesRepository(db: Kysely<PublishingDB>, hot: { readNow?: ReadN
   /**
    * Records a finished upload only if the product's files still fit its quotas with it: usage
    * now (other uploads may have finished since this one began), minus the file it replaces.
-   * One statement; the totals follow through the triggers in the same statement.
+   * One statement; the totals follow through the triggers in the same statement. Compiled once,
+   * as every SFTP CLOSE of an upload runs it; the parameters are in the order of the `${}`s.
    */
-  const insertWithinQuota = (trx: Db, row: FileRow, limits: CommitLimits) =>
-    sql<{ size: number }>`insert into product_files (product_id, path, size, modified_at, uploaded_at)
-      select ${row.product_id}, ${row.path}, cast(${row.size} as bigint), ${row.modified_at}, ${row.uploaded_at}
+  const insertWithinQuotaQuery = sql<{ size: number }>`insert into product_files (product_id, path, size, modified_at, uploaded_at)
+      select ${''}, ${''}, cast(${0} as bigint), ${''}, ${''}
       where (
-        select coalesce(s.used_bytes, 0) - coalesce(f.size, 0) + cast(${row.size} as bigint) <= coalesce(s.quota_bytes, cast(${limits.quotaBytes} as bigint))
-          and (f.size is not null or coalesce(s.used_files, 0) + 1 <= coalesce(s.quota_files, cast(${limits.quotaFiles} as bigint)))
+        select coalesce(s.used_bytes, 0) - coalesce(f.size, 0) + cast(${0} as bigint) <= coalesce(s.quota_bytes, cast(${0} as bigint))
+          and (f.size is not null or coalesce(s.used_files, 0) + 1 <= coalesce(s.quota_files, cast(${0} as bigint)))
         from (select 1 as one) o
-        left join product_storage s on s.product_id = ${row.product_id}
-        left join product_files f on f.product_id = ${row.product_id} and f.path = ${row.path}
+        left join product_storage s on s.product_id = ${''}
+        left join product_files f on f.product_id = ${''} and f.path = ${''}
       )
       on conflict (product_id, path) do update set size = excluded.size, modified_at = excluded.modified_at, uploaded_at = excluded.uploaded_at
-      returning size`.execute(trx);
+      returning size`.compile(db);
+  const insertWithinQuota = (trx: Db, row: FileRow, limits: CommitLimits) =>
+    trx.executeQuery(
+      withParameters(insertWithinQuotaQuery, [
+        row.product_id,
+        row.path,
+        row.size,
+        row.modified_at,
+        row.uploaded_at,
+        row.size,
+        limits.quotaBytes,
+        limits.quotaFiles,
+        row.product_id,
+        row.product_id,
+        row.path,
+      ]),
+    );
 
   /**
    * On PostgreSQL, takes the product's storage row lock (creating the row if need be) before

@@ -9,6 +9,7 @@ import { filesService } from '../files/service.js';
 import { productsRepository } from '../products/repository.js';
 import { productService } from '../products/service.js';
 import { type HostKey, hostKeyDir, loadOrCreateHostKeys } from './host-keys.js';
+import { sftpRepository } from './repository.js';
 import { createSftpServer, type SftpServerOptions } from './server.js';
 
 /** Caps and intervals a test may set (production uses the server's defaults). */
@@ -43,6 +44,7 @@ export async function startSftp(
     const files = filesService({ storage, repo: filesRepository(database.db, database), limits: publishing.limits });
     const productsRepo = productsRepository(database.db, database.dialect);
     const products = productService({ repo: productsRepo, publishing });
+    const sftpRepo = sftpRepository(database.db, database);
     const hostKeys = loadOrCreateHostKeys(hostKeyDir(publishing.storageDir));
     const log = pino({ level: config.logLevel, name: 'sftp' });
     // A process killed between putting a file in place and committing its record left them
@@ -69,7 +71,7 @@ export async function startSftp(
           return row ? { id: row.id, credential: row.sftp_password_hash } : null;
         },
         async sftpCredentialCurrent(productId, credential) {
-          return (await productsRepo.find(productId))?.sftp_password_hash === credential;
+          return (await sftpRepo.credential(productId)) === credential;
         },
       },
       files,

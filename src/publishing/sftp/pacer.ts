@@ -115,7 +115,10 @@ export class SessionPacer {
   }
 
   private waitMs(): number {
-    return Math.max(...this.buckets.map((b) => b.wait()));
+    // A loop, not Math.max(...map()): this runs for every request of every session.
+    let ms = 0;
+    for (const b of this.buckets) ms = Math.max(ms, b.wait());
+    return ms;
   }
 
   private schedule(): void {

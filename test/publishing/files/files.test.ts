@@ -229,6 +229,33 @@ for (const target of dialects()) {
       assert.deepEqual(await files.summary('race-ext').then((s) => [s.files, s.bytes]), [3, 69]);
     });
 
+    test('without limits of its own, a product is held to the configured ones at commit too', async () => {
+      // The commit's statement is compiled once and takes the configured limits as parameters:
+      // two instances that each began while the upload fit must still not both land.
+      await addProduct(db, 'default-quota');
+      await files.ensureTree('default-quota');
+      const limits = { ...DEFAULT_LIMITS, quotaBytes: 100, quotaFiles: 3 };
+      const first = filesService({ storage: localStorage(root), repo: filesRepository(db.db), limits });
+      const second = filesService({ storage: localStorage(root), repo: filesRepository(db.db), limits });
+      const a = await first.beginUpload('default-quota', 'assets/a');
+      const b = await second.beginUpload('default-quota', 'assets/b');
+      await a.write(Buffer.alloc(60, 1), 0, 60, 0);
+      await b.write(Buffer.alloc(60, 2), 0, 60, 0);
+      await a.commit();
+      await assert.rejects(b.commit(), (e: Error) => e instanceof QuotaExceededError && /storage quota exceeded: this product may store 100 bytes/.test(e.message));
+      assert.equal(fs.existsSync(path.join(root, 'default-quota/assets/b')), false);
+
+      await put(first, 'default-quota', 'assets/c', 'c');
+      const d = await first.beginUpload('default-quota', 'assets/d');
+      const e = await second.beginUpload('default-quota', 'assets/e');
+      await d.write(Buffer.alloc(1), 0, 1, 0);
+      await e.write(Buffer.alloc(1), 0, 1, 0);
+      await d.commit();
+      await assert.rejects(e.commit(), (err: Error) => err instanceof QuotaExceededError && /file-count quota exceeded: this product may store 3 files/.test(err.message));
+      assert.deepEqual(await first.summary('default-quota').then((s) => [s.files, s.bytes]), [3, 62]);
+      assert.deepEqual((await first.limitsFor('default-quota')).custom, {});
+    });
+
     test('the usage totals read at OPEN follow uploads, replacements, renames, removals and time changes', async () => {
       await addProduct(db, 'totals-ext');
       await files.ensureTree('totals-ext');
