@@ -435,6 +435,26 @@ describe('admin API key', () => {
       assert.deepEqual(ok.json(), { items: [] });
       const users = await r.service.app.inject({ method: 'GET', url: '/api/users', headers: apiKey(API_KEY) });
       assert.equal(users.statusCode, 403);
+      for (const near of [API_KEY.slice(0, -1), `${API_KEY}X`, '', 'x']) {
+        const res = await r.service.app.inject({ method: 'GET', url: '/api/executors', headers: { authorization: `ApiKey ${near}` } });
+        assert.equal(res.statusCode, 401, `a key of another length (${near.length})`);
+      }
+      const spelled = await r.service.app.inject({ method: 'GET', url: '/api/executors', headers: { authorization: `APIKEY ${API_KEY}` } });
+      assert.equal(spelled.statusCode, 200, 'the scheme is case-insensitive');
+    } finally {
+      await r.close();
+    }
+  });
+
+  test('an API_KEY that starts like a token is still the admin key', async () => {
+    // Token requests skip the admin key comparison by their public prefix, unless the key has it too.
+    const key = `rnr_pat_${'k'.repeat(49)}`;
+    const r = await startRunner({ apiKey: key });
+    try {
+      const ok = await r.service.app.inject({ method: 'GET', url: '/api/executors', headers: apiKey(key) });
+      assert.equal(ok.statusCode, 200, ok.body);
+      const wrong = await r.service.app.inject({ method: 'GET', url: '/api/executors', headers: apiKey(`rnr_pat_${'j'.repeat(49)}`) });
+      assert.equal(wrong.statusCode, 401);
     } finally {
       await r.close();
     }

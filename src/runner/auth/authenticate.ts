@@ -122,7 +122,7 @@ export class Authenticator {
   /**
    * Whether API_KEY itself starts like a personal or OAuth token. Only then can a value with such
    * a prefix be the admin key; otherwise the public prefix alone says it is not, and token
-   * requests skip the comparison.
+   * requests skip the comparison (see `resolve`).
    */
   private readonly adminKeyLooksLikeToken: boolean;
 
@@ -142,12 +142,32 @@ export class Authenticator {
    * promise less per request matters on the API's hottest path), else returns a promise.
    */
   authenticate(header: string | undefined, ip: string): Principal | Promise<Principal> {
-    if (!header) throw this.unauthorized('send credentials in the Authorization header (Bearer or ApiKey with a token, or Bearer <JWT>)');
+    return this.resolve(header, ip, undefined);
+  }
+
+  /**
+   * `authenticate`, with `guard` checked (429) after the admin key had its chance and before any
+   * other credential is looked at (see `enforce`). The header is split once for both.
+   */
+  private resolve(header: string | undefined, ip: string, guard: CredentialGuard | undefined): Principal | Promise<Principal> {
+    if (!header) {
+      guard?.check(ip);
+      throw this.unauthorized('send credentials in the Authorization header (Bearer or ApiKey with a token, or Bearer <JWT>)');
+    }
     const space = header.indexOf(' ');
-    const scheme = space < 0 ? header : header.slice(0, space);
+    const sent = space < 0 ? header : header.slice(0, space);
     const value = space < 0 ? '' : header.slice(space + 1).trim();
+    // Schemes are case-insensitive (RFC 9110 §11.1); the usual spellings skip the lower-casing.
+    const scheme = sent === 'Bearer' ? 'bearer' : sent === 'ApiKey' ? 'apikey' : sent.toLowerCase();
+    // The right admin key passes before the guard: executors share an address with other clients
+    // (NAT, one host), whose mistakes must not stop them. It is at least 32 characters
+    // (config.ts), so a banned address gains nothing by guessing it. A value with a token's
+    // prefix is a token unless API_KEY itself looks like one (the prefix is public).
+    const token = value.startsWith(PAT_PREFIX) || value.startsWith(OAUTH_ACCESS_PREFIX);
+    if (scheme === 'apikey' && (!token || this.adminKeyLooksLikeToken) && this.matchesAdminKey(value)) return API_KEY_PRINCIPAL;
+    guard?.check(ip);
     if (!value) throw this.unauthorized('the Authorization header has no credentials');
-    switch (scheme.toLowerCase()) {
+    switch (scheme) {
       case 'bearer':
         // MCP clients send OAuth access tokens as Bearer (RFC 6750 §2.1), and scripts often send
         // personal tokens the same way; the prefix tells both from the web UI's JWT without
@@ -156,9 +176,11 @@ export class Authenticator {
         if (value.startsWith(PAT_PREFIX)) return this.personalToken(value, ip);
         return this.session(value);
       case 'apikey':
-        return this.apiKeyScheme(value, ip);
+        if (value.startsWith(PAT_PREFIX)) return this.personalToken(value, ip);
+        if (value.startsWith(OAUTH_ACCESS_PREFIX)) return this.oauthToken(value);
+        throw this.unauthorized(this.deps.apiKey === null ? NO_ADMIN_KEY : 'the API key or token is not valid');
       default:
-        throw this.unauthorized(`unsupported authorization scheme "${scheme}"; use ApiKey or Bearer`);
+        throw this.unauthorized(`unsupported authorization scheme "${sent}"; use ApiKey or Bearer`);
     }
   }
 
@@ -198,15 +220,6 @@ export class Authenticator {
 
   private lapsed(detail: string): LapsedCredentialError {
     return new LapsedCredentialError(detail, this.challenge);
-  }
-
-  private apiKeyScheme(value: string, ip: string): Principal | Promise<Principal> {
-    const { apiKey } = this.deps;
-    if (value.startsWith(PAT_PREFIX)) return this.personalToken(value, ip);
-    if (value.startsWith(OAUTH_ACCESS_PREFIX)) return this.oauthToken(value);
-    if (apiKey === null) throw this.unauthorized(NO_ADMIN_KEY);
-    if (this.matchesAdminKey(value)) return API_KEY_PRINCIPAL;
-    throw this.unauthorized('the API key or token is not valid');
   }
 
   private personalToken(token: string, ip: string): Principal | Promise<Principal> {
@@ -295,15 +308,10 @@ export class Authenticator {
     if (!declared || declared.public) return;
     const ip = req.ip;
     const header = req.headers.authorization;
-    // The right admin key passes before the guard: executors share an address with other clients
-    // (NAT, one host), whose mistakes must not stop them. It is at least 32 characters
-    // (config.ts), so a banned address gains nothing by guessing it.
-    if (header !== undefined && this.isAdminKey(header)) return this.admit(req, declared, API_KEY_PRINCIPAL);
     const guard = this.deps.guard;
-    guard?.check(ip);
     let principal: Principal | Promise<Principal>;
     try {
-      principal = this.authenticate(header, ip);
+      principal = this.resolve(header, ip, guard);
     } catch (e) {
       if (header && guard && scored(e)) guard.fail(ip);
       throw e;
@@ -318,16 +326,6 @@ export class Authenticator {
       );
     }
     this.admit(req, declared, principal);
-  }
-
-  private isAdminKey(header: string): boolean {
-    const key = this.adminKey;
-    if (key === null || header.length < 7 || header.charCodeAt(6) !== 0x20) return false;
-    // Schemes are case-insensitive (RFC 9110 §11.1); `ApiKey ` as sent is checked without a copy.
-    if (!header.startsWith('ApiKey') && header.slice(0, 6).toLowerCase() !== 'apikey') return false;
-    const value = header.slice(7).trim();
-    if (!this.adminKeyLooksLikeToken && (value.startsWith(PAT_PREFIX) || value.startsWith(OAUTH_ACCESS_PREFIX))) return false;
-    return this.matchesAdminKey(value);
   }
 
   /** Constant-time comparison with API_KEY (false when it is unset). */
