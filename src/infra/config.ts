@@ -251,6 +251,11 @@ export function loadConfig(env: Env = process.env): Config {
   if (apiKey !== null && apiKey.length < 32) {
     throw new ConfigError('API_KEY', 'must be at least 32 characters (or unset to disable the admin key)');
   }
+  // An HTTP header carries it byte for byte (RFC 9110 §5.5) and the scheme's value is trimmed:
+  // only visible ASCII can arrive as set, so any other key could never match.
+  if (apiKey !== null && !/^[\x21-\x7e]+$/.test(apiKey)) {
+    throw new ConfigError('API_KEY', 'must be visible ASCII characters only (no spaces, no other characters)');
+  }
   const setupToken = env.RUNNER_SETUP_TOKEN || null;
   if (setupToken !== null && setupToken.length < 32) {
     throw new ConfigError('RUNNER_SETUP_TOKEN', 'must be at least 32 characters (or unset to generate a one-time link at start)');

@@ -10,6 +10,17 @@ export const JWT_LIFETIME_SECONDS = 7 * 24 * 60 * 60;
 /** A token signed with our key whose lifetime has ended: genuine, not a guess. */
 export const EXPIRED = 'expired';
 
+/**
+ * The only spelling of a token this server issues: three base64url segments without padding
+ * (RFC 7515 §2, §7.1), the HS256 signature 32 bytes, so 43 characters whose last one carries no
+ * stray bits. jose decodes more leniently (spaces, `+`/`/`, padding, any last character); each
+ * such spelling of a valid signature would verify and take its own place in the cache below, so
+ * one session could fill it. Anything else is refused before a signature check.
+ */
+const CANONICAL_TOKEN = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]{42}[AEIMQUYcgkosw048]$/;
+/** Far above a session token (~250 characters); a longer header is refused without a look. */
+const MAX_TOKEN_LENGTH = 2048;
+
 export interface SessionClaims {
   sub: string;
   /** The user's session epoch when the token was issued; a password change bumps it. */
@@ -64,6 +75,7 @@ export class JwtSessions {
    * Returns null for any invalid token, EXPIRED for one of ours that has expired.
    */
   async verify(token: string): Promise<SessionClaims | typeof EXPIRED | null> {
+    if (token.length > MAX_TOKEN_LENGTH || !CANONICAL_TOKEN.test(token)) return null;
     const known = this.verifyKnown(token);
     if (known !== undefined) return known;
     const claims = await this.verifyWithJose(token);
