@@ -2,7 +2,9 @@
 // server (Debian openssh-server: `sshd -D` on a loopback port with `internal-sftp`, a throwaway
 // config and host key), in the same run: (a) one 200 MB file, (b) an update site of 500 files /
 // 50 MB, each uploaded and downloaded. Prints wall-clock medians and ours/OpenSSH time ratios
-// (target <= 1.5). Sizes: BENCH_SFTP_MB (default 200).
+// (target <= 1.5), and each server's CPU time per run (its process and threads; OpenSSH's
+// per-connection processes): unlike wall-clock time it leaves out waiting for a core that
+// another process on a shared machine holds. Sizes: BENCH_SFTP_MB (default 200).
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
@@ -17,6 +19,8 @@ const SSH_OPTS = ['-oStrictHostKeyChecking=no', '-oUserKnownHostsFile=/dev/null'
 
 interface Target {
   name: string;
+  /** CPU seconds the server has used so far (see `cpuSeconds`). */
+  cpu: () => number;
   port: number;
   user: string;
   /** Remote folders for the big file and the site. */
@@ -36,6 +40,27 @@ function sftpBatch(t: Target, commands: string[]): number {
   });
   if (r.status !== 0) throw new Error(`${t.name}: sftp failed: ${r.stderr}`);
   return Number(process.hrtime.bigint() - started) / 1e9;
+}
+
+const TICKS_PER_SECOND = 100; // USER_HZ, the unit of /proc/<pid>/stat times on Linux
+
+/**
+ * CPU seconds of a process from /proc/<pid>/stat: its own (all threads) and, with `children`,
+ * that of its children it has reaped (sshd's per-connection processes).
+ */
+function cpuSeconds(pid: number, children: boolean): number {
+  const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+  const at = children ? 13 : 11; // utime, stime (fields 14, 15); cutime, cstime (16, 17)
+  return (Number(f[at]) + Number(f[at + 1])) / TICKS_PER_SECOND;
+}
+
+/** Waits until sshd has reaped the connection's processes (their times count once reaped). */
+function settleChildren(pid: number): void {
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  for (let i = 0; i < 100; i++) {
+    if (fs.readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim() === '') return;
+    Atomics.wait(pause, 0, 0, 10);
+  }
 }
 
 async function waitFor(check: () => boolean, what: string): Promise<void> {
@@ -89,6 +114,10 @@ async function startOpenSsh(dir: string): Promise<{ child: ChildProcess; target:
     child,
     target: {
       name: 'OpenSSH internal-sftp',
+      cpu: () => {
+        settleChildren(child.pid as number);
+        return cpuSeconds(child.pid as number, true);
+      },
       port,
       user,
       bigPath: path.join(remote, 'big.zip'),
@@ -113,6 +142,7 @@ async function startOurs(dir: string): Promise<{ child: ChildProcess; target: Ta
     child,
     target: {
       name: 'Pier (ssh2)',
+      cpu: () => cpuSeconds(child.pid as number, false),
       port: Number(env.PIER_SFTP_PORT),
       user: creds.username,
       bigPath: '/update-site/5.4.zip',
@@ -153,17 +183,22 @@ export async function benchSftp(): Promise<string> {
   try {
     for (const [name, commands] of ops) {
       const times: number[][] = servers.map(() => []);
+      const cpus: number[][] = servers.map(() => []);
       // Alternate ours and the reference so drift on this shared machine hits both alike.
       for (let round = 0; round < ROUNDS; round++) {
         servers.forEach((s, i) => {
           fs.rmSync(`${back}-site`, { recursive: true, force: true });
+          const cpu = s.target.cpu();
           times[i]?.push(sftpBatch(s.target, commands(s.target)));
+          cpus[i]?.push(s.target.cpu() - cpu);
         });
       }
       const [ours, ref] = times.map(median) as [number, number];
+      const [oursCpu, refCpu] = cpus.map(median) as [number, number];
       const mbs = (name.includes('site') ? SITE_MB : BIG_MB) / ours;
       lines.push(
         `${name.padEnd(34)} Pier ${ours.toFixed(2).padStart(6)} s (${mbs.toFixed(0)} MB/s)  OpenSSH ${ref.toFixed(2).padStart(6)} s  ratio ${(ours / ref).toFixed(2)} (target <= 1.5)`,
+        `${''.padEnd(34)} server CPU: Pier ${oursCpu.toFixed(2)} s  OpenSSH ${refCpu.toFixed(2)} s`,
       );
     }
   } finally {
