@@ -107,10 +107,11 @@ test('a read of the epoch is reused for EPOCH_REUSE_MS, and not after a change m
   const epoch = new CredentialEpoch(counted, EPOCH_REUSE_MS, () => t);
   const start = epoch.current()!;
   assert.equal(reads, 1);
-  t += EPOCH_REUSE_MS * 0.99;
+  // Halves: exact in binary, so the window ends exactly at the second step.
+  t += EPOCH_REUSE_MS / 2;
   assert.equal(epoch.current(), start);
   assert.equal(reads, 1, 'reused within the window');
-  t += EPOCH_REUSE_MS * 0.01;
+  t += EPOCH_REUSE_MS / 2;
   assert.equal(epoch.current(), start);
   assert.equal(reads, 2, 'read again once the window has passed');
   const users = new UsersRepository(b.db);
