@@ -1,4 +1,3 @@
-import helmet from '@fastify/helmet';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, {
   LogController,
@@ -16,6 +15,7 @@ import Fastify, {
 import { AppError, type FieldProblem } from './errors.js';
 import { NulCharacterError, nulFieldIn } from './nul.js';
 import type { LogLevel, TrustProxy } from './config.js';
+import { applySecurityHeaders, securityHeaders } from './security-headers.js';
 
 export type HttpApp = FastifyInstance<
   RawServerDefault,
@@ -290,7 +290,9 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
     }
   });
 
-  app.register(helmet, {
+  // Security headers on every answer, 404s and errors included, set before any route runs (a
+  // route may still replace one, as the OAuth metadata does with its resource policy).
+  const headers = securityHeaders({
     contentSecurityPolicy:
       options.contentSecurityPolicy === false
         ? false
@@ -304,6 +306,10 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
           },
     // Pages link to the download host and other origins; a strict CORP would block embeds.
     crossOriginResourcePolicy: { policy: 'same-site' },
+  });
+  app.addHook('onRequest', (_req, reply, done) => {
+    applySecurityHeaders(reply.raw, headers);
+    done();
   });
 
   const routes: RouteOptions[] = [];
