@@ -15,6 +15,7 @@ program.exitOverride();
 registerServeCommand(program);
 registerStaffCommands(program);
 registerRunnerCommands(program);
+(await import('./backup.js')).registerBackupCommands(program);
 
 try {
   await program.parseAsync(process.argv);

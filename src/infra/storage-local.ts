@@ -19,6 +19,15 @@ const TEMP_PREFIX = `${RESERVED_NAME_PREFIX}tmp-`;
 const LEASE_DIR = `${RESERVED_NAME_PREFIX}instances`;
 /** `.pier-tmp-<instance>_<random>`: the owner of a temporary file is in its name. */
 const TEMP_NAME = /^\.pier-tmp-([0-9a-z]{16})_/;
+/**
+ * Whether an entry of a storage location (a path relative to its root) is bookkeeping of work in
+ * flight rather than a stored file: a temporary file of an upload, or the instances' leases.
+ * Backups leave these out (a restored deployment has no uploads in flight).
+ */
+export function isTransientEntry(relPath: string): boolean {
+  return relPath === LEASE_DIR || path.posix.basename(relPath).startsWith(TEMP_PREFIX);
+}
+
 /** Temporary files named before names carried their owner: only age tells they are leftovers. */
 const UNOWNED_TEMP_MAX_AGE_MS = 60 * 60_000;
 /** How long an instance's lease runs without a renewal (each sweep and each new upload renew it). */

@@ -24,6 +24,9 @@ export function outputNameProblem(name: string): string | null {
   return null;
 }
 
+/** Folder of uploads in flight beside the runs' folders (no run id has a dot, so none can name it). */
+export const OUTPUT_TEMP_DIR = '.tmp';
+
 export interface StoredOutput {
   size: number;
   sha256: string;
@@ -98,7 +101,7 @@ export class LocalRunOutputStorage implements RunOutputStorage {
     this.dirOf(runId);
     // Temporaries live in a sibling directory no run id can name (run ids have no dot), so a
     // half-written file is never visible under a run and concurrent uploads never collide.
-    const tmpDir = path.join(this.root, '.tmp');
+    const tmpDir = path.join(this.root, OUTPUT_TEMP_DIR);
     await fs.promises.mkdir(tmpDir, { recursive: true });
     const tmp = path.join(tmpDir, `${runId}-${randomBytes(12).toString('hex')}`);
     const hash = createHash('sha256');

@@ -5,6 +5,11 @@ import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { PayloadTooLargeError, ValidationError } from '../../infra/errors.js';
 
+/** Temporary name of an archive being uploaded, beside its final name (`.<random>.tmp`). */
+export const temporaryArchiveName = (name: string) => `.${name}.tmp`;
+/** Whether a file name in a workflow's folder is an upload in flight (see temporaryArchiveName). */
+export const isTemporaryArchiveName = (name: string) => name.startsWith('.') && name.endsWith('.tmp');
+
 /** A .knwf workflow archive is a zip: it starts with a local file header. */
 const ZIP_MAGIC = Buffer.from([0x50, 0x4b, 0x03, 0x04]);
 /** The smallest possible zip with one entry is larger than this (header + end record). */
@@ -69,7 +74,7 @@ export class LocalWorkflowStorage implements WorkflowStorage {
     const key = `${workflowId}/${name}.knwf`;
     const target = this.pathOf(key);
     fs.mkdirSync(path.dirname(target), { recursive: true });
-    const tmp = path.join(path.dirname(target), `.${name}.tmp`);
+    const tmp = path.join(path.dirname(target), temporaryArchiveName(name));
     const hash = createHash('sha256');
     let size = 0;
     let head = Buffer.alloc(0);

@@ -1,0 +1,215 @@
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import path from 'node:path';
+import { BackupError } from './errors.js';
+
+/** Bytes read and written per step of a copy. */
+const CHUNK = 1024 * 1024;
+
+/** A storage location as a backup sees it. */
+export interface StorageSource {
+  /** Its name in the manifest (`publishing`, `runner`). */
+  name: string;
+  /** Absolute folder. */
+  root: string;
+  /** Relative POSIX folders below `root` that hold its files ('' = all of it). */
+  include: string[];
+  /**
+   * Entries that are bookkeeping of work in flight (temporary files of uploads, leases), never
+   * stored files: left out of a backup, with everything below them.
+   */
+  transient(relPath: string, isDir: boolean): boolean;
+}
+
+export interface FoundFile {
+  path: string;
+  size: number;
+}
+
+/**
+ * Every folder and regular file of a storage location (symbolic links and other special files
+ * are not stored files: uploads never create them). `exclude` are absolute folders of other
+ * storage locations that lie inside this one, copied under their own name instead.
+ */
+export async function walkStorage(source: StorageSource, exclude: Set<string>): Promise<{ dirs: string[]; files: FoundFile[] }> {
+  const dirs: string[] = [];
+  const files: FoundFile[] = [];
+  const visit = async (rel: string): Promise<void> => {
+    const abs = rel === '' ? source.root : path.join(source.root, rel);
+    let entries: fs.Dirent[];
+    try {
+      entries = await fsp.readdir(abs, { withFileTypes: true });
+    } catch (e) {
+      // A folder removed while we walk (a product's folder renamed, a run deleted) holds nothing now.
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT' || (e as NodeJS.ErrnoException).code === 'ENOTDIR') return;
+      throw e;
+    }
+    for (const d of entries) {
+      const childRel = rel === '' ? d.name : `${rel}/${d.name}`;
+      if (d.isDirectory()) {
+        if (exclude.has(path.join(source.root, childRel)) || source.transient(childRel, true)) continue;
+        dirs.push(childRel);
+        await visit(childRel);
+      } else if (d.isFile()) {
+        if (source.transient(childRel, false)) continue;
+        const st = await fsp.lstat(path.join(source.root, childRel)).catch(() => null);
+        if (st?.isFile()) files.push({ path: childRel, size: st.size });
+      }
+    }
+  };
+  for (const top of source.include) {
+    if (top !== '') {
+      const st = await fsp.lstat(path.join(source.root, top)).catch(() => null);
+      if (!st?.isDirectory()) continue;
+      dirs.push(top);
+    }
+    await visit(top);
+  }
+  return { dirs, files };
+}
+
+/**
+ * Sets a file's times to whole milliseconds as Pier reads them (`Math.floor(mtimeMs)`, e.g. the
+ * publishing records' `modified_at`). Half a millisecond is added because seconds as a double
+ * lose the last digit of ms/1000 about half the time (1700000000.123 is stored as …0.1229999),
+ * and the restored file would then read one millisecond early and disagree with its record.
+ */
+async function setTimesMs(out: fsp.FileHandle, atimeMs: number, mtimeMs: number): Promise<void> {
+  await out.utimes((Math.floor(atimeMs) + 0.5) / 1000, (Math.floor(mtimeMs) + 0.5) / 1000);
+}
+
+export interface CopiedFile {
+  size: number;
+  sha256: string;
+  mtimeMs: number;
+  mode: number;
+}
+
+/** Reads an open file from start to end, handing each chunk to `each`; answers the bytes read. */
+async function readAll(handle: fsp.FileHandle, each: (chunk: Buffer) => Promise<void>): Promise<number> {
+  const buffer = Buffer.allocUnsafe(CHUNK);
+  let position = 0;
+  for (;;) {
+    const { bytesRead } = await handle.read(buffer, 0, CHUNK, position);
+    if (bytesRead === 0) return position;
+    await each(buffer.subarray(0, bytesRead));
+    position += bytesRead;
+  }
+}
+
+async function writeFully(out: fsp.FileHandle, chunk: Buffer): Promise<void> {
+  let done = 0;
+  while (done < chunk.length) done += (await out.write(chunk, done, chunk.length - done)).bytesWritten;
+}
+
+/**
+ * Copies one stored file into the backup, hashing what it copies. The file is opened once and
+ * read through that descriptor: stored files are never changed in place (uploads write a
+ * temporary file and rename it over the old one), so whatever version was opened is copied
+ * whole, even if a newer one replaces it meanwhile. null when the file is gone (deleted since
+ * the walk) or is no longer a regular file.
+ */
+export async function copyStoredFile(from: string, to: string): Promise<CopiedFile | null> {
+  let input: fsp.FileHandle;
+  try {
+    input = await fsp.open(from, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ELOOP' || code === 'ENOTDIR') return null;
+    throw e;
+  }
+  try {
+    const st = await input.stat();
+    if (!st.isFile()) return null;
+    const hash = createHash('sha256');
+    const out = await fsp.open(to, 'wx', 0o600);
+    let size: number;
+    try {
+      size = await readAll(input, async (chunk) => {
+        hash.update(chunk);
+        await writeFully(out, chunk);
+      });
+      const mode = st.mode & 0o777;
+      await out.chmod(mode);
+      await setTimesMs(out, st.atimeMs, st.mtimeMs);
+      await out.sync();
+    } finally {
+      await out.close();
+    }
+    return { size, sha256: hash.digest('hex'), mtimeMs: Math.floor(st.mtimeMs), mode: st.mode & 0o777 };
+  } finally {
+    await input.close();
+  }
+}
+
+/** sha256 and size of a file, read once. */
+export async function hashFile(file: string): Promise<{ size: number; sha256: string }> {
+  const input = await fsp.open(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
+  try {
+    const hash = createHash('sha256');
+    const size = await readAll(input, async (chunk) => {
+      hash.update(chunk);
+    });
+    return { size, sha256: hash.digest('hex') };
+  } finally {
+    await input.close();
+  }
+}
+
+/**
+ * Copies a file out of a backup to `to` (which must not exist), checking size and sha256 on
+ * the way; on a mismatch the partial copy is deleted and BackupError names the file.
+ */
+export async function copyChecked(
+  from: string,
+  to: string,
+  expected: { size: number; sha256: string },
+  meta: { mode: number; mtimeMs?: number },
+): Promise<void> {
+  const input = await fsp.open(from, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW).catch((e: NodeJS.ErrnoException) => {
+    throw new BackupError(e.code === 'ENOENT' ? `${from} is missing from the backup` : `cannot read ${from}: ${e.message}`);
+  });
+  let ok = false;
+  try {
+    const hash = createHash('sha256');
+    const out = await fsp.open(to, 'wx', 0o600);
+    try {
+      const size = await readAll(input, async (chunk) => {
+        hash.update(chunk);
+        await writeFully(out, chunk);
+      });
+      const sha256 = hash.digest('hex');
+      if (size !== expected.size || sha256 !== expected.sha256) {
+        throw new BackupError(`${from} does not match the manifest (size ${size}, sha256 ${sha256}; expected size ${expected.size}, sha256 ${expected.sha256})`);
+      }
+      await out.chmod(meta.mode);
+      if (meta.mtimeMs !== undefined) await setTimesMs(out, meta.mtimeMs, meta.mtimeMs);
+      await out.sync();
+      ok = true;
+    } finally {
+      await out.close();
+      if (!ok) await fsp.rm(to, { force: true });
+    }
+  } finally {
+    await input.close();
+  }
+}
+
+/** Whether `dir` holds any file, link or special file below it (empty folders do not count). */
+export function holdsFiles(dir: string): string | null {
+  let entries: fs.Dirent[];
+  try {
+    entries = fs.readdirSync(dir, { withFileTypes: true });
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw e;
+  }
+  for (const d of entries) {
+    const p = path.join(dir, d.name);
+    if (!d.isDirectory()) return p;
+    const inner = holdsFiles(p);
+    if (inner) return inner;
+  }
+  return null;
+}

@@ -1,0 +1,190 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { isPostgresUrl } from '../database/index.js';
+import { databaseIdentity, maskDatabaseUrl } from './database-url.js';
+import { BackupError } from './errors.js';
+import { copyStoredFile, hashFile, type StorageSource, walkStorage } from './file-copy.js';
+import {
+  DATABASES_DIR,
+  FILES_DIR,
+  type Manifest,
+  MANIFEST_FORMAT,
+  MANIFEST_VERSION,
+  type ManifestDatabase,
+  type ManifestDir,
+  type ManifestFile,
+  PIER_VERSION,
+  writeManifest,
+} from './manifest.js';
+import { dumpPostgres, postgresTables, requireTool } from './postgres-dump.js';
+import { Progress, type ProgressSink, say } from './progress.js';
+import { snapshotSqlite } from './sqlite-snapshot.js';
+
+/** One database to dump and the products whose tables it holds. */
+export interface DatabaseSource {
+  products: string[];
+  url: string;
+}
+
+/** What a backup holds: the databases, then the stored files. */
+export interface BackupPlan {
+  databases: DatabaseSource[];
+  storages: StorageSource[];
+}
+
+export interface TakeOptions {
+  sink?: ProgressSink;
+  now?: () => Date;
+  /**
+   * Runs after the database snapshots and before the files are copied (tests: changes that land
+   * in between, as uploads, deletes and runs of a live deployment do).
+   */
+  afterSnapshot?: () => Promise<void>;
+}
+
+/** Products that name the same database (both may share one) share one dump. */
+export function groupDatabases(byProduct: { product: string; url: string }[]): DatabaseSource[] {
+  const groups = new Map<string, DatabaseSource>();
+  for (const { product, url } of byProduct) {
+    const id = databaseIdentity(url);
+    const group = groups.get(id);
+    if (group) group.products.push(product);
+    else groups.set(id, { products: [product], url });
+  }
+  return [...groups.values()];
+}
+
+/** Absolute folders of the other storage locations inside `source`: each is copied once, under its own name. */
+function nestedRoots(source: StorageSource, all: StorageSource[]): Set<string> {
+  const root = path.resolve(source.root);
+  const nested = new Set<string>();
+  for (const other of all) {
+    if (other === source) continue;
+    for (const top of other.include) {
+      const abs = path.resolve(other.root, top);
+      if (abs.startsWith(root + path.sep)) nested.add(abs);
+    }
+  }
+  return nested;
+}
+
+/** A folder a backup may be written to: new or empty, and outside the folders it copies (it would copy itself). */
+function checkTarget(dir: string, storages: StorageSource[]): boolean {
+  for (const s of storages) {
+    const root = path.resolve(s.root);
+    if (dir === root || dir.startsWith(root + path.sep) || root.startsWith(dir + path.sep)) {
+      throw new BackupError(`${dir} overlaps the ${s.name} storage folder ${root}: write the backup somewhere else`);
+    }
+  }
+  if (!fs.existsSync(dir)) return false;
+  if (fs.readdirSync(dir).length > 0) throw new BackupError(`${dir} is not empty: a backup is written to a new or empty folder`);
+  return true;
+}
+
+/**
+ * Takes a backup of a running deployment into `dir`.
+ *
+ * Consistency: the databases are snapshotted first (SQLite's online backup, pg_dump: each one
+ * consistent state), then the stored files are copied. Uploads, deletes and runs that land in
+ * between leave the copied files and the snapshot's records of them apart: a file uploaded
+ * after the snapshot has no record in it, a file deleted after it has a record and no file, a
+ * replaced file is newer than its record. The backup keeps both as they were taken (a
+ * PostgreSQL dump cannot be edited afterwards) and `pier restore` makes them agree before the
+ * restored deployment serves anything: records follow the files that were copied (see
+ * cli/backup-deployment.ts). Files that are bookkeeping of work in flight (temporary upload
+ * files, leases) are left out here.
+ */
+export async function takeBackup(plan: BackupPlan, dir: string, options: TakeOptions = {}): Promise<Manifest> {
+  const sink = options.sink ?? process.stderr;
+  const now = options.now ?? (() => new Date());
+  const target = path.resolve(dir);
+  const existed = checkTarget(target, plan.storages);
+  if (plan.databases.some((d) => isPostgresUrl(d.url))) await requireTool('pg_dump');
+  fs.mkdirSync(target, { recursive: true });
+  try {
+    const snapshotAt = now().toISOString();
+    fs.mkdirSync(path.join(target, DATABASES_DIR));
+    const databases: ManifestDatabase[] = [];
+    for (const source of plan.databases) databases.push(...(await snapshotDatabase(source, target, sink)));
+    await options.afterSnapshot?.();
+    const { dirs, files } = await copyStorages(plan.storages, target, sink);
+    const manifest: Manifest = {
+      format: MANIFEST_FORMAT,
+      formatVersion: MANIFEST_VERSION,
+      pierVersion: PIER_VERSION,
+      snapshotAt,
+      finishedAt: now().toISOString(),
+      databases,
+      storages: plan.storages.map((s) => ({ name: s.name, dir: `${FILES_DIR}/${s.name}` })),
+      dirs,
+      files,
+    };
+    writeManifest(target, manifest);
+    return manifest;
+  } catch (e) {
+    // Nothing half-written stays behind to be mistaken for a backup (it has no manifest anyway).
+    if (existed) for (const name of fs.readdirSync(target)) fs.rmSync(path.join(target, name), { recursive: true, force: true });
+    else fs.rmSync(target, { recursive: true, force: true });
+    throw e;
+  }
+}
+
+async function snapshotDatabase(source: DatabaseSource, target: string, sink: ProgressSink): Promise<ManifestDatabase[]> {
+  const base = source.products.join('+');
+  const postgres = isPostgresUrl(source.url);
+  const file = `${DATABASES_DIR}/${base}.${postgres ? 'pgdump' : 'sqlite'}`;
+  const abs = path.join(target, file);
+  const shown = maskDatabaseUrl(source.url);
+  let tables: string[];
+  if (postgres) {
+    say(`dumping the ${source.products.join(' and ')} database ${shown} with pg_dump`, sink);
+    tables = await postgresTables(source.url);
+    await dumpPostgres(source.url, abs);
+  } else {
+    if (!fs.existsSync(source.url)) {
+      // Never started: there is nothing of it to back up, and a restore leaves it to start fresh.
+      say(`no ${source.products.join(' and ')} database at ${shown} yet: nothing to back up there`, sink);
+      return [];
+    }
+    say(`copying the ${source.products.join(' and ')} database ${shown} (SQLite online backup)`, sink);
+    ({ tables } = await snapshotSqlite(source.url, abs));
+  }
+  const { size, sha256 } = await hashFile(abs);
+  return [{ products: source.products, dialect: postgres ? 'postgres' : 'sqlite', file, size, sha256, tables, source: shown }];
+}
+
+/** At most this many files are copied at once (each one waits on its fsync). */
+const PARALLEL_COPIES = 4;
+
+async function copyStorages(storages: StorageSource[], target: string, sink: ProgressSink): Promise<{ dirs: ManifestDir[]; files: ManifestFile[] }> {
+  const walked = [];
+  for (const s of storages) walked.push({ source: s, ...(await walkStorage(s, nestedRoots(s, storages))) });
+  const total = walked.reduce((n, w) => n + w.files.length, 0);
+  const totalBytes = walked.reduce((n, w) => w.files.reduce((m, f) => m + f.size, n), 0);
+  const progress = new Progress('copying stored files', total, totalBytes, sink);
+  const dirs: ManifestDir[] = [];
+  const files: ManifestFile[] = [];
+  for (const { source, dirs: found, files: listed } of walked) {
+    const root = path.join(target, FILES_DIR, source.name);
+    fs.mkdirSync(root, { recursive: true });
+    for (const d of found) {
+      const st = fs.lstatSync(path.join(source.root, d), { throwIfNoEntry: false });
+      fs.mkdirSync(path.join(root, d), { recursive: true });
+      dirs.push({ storage: source.name, path: d, mode: st ? st.mode & 0o777 : 0o755 });
+    }
+    let next = 0;
+    const worker = async () => {
+      while (next < listed.length) {
+        const f = listed[next++]!;
+        const copied = await copyStoredFile(path.join(source.root, f.path), path.join(root, f.path));
+        progress.advance(copied?.size ?? 0);
+        // Gone since the walk (deleted or moved away): not part of this backup.
+        if (copied) files.push({ storage: source.name, path: f.path, ...copied });
+      }
+    };
+    await Promise.all(Array.from({ length: PARALLEL_COPIES }, worker));
+  }
+  progress.done();
+  files.sort((a, b) => (a.storage + '\0' + a.path < b.storage + '\0' + b.path ? -1 : 1));
+  return { dirs, files };
+}
