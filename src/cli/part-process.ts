@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 
 /** Set in a part's own process: it serves that part only, prints no summary, ends with its parent. */
 export const PART_PROCESS_ENV = 'PIER_SERVE_PART_PROCESS';
@@ -13,11 +13,17 @@ const START_TIMEOUT_MS = 60_000;
  * no vendor-driven work (page checks, SFTP sessions, crawls) can hold up. The process ends
  * with this one: it reads a pipe from us and exits when the pipe closes (even after SIGKILL).
  */
-export function startPartProcess(part: string, onExit: (why: string) => void): Promise<{ url: string; close(): Promise<void> }> {
+export function startPartProcess(
+  part: string,
+  onExit: (why: string) => void,
+  /** With metrics on (infra/metrics/serve.ts): the process gets an IPC channel, handed to `ipc`. */
+  options: { ipc?(child: ChildProcess, part: string): void } = {},
+): Promise<{ url: string; close(): Promise<void> }> {
   const child = spawn(process.execPath, [...process.execArgv, process.argv[1] ?? 'bin/pier.js', 'serve', '--only', part], {
     env: { ...process.env, [PART_PROCESS_ENV]: '1' },
-    stdio: ['pipe', 'inherit', 'pipe'],
+    stdio: options.ipc ? ['pipe', 'inherit', 'pipe', 'ipc'] : ['pipe', 'inherit', 'pipe'],
   });
+  options.ipc?.(child, part);
   let closing = false;
   let listening = false;
   return new Promise((resolve, reject) => {

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { loadConfig } from '../infra/config.js';
+import { startServeMetrics } from '../infra/metrics/serve.js';
 import { lowerOwnPriority } from '../infra/priority.js';
 import { endWithParent, PART_PROCESS_ENV, startPartProcess } from './part-process.js';
 import { startupSummary } from './startup-summary.js';
@@ -41,6 +42,12 @@ export function registerServeCommand(program: Command): void {
         await Promise.allSettled(running.map((r) => r.close()));
         process.exit(code);
       };
+      // Before any part is built: each looks once, when built, whether metrics are on.
+      const metrics = await startServeMetrics(config, { partProcess, downloadsApart });
+      if (metrics) {
+        running.push(metrics);
+        console.error(`pier: metrics listening on ${metrics.url}`);
+      }
       const parts: Part[] = [];
       if (wanted.includes('web')) {
         parts.push({
@@ -63,7 +70,7 @@ export function registerServeCommand(program: Command): void {
               return startPartProcess('downloads', (why) => {
                 console.error(`pier: ${why}; stopping the other parts too`);
                 void stop(1);
-              });
+              }, metrics?.partProcess);
             }
             const { startDownloads } = await import('../publishing/downloads/index.js');
             const d = await startDownloads(config);

@@ -26,6 +26,12 @@ export interface Config {
   trustProxy: TrustProxy;
   dataDir: string;
   logLevel: LogLevel;
+  /**
+   * Prometheus metrics (infra/metrics/): `GET /metrics` on a listener of its own at host:port
+   * (PIER_METRICS_PORT, unset or 0 = off, the default; PIER_METRICS_HOST, default 127.0.0.1:
+   * loopback even when PIER_HOST opens the service to a network, as the page names internals).
+   */
+  metrics: { port: number; host: string };
   publishing: {
     httpPort: number;
     baseUrl: string;
@@ -233,6 +239,21 @@ function trustProxy(env: Env, name: string): TrustProxy {
   return entries;
 }
 
+/** PIER_METRICS_PORT / PIER_METRICS_HOST; `taken` are the parts' own ports, which it cannot share. */
+function metricsSettings(env: Env, taken: number[]): Config['metrics'] {
+  const raw = env.PIER_METRICS_PORT;
+  // Unlike the parts' ports, 0 is "off" here, not "any free port": nobody could find the page.
+  const metricsPort = raw === undefined || raw === '' ? 0 : port(env, 'PIER_METRICS_PORT', 0);
+  if (metricsPort !== 0 && taken.includes(metricsPort)) {
+    throw new ConfigError('PIER_METRICS_PORT', `port ${metricsPort} is already a part's port (PIER_HTTP_PORT, PIER_DOWNLOAD_PORT, PIER_SFTP_PORT, RUNNER_PORT)`);
+  }
+  const host = env.PIER_METRICS_HOST || '127.0.0.1';
+  if (isIP(host) === 0 && !/^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/i.test(host)) {
+    throw new ConfigError('PIER_METRICS_HOST', `expected an IP address or a host name, got "${host}"`);
+  }
+  return { port: metricsPort, host };
+}
+
 const LOG_LEVELS: LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 export function loadConfig(env: Env = process.env): Config {
@@ -269,6 +290,7 @@ export function loadConfig(env: Env = process.env): Config {
     trustProxy: trustProxy(env, 'PIER_TRUST_PROXY'),
     dataDir,
     logLevel,
+    metrics: metricsSettings(env, [httpPort, downloadPort, runnerPort, port(env, 'PIER_SFTP_PORT', 2222)]),
     publishing: {
       httpPort,
       baseUrl: url(env, 'PIER_BASE_URL', `http://localhost:${httpPort}`),
