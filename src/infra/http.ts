@@ -13,6 +13,7 @@ import Fastify, {
   type RawServerDefault,
 } from 'fastify';
 import { AppError, type FieldProblem } from './errors.js';
+import { countFrameworkError, instrumentHttpApp } from './metrics/http.js';
 import { NulCharacterError, nulFieldIn } from './nul.js';
 import type { LogLevel, TrustProxy } from './config.js';
 import { applySecurityHeaders, securityHeaders } from './security-headers.js';
@@ -58,6 +59,8 @@ export interface HttpAppOptions {
    * and PostgreSQL fails a statement holding NUL (a 500). Bodies are not read yet at that point.
    */
   refuseNulInAddress?: boolean;
+  /** The app's name in metrics (`app` label of pier_http_*: web, runner); see infra/metrics/http.ts. */
+  appName?: string;
 }
 
 /** Every route registered on an app made by createHttpApp, in order (the NUL route walk tests use it). */
@@ -274,10 +277,12 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
     frameworkErrors: (err, _req, reply) => {
       const { problem, headers } =
         err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? paramTooLong(options.maxParamLength ?? DEFAULT_MAX_PARAM_LENGTH) : toProblem(err);
+      countFrameworkError(options.appName ?? 'app', _req.method, problem.status);
       (reply as FastifyReply).code(problem.status).headers(headers).type(PROBLEM_TYPE).send(problem);
     },
   };
   const app = Fastify(serverOptions).withTypeProvider<TypeBoxTypeProvider>() as unknown as HttpApp;
+  instrumentHttpApp(app, options.appName ?? 'app');
 
   // JSON only: fastify's default text/plain parser would let a text body reach JSON routes as a
   // string. Parts that take uploads register @fastify/multipart themselves.

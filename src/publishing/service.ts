@@ -1,5 +1,6 @@
 import type { Config } from '../infra/config.js';
 import { installFastPath } from '../infra/fast-path/fast-path.js';
+import { hostCounts } from '../infra/metrics/hosts.js';
 import { FailureLimiter, type FailureLimiterOptions } from '../infra/failure-limiter.js';
 import { createHttpApp, type HttpApp } from '../infra/http.js';
 import { isolatedRenderer, type RenderHold } from './content/isolated-render.js';
@@ -90,6 +91,7 @@ export async function createPublishingService(config: Config, options: Publishin
     site: { name: 'Pier', baseUrl: config.publishing.baseUrl, downloadUrl: config.publishing.downloadUrl },
   });
   const app = createHttpApp({
+    appName: 'web',
     logLevel: config.logLevel,
     bodyLimit: PATCH_BODY_LIMIT,
     trustProxy: config.trustProxy,
@@ -110,6 +112,8 @@ export async function createPublishingService(config: Config, options: Publishin
   const fast = answers
     ? installFastPath(app.server, {
         lookup: (target) => answers.lookup(target),
+        // The pages the app answers are counted by the app (pier_http_*, infra/metrics/http.ts).
+        counts: hostCounts('pages', { countsNodeHttp: false }),
         // The app's request line (infra/http.ts), marked as answered on the fast path.
         // The connection's address: behind PIER_TRUST_PROXY that is the proxy's (the app's lines
         // name the client from X-Forwarded-For), so it is logged as `peer` there, not as `ip`.

@@ -50,6 +50,7 @@ import { type Listener, listen } from '../infra/database/notifications.js';
 import { ExecutorSweeper } from './executors/sweeper.js';
 import { LocalRunOutputStorage, MAX_OUTPUT_NAME_BYTES } from './runs/output-storage.js';
 import { QueueSignal } from './runs/queue-signal.js';
+import { MAX_EXECUTOR_LABELS, watchRunnerDatabase } from './metrics.js';
 
 export interface RunnerService {
   app: HttpApp;
@@ -98,6 +99,7 @@ export async function createRunnerService(config: Config, options: RunnerService
   let listener: Listener | null = null;
   try {
     const app = createHttpApp({
+      appName: 'runner',
       logLevel: config.logLevel,
       trustProxy: config.trustProxy,
       // The longest path parameter is an output name (`/api/runs/{id}/outputs/{name}`): at most
@@ -136,6 +138,7 @@ export async function createRunnerService(config: Config, options: RunnerService
     }
     const leaseMs = config.runner.leaseSeconds * 1000;
     const runs = new RunsService({ ...scope, now, queue, outputs });
+    const executorsRepo = new ExecutorsRepository(db);
     const ctx: RunnerContext = {
       config,
       now,
@@ -147,7 +150,7 @@ export async function createRunnerService(config: Config, options: RunnerService
       runs,
       schedules: new SchedulesService({ ...scope, schedules, now }),
       executors: new ExecutorsService({
-        executors: new ExecutorsRepository(db),
+        executors: executorsRepo,
         runs: scope.runs,
         outputs,
         queue,
@@ -257,6 +260,12 @@ export async function createRunnerService(config: Config, options: RunnerService
     });
     if (options.sweeper !== false) sweeper.start();
     const setupToken = await ctx.account.openSetup(config.runner.setupToken);
+    // Metrics (when on) read the queue and the executors from the database at each scrape.
+    const unwatch = watchRunnerDatabase({
+      queueDepth: async () => scope.runs.queueDepth(await executorsRepo.labels(MAX_EXECUTOR_LABELS)),
+      executors: () => executorsRepo.statusCounts(new Date(now().getTime() - leaseMs).toISOString()),
+      onError: (err) => app.log.warn({ err }, 'metrics: reading the run queue or the executors failed'),
+    });
     let closed = false;
     return {
       app,
@@ -272,6 +281,7 @@ export async function createRunnerService(config: Config, options: RunnerService
         closed = true;
         // Held claims answer 204 now, so closing does not wait for their long-poll to run out.
         queue.close();
+        unwatch();
         await Promise.all([...loops.map((l) => l.stop()), sweeper.close()]);
         await app.close();
         await listener?.close();

@@ -25,6 +25,7 @@
  */
 import type http from 'node:http';
 import type net from 'node:net';
+import type { HostCounts } from '../metrics/hosts.js';
 import { parseSimpleHead, type SimpleRequest } from './request-head.js';
 
 /** A complete 200 answer kept in memory: its headers as node:http's `writeHead` takes them, and its body. */
@@ -37,6 +38,8 @@ export interface FastAnswer {
 export interface FastPathOptions {
   /** The answer this request-target names, if it is in memory and current; else null. */
   lookup(target: string): FastAnswer | null | Promise<FastAnswer | null>;
+  /** Where answers sent here are counted (infra/metrics/hosts.ts); null or absent while metrics are off. */
+  counts?: HostCounts | null;
   /** Called after each answer sent here (the request log line); `socket` is the client's connection. */
   served?(request: SimpleRequest, startedNs: bigint, socket: net.Socket): void;
 }
@@ -137,6 +140,7 @@ export function installFastPath(server: http.Server, options: FastPathOptions): 
   if (listeners.length !== 1 || typeof nodeListener !== 'function' || nodeListener.name !== 'connectionListener') return null;
   server.removeListener('connection', nodeListener as (s: net.Socket) => void);
   const held = new Set<net.Socket>();
+  const counts = options.counts ?? null;
   server.on('connection', (socket: net.Socket) => accept(socket));
 
   function accept(socket: net.Socket): void {
@@ -239,6 +243,11 @@ export function installFastPath(server: http.Server, options: FastPathOptions): 
               socket.write(answer[1]);
               socket.uncork();
             } else socket.write(answer);
+            if (counts) {
+              // All the counting an answer costs: two additions, read when metrics are scraped.
+              counts.fastAnswers++;
+              counts.fastBytes += Array.isArray(answer) ? answer[0].length + answer[1].length : answer.length;
+            }
             options.served?.(r, started, socket);
             if (r.close) return finish(() => socket.end(() => socket.destroy()));
             if (socket.writableNeedDrain) {

@@ -12,6 +12,7 @@ import { isLabel } from '../files/tree.js';
 import type { ProductRow, ProductsRepository } from '../products/repository.js';
 import { type CrawlLimits, type CrawlResult, type CrawlSummary, DEFAULT_CRAWL_LIMITS } from './crawl.js';
 import { CrawlAborted, DEFAULT_ISOLATION, type IsolationLimits, isolatedCrawler } from './isolated.js';
+import { type CrawlOutcome, crawlMetrics } from './metrics.js';
 import type { CrawlProblem } from './problems.js';
 import { NODE_SANITIZER_VERSION } from './sanitize-node.js';
 import type { CrawlNodeRow, CrawlRow, CrawlsRepository } from './repository.js';
@@ -113,6 +114,7 @@ export function crawlerService({
 }: CrawlerServiceDeps) {
   // Crawls run in a worker thread: vendor input never blocks or exhausts the serving process.
   const isolated = isolatedCrawler(limits, isolation);
+  const metrics = crawlMetrics();
 
   async function product(id: string): Promise<ProductRow> {
     const row = await products.find(id);
@@ -164,14 +166,18 @@ export function crawlerService({
     // Read after the counter: files that arrive later move the counter past `filesSeq` and make
     // this crawl stale (due again), never missed.
     const present = (await files.listLabels(productId)).some((x) => x.label === l && x.files > 0);
+    const timer = metrics?.duration.startTimer();
+    let outcome: CrawlOutcome = present ? 'ok' : 'removed';
     let result: CrawlResult;
     try {
       // Only the product's own folder: a composite child elsewhere on the download host is another vendor's.
       result = present ? await isolated.crawl(url, `${downloadUrl}/${encodeURIComponent(productId)}/`) : removedLabel(url, l);
     } catch (e) {
       // A limit exceeded, or a defect of ours: recorded as fatal, so the label never stays "running".
+      outcome = e instanceof CrawlAborted ? 'limit_exceeded' : 'failed';
       result = failedCrawl(url, e);
     }
+    if (outcome === 'ok' && result.summary.fatal) outcome = 'fatal';
     const record = (r: CrawlResult) => ({
       product_id: productId,
       label: l,
@@ -192,7 +198,11 @@ export function crawlerService({
       // Storing failed (a defect of ours): the crawl still ends, as fatal, never "running"; the
       // database's message goes to the operators' log, not into the vendor's report.
       log?.error({ err: e, productId, label: l }, 'storing a crawl result failed');
+      outcome = 'failed';
       await crawls.finish(record(failedCrawl(url, new Error('its result could not be stored (the error is in the server log)'))), null);
+    } finally {
+      timer?.();
+      metrics?.crawls.inc({ outcome });
     }
     return true;
   }

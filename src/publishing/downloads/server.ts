@@ -9,6 +9,7 @@ import http from 'node:http';
 import { listenOn } from '../../infra/listen.js';
 import type { Storage, StoredReader } from '../../infra/storage.js';
 import { installFastPath } from '../../infra/fast-path/fast-path.js';
+import { countNodeHttpAnswer, hostCounts } from '../../infra/metrics/hosts.js';
 import { type CachedFile, FileCache, type FileMeta } from './file-cache.js';
 import { contentTypeOf, etagOf, evaluatePreconditions, rangeOf } from './http-file.js';
 import { FOLDER_PAGE_ENTRIES, folderIndex, folderPageOf } from './index-page.js';
@@ -277,8 +278,11 @@ export function createDownloadServer(options: {
   }
 
   const logRequests = log.isLevelEnabled?.('info') ?? true;
+  // Null while metrics are off: then no answer does any counting.
+  const counts = hostCounts('downloads', { countsNodeHttp: true });
   const headersTimeout = options.headersTimeoutMs === undefined ? {} : { headersTimeout: options.headersTimeoutMs, connectionsCheckingInterval: Math.max(10, Math.floor(options.headersTimeoutMs / 5)) };
   const server = http.createServer({ keepAliveTimeout: 65_000, noDelay: true, ...headersTimeout }, (req, res) => {
+    if (counts) countNodeHttpAnswer(counts, req, res);
     const started = logRequests ? process.hrtime.bigint() : 0n;
     if (logRequests) {
       res.on('finish', () =>
@@ -302,6 +306,7 @@ export function createDownloadServer(options: {
       ? null
       : installFastPath(server, {
           lookup: currentCachedFile,
+          counts,
           served: logRequests
             ? (r, started) =>
                 log.info(

@@ -12,6 +12,7 @@ import { FailureLimiter, type FailureLimiterOptions } from '../../infra/failure-
 import { listenOn } from '../../infra/listen.js';
 import type { FilesService } from '../files/service.js';
 import type { HostKey } from './host-keys.js';
+import { sftpMetrics } from './metrics.js';
 import { DEFAULT_PACING, type PacingOptions, SessionPacer, TokenBucket } from './pacer.js';
 import { CredentialRevokedError, type SessionLog, serveSftp } from './session.js';
 
@@ -121,6 +122,7 @@ export const SFTP_ALGORITHMS: NonNullable<ServerConfig['algorithms']> = {
 
 export function createSftpServer(options: SftpServerOptions): SftpServer {
   const { auth, files, log } = options;
+  const metrics = sftpMetrics();
   const limiter = new FailureLimiter({
     maxFailures: 10,
     windowMs: 5 * 60_000,
@@ -193,6 +195,7 @@ export function createSftpServer(options: SftpServerOptions): SftpServer {
         const password = ctx.password;
         void (async () => {
           if (limiter.retryAfter(addressGroup(ip)) > 0) {
+            metrics?.logins.inc({ outcome: 'refused' });
             ctx.reject();
             client.end();
             return;
@@ -205,6 +208,7 @@ export function createSftpServer(options: SftpServerOptions): SftpServer {
             // Counted even when the client has gone meanwhile: dropping the connection must
             // not be a way around the limiter.
             const ban = limiter.fail(addressGroup(ip));
+            metrics?.logins.inc({ outcome: 'failed' });
             // Never the password; the username helps staff help a vendor with a typo.
             log.warn({ ip, username }, ban ? `sftp login failed; address banned for ${ban} s` : 'sftp login failed');
             ctx.reject(['password']);
@@ -217,12 +221,14 @@ export function createSftpServer(options: SftpServerOptions): SftpServer {
           const active = sessions.get(product.id) ?? 0;
           if (active >= options.maxSessionsPerProduct) {
             log.warn({ ip, productId: product.id }, `sftp login refused: ${active} sessions already open`);
+            metrics?.logins.inc({ outcome: 'refused' });
             ctx.reject(['password']);
             return;
           }
           // Counted and recorded in one step: from here on 'close' releases it, on every path.
           sessions.set(product.id, active + 1);
           productId = product.id;
+          metrics?.sessions.inc();
           credential = product.credential;
           try {
             await files.ensureTree(product.id);
@@ -233,6 +239,7 @@ export function createSftpServer(options: SftpServerOptions): SftpServer {
             return;
           }
           log.info({ ip, productId }, 'sftp login');
+          metrics?.logins.inc({ outcome: 'ok' });
           ctx.accept();
         })();
       });
@@ -306,7 +313,7 @@ export function createSftpServer(options: SftpServerOptions): SftpServer {
                 warned = true;
               },
             });
-            serveSftp(acceptSftp(), { productId: id, files, log, activity: () => idleTimer?.refresh(), checkCredential, pacer });
+            serveSftp(acceptSftp(), { productId: id, files, log, activity: () => idleTimer?.refresh(), checkCredential, pacer, metrics });
           });
           // Shells, exec, port forwarding: this server only speaks SFTP.
           session.on('exec', (_accept, reject) => reject());
@@ -328,6 +335,7 @@ export function createSftpServer(options: SftpServerOptions): SftpServer {
           const left = (sessions.get(productId) ?? 1) - 1;
           if (left > 0) sessions.set(productId, left);
           else sessions.delete(productId);
+          metrics?.sessions.dec();
           log.info({ ip, productId }, 'sftp logout');
         }
       });

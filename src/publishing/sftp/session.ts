@@ -12,6 +12,7 @@ import { type StoredEntry, type StoredList, type StoredReader, storageErrorCode 
 import { QuotaExceededError, type FilesService, type Upload } from '../files/service.js';
 import { AREAS, creationProblem, resolveTreePath, type TreePath, TreePathError } from '../files/tree.js';
 import { attrsOf, entryOf, longname } from './attrs.js';
+import type { SftpMetrics } from './metrics.js';
 import type { SessionPacer } from './pacer.js';
 
 const { STATUS_CODE, OPEN_MODE } = utils.sftp;
@@ -35,6 +36,8 @@ export interface SessionContext {
   checkCredential?: () => Promise<void>;
   /** Paces the session's requests (see pacer.ts); unpaced without it. */
   pacer?: SessionPacer;
+  /** Counts bytes and uploads (metrics.ts); null or absent while metrics are off. */
+  metrics?: SftpMetrics | null;
 }
 
 /** A request refused because the session's password was rotated since it logged in. */
@@ -124,6 +127,7 @@ const unsupported = (msg: string) => new Refusal(STATUS_CODE.OP_UNSUPPORTED, msg
 
 export function serveSftp(sftp: SFTPWrapper, ctx: SessionContext): void {
   const { productId, files, log } = ctx;
+  const metrics = ctx.metrics ?? null;
   const stillAllowed = ctx.checkCredential ?? (async () => {});
   const storage = files.storage;
   const handles = new Map<number, Handle>();
@@ -283,7 +287,10 @@ export function serveSftp(sftp: SFTPWrapper, ctx: SessionContext): void {
       const buf = Buffer.allocUnsafe(Math.min(length, MAX_READ, left));
       const n = h.kind === 'read' ? await h.reader.read(buf, 0, buf.length, offset) : await h.upload.read(buf, 0, buf.length, offset);
       if (n === 0) sftp.status(reqid, STATUS_CODE.EOF);
-      else sftp.data(reqid, n === buf.length ? buf : buf.subarray(0, n));
+      else {
+        metrics?.downloadedBytes.inc(n);
+        sftp.data(reqid, n === buf.length ? buf : buf.subarray(0, n));
+      }
     }, dataCost(Math.min(length, MAX_READ))),
   );
 
@@ -321,6 +328,7 @@ export function serveSftp(sftp: SFTPWrapper, ctx: SessionContext): void {
       } finally {
         h.inFlight.delete(write);
       }
+      metrics?.uploadedBytes.inc(data.length);
       ok(reqid);
     }, dataCost(data.length)),
   );
@@ -334,19 +342,25 @@ export function serveSftp(sftp: SFTPWrapper, ctx: SessionContext): void {
       if (h.kind === 'write') {
         await Promise.allSettled([...h.inFlight]);
         if (h.failed) {
+          metrics?.uploads.inc({ outcome: 'refused' });
           await h.upload.abort();
           throw failure(h.failed);
         }
         await stillAllowed().catch(async (e: unknown) => {
+          if (e instanceof CredentialRevokedError) metrics?.uploads.inc({ outcome: 'refused' });
           await h.upload.abort();
           throw e;
         });
         // The upload becomes visible only now, in one rename (spec: uploads overwrite), if the
         // product's files still fit its quotas with it (parallel uploads finish in between).
         const entry = await h.upload.commit(h.times ?? undefined).catch((e: unknown) => {
-          if (e instanceof QuotaExceededError) log.warn({ productId, path: h.path }, `upload refused: ${e.message}`);
+          if (e instanceof QuotaExceededError) {
+            log.warn({ productId, path: h.path }, `upload refused: ${e.message}`);
+            metrics?.uploads.inc({ outcome: 'refused' });
+          }
           throw e;
         });
+        metrics?.uploads.inc({ outcome: 'committed' });
         log.info({ productId, path: h.path, size: entry.size }, 'sftp upload finished');
       }
       ok(reqid);

@@ -6,6 +6,7 @@ import type { ReceivedOutput, RunOutputStorage } from '../runs/output-storage.js
 import { outputNameProblem } from '../runs/output-storage.js';
 import type { QueueSignal } from '../runs/queue-signal.js';
 import { LOG_WINDOW, type Lease, type RunRow, type RunsRepository } from '../runs/repository.js';
+import { countRunsFinished, runnerMetrics } from '../metrics.js';
 import type { ExecutorRow, ExecutorsRepository } from './repository.js';
 
 const LEASE_PREFIX = 'rnr_lease_';
@@ -188,6 +189,22 @@ export class ExecutorsService {
    * time is up, the client went away (`abort`) or the server closes. Null: nothing to run.
    */
   async claim(id: string, address: string, waitMs = 0, abort?: AbortSignal): Promise<Claim | null> {
+    const timer = runnerMetrics()?.claimDuration.startTimer();
+    if (!timer) return this.claimOrWait(id, address, waitMs, abort);
+    let outcome = 'error';
+    try {
+      const claim = await this.claimOrWait(id, address, waitMs, abort);
+      outcome = claim ? 'run' : 'empty';
+      return claim;
+    } catch (e) {
+      if (e instanceof ConflictError && e.code === 'executor_draining') outcome = 'draining';
+      throw e;
+    } finally {
+      timer({ outcome });
+    }
+  }
+
+  private async claimOrWait(id: string, address: string, waitMs: number, abort?: AbortSignal): Promise<Claim | null> {
     const deadline = Date.now() + waitMs;
     for (;;) {
       // A client that went away takes nothing: the answer could not reach it (review of #8).
@@ -359,6 +376,7 @@ export class ExecutorsService {
   ): Promise<RunRow> {
     const done = await this.d.runs.complete(runId, leaseOf(proof), { ...result, error: result.error === null ? null : withoutNul(result.error) }, this.d.now().toISOString());
     if (!done) throw await this.staleOrMissing(runId);
+    countRunsFinished(done.run.status);
     this.d.queue.notify();
     if (done.run.status === 'cancelled') await this.d.outputs.removeAttempt(runId, proof.attempt);
     if (done.refused) throw cancelledError();
@@ -369,6 +387,7 @@ export class ExecutorsService {
   async release(runId: string, proof: LeaseProof): Promise<RunRow> {
     const row = await this.d.runs.release(runId, leaseOf(proof), this.d.now().toISOString());
     if (!row) throw await this.staleOrMissing(runId);
+    countRunsFinished(row.status);
     if (row.status === 'queued') await this.d.outputs.removeAttempt(runId, proof.attempt);
     this.d.queue.notify();
     return row;
@@ -398,7 +417,8 @@ export class ExecutorsService {
   /** Its running runs go back to the queue. */
   async remove(id: string): Promise<void> {
     await this.load(id);
-    const lost = await this.d.runs.requeueExecutorRuns(id, this.d.now().toISOString());
+    const { lost, cancelled } = await this.d.runs.requeueExecutorRuns(id, this.d.now().toISOString());
+    countRunsFinished('cancelled', cancelled);
     for (const l of lost) await this.d.outputs.removeAttempt(l.id, l.attempt);
     await this.d.executors.delete(id);
     this.d.queue.notify();

@@ -2,6 +2,7 @@ import { BackgroundLoop } from '../../infra/background-loop.js';
 import type { RunOutputStorage } from '../runs/output-storage.js';
 import type { QueueSignal } from '../runs/queue-signal.js';
 import type { RunsRepository, SweepResult } from '../runs/repository.js';
+import { countRunsFinished } from '../metrics.js';
 
 export interface SweeperDeps {
   runs: RunsRepository;
@@ -43,6 +44,8 @@ export class ExecutorSweeper {
   async sweep(): Promise<SweepResult | null> {
     const result = await this.d.exclusive(() => this.d.runs.sweepExpiredLeases(this.d.now().toISOString(), this.d.maxAttempts));
     if (result) {
+      countRunsFinished('failed', result.failed.length);
+      countRunsFinished('cancelled', result.cancelled.length);
       if (result.requeued.length > 0) this.d.queue.notify();
       // After the commit: the next attempt writes to its own directory, so nothing it stores is hit.
       for (const l of result.lost) await this.d.outputs?.removeAttempt(l.id, l.attempt);

@@ -5,6 +5,7 @@ import { type AuthorizationRequest, type RawParams, redirectWith, validateAuthor
 import { parseClientMetadata } from './client-metadata.js';
 import type { ConnectedAppRow, OAuthGrantsRepository } from './grants-repository.js';
 import type { OAuthClientsRepository } from './repository.js';
+import { runnerMetrics } from '../metrics.js';
 import { CODE_LIFETIME_MS, type FormParams, TokenEndpoint, type TokenResponse } from './tokens.js';
 
 export const CLIENT_SECRET_PREFIX = 'rnr_ocs_';
@@ -129,6 +130,7 @@ export class OAuthService {
         expires_at: new Date(now.getTime() + CODE_LIFETIME_MS).toISOString(), used_at: null,
       },
     );
+    runnerMetrics()?.oauthGrants.inc();
     return redirectWith(req.redirectUri, { code, state: req.state }, this.d.issuer);
   }
 

@@ -5,6 +5,7 @@ import { isThisResource, type Scope, parseScope } from './authorize.js';
 import { OAuthError } from './errors.js';
 import type { IssuedTokens, OAuthGrantsRepository } from './grants-repository.js';
 import type { OAuthClientRow, OAuthClientsRepository } from './repository.js';
+import { runnerMetrics } from '../metrics.js';
 
 export const OAUTH_REFRESH_PREFIX = 'rnr_ort_';
 /** OAuth 2.1 §4.1.2: codes are short-lived; 10 minutes at most (RFC 6749 §4.1.2). */
@@ -118,9 +119,23 @@ export class TokenEndpoint {
     this.checkResource(form);
     if (grantType === 'authorization_code') return this.authorizationCode(client, form);
     if (grantType === 'refresh_token') {
+      const uses = runnerMetrics()?.oauthRefresh;
       // RFC 7591 §2: a client registered without the refresh_token grant may not use it.
-      if (!allowsRefresh(client)) throw new OAuthError(400, 'unauthorized_client', 'this client is not registered for the refresh_token grant');
-      return this.refresh(client, form);
+      if (!allowsRefresh(client)) {
+        uses?.inc({ outcome: 'refused' });
+        throw new OAuthError(400, 'unauthorized_client', 'this client is not registered for the refresh_token grant');
+      }
+      if (!uses) return this.refresh(client, form);
+      return this.refresh(client, form).then(
+        (issued) => {
+          uses.inc({ outcome: 'issued' });
+          return issued;
+        },
+        (e: unknown) => {
+          uses.inc({ outcome: 'refused' });
+          throw e;
+        },
+      );
     }
     if (grantType === undefined) throw invalidRequest('grant_type is required');
     throw new OAuthError(400, 'unsupported_grant_type', 'grant_type must be authorization_code or refresh_token');

@@ -1,5 +1,6 @@
 import { pause } from '../../infra/background-loop.js';
 import type { RunOutputStorage } from '../runs/output-storage.js';
+import { runnerMetrics } from '../metrics.js';
 import type { RetentionRepository } from './repository.js';
 
 /** How often the runner process looks for runs past retention. */
@@ -47,7 +48,9 @@ export class RunRetention {
       while ((await this.d.repository.deleteLogChunk(ids, cutoff, logChunk)) >= logChunk) {
         if (signal.aborted) return deleted;
       }
-      deleted += await this.d.repository.deleteRuns(ids, cutoff);
+      const batch = await this.d.repository.deleteRuns(ids, cutoff);
+      runnerMetrics()?.retentionDeleted.inc(batch);
+      deleted += batch;
       if (ids.length < batchSize) break;
       await pause(this.d.pauseMs ?? 200, signal);
     }

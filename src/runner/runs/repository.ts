@@ -288,6 +288,33 @@ export class RunsRepository {
     return Number(r.n);
   }
 
+  /**
+   * Queued runs in all, and for each of `labels` the queued runs that require it (metrics, read
+   * at scrape; `labels` are the executors' own, so the answer has at most that many entries).
+   */
+  async queueDepth(labels: string[]): Promise<{ total: number; byLabel: Map<string, number> }> {
+    const counted = await this.db
+      .selectFrom('runs')
+      .where('status', '=', 'queued')
+      .select((eb) => eb.fn.countAll<number | string>().as('n'))
+      .executeTakeFirstOrThrow();
+    const total = Number(counted.n);
+    const byLabel = new Map(labels.map((l) => [l, 0]));
+    if (labels.length > 0 && total > 0) {
+      const labelsJson = JSON.stringify(labels);
+      const { rows } =
+        this.dialect === 'postgres'
+          ? await sql<{ label: string; n: number | string }>`SELECT l AS label, COUNT(*) AS n
+              FROM runs CROSS JOIN LATERAL jsonb_array_elements_text(runs.required_labels::jsonb) AS l
+              WHERE runs.status = 'queued' AND l IN (SELECT jsonb_array_elements_text(${labelsJson}::jsonb)) GROUP BY l`.execute(this.db)
+          : await sql<{ label: string; n: number | string }>`SELECT r.value AS label, COUNT(*) AS n
+              FROM runs, json_each(runs.required_labels) r
+              WHERE runs.status = 'queued' AND r.value IN (SELECT value FROM json_each(${labelsJson})) GROUP BY r.value`.execute(this.db);
+      for (const r of rows) byLabel.set(r.label, Number(r.n));
+    }
+    return { total, byLabel };
+  }
+
   /** SQL: every label of `runs.required_labels` (a JSON array) is in `labelsJson`. */
   private labelsSubset(labelsJson: string) {
     return this.dialect === 'postgres'
@@ -522,16 +549,17 @@ export class RunsRepository {
 
   /**
    * Puts the runs an executor held back in the queue (executor removed), dropping the lost
-   * attempts' output rows; cancelling ones end. Answers the requeued runs and attempts lost.
+   * attempts' output rows; cancelling ones end. Answers the requeued runs and attempts lost, and
+   * how many runs ended cancelled.
    */
-  async requeueExecutorRuns(executorId: string, now: string): Promise<LostAttempt[]> {
+  async requeueExecutorRuns(executorId: string, now: string): Promise<{ lost: LostAttempt[]; cancelled: number }> {
     return this.db.transaction().execute(async (trx) => {
-      await trx
+      const cancelled = await trx
         .updateTable('runs')
         .set({ status: 'cancelled', finished_at: now, lease_hash: null, lease_expires_at: null })
         .where('executor_id', '=', executorId)
         .where('status', '=', 'cancelling')
-        .execute();
+        .executeTakeFirst();
       const rows = await trx
         .updateTable('runs')
         .set((eb) => ({ status: 'queued', executor_id: null, lease_hash: null, lease_expires_at: null, log_ack: 0, handbacks: eb('handbacks', '+', 1) }))
@@ -540,7 +568,7 @@ export class RunsRepository {
         .returning(['id', 'attempt'])
         .execute();
       await dropOutputs(trx, rows.map((r) => r.id));
-      return rows.map((r) => ({ id: r.id, attempt: r.attempt }));
+      return { lost: rows.map((r) => ({ id: r.id, attempt: r.attempt })), cancelled: Number(cancelled.numUpdatedRows) };
     });
   }
 }

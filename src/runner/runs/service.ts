@@ -10,6 +10,7 @@ import { type DeclaredParameter, parameterProblems } from '../workflows/declared
 import type { WorkflowRow } from '../workflows/repository.js';
 import { outputNameProblem, type RunOutputStorage } from './output-storage.js';
 import { type ExcerptInput, type LogExcerpt, readExcerpt, readLogText } from './log-reading.js';
+import { countRunsFinished } from '../metrics.js';
 import type { QueueSignal } from './queue-signal.js';
 import { isTerminal, type LogPosition, type NewRunRow, type RunLogRow, type RunOutputRow, type RunRow } from './repository.js';
 
@@ -220,6 +221,8 @@ export class RunsService {
       const ended = await this.d.runs.findById(run.id);
       throw new ConflictError(`the run has already finished (${ended?.status ?? 'deleted'})`, 'run_finished');
     }
+    // A queued run ends here; a running one ends when its executor confirms (ExecutorsService).
+    countRunsFinished(cancelled.status);
     return cancelled;
   }
 

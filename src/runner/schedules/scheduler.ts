@@ -1,3 +1,4 @@
+import { runnerMetrics } from '../metrics.js';
 import type { RunsService } from '../runs/service.js';
 import type { WorkflowsRepository } from '../workflows/repository.js';
 import { nextFireAfter } from './cron.js';
@@ -37,6 +38,9 @@ export interface TickResult {
  * (`SchedulesRepository.takeFireQueueing`): a process killed between the two, or a failed insert,
  * rolls both back and a later pass fires; executors are woken only after the COMMIT.
  */
+/** Counts a fire this process won (metrics; no-op while they are off). */
+const fired = (outcome: 'queued' | 'skipped' | 'failed') => runnerMetrics()?.scheduleFires.inc({ outcome });
+
 export class Scheduler {
   constructor(private readonly d: SchedulerDeps) {}
 
@@ -63,7 +67,7 @@ export class Scheduler {
     } catch (e) {
       // Checked when stored, so only a time zone the platform no longer knows gets here: the
       // schedule stops (no next fire) rather than failing every tick, and says why.
-      await this.d.schedules.takeFire(s.id, expected, null, firedAt, 'failed');
+      if (await this.d.schedules.takeFire(s.id, expected, null, firedAt, 'failed')) fired('failed');
       this.d.log.error({ scheduleId: s.id, err: e }, 'schedule stopped: its expression or time zone cannot be read');
       return;
     }
@@ -71,6 +75,7 @@ export class Scheduler {
     const skip = s.overlap === 'skip' && (await this.d.schedules.hasActiveRun(s.id));
     if (skip) {
       if (!(await this.d.schedules.takeFire(s.id, expected, next, firedAt, 'skipped'))) return;
+      fired('skipped');
       this.d.log.info({ scheduleId: s.id, due: expected }, 'schedule skipped: its previous run is still queued or running');
       result.skipped.push(s.id);
       return;
@@ -78,7 +83,7 @@ export class Scheduler {
     const workflow = await this.d.workflows.findById(s.workflow_id);
     if (!workflow) {
       // Deleted since `due` read the schedule (its schedules go with it): nothing to queue.
-      await this.d.schedules.takeFire(s.id, expected, next, firedAt, 'failed');
+      if (await this.d.schedules.takeFire(s.id, expected, next, firedAt, 'failed')) fired('failed');
       return;
     }
     try {
@@ -94,11 +99,13 @@ export class Scheduler {
         (row) => this.d.schedules.takeFireQueueing(s.id, expected, next, firedAt, row),
       );
       if (!run) return;
+      fired('queued');
       this.d.log.info({ scheduleId: s.id, runId: run.id, workflowVersion: run.workflow_version, due: expected }, 'schedule fired');
       result.queued.push(run.id);
     } catch (e) {
       // Nothing of this fire was written: `next_fire_at` still holds it and the next pass tries again.
       await this.d.schedules.recordFailedFire(s.id, expected, firedAt).catch(() => undefined);
+      fired('failed');
       this.d.log.error({ scheduleId: s.id, err: e }, 'schedule could not queue its run; trying again at the next pass');
     }
   }
