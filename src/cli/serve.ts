@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { startDraining } from '../infra/readiness.js';
 import { loadConfig } from '../infra/config.js';
 import { startServeMetrics } from '../infra/metrics/serve.js';
 import { lowerOwnPriority } from '../infra/priority.js';
@@ -7,7 +8,7 @@ import { startupSummary } from './startup-summary.js';
 
 interface Part {
   name: string;
-  start(): Promise<{ url: string; close(): Promise<void>; products?: number; setupLink?: string | null }>;
+  start(): Promise<{ url: string; close(drainMs?: number): Promise<void>; products?: number; setupLink?: string | null }>;
 }
 
 const PARTS = ['web', 'downloads', 'sftp', 'runner'] as const;
@@ -35,11 +36,20 @@ export function registerServeCommand(program: Command): void {
       const downloadsApart = wanted.includes('downloads') && wanted.length > 1;
       if (partProcess) endWithParent();
       let stopping = false;
-      const running: { url: string; close(): Promise<void>; products?: number; setupLink?: string | null }[] = [];
-      const stop = async (code = 0) => {
-        if (stopping) return;
+      const running: { url: string; close(drainMs?: number): Promise<void>; products?: number; setupLink?: string | null }[] = [];
+      /**
+       * SIGTERM or Ctrl-C drains: /readyz answers 503 at once, listeners stop taking connections,
+       * requests, downloads and SFTP transfers in flight get PIER_DRAIN_SECONDS to finish, held
+       * claims answer now. A second signal stops at once.
+       */
+      const stop = async (code = 0, drainMs = 0) => {
+        if (stopping) {
+          if (drainMs > 0) process.exit(code);
+          return;
+        }
         stopping = true;
-        await Promise.allSettled(running.map((r) => r.close()));
+        startDraining();
+        await Promise.allSettled(running.map((r) => r.close(drainMs)));
         process.exit(code);
       };
       // Before any part is built: each looks once, when built, whether metrics are on.
@@ -57,7 +67,7 @@ export function registerServeCommand(program: Command): void {
             const { createPublishingService } = await import('../publishing/service.js');
             const svc = await createPublishingService(config);
             const addr = await svc.app.listen({ host: config.host, port: config.publishing.httpPort });
-            return { url: addr, close: svc.close, products: (await svc.products.list()).length };
+            return { url: addr, close: (drainMs) => svc.close(drainMs), products: (await svc.products.list()).length };
           },
         });
       }
@@ -74,7 +84,7 @@ export function registerServeCommand(program: Command): void {
             }
             const { startDownloads } = await import('../publishing/downloads/index.js');
             const d = await startDownloads(config);
-            return { url: `${d.url} (public URL ${config.publishing.downloadUrl})`, close: d.close };
+            return { url: `${d.url} (public URL ${config.publishing.downloadUrl})`, close: (drainMs) => d.close(drainMs) };
           },
         });
       }
@@ -86,7 +96,7 @@ export function registerServeCommand(program: Command): void {
             const s = await startSftp(config);
             // Vendors compare this with their client's first-connect prompt (trust on first use).
             for (const k of s.hostKeys) console.error(`pier: sftp host key ${k.type} ${k.fingerprint}`);
-            return { url: `sftp://${s.host}:${s.port}`, close: s.close };
+            return { url: `sftp://${s.host}:${s.port}`, close: (drainMs) => s.close(drainMs) };
           },
         });
       }
@@ -97,7 +107,7 @@ export function registerServeCommand(program: Command): void {
             const { createRunnerService } = await import('../runner/service.js');
             const svc = await createRunnerService(config);
             const addr = await svc.app.listen({ host: config.host, port: config.runner.port });
-            return { url: addr, close: svc.close, setupLink: svc.setupLink };
+            return { url: addr, close: (drainMs) => svc.close(drainMs), setupLink: svc.setupLink };
           },
         });
       }
@@ -118,8 +128,9 @@ export function registerServeCommand(program: Command): void {
         );
       }
       // Ctrl-C reaches a part's own process too: its parent stops it (SIGTERM, or the pipe closing).
+      const drainMs = config.drainSeconds * 1000;
       if (partProcess) process.on('SIGINT', () => {});
-      else process.once('SIGINT', () => void stop());
-      process.once('SIGTERM', () => void stop());
+      else process.on('SIGINT', () => void stop(0, drainMs));
+      process.on('SIGTERM', () => void stop(0, drainMs));
     });
 }

@@ -32,6 +32,11 @@ export interface Config {
    * loopback even when PIER_HOST opens the service to a network, as the page names internals).
    */
   metrics: { port: number; host: string };
+  /**
+   * How long a SIGTERM waits for requests, downloads and SFTP transfers in flight before it cuts
+   * them (PIER_DRAIN_SECONDS, default 30; 0 stops at once).
+   */
+  drainSeconds: number;
   publishing: {
     httpPort: number;
     baseUrl: string;
@@ -291,6 +296,7 @@ export function loadConfig(env: Env = process.env): Config {
     dataDir,
     logLevel,
     metrics: metricsSettings(env, [httpPort, downloadPort, runnerPort, port(env, 'PIER_SFTP_PORT', 2222)]),
+    drainSeconds: seconds(env, 'PIER_DRAIN_SECONDS', 30, 0, 3600),
     publishing: {
       httpPort,
       baseUrl: url(env, 'PIER_BASE_URL', `http://localhost:${httpPort}`),

@@ -17,6 +17,8 @@ import { countFrameworkError, instrumentHttpApp } from './metrics/http.js';
 import { NulCharacterError, nulFieldIn } from './nul.js';
 import type { LogLevel, TrustProxy } from './config.js';
 import { applySecurityHeaders, securityHeaders } from './security-headers.js';
+import { REQUEST_ID_HEADER, requestIdGenerator } from './request-id.js';
+import { readinessProbe } from './readiness.js';
 
 export type HttpApp = FastifyInstance<
   RawServerDefault,
@@ -61,6 +63,11 @@ export interface HttpAppOptions {
   refuseNulInAddress?: boolean;
   /** The app's name in metrics (`app` label of pier_http_*: web, runner); see infra/metrics/http.ts. */
   appName?: string;
+  /**
+   * Why the app should not be sent work now (null: ready), answered at GET /readyz as 503; see
+   * readiness.ts. Without it the app is ready unless the process drains.
+   */
+  notReady?: () => Promise<string | null>;
 }
 
 /** Every route registered on an app made by createHttpApp, in order (the NUL route walk tests use it). */
@@ -119,6 +126,8 @@ export interface Problem {
   code: string;
   detail: string;
   errors?: FieldProblem[];
+  /** The request's id (X-Request-Id): a user's error report leads straight to its log lines. */
+  requestId?: string;
 }
 
 const PROBLEM_TYPE = 'application/problem+json; charset=utf-8';
@@ -259,6 +268,23 @@ function trustProxyOption(trust: TrustProxy): FastifyServerOptions['trustProxy']
  * rather than silently dropped), problem+json errors, security headers, one log line per request.
  */
 export function createHttpApp(options: HttpAppOptions): HttpApp {
+  // Security headers on every answer, 404s and errors included, set before any route runs (a
+  // route may still replace one, as the OAuth metadata does with its resource policy).
+  const security = securityHeaders({
+    contentSecurityPolicy:
+      options.contentSecurityPolicy === false
+        ? false
+        : {
+            useDefaults: true,
+            directives: {
+              ...(options.contentSecurityPolicy ?? {}),
+              // helmet's defaults include it; null drops a default directive.
+              upgradeInsecureRequests: upgradesInsecureRequests(options.publicUrl) ? [] : null,
+            },
+          },
+    // Pages link to the download host and other origins; a strict CORP would block embeds.
+    crossOriginResourcePolicy: { policy: 'same-site' },
+  });
   const serverOptions: FastifyServerOptions = {
     logger:
       options.logLevel === 'silent'
@@ -268,17 +294,22 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: options.bodyLimit ?? 1024 * 1024,
     trustProxy: trustProxyOption(options.trustProxy ?? false),
+    // Every request has an id (the trusted proxy's X-Request-Id, else a new one), answered in
+    // X-Request-Id and in problem bodies, and logged as reqId on every line the request logs.
+    genReqId: requestIdGenerator(options.trustProxy ?? false),
+    requestIdHeader: false,
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: true, allErrors: true, allowUnionTypes: true } },
     return503OnClosing: true,
     routerOptions: { maxParamLength: options.maxParamLength ?? DEFAULT_MAX_PARAM_LENGTH },
     // Errors the router raises before any route runs (a path parameter over maxParamLength, a
     // malformed URL) get the same problem+json as every other error; fastify's own answer to an
     // over-long parameter is a plain-JSON 414, which says the URI is too long for the server.
-    frameworkErrors: (err, _req, reply) => {
+    frameworkErrors: (err, req, reply) => {
       const { problem, headers } =
         err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? paramTooLong(options.maxParamLength ?? DEFAULT_MAX_PARAM_LENGTH) : toProblem(err);
-      countFrameworkError(options.appName ?? 'app', _req.method, problem.status);
-      (reply as FastifyReply).code(problem.status).headers(headers).type(PROBLEM_TYPE).send(problem);
+      countFrameworkError(options.appName ?? 'app', req.method, problem.status);
+      applySecurityHeaders(reply.raw, security);
+      (reply as FastifyReply).code(problem.status).headers(headers).header(REQUEST_ID_HEADER, req.id).type(PROBLEM_TYPE).send({ ...problem, requestId: req.id });
     },
   };
   const app = Fastify(serverOptions).withTypeProvider<TypeBoxTypeProvider>() as unknown as HttpApp;
@@ -295,25 +326,9 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
     }
   });
 
-  // Security headers on every answer, 404s and errors included, set before any route runs (a
-  // route may still replace one, as the OAuth metadata does with its resource policy).
-  const headers = securityHeaders({
-    contentSecurityPolicy:
-      options.contentSecurityPolicy === false
-        ? false
-        : {
-            useDefaults: true,
-            directives: {
-              ...(options.contentSecurityPolicy ?? {}),
-              // helmet's defaults include it; null drops a default directive.
-              upgradeInsecureRequests: upgradesInsecureRequests(options.publicUrl) ? [] : null,
-            },
-          },
-    // Pages link to the download host and other origins; a strict CORP would block embeds.
-    crossOriginResourcePolicy: { policy: 'same-site' },
-  });
-  app.addHook('onRequest', (_req, reply, done) => {
-    applySecurityHeaders(reply.raw, headers);
+  app.addHook('onRequest', (req, reply, done) => {
+    applySecurityHeaders(reply.raw, security);
+    reply.raw.setHeader(REQUEST_ID_HEADER, req.id);
     done();
   });
 
@@ -350,7 +365,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
   app.setErrorHandler((err, req, reply) => {
     const { problem, headers } = toProblem(err);
     if (problem.status >= 500) req.log.error({ err }, 'request failed');
-    reply.code(problem.status).headers(headers).type(PROBLEM_TYPE).send(problem);
+    reply.code(problem.status).headers(headers).type(PROBLEM_TYPE).send({ ...problem, requestId: req.id });
   });
 
   app.setNotFoundHandler((req, reply) => {
@@ -360,10 +375,21 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
       status: 404,
       code: 'not_found',
       detail: `no route for ${req.method} ${req.url.split('?')[0]}`,
+      requestId: req.id,
     };
     reply.code(404).type(PROBLEM_TYPE).send(problem);
   });
 
+  // Liveness: the process answers. Readiness: it should be sent work (not draining, its
+  // database answers); load balancers and orchestrators probe both.
   app.get('/healthz', async () => ({ status: 'ok' }));
+  const notReady = options.notReady ?? readinessProbe(async () => null);
+  app.get('/readyz', async (req, reply) => {
+    reply.header('cache-control', 'no-store');
+    const problem = await notReady();
+    if (problem === null) return { status: 'ready' };
+    reply.code(503).type(PROBLEM_TYPE);
+    return { type: 'about:blank', title: 'Service Unavailable', status: 503, code: 'not_ready', detail: problem, requestId: req.id };
+  });
   return app;
 }

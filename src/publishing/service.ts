@@ -1,3 +1,6 @@
+import { fastPathRequestIds } from '../infra/request-id.js';
+import { drained } from '../infra/drain.js';
+import { readinessProbe } from '../infra/readiness.js';
 import type { Config } from '../infra/config.js';
 import { installFastPath } from '../infra/fast-path/fast-path.js';
 import { hostCounts } from '../infra/metrics/hosts.js';
@@ -33,7 +36,11 @@ export interface PublishingService {
   crawler: CrawlerService;
   /** The automatic re-crawl of settled uploads; null when PIER_CRAWL_SETTLE_SECONDS=0. */
   autoCrawl: AutoCrawl | null;
-  close(): Promise<void>;
+  /**
+   * Stops taking requests and ends once those in flight are answered, or after `drainMs` (0:
+   * at once). A crawl cut short records nothing, so its label is crawled again after the next start.
+   */
+  close(drainMs?: number): Promise<void>;
 }
 
 export interface PublishingOptions {
@@ -102,6 +109,7 @@ export async function createPublishingService(config: Config, options: Publishin
     // text cannot hold it): refused as 400 before the product routes authenticate (onRequest).
     // PATCH bodies are checked by the patch validation, which refuses every control character.
     refuseNulInAddress: true,
+    notReady: readinessProbe(() => database.ping()),
   });
   const limiter = new FailureLimiter({ maxFailures: 10, windowMs: 60_000, banMs: 60_000, ...options.failureLimits });
   registerProductRoutes(app, { products, limiter, crawler });
@@ -114,13 +122,15 @@ export async function createPublishingService(config: Config, options: Publishin
         lookup: (target) => answers.lookup(target),
         // The pages the app answers are counted by the app (pier_http_*, infra/metrics/http.ts).
         counts: hostCounts('pages', { countsNodeHttp: false }),
+        requestId: fastPathRequestIds(config.trustProxy),
         // The app's request line (infra/http.ts), marked as answered on the fast path.
         // The connection's address: behind PIER_TRUST_PROXY that is the proxy's (the app's lines
         // name the client from X-Forwarded-For), so it is logged as `peer` there, not as `ip`.
         served: logRequests
-          ? (r, started, socket) =>
+          ? (r, started, socket, reqId) =>
               app.log.info(
                 {
+                  reqId,
                   method: r.method,
                   path: r.target.split('?')[0],
                   status: 200,
@@ -143,10 +153,18 @@ export async function createPublishingService(config: Config, options: Publishin
     pageAnswers: answers,
     crawler,
     autoCrawl,
-    async close() {
-      await autoCrawl?.stop();
-      await crawler.close();
-      await app.close();
+    async close(drainMs = 0) {
+      fast?.closeIdle();
+      await Promise.all([
+        (async () => {
+          await autoCrawl?.stop();
+          await crawler.close();
+        })(),
+        drained(() => app.close(), drainMs, () => {
+          app.server.closeAllConnections();
+          fast?.closeAll();
+        }),
+      ]);
       await renderer.close();
       await validator.close();
       await database.close();

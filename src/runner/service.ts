@@ -1,4 +1,6 @@
 import cookie from '@fastify/cookie';
+import { drained } from '../infra/drain.js';
+import { readinessProbe } from '../infra/readiness.js';
 import formbody from '@fastify/formbody';
 import type { Config } from '../infra/config.js';
 import { createHttpApp, type HttpApp } from '../infra/http.js';
@@ -64,8 +66,11 @@ export interface RunnerService {
   queue: QueueSignal;
   /** While no user exists: the one-time web page that creates the first administrator. */
   setupLink: string | null;
-  /** Stops the background loops (waiting for a pass in progress), the HTTP app and the database. */
-  close(): Promise<void>;
+  /**
+   * Stops the background loops (waiting for a pass in progress), the HTTP app (requests in
+   * flight get `drainMs` to end; held claims answer at once) and the database.
+   */
+  close(drainMs?: number): Promise<void>;
 }
 
 /** PostgreSQL channel on which instances tell each other that a run was queued. */
@@ -100,6 +105,7 @@ export async function createRunnerService(config: Config, options: RunnerService
   try {
     const app = createHttpApp({
       appName: 'runner',
+      notReady: readinessProbe(() => database.ping()),
       logLevel: config.logLevel,
       trustProxy: config.trustProxy,
       // The longest path parameter is an output name (`/api/runs/{id}/outputs/{name}`): at most
@@ -276,14 +282,18 @@ export async function createRunnerService(config: Config, options: RunnerService
       retention,
       sweeper,
       queue,
-      async close() {
+      async close(drainMs = 0) {
         if (closed) return;
         closed = true;
         // Held claims answer 204 now, so closing does not wait for their long-poll to run out.
         queue.close();
         unwatch();
-        await Promise.all([...loops.map((l) => l.stop()), sweeper.close()]);
-        await app.close();
+        await Promise.all([
+          ...loops.map((l) => l.stop()),
+          sweeper.close(),
+          // Requests in flight (uploads, live log streams) get `drainMs` to end.
+          drained(() => app.close(), drainMs, () => app.server.closeAllConnections()),
+        ]);
         await listener?.close();
         await database.close();
       },

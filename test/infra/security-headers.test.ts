@@ -21,12 +21,12 @@ async function helmetOwnHeaders(options: HelmetOptions): Promise<Record<string, 
   }
 }
 
-const appOptions = [
-  { name: 'default policy', http: {}, helmet: { contentSecurityPolicy: { useDefaults: true, directives: { upgradeInsecureRequests: null } } } },
+const appOptions: { name: string; http: Record<string, unknown>; helmet: HelmetOptions }[] = [
+  { name: 'default policy', http: {}, helmet: { contentSecurityPolicy: { useDefaults: true as const, directives: { upgradeInsecureRequests: null } } } },
   {
     name: 'added directives over https',
     http: { contentSecurityPolicy: { 'img-src': ["'self'", 'data:'] }, publicUrl: 'https://pier.example' },
-    helmet: { contentSecurityPolicy: { useDefaults: true, directives: { 'img-src': ["'self'", 'data:'], upgradeInsecureRequests: [] } } },
+    helmet: { contentSecurityPolicy: { useDefaults: true as const, directives: { 'img-src': ["'self'", 'data:'], upgradeInsecureRequests: [] } } },
   },
   { name: 'no policy', http: { contentSecurityPolicy: false as const }, helmet: { contentSecurityPolicy: false as const } },
 ];
@@ -38,7 +38,7 @@ for (const o of appOptions) {
     assert.equal(expected['x-powered-by'], undefined);
     const app = createHttpApp({ logLevel: 'silent', ...o.http });
     app.addHook('onRequest', async (req) => {
-      if (req.headers['x-refuse']) throw new UnauthorizedError('refused here');
+      if (req.headers['x-refuse']) throw new UnauthorizedError('refused here', 'Bearer');
     });
     app.get('/ok', async () => ({ ok: true }));
     await app.ready();

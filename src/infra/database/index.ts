@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
-import { type CompiledQuery, Kysely, type Migration, Migrator, PostgresDialect } from 'kysely';
+import { type CompiledQuery, Kysely, type Migration, Migrator, PostgresDialect, sql } from 'kysely';
 import { FifoSqliteDialect } from './sqlite-driver.js';
 import { countingWrites, WriteCounter } from './write-counter.js';
 import pg from 'pg';
@@ -15,8 +15,25 @@ export interface Database<DB> {
   readNow: ReadNow;
   /** Writes this process finished through `db` (write-counter.ts): caches built from the database check it. */
   writes: WriteCounter;
+  /** Null when the database answers a trivial query, else why not (readiness, infra/readiness.ts). */
+  ping(): Promise<string | null>;
   close(): Promise<void>;
 }
+
+/** `ping` of a Kysely handle: the reason is generic (readiness answers are public), the error is kept for the log. */
+function pinger(db: Kysely<unknown>, onError: (e: unknown) => void): () => Promise<string | null> {
+  return async () => {
+    try {
+      await sql`select 1`.execute(db);
+      return null;
+    } catch (e) {
+      onError(e);
+      return 'the database does not answer';
+    }
+  };
+}
+
+const warnPing = (e: unknown) => process.emitWarning(`readiness: database check failed: ${e instanceof Error ? e.message : String(e)}`);
 
 export type ReadNow = <R>(compiled: CompiledQuery<R>, values: readonly unknown[]) => R[] | null;
 
@@ -64,7 +81,7 @@ export function openDatabase<DB>(url: string): Database<DB> {
     });
     const writes = new WriteCounter();
     const db = new Kysely<DB>({ dialect: countingWrites(new PostgresDialect({ pool }), writes) });
-    return { db, dialect: 'postgres', readNow: neverNow, writes, close: () => db.destroy() };
+    return { db, dialect: 'postgres', readNow: neverNow, writes, ping: pinger(db as Kysely<unknown>, warnPing), close: () => db.destroy() };
   }
   if (url !== ':memory:') fs.mkdirSync(path.dirname(url), { recursive: true });
   const sqlite = new SQLite(url);
@@ -79,7 +96,7 @@ export function openDatabase<DB>(url: string): Database<DB> {
   const db = new Kysely<DB>({ dialect: countingWrites(dialect, writes) });
   const readNow: ReadNow = <R>(compiled: CompiledQuery<R>, values: readonly unknown[]) =>
     dialect.idle ? (cached.prepare(compiled.sql).all(...values) as R[]) : null;
-  return { db, dialect: 'sqlite', readNow, writes, close: () => db.destroy() };
+  return { db, dialect: 'sqlite', readNow, writes, ping: pinger(db as Kysely<unknown>, warnPing), close: () => db.destroy() };
 }
 
 /**

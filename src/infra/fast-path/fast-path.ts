@@ -41,12 +41,23 @@ export interface FastPathOptions {
   /** Where answers sent here are counted (infra/metrics/hosts.ts); null or absent while metrics are off. */
   counts?: HostCounts | null;
   /** Called after each answer sent here (the request log line); `socket` is the client's connection. */
-  served?(request: SimpleRequest, startedNs: bigint, socket: net.Socket): void;
+  served?(request: SimpleRequest, startedNs: bigint, socket: net.Socket, requestId: string | null): void;
+  /**
+   * The id of a request answered here, from the X-Request-Id it sent (null: none) and the peer's
+   * address, as the app's own requests get theirs (infra/request-id.ts); answered in an
+   * `x-request-id` header. Without it answers carry no id.
+   */
+  requestId?(sent: string | null, peer: string | undefined): string;
 }
 
 export interface FastPath {
   /** Destroys every connection still held by the fast path (server shutdown). */
   closeAll(): void;
+  /**
+   * Draining (SIGTERM): closes the held connections that wait for a request now, and every
+   * other one once the answers it is writing are out; none takes another request.
+   */
+  closeIdle(): void;
 }
 
 /** What node:http sends to a connection that sent no request in time (lib/_http_server.js). */
@@ -70,12 +81,14 @@ function dateHeader(): string {
   return dateValue;
 }
 
-/** Status line and the file's headers as node:http writes them for `writeHead(200, file.full)`. */
+const STATUS_LINE = 'HTTP/1.1 200 OK\r\n';
+
+/** The file's header lines as node:http writes them for `writeHead(200, file.full)`. */
 const heads = new WeakMap<FastAnswer, string>();
-function headOf(file: FastAnswer): string {
+function headersOf(file: FastAnswer): string {
   let head = heads.get(file);
   if (head === undefined) {
-    head = 'HTTP/1.1 200 OK\r\n';
+    head = '';
     for (const [name, value] of Object.entries(file.full)) {
       for (const v of Array.isArray(value) ? value : [value]) head += `${name}: ${v}\r\n`;
     }
@@ -97,9 +110,12 @@ const wholeKeys = new WeakMap<FastAnswer, string>();
 let wholeSeq = 0;
 
 /** The complete answer to a plain GET or HEAD of `file`, as node:http writes it. */
-function answerOf(file: FastAnswer, body: boolean, tail: string): Buffer | [string, Buffer] {
+function answerOf(file: FastAnswer, body: boolean, tail: string, requestId: string | null): Buffer | [string, Buffer] {
   const date = dateHeader();
-  if (!body || file.data.length === 0) return Buffer.from(`${headOf(file)}Date: ${date}\r\n${tail}`, 'latin1');
+  // The id is set before the answer's own headers (as node:http orders a setHeader before writeHead's).
+  if (!body || file.data.length === 0) return Buffer.from(`${STATUS_LINE}${idLine(requestId)}${headersOf(file)}Date: ${date}\r\n${tail}`, 'latin1');
+  // Each answer has its own id: head and body go out as two writes, none kept whole.
+  if (requestId !== null) return [`${STATUS_LINE}${idLine(requestId)}${headersOf(file)}Date: ${date}\r\n${tail}`, file.data];
   let id = wholeKeys.get(file);
   if (id === undefined) {
     id = String(wholeSeq++);
@@ -108,13 +124,16 @@ function answerOf(file: FastAnswer, body: boolean, tail: string): Buffer | [stri
   const key = id + tail;
   let answer = whole.get(key);
   if (answer === undefined) {
-    const head = `${headOf(file)}Date: ${date}\r\n${tail}`;
+    const head = `${STATUS_LINE}${headersOf(file)}Date: ${date}\r\n${tail}`;
     if (whole.size >= WHOLE_MAX_ENTRIES || file.data.length > WHOLE_MAX_BYTES) return [head, file.data];
     answer = Buffer.concat([Buffer.from(head, 'latin1'), file.data]);
     whole.set(key, answer);
   }
   return answer;
 }
+
+/** The request id's header line; its name spelled as the app sets it (infra/http.ts). */
+const idLine = (requestId: string | null) => (requestId === null ? '' : `x-request-id: ${requestId}\r\n`);
 
 /** The end of an answer's head, by whether the connection closes and the keep-alive timeout. */
 let tails = { keepAliveTimeout: Number.NaN, close: '', keepAlive: '' };
@@ -141,6 +160,9 @@ export function installFastPath(server: http.Server, options: FastPathOptions): 
   server.removeListener('connection', nodeListener as (s: net.Socket) => void);
   const held = new Set<net.Socket>();
   const counts = options.counts ?? null;
+  /** Each held connection's "close when idle" (see `closeIdle`). */
+  const idleClosers = new Map<net.Socket, () => void>();
+  let draining = false;
   server.on('connection', (socket: net.Socket) => accept(socket));
 
   function accept(socket: net.Socket): void {
@@ -173,6 +195,7 @@ export function installFastPath(server: http.Server, options: FastPathOptions): 
     function detach(): void {
       done = true;
       held.delete(socket);
+      idleClosers.delete(socket);
       socket.removeListener('data', onData);
       socket.removeListener('end', onEnd);
       socket.removeListener('timeout', onTimeout);
@@ -236,7 +259,8 @@ export function installFastPath(server: http.Server, options: FastPathOptions): 
               const unanswered = buf.subarray(k === 0 ? 0 : (requests[k - 1] as SimpleRequest).end);
               return handOver(pending ? Buffer.concat([unanswered, pending]) : unanswered);
             }
-            const answer = answerOf(file, r.method === 'GET', tailOf(r.close, server.keepAliveTimeout));
+            const requestId = options.requestId ? options.requestId(r.requestId, socket.remoteAddress) : null;
+            const answer = answerOf(file, r.method === 'GET', tailOf(r.close, server.keepAliveTimeout), requestId);
             if (Array.isArray(answer)) {
               socket.cork();
               socket.write(answer[0], 'latin1');
@@ -248,7 +272,7 @@ export function installFastPath(server: http.Server, options: FastPathOptions): 
               counts.fastAnswers++;
               counts.fastBytes += Array.isArray(answer) ? answer[0].length + answer[1].length : answer.length;
             }
-            options.served?.(r, started, socket);
+            options.served?.(r, started, socket, requestId);
             if (r.close) return finish(() => socket.end(() => socket.destroy()));
             if (socket.writableNeedDrain) {
               // Backpressure: read nothing more until the client has taken what was written.
@@ -271,13 +295,16 @@ export function installFastPath(server: http.Server, options: FastPathOptions): 
           // An inactivity timer: set once when the first answer is out, reset by every read and write.
           if (!answered) socket.setTimeout(server.keepAliveTimeout > 0 ? server.keepAliveTimeout + KEEP_ALIVE_TIMEOUT_BUFFER : 0);
           answered = true;
-          if (ended) finish(() => socket.end());
+          if (ended || draining) finish(() => socket.end());
         }
       } finally {
         busy = false;
       }
     }
 
+    idleClosers.set(socket, () => {
+      if (!busy) finish(() => socket.end());
+    });
     socket.on('data', onData);
     socket.on('end', onEnd);
     socket.on('timeout', onTimeout);
@@ -290,6 +317,10 @@ export function installFastPath(server: http.Server, options: FastPathOptions): 
     closeAll() {
       for (const socket of held) socket.destroy();
       held.clear();
+    },
+    closeIdle() {
+      draining = true;
+      for (const close of [...idleClosers.values()]) close();
     },
   };
 }

@@ -30,6 +30,8 @@ export interface SimpleRequest {
   target: string;
   /** `Connection: close` was sent: answer, then end the connection. */
   close: boolean;
+  /** The X-Request-Id value sent (a proxy's id for the request), null when none. */
+  requestId: string | null;
   /** Offset just past the head's final CRLF CRLF. */
   end: number;
 }
@@ -79,7 +81,7 @@ const HEAD_END = Buffer.from('\r\n\r\n', 'latin1');
 
 /** The field names looked at below, by length: every other name is skipped without a string. */
 const NAMED = new Map<number, string[]>();
-for (const name of [...REFUSED, 'host', 'connection']) NAMED.set(name.length, [...(NAMED.get(name.length) ?? []), name]);
+for (const name of [...REFUSED, 'host', 'connection', 'x-request-id']) NAMED.set(name.length, [...(NAMED.get(name.length) ?? []), name]);
 
 /** The field name at buf[start, end) if it is one of NAMED (ASCII case-insensitive), else null. */
 function knownName(buf: Buffer, start: number, end: number): string | null {
@@ -124,6 +126,8 @@ export function parseSimpleHead(buf: Buffer, start: number): HeadResult {
   let hosts = 0;
   let connections = 0;
   let close = false;
+  let requestId: string | null = null;
+  let requestIds = 0;
   while (i < headEnd + 2) {
     if (++fields > MAX_HEADER_FIELDS) return 'other';
     const nameStart = i;
@@ -146,8 +150,12 @@ export function parseSimpleHead(buf: Buffer, start: number): HeadResult {
       const value = buf.toString('latin1', valueStart, valueEnd).toLowerCase();
       if (value === 'close') close = true;
       else if (value !== 'keep-alive') return 'other';
+    } else if (name === 'x-request-id') {
+      requestIds++;
+      requestId = buf.toString('latin1', valueStart, valueEnd);
     }
   }
-  if (hosts !== 1 || connections > 1) return 'other';
-  return { method, target, close, end: headEnd + 4 };
+  // node:http joins repeated X-Request-Id fields with ", "; such a head is left to it.
+  if (hosts !== 1 || connections > 1 || requestIds > 1) return 'other';
+  return { method, target, close, requestId, end: headEnd + 4 };
 }

@@ -6,7 +6,8 @@ import { createDownloadServer } from './server.js';
 export interface RunningDownloads {
   url: string;
   port: number;
-  close(): Promise<void>;
+  /** Stops taking connections; downloads in flight get `drainMs` to finish (0: cut now). */
+  close(drainMs?: number): Promise<void>;
 }
 
 /** The `downloads` part of `pier serve`: needs only the storage location, no database. */
@@ -14,7 +15,8 @@ export async function startDownloads(config: Config, options: { port?: number } 
   const server = createDownloadServer({
     storage: localStorage(config.publishing.storageDir),
     log: pino({ level: config.logLevel, name: 'downloads' }),
+    trustProxy: config.trustProxy,
   });
   const address = await server.listen(options.port ?? config.publishing.downloadPort, config.host);
-  return { url: address.url, port: address.port, close: () => server.close() };
+  return { url: address.url, port: address.port, close: (drainMs) => server.close(drainMs) };
 }

@@ -5,6 +5,10 @@
  * parse, one stat/open and a read, and nginx is the yardstick (bench/downloads.ts), so it
  * skips the web app's plugin pipeline.
  */
+import { drained } from '../../infra/drain.js';
+import { isDraining } from '../../infra/readiness.js';
+import type { TrustProxy } from '../../infra/config.js';
+import { fastPathRequestIds, REQUEST_ID_HEADER, requestIdGenerator } from '../../infra/request-id.js';
 import http from 'node:http';
 import { listenOn } from '../../infra/listen.js';
 import type { Storage, StoredReader } from '../../infra/storage.js';
@@ -26,7 +30,8 @@ export interface DownloadLog {
 export interface DownloadServer {
   server: http.Server;
   listen(port: number, host: string): Promise<{ host: string; port: number; url: string }>;
-  close(): Promise<void>;
+  /** Stops taking connections; downloads in flight get `drainMs` to finish (0: cut now). */
+  close(drainMs?: number): Promise<void>;
 }
 
 /** Files up to this size are read in one go and sent with one write (most of an update site). */
@@ -51,13 +56,28 @@ const COMMON_HEADERS = {
 };
 
 function problem(res: http.ServerResponse, status: number, code: string, detail: string, head: boolean): void {
-  const body = JSON.stringify({ type: 'about:blank', title: http.STATUS_CODES[status], status, code, detail });
+  const requestId = res.getHeader(REQUEST_ID_HEADER);
+  const body = JSON.stringify({ type: 'about:blank', title: http.STATUS_CODES[status], status, code, detail, ...(requestId ? { requestId } : {}) });
   res.writeHead(status, {
     ...COMMON_HEADERS,
     'content-type': 'application/problem+json; charset=utf-8',
     'content-length': Buffer.byteLength(body),
     'cache-control': 'no-store',
   });
+  res.end(head ? undefined : body);
+}
+
+/**
+ * Liveness and readiness (infra/readiness.ts) of the download host: it needs no database, so it
+ * is ready unless the process drains. Both names are reserved product ids (products/slug.ts).
+ */
+function probe(res: http.ServerResponse, pathname: string, head: boolean): void {
+  if (pathname === '/readyz' && isDraining()) {
+    problem(res, 503, 'not_ready', 'the process is shutting down (draining after SIGTERM)', head);
+    return;
+  }
+  const body = JSON.stringify({ status: pathname === '/healthz' ? 'ok' : 'ready' });
+  res.writeHead(200, { ...COMMON_HEADERS, 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), 'cache-control': 'no-store' });
   res.end(head ? undefined : body);
 }
 
@@ -73,6 +93,8 @@ export function createDownloadServer(options: {
   headersTimeoutMs?: number;
   /** How long a freshness check of a cached file serves further requests (file-cache.ts FRESH_MS unless set: tests). */
   freshMs?: number;
+  /** PIER_TRUST_PROXY: whose X-Request-Id a request keeps (infra/request-id.ts); nobody's unless set. */
+  trustProxy?: TrustProxy;
 }): DownloadServer {
   const { storage, log } = options;
   const cache = new FileCache(options.cacheBytes ?? CACHE_BYTES, options.freshMs);
@@ -254,6 +276,7 @@ export function createDownloadServer(options: {
       return problem(res, 405, 'method_not_allowed', 'The download host only answers GET and HEAD', false);
     }
     const pathname = pathOf(req.url ?? '/');
+    if (pathname === '/healthz' || pathname === '/readyz') return probe(res, pathname, head);
     const parsed = targetOf(pathname);
     if (!parsed.ok) return problem(res, parsed.status, parsed.status === 400 ? 'invalid_path' : 'not_found', parsed.reason, head);
     const t = parsed.target;
@@ -281,19 +304,22 @@ export function createDownloadServer(options: {
   // Null while metrics are off: then no answer does any counting.
   const counts = hostCounts('downloads', { countsNodeHttp: true });
   const headersTimeout = options.headersTimeoutMs === undefined ? {} : { headersTimeout: options.headersTimeoutMs, connectionsCheckingInterval: Math.max(10, Math.floor(options.headersTimeoutMs / 5)) };
+  const requestIdOf = requestIdGenerator(options.trustProxy ?? false);
   const server = http.createServer({ keepAliveTimeout: 65_000, noDelay: true, ...headersTimeout }, (req, res) => {
     if (counts) countNodeHttpAnswer(counts, req, res);
     const started = logRequests ? process.hrtime.bigint() : 0n;
+    const reqId = requestIdOf(req);
+    res.setHeader(REQUEST_ID_HEADER, reqId);
     if (logRequests) {
       res.on('finish', () =>
         log.info(
-          { method: req.method, path: req.url?.split('?')[0], status: res.statusCode, ms: Number(process.hrtime.bigint() - started) / 1e6 },
+          { reqId, method: req.method, path: req.url?.split('?')[0], status: res.statusCode, ms: Number(process.hrtime.bigint() - started) / 1e6 },
           'request',
         ),
       );
     }
     handle(req, res).catch((e: unknown) => {
-      log.error({ url: req.url, err: e }, 'download failed');
+      log.error({ reqId, url: req.url, err: e }, 'download failed');
       if (!res.headersSent) problem(res, 500, 'internal', 'Internal error', req.method === 'HEAD');
       else res.destroy();
     });
@@ -307,10 +333,11 @@ export function createDownloadServer(options: {
       : installFastPath(server, {
           lookup: currentCachedFile,
           counts,
+          requestId: fastPathRequestIds(options.trustProxy ?? false),
           served: logRequests
-            ? (r, started) =>
+            ? (r, started, _socket, reqId) =>
                 log.info(
-                  { method: r.method, path: pathOf(r.target), status: 200, ms: Number(process.hrtime.bigint() - started) / 1e6, fast: true },
+                  { reqId, method: r.method, path: pathOf(r.target), status: 200, ms: Number(process.hrtime.bigint() - started) / 1e6, fast: true },
                   'request',
                 )
             : undefined,
@@ -324,12 +351,25 @@ export function createDownloadServer(options: {
       const h = a.family === 'IPv6' ? `[${a.address}]` : a.address;
       return { host: a.address, port: a.port, url: `http://${h}:${a.port}` };
     },
-    close() {
-      return new Promise((resolve) => {
-        server.close(() => resolve());
+    close(drainMs = 0) {
+      const force = () => {
         server.closeAllConnections();
         fast?.closeAll();
-      });
+      };
+      return drained(
+        () =>
+          new Promise<void>((resolve) => {
+            server.close(() => resolve());
+            // Kept-alive connections between requests close now; one answering closes after it
+            // (node:http sends its answers `Connection: close` once the server is closing).
+            server.closeIdleConnections();
+            fast?.closeIdle();
+            const idle = setInterval(() => server.closeIdleConnections(), 100);
+            server.once('close', () => clearInterval(idle));
+          }),
+        drainMs,
+        force,
+      );
     },
   };
 }

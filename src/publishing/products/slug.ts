@@ -18,6 +18,7 @@ export const RESERVED_IDS: ReadonlySet<string> = new Set([
   'badge',
   'badges',
   'healthz',
+  'readyz',
   'admin',
   'staff',
   'login',

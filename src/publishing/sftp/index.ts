@@ -21,7 +21,8 @@ export interface RunningSftp {
   hostKeys: HostKey[];
   /** Requests of a product's sessions that waited for their turn (request pacing). */
   deferredRequests(productId: string): number;
-  close(): Promise<void>;
+  /** Stops taking connections; sessions end after their transfer, or after `drainMs` (0: now). */
+  close(drainMs?: number): Promise<void>;
 }
 
 /**
@@ -87,9 +88,9 @@ export async function startSftp(
       ...address,
       hostKeys,
       deferredRequests: (productId) => server.deferredRequests(productId),
-      async close() {
+      async close(drainMs = 0) {
         await sweeping?.stop();
-        await server.close();
+        await server.close(drainMs);
         await database.close();
       },
     };

@@ -14,7 +14,7 @@ import type { FilesService } from '../files/service.js';
 import type { HostKey } from './host-keys.js';
 import { sftpMetrics } from './metrics.js';
 import { DEFAULT_PACING, type PacingOptions, SessionPacer, TokenBucket } from './pacer.js';
-import { CredentialRevokedError, type SessionLog, serveSftp } from './session.js';
+import { CredentialRevokedError, type ServedSession, type SessionLog, serveSftp } from './session.js';
 
 /** SFTP channels open at once on one connection (OpenSSH, lftp and rclone use one each). */
 const MAX_CHANNELS_PER_CONNECTION = 2;
@@ -56,6 +56,9 @@ export interface SftpAuthenticator {
   sftpCredentialCurrent(productId: string, credential: string): Promise<boolean>;
 }
 
+/** See `endIfIdle`: how long an idle session may stay while the server drains. */
+const DRAIN_IDLE_GRACE_MS = 2000;
+
 export interface SftpServerOptions {
   hostKeys: HostKey[];
   auth: SftpAuthenticator;
@@ -86,7 +89,11 @@ export interface SftpServerOptions {
 
 export interface SftpServer {
   listen(port: number, host: string): Promise<{ host: string; port: number }>;
-  close(): Promise<void>;
+  /**
+   * Stops taking connections and ends every session once no transfer is in progress (after the
+   * CLOSE of the file being uploaded or downloaded), or when `drainMs` has passed; 0 ends all now.
+   */
+  close(drainMs?: number): Promise<void>;
   /** Requests of a product's sessions that waited for their turn since the server started. */
   deferredRequests(productId: string): number;
 }
@@ -132,6 +139,22 @@ export function createSftpServer(options: SftpServerOptions): SftpServer {
   });
   const sessions = new Map<string, number>();
   const connections = new Set<Connection>();
+  /** Each logged-in connection's SFTP sessions (a drain ends the connection when none is busy). */
+  const sessionsOf = new Map<Connection, Set<ServedSession>>();
+  let draining = false;
+  const idle = (client: Connection) => [...(sessionsOf.get(client) ?? [])].every((s) => !s.busy());
+  /**
+   * While draining, a session with no transfer in progress is ended after DRAIN_IDLE_GRACE_MS
+   * if it starts none (it cannot: new ones are refused): a batch client that just finished its
+   * last transfer disconnects by itself meanwhile and exits cleanly, which it does not when the
+   * server disconnects it first (OpenSSH's sftp then exits with 255).
+   */
+  const endIfIdle = (client: Connection) => {
+    if (!draining || !idle(client)) return;
+    setTimeout(() => {
+      if (idle(client)) client.end();
+    }, DRAIN_IDLE_GRACE_MS).unref();
+  };
   const sockets = new Set<net.Socket>();
   const loginTimeoutMs = (options.loginTimeoutSeconds ?? 15) * 1000;
   const idleTimeoutMs = (options.idleTimeoutSeconds ?? 900) * 1000;
@@ -313,7 +336,20 @@ export function createSftpServer(options: SftpServerOptions): SftpServer {
                 warned = true;
               },
             });
-            serveSftp(acceptSftp(), { productId: id, files, log, activity: () => idleTimer?.refresh(), checkCredential, pacer, metrics });
+            const served = serveSftp(acceptSftp(), {
+              productId: id,
+              files,
+              log,
+              activity: () => idleTimer?.refresh(),
+              checkCredential,
+              pacer,
+              metrics,
+              onIdle: () => endIfIdle(client),
+              draining: () => draining,
+            });
+            const own = sessionsOf.get(client) ?? new Set();
+            own.add(served);
+            sessionsOf.set(client, own);
           });
           // Shells, exec, port forwarding: this server only speaks SFTP.
           session.on('exec', (_accept, reject) => reject());
@@ -331,6 +367,7 @@ export function createSftpServer(options: SftpServerOptions): SftpServer {
         clearTimeout(idleTimer);
         clearInterval(checkTimer);
         connections.delete(client);
+        sessionsOf.delete(client);
         if (productId) {
           const left = (sessions.get(productId) ?? 1) - 1;
           if (left > 0) sessions.set(productId, left);
@@ -395,11 +432,21 @@ export function createSftpServer(options: SftpServerOptions): SftpServer {
       return { host: a.address, port: a.port };
     },
     deferredRequests: (productId) => deferredByProduct.get(productId) ?? 0,
-    close() {
+    close(drainMs = 0) {
       return new Promise((resolve) => {
+        draining = true;
         server.close(() => resolve());
-        for (const c of connections) c.end();
-        for (const s of sockets) s.destroy();
+        const force = () => {
+          for (const c of connections) c.end();
+          for (const s of sockets) s.destroy();
+        };
+        if (drainMs <= 0) return force();
+        // Not logged in yet, or logged in and idle: ended now; the rest after their transfer.
+        for (const c of connections) {
+          if (sessionsOf.has(c)) endIfIdle(c);
+          else c.end();
+        }
+        setTimeout(force, drainMs).unref();
       });
     },
   };

@@ -38,6 +38,16 @@ export interface SessionContext {
   pacer?: SessionPacer;
   /** Counts bytes and uploads (metrics.ts); null or absent while metrics are off. */
   metrics?: SftpMetrics | null;
+  /** Called when a CLOSE leaves the session without open handles (a drain ends it then). */
+  onIdle?: () => void;
+  /** True once the server drains (SIGTERM): transfers in progress finish, new ones are refused. */
+  draining?: () => boolean;
+}
+
+/** What the server may ask of a running session. */
+export interface ServedSession {
+  /** Whether a transfer or listing is in progress (a handle is open or being opened). */
+  busy(): boolean;
 }
 
 /** A request refused because the session's password was rotated since it logged in. */
@@ -125,7 +135,7 @@ const RESUME_REFUSED =
   'Resuming or appending to a stored file is not supported: uploads replace whole files (use put, not reput)';
 const unsupported = (msg: string) => new Refusal(STATUS_CODE.OP_UNSUPPORTED, msg);
 
-export function serveSftp(sftp: SFTPWrapper, ctx: SessionContext): void {
+export function serveSftp(sftp: SFTPWrapper, ctx: SessionContext): ServedSession {
   const { productId, files, log } = ctx;
   const metrics = ctx.metrics ?? null;
   const stillAllowed = ctx.checkCredential ?? (async () => {});
@@ -184,6 +194,7 @@ export function serveSftp(sftp: SFTPWrapper, ctx: SessionContext): void {
    */
   async function openHandle(reqid: number, acquire: () => Promise<Handle>): Promise<void> {
     if (closed) throw failure('The session is closed');
+    if (ctx.draining?.()) throw failure('The server is restarting: connect again to continue');
     if (handles.size + opening >= MAX_HANDLES) throw failure(`Too many open handles (limit ${MAX_HANDLES})`);
     opening++;
     let h: Handle;
@@ -364,6 +375,8 @@ export function serveSftp(sftp: SFTPWrapper, ctx: SessionContext): void {
         log.info({ productId, path: h.path, size: entry.size }, 'sftp upload finished');
       }
       ok(reqid);
+      // After the reply is queued: a drain that ends the session now still sends it first.
+      if (handles.size === 0 && opening === 0 && ctx.onIdle) setImmediate(ctx.onIdle);
     }),
   );
 
@@ -534,4 +547,5 @@ export function serveSftp(sftp: SFTPWrapper, ctx: SessionContext): void {
     for (const h of handles.values()) void release(h);
     handles.clear();
   });
+  return { busy: () => handles.size + opening > 0 };
 }

@@ -7,6 +7,7 @@
  * answer anew. Only answers that depend on the target and the database alone are filed (the
  * routes decide: 200s, no request header read); bounded by bytes, oldest dropped first.
  */
+import { REQUEST_ID_HEADER } from '../../infra/request-id.js';
 import type http from 'node:http';
 import type { FastAnswer } from '../../infra/fast-path/fast-path.js';
 import type { PageChanges } from './page-changes.js';
@@ -34,7 +35,10 @@ export class PageAnswers {
   remember(target: string, seq: number, headers: Record<string, string | number | string[] | undefined>, body: Buffer): void {
     if (target.length > MAX_TARGET_LENGTH) return;
     const full: http.OutgoingHttpHeaders = {};
-    for (const [name, value] of Object.entries(headers)) if (value !== undefined) full[name] = typeof value === 'number' ? String(value) : value;
+    for (const [name, value] of Object.entries(headers)) {
+      // The id was this request's; the fast path answers each request with its own.
+      if (value !== undefined && name !== REQUEST_ID_HEADER) full[name] = typeof value === 'number' ? String(value) : value;
+    }
     full['content-length'] = String(body.length);
     const entry: Entry = { full, data: body, seq, cost: body.length + ENTRY_OVERHEAD + target.length };
     if (entry.cost > this.maxBytes) return;

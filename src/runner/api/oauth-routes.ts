@@ -48,7 +48,7 @@ export function registerOAuthRoutes(app: HttpApp, ctx: RunnerContext): void {
     }
     const { problem, headers } = toProblem(err);
     if (problem.status >= 500) req.log.error({ err }, 'request failed');
-    reply.code(problem.status).headers(headers).type('application/problem+json; charset=utf-8').send(problem);
+    reply.code(problem.status).headers(headers).type('application/problem+json; charset=utf-8').send({ ...problem, requestId: req.id });
   });
 
   app.addHook('onRequest', (req, reply, done) => {

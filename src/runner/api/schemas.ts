@@ -36,6 +36,7 @@ export const Problem = Type.Object(
         }),
       ),
     ),
+    requestId: Type.Optional(Type.String({ description: 'the id of the request (also in the X-Request-Id header): quote it when reporting an error' })),
   },
   { description: 'RFC 9457 problem details' },
 );

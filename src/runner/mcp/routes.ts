@@ -153,7 +153,7 @@ export async function registerMcpRoutes(app: HttpApp, ctx: RunnerContext): Promi
       if (problem.status >= 500) req.log.error({ err }, 'request failed');
       if (problem.status === 401) headers['www-authenticate'] = challengeFor(metadataUrl);
       reply.headers(headers);
-      return rpcError(reply, problem.status, problem.code === 'malformed_body' ? PARSE_ERROR : SERVER_ERROR, problem.detail, problem);
+      return rpcError(reply, problem.status, problem.code === 'malformed_body' ? PARSE_ERROR : SERVER_ERROR, problem.detail, { ...problem, requestId: req.id });
     });
 
     const options = { config: access(MCP_ENDPOINT), schema: { hide: true }, bodyLimit: 1024 * 1024 };

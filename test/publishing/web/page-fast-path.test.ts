@@ -12,9 +12,12 @@ import { type RawAnswer, raw, request } from './raw-http.js';
 
 function same(a: RawAnswer, b: RawAnswer, what: string): void {
   assert.equal(a.status, b.status, what);
-  const strip = (h: Map<string, string>) => [...h].filter(([k]) => k !== 'date').sort(([x], [y]) => (x < y ? -1 : 1));
+  // Date and the request id differ by request; both must be there.
+  const strip = (h: Map<string, string>) => [...h].filter(([k]) => k !== 'date' && k !== 'x-request-id').sort(([x], [y]) => (x < y ? -1 : 1));
   assert.deepEqual(strip(a.headers), strip(b.headers), what);
   assert.ok(a.headers.get('date'), `${what}: Date`);
+  for (const answer of [a, b]) assert.match(answer.headers.get('x-request-id') ?? '', /^[0-9a-f-]{36}$/, `${what}: X-Request-Id`);
+  assert.notEqual(a.headers.get('x-request-id'), b.headers.get('x-request-id'), `${what}: one id per request`);
   assert.ok(a.body.equals(b.body), `${what}: body`);
 }
 
