@@ -160,7 +160,6 @@ for (const target of dialects()) {
     let run1: HeldRun;
     let run2: HeldRun;
     let run3: HeldRun;
-    let restoredEnv: Record<string, string>;
     /** Everything the loop wrote during the backup: accepted descriptions, and every version of each busy file. */
     const accepted = new Set<string>();
     const versions = new Map<string, Set<string>>();
@@ -261,12 +260,24 @@ for (const target of dialects()) {
       assert.match(verify.stdout, /is sound/);
 
       const dataDir = tempDir('pier-restored-');
-      restoredEnv = deploymentEnv(dataDir, await freshDatabase(), { PIER_DOWNLOAD_URL: src.env.PIER_DOWNLOAD_URL!, RUNNER_LEASE_SECONDS: '3600' });
+      const restoredEnv = deploymentEnv(dataDir, await freshDatabase(), { PIER_DOWNLOAD_URL: src.env.PIER_DOWNLOAD_URL!, RUNNER_LEASE_SECONDS: '3600' });
       const restore = await pier(restoredEnv, 'restore', backupDir);
       assert.equal(restore.code, 0, restore.stderr);
       assert.match(restore.stdout, /Restored .*Start it with: pier serve/);
       const restoredConfig = loadConfig(restoredEnv);
       await assertConsistent(restoredConfig);
+      // Records of files nobody touched meanwhile are the source's, times included (the restored
+      // files keep their modification times, which the records were made from).
+      const rowsOf = async (config: Config) => {
+        const p = await openPublishingDatabase(config.publishing.databaseUrl);
+        try {
+          return await p.db.selectFrom('product_files').selectAll().where('product_id', 'in', ['live-ext', 'hidden-ext']).orderBy('product_id').orderBy('path').execute();
+        } finally {
+          await p.close();
+        }
+      };
+      assert.deepEqual(await rowsOf(restoredConfig), await rowsOf(src.config));
+      assert.doesNotMatch(restore.stderr, /live-ext|hidden-ext/, 'nothing of the untouched products was reconciled');
 
       const served = await serve(restoredEnv);
       try {
@@ -385,11 +396,21 @@ for (const target of dialects()) {
     });
 
     test('restore refuses a target whose database has Pier tables or whose storage holds files', async () => {
+      const restoredEnv = deploymentEnv(tempDir('pier-restored-'), await freshDatabase());
+      const first = await pier(restoredEnv, 'restore', backupDir);
+      assert.equal(first.code, 0, first.stderr);
       // A password in the URL is never printed (trust authentication ignores it here).
       const withPassword = (url: string) => url.replace(/^postgres:\/\/([^:@/]+)@/, 'postgres://$1:sekrit@');
-      const again = await pier({ ...restoredEnv, PIER_DATABASE_URL: withPassword(restoredEnv.PIER_DATABASE_URL!) }, 'restore', backupDir);
+      // The restored databases, with empty storage folders: the databases alone are reason to refuse.
+      const empty = tempDir('pier-empty-storage-');
+      const again = await pier(
+        { ...restoredEnv, PIER_DATABASE_URL: withPassword(restoredEnv.PIER_DATABASE_URL!), PIER_STORAGE_DIR: `${empty}/p`, RUNNER_STORAGE_DIR: `${empty}/r` },
+        'restore',
+        backupDir,
+      );
       assert.equal(again.code, 3, again.stderr);
-      assert.match(again.stderr, /is not empty|already has Pier tables/);
+      assert.match(again.stderr, /the database .* (is not empty \(tables|already has Pier tables)/);
+      assert.deepEqual(fs.readdirSync(empty), [], 'a refused restore writes nothing');
       const dataDir = tempDir('pier-restored-');
       const env = deploymentEnv(dataDir, await freshDatabase());
       const stray = path.join(loadConfig(env).publishing.storageDir, 'someone', 'file.txt');

@@ -78,15 +78,12 @@ export async function reconcileRunnerFiles(db: Kysely<RunnerDB>, storageDir: str
       result.archivesRemoved++;
       continue;
     }
-    let left = 0;
     for (const f of entries(abs)) {
-      if (f.isFile() && kept.has(`${dir.name}/${f.name}`)) left++;
-      else {
-        fs.rmSync(path.join(abs, f.name), { recursive: true, force: true });
-        result.archivesRemoved++;
-      }
+      if (f.isFile() && kept.has(`${dir.name}/${f.name}`)) continue;
+      fs.rmSync(path.join(abs, f.name), { recursive: true, force: true });
+      result.archivesRemoved++;
     }
-    if (left === 0) fs.rmSync(abs, { recursive: true, force: true });
+    if (entries(abs).length === 0) fs.rmdirSync(abs);
   }
 
   // Output records follow the files stored for their run's current attempt.
@@ -113,23 +110,19 @@ export async function reconcileRunnerFiles(db: Kysely<RunnerDB>, storageDir: str
   }
   // Everything else below outputs/ goes: no record names it (a run the snapshot does not have
   // has no records at all).
-  const sweep = (abs: string, rel: string): number => {
-    let left = 0;
+  const sweep = (abs: string, rel: string): void => {
     for (const e of entries(abs)) {
       const childAbs = path.join(abs, e.name);
       const childRel = `${rel}/${e.name}`;
       if (e.isDirectory()) {
-        const inner = sweep(childAbs, childRel);
-        if (inner === 0) fs.rmSync(childAbs, { recursive: true, force: true });
-        left += inner;
-      } else if (keep.has(childRel)) {
-        left++;
-      } else {
+        sweep(childAbs, childRel);
+        // Folders of runs and attempts that hold nothing any more.
+        if (entries(childAbs).length === 0) fs.rmdirSync(childAbs);
+      } else if (!keep.has(childRel)) {
         fs.rmSync(childAbs, { force: true });
         result.outputFilesRemoved++;
       }
     }
-    return left;
   };
   sweep(outputs.root, 'outputs');
   return result;

@@ -1,0 +1,147 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, test } from 'node:test';
+import { databaseIdentity, libpqConnection, maskDatabaseUrl, withoutPassword } from '../../src/infra/backup/database-url.js';
+import { BackupDamagedError } from '../../src/infra/backup/errors.js';
+import { type Manifest, MANIFEST_FILE, manifestProblems, readManifest, safeRelativePath } from '../../src/infra/backup/manifest.js';
+import { Progress } from '../../src/infra/backup/progress.js';
+import { restoreBackup } from '../../src/infra/backup/restore.js';
+import { groupDatabases } from '../../src/infra/backup/take.js';
+import { reconcileRunnerFiles } from '../../src/runner/backup/reconcile.js';
+import { openRunnerDatabase } from '../../src/runner/db/index.js';
+import { dialects, tempDir } from '../helpers/db.js';
+import { protocolFixture } from '../runner/executor-fixtures.js';
+import { startRunner } from '../runner/helpers.js';
+import { holdRun, sha } from './backup-source.js';
+
+const goodManifest = (): Manifest => ({
+  format: 'pier-backup',
+  formatVersion: 1,
+  pierVersion: '0.1.0',
+  snapshotAt: '2026-01-01T00:00:00.000Z',
+  finishedAt: '2026-01-01T00:00:01.000Z',
+  databases: [],
+  storages: [{ name: 'publishing', dir: 'files/publishing' }],
+  dirs: [],
+  files: [{ storage: 'publishing', path: 'p/assets/a.txt', size: 1, sha256: sha('a'), mtimeMs: 0, mode: 0o644 }],
+});
+
+describe('manifest', () => {
+  test('paths that could leave the target are refused', () => {
+    for (const bad of ['../x', '/etc/passwd', 'a//b', 'a/./b', 'a/../../b', 'a\\b', 'nul\0', '', 7]) assert.equal(safeRelativePath(bad), false, String(bad));
+    for (const ok of ['a', 'p/update-site/5.4/plugins/x_1.0.jar', '.pier-host-keys/ssh_host_ed25519_key']) assert.equal(safeRelativePath(ok), true, ok);
+  });
+
+  test('a manifest with a path outside its target, an unknown version or bad checksums lists each problem', () => {
+    assert.deepEqual(manifestProblems(goodManifest()), []);
+    const m = goodManifest();
+    m.files.push({ ...m.files[0]!, path: '../../outside' }, { ...m.files[0]!, path: 'p/b', sha256: 'nope' });
+    const problems = manifestProblems(m);
+    assert.equal(problems.length, 2, problems.join('\n'));
+    assert.match(problems[0]!, /bad file entry .*outside/);
+    assert.match(problems[1]!, /p\/b: bad size, sha256/);
+    assert.match(manifestProblems({ ...goodManifest(), formatVersion: 99 })[0]!, /format version 99 is not supported/);
+    assert.match(manifestProblems({ ...goodManifest(), format: 'tarball' })[0]!, /"format"/);
+  });
+
+  test('a restore of a crafted manifest writes nothing, inside the target or outside it', async () => {
+    const dir = tempDir('pier-crafted-');
+    const m = goodManifest();
+    m.files = [{ ...m.files[0]!, path: '../../../escaped.txt' }];
+    fs.writeFileSync(path.join(dir, MANIFEST_FILE), JSON.stringify(m));
+    const target = tempDir('pier-crafted-target-');
+    await assert.rejects(
+      restoreBackup(dir, { databases: {}, storages: { publishing: path.join(target, 'storage') } }, { sink: { write: () => true } }),
+      (e: unknown) => e instanceof BackupDamagedError && /bad file entry/.test(e.message),
+    );
+    assert.deepEqual(fs.readdirSync(target), []);
+    assert.equal(fs.existsSync(path.join(path.dirname(target), 'escaped.txt')), false);
+    fs.rmSync(dir, { recursive: true, force: true });
+    fs.rmSync(target, { recursive: true, force: true });
+  });
+
+  test('a folder without manifest is not a backup (or one that did not finish)', () => {
+    assert.throws(() => readManifest(tempDir('pier-none-')), (e: unknown) => e instanceof BackupDamagedError && /manifest\.json is missing/.test(e.message));
+  });
+});
+
+describe('database URLs', () => {
+  test('passwords are masked wherever a URL is shown, and travel to pg tools in the environment only', () => {
+    const url = 'postgres://pier:s%3Acret@db.example:5433/pier?sslmode=require';
+    assert.equal(maskDatabaseUrl(url), 'postgres://pier:***@db.example:5433/pier?sslmode=require');
+    assert.equal(maskDatabaseUrl('/var/lib/pier/pier.sqlite'), '/var/lib/pier/pier.sqlite');
+    assert.equal(withoutPassword('FATAL: password "s:cret" refused', url), 'FATAL: password "***" refused');
+    const { dbname, env } = libpqConnection(url);
+    assert.doesNotMatch(dbname, /cret/);
+    assert.deepEqual(env, { PGPASSWORD: 's:cret' });
+  });
+
+  test('products on one database share one dump, whoever connects', () => {
+    assert.equal(databaseIdentity('postgres://a:x@Host:5432/pier'), databaseIdentity('postgres://b@host/pier'));
+    assert.notEqual(databaseIdentity('postgres://a@host/pier'), databaseIdentity('postgres://a@host/other'));
+    const groups = groupDatabases([
+      { product: 'publishing', url: 'postgres://a@h/pier' },
+      { product: 'runner', url: 'postgres://b:pw@h:5432/pier' },
+    ]);
+    assert.deepEqual(groups.map((g) => g.products), [['publishing', 'runner']]);
+    assert.equal(groupDatabases([{ product: 'publishing', url: '/d/pier.sqlite' }, { product: 'runner', url: '/d/runner.sqlite' }]).length, 2);
+  });
+});
+
+describe('progress lines', () => {
+  test('plain lines when stderr is not a terminal, one rewritten line when it is', () => {
+    let t = 0;
+    const plain: string[] = [];
+    const p = new Progress('copying stored files', 3, 3000, { write: (s: string) => plain.push(s) }, () => t);
+    p.advance(1000);
+    t += 2500;
+    p.advance(1000);
+    p.advance(1000);
+    p.done();
+    assert.deepEqual(plain, ['pier: copying stored files: 2/3 files, 2.0 KiB/2.9 KiB\n', 'pier: copying stored files: 3/3 files, 2.9 KiB/2.9 KiB\n']);
+    const tty: string[] = [];
+    const q = new Progress('restoring stored files', 1, 10, { write: (s: string) => tty.push(s), isTTY: true }, () => 0);
+    q.advance(10);
+    q.done();
+    assert.deepEqual(tty, ['\r\x1b[2Kpier: restoring stored files: 1/1 files, 10 B/10 B\n']);
+  });
+});
+
+for (const target of dialects()) {
+  test(`runner outputs on a restore (${target.name}): only the files of each run's current attempt stay, legacy files included`, async () => {
+    const db = await target.create();
+    const r = await startRunner({ databaseUrl: db.url, backgroundLoops: false });
+    const handle = await openRunnerDatabase(r.config.runner.databaseUrl);
+    try {
+      const rf = await protocolFixture(r);
+      const executor = await rf.register({ capacity: 4 });
+      const lost = await holdRun(rf, executor);
+      assert.equal(await lost.output('first.csv', Buffer.from('attempt one\n')), 200);
+      const legacy = await holdRun(rf, executor);
+      const root = r.config.runner.storageDir;
+      // The run is at its second attempt in the (restored) database; the file is the first attempt's.
+      await handle.db.updateTable('runs').set({ attempt: 2 }).where('id', '=', lost.id).execute();
+      // An output stored before outputs were kept per attempt: in the run's own folder.
+      fs.mkdirSync(path.join(root, 'outputs', legacy.id), { recursive: true });
+      fs.writeFileSync(path.join(root, 'outputs', legacy.id, 'old.csv'), 'legacy bytes\n');
+      await handle.db
+        .insertInto('run_outputs')
+        .values({ run_id: legacy.id, name: 'old.csv', size: 1, sha256: sha('something else'), content_type: null, created_at: new Date().toISOString() })
+        .execute();
+      fs.writeFileSync(path.join(root, 'outputs', 'stray-file'), 'x');
+      const result = await reconcileRunnerFiles(handle.db, root, () => undefined);
+      assert.equal(result.outputRecordsDropped, 1);
+      assert.equal(result.outputRecordsCorrected, 1);
+      assert.equal(result.outputFilesRemoved, 2);
+      assert.equal(fs.existsSync(path.join(root, 'outputs', lost.id)), false, 'the lost attempt\'s folder is gone');
+      assert.equal(fs.readFileSync(path.join(root, 'outputs', legacy.id, 'old.csv'), 'utf8'), 'legacy bytes\n');
+      const rows = await handle.db.selectFrom('run_outputs').select(['run_id', 'name', 'size', 'sha256']).execute();
+      assert.deepEqual(rows.map((x) => ({ ...x, size: Number(x.size) })), [{ run_id: legacy.id, name: 'old.csv', size: 13, sha256: sha('legacy bytes\n') }]);
+    } finally {
+      await handle.close();
+      await r.close();
+      await db.drop();
+    }
+  });
+}
