@@ -2,6 +2,7 @@
 import { benchCrawl } from './crawl.js';
 import { benchDownloads } from './downloads.js';
 import { benchHostileLoad } from './hostile-load.js';
+import { benchMetrics } from './metrics.js';
 import { benchPages } from './pages.js';
 import { benchPublishingPatch } from './publishing-patch.js';
 import { benchSftp } from './sftp.js';
@@ -13,6 +14,7 @@ const benches: Record<string, () => Promise<string>> = {
   sftp: benchSftp,
   downloads: benchDownloads,
   'hostile-load': benchHostileLoad,
+  metrics: benchMetrics,
 };
 
 const runner = await import('./runner-auth.js').catch(() => null);

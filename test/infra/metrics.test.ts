@@ -319,8 +319,8 @@ async function serve(
   let out = '';
   child.stdout?.on('data', (c) => (out += c));
   child.stderr?.on('data', (c) => (out += c));
-  const parts = only.split(',').length;
-  for (let i = 0; i < 600 && (out.match(/ listening on /g) ?? []).length < parts + (env.PIER_METRICS_PORT ? 1 : 0); i++) {
+  const lines = only.split(',').map((part) => `pier: ${part} listening on `);
+  for (let i = 0; i < 600 && !lines.every((l) => out.includes(l)); i++) {
     if (child.exitCode !== null) break;
     await new Promise((r) => setTimeout(r, 50));
   }
