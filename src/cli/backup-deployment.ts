@@ -4,13 +4,13 @@ import { type BackupPlan, groupDatabases } from '../infra/backup/take.js';
 import type { Manifest } from '../infra/backup/manifest.js';
 import type { RestoreTargets } from '../infra/backup/restore.js';
 import { isTransientEntry, localStorage } from '../infra/storage-local.js';
-import { openPublishingDatabase } from '../publishing/db.js';
+import { openPublishingDatabase, PUBLISHING_MIGRATION_TABLE } from '../publishing/db.js';
 import { filesRepository } from '../publishing/files/repository.js';
 import { type RestoredFilesResult, reconcileRestoredFiles } from '../publishing/files/restored.js';
 import { filesService } from '../publishing/files/service.js';
 import { reconcileRunnerFiles, type RunnerReconcileResult } from '../runner/backup/reconcile.js';
 import { isRunnerTransient, RUNNER_STORAGE_FOLDERS } from '../runner/backup/scope.js';
-import { openRunnerDatabase } from '../runner/db/index.js';
+import { openRunnerDatabase, RUNNER_MIGRATION_TABLE } from '../runner/db/index.js';
 
 /**
  * A Pier deployment as `pier backup` and `pier restore` see it, from the same configuration as
@@ -39,6 +39,8 @@ export function restoreTargets(config: Config): RestoreTargets {
   return {
     databases: { [PUBLISHING]: config.publishing.databaseUrl, [RUNNER]: config.runner.databaseUrl },
     storages: { [PUBLISHING]: config.publishing.storageDir, [RUNNER]: config.runner.storageDir },
+    // Each product's migration table (infra/database `migrate`: `<prefix>_migrations`).
+    markers: [`${PUBLISHING_MIGRATION_TABLE}_migrations`, `${RUNNER_MIGRATION_TABLE}_migrations`],
   };
 }
 

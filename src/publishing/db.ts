@@ -526,6 +526,9 @@ const migrations: Record<string, Migration> = {
 export { migrations as publishingMigrations };
 
 /** Opens the publishing database and brings its schema up to date. */
+/** Prefix of the publishing service's migration tables (`pier_migrations`): the runner may share the database. */
+export const PUBLISHING_MIGRATION_TABLE = 'pier';
+
 export function openPublishingDatabase(url: string) {
-  return openMigratedDatabase<PublishingDB>(url, 'pier', migrations);
+  return openMigratedDatabase<PublishingDB>(url, PUBLISHING_MIGRATION_TABLE, migrations);
 }

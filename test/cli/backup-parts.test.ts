@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
+import SQLite from 'better-sqlite3';
 import { describe, test } from 'node:test';
 import { databaseIdentity, libpqConnection, maskDatabaseUrl, withoutPassword } from '../../src/infra/backup/database-url.js';
-import { BackupDamagedError } from '../../src/infra/backup/errors.js';
+import { BackupDamagedError, RestoreRefusedError } from '../../src/infra/backup/errors.js';
 import { type Manifest, MANIFEST_FILE, manifestProblems, readManifest, safeRelativePath } from '../../src/infra/backup/manifest.js';
 import { Progress } from '../../src/infra/backup/progress.js';
 import { restoreBackup } from '../../src/infra/backup/restore.js';
@@ -52,11 +53,29 @@ describe('manifest', () => {
     fs.writeFileSync(path.join(dir, MANIFEST_FILE), JSON.stringify(m));
     const target = tempDir('pier-crafted-target-');
     await assert.rejects(
-      restoreBackup(dir, { databases: {}, storages: { publishing: path.join(target, 'storage') } }, { sink: { write: () => true } }),
+      restoreBackup(dir, { databases: {}, storages: { publishing: path.join(target, 'storage') }, markers: [] }, { sink: { write: () => true } }),
       (e: unknown) => e instanceof BackupDamagedError && /bad file entry/.test(e.message),
     );
     assert.deepEqual(fs.readdirSync(target), []);
     assert.equal(fs.existsSync(path.join(path.dirname(target), 'escaped.txt')), false);
+    fs.rmSync(dir, { recursive: true, force: true });
+    fs.rmSync(target, { recursive: true, force: true });
+  });
+
+  test('a target database with tables is refused even when the backup has no dump for it (the restore reconciles every product)', async () => {
+    const dir = tempDir('pier-nodump-');
+    const m = goodManifest();
+    m.files = [];
+    fs.writeFileSync(path.join(dir, MANIFEST_FILE), JSON.stringify(m));
+    const target = tempDir('pier-nodump-target-');
+    const file = path.join(target, 'runner.sqlite');
+    const db = new SQLite(file);
+    db.exec('CREATE TABLE runner_migrations (name TEXT)');
+    db.close();
+    await assert.rejects(
+      restoreBackup(dir, { databases: { runner: file }, storages: { publishing: path.join(target, 'storage') }, markers: ['runner_migrations'] }, { sink: { write: () => true } }),
+      (e: unknown) => e instanceof RestoreRefusedError && /runner\.sqlite is not empty \(tables runner_migrations\)/.test(e.message),
+    );
     fs.rmSync(dir, { recursive: true, force: true });
     fs.rmSync(target, { recursive: true, force: true });
   });

@@ -14,6 +14,12 @@ import { databaseProblems } from './verify.js';
 export interface RestoreTargets {
   databases: Record<string, string>;
   storages: Record<string, string>;
+  /**
+   * Tables that mark a database as holding Pier data (the products' migration tables): a target
+   * with one of them is refused even when the backup has no dump for that product, since the
+   * restore goes on to reconcile every product's records with the restored files.
+   */
+  markers: string[];
 }
 
 /** Lists at most a few names (a refusal message stays one readable line). */
@@ -42,29 +48,40 @@ function targetOf(d: ManifestDatabase, targets: RestoreTargets): string {
   return url;
 }
 
-/** Refuses a target that is not empty: its databases have any of the backup's tables, or its storage holds files. */
+/**
+ * Refuses a target that is not empty: any of its databases has Pier tables (SQLite: any table),
+ * or a storage folder holds files. Every configured target is checked, not only those the
+ * backup has a dump or files for.
+ */
 async function checkEmpty(manifest: Manifest, targets: RestoreTargets, urls: Map<ManifestDatabase, string>): Promise<void> {
   const sqliteFiles = new Set<string>();
   for (const d of manifest.databases) {
-    const url = urls.get(d)!;
-    if (d.dialect === 'sqlite') {
-      if (sqliteFiles.has(path.resolve(url))) throw new RestoreRefusedError(`two SQLite dumps of the backup would go to one file, ${url}`);
-      sqliteFiles.add(path.resolve(url));
+    if (d.dialect !== 'sqlite') continue;
+    const file = path.resolve(urls.get(d)!);
+    if (sqliteFiles.has(file)) throw new RestoreRefusedError(`two SQLite dumps of the backup would go to one file, ${file}`);
+    sqliteFiles.add(file);
+  }
+  const ours = new Set([...targets.markers, ...manifest.databases.flatMap((d) => d.tables)]);
+  const seen = new Set<string>();
+  for (const url of Object.values(targets.databases)) {
+    if (seen.has(databaseIdentity(url))) continue;
+    seen.add(databaseIdentity(url));
+    if (!isPostgresUrl(url)) {
       const tables = sqliteTablesAt(url);
       if (tables.length) throw new RestoreRefusedError(`the database ${url} is not empty (tables ${some(tables)}): restore into an empty data dir`);
     } else {
-      const present = new Set(await postgresTables(url));
-      const clash = d.tables.filter((t) => present.has(t));
+      const clash = (await postgresTables(url)).filter((t) => ours.has(t));
       if (clash.length) {
         throw new RestoreRefusedError(`the database ${maskDatabaseUrl(url)} already has Pier tables (${some(clash)}): restore into an empty database`);
       }
     }
   }
   for (const s of manifest.storages) {
-    const root = targets.storages[s.name];
-    if (!root) throw new RestoreRefusedError(`the backup holds files of a storage location "${s.name}", which this Pier does not know`);
+    if (!targets.storages[s.name]) throw new RestoreRefusedError(`the backup holds files of a storage location "${s.name}", which this Pier does not know`);
+  }
+  for (const [name, root] of Object.entries(targets.storages)) {
     const found = holdsFiles(root);
-    if (found) throw new RestoreRefusedError(`the ${s.name} storage folder ${root} is not empty (it holds ${found}): restore into empty storage folders`);
+    if (found) throw new RestoreRefusedError(`the ${name} storage folder ${root} is not empty (it holds ${found}): restore into empty storage folders`);
   }
 }
 

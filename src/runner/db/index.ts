@@ -4,9 +4,12 @@ import type { RunnerDB } from './schema.js';
 
 export type RunnerDatabase = Database<RunnerDB>;
 
+/** Prefix of the runner's migration tables (`runner_migrations`): the publishing service may share the database. */
+export const RUNNER_MIGRATION_TABLE = 'runner';
+
 /** Opens the runner database and brings its schema up to date (migrations run at start). */
 export function openRunnerDatabase(url: string): Promise<RunnerDatabase> {
-  return openMigratedDatabase<RunnerDB>(url, 'runner', runnerMigrations);
+  return openMigratedDatabase<RunnerDB>(url, RUNNER_MIGRATION_TABLE, runnerMigrations);
 }
 
 /** True for a unique-constraint violation on either dialect. */
