@@ -451,6 +451,11 @@ for (const target of dialects()) {
       const dir = path.join(work, 'backup-between');
       const manifest: Manifest = await takeBackup(deploymentPlan(src.config), dir, {
         sink: { write: () => true },
+        // An update site uploaded to one folder and renamed to its label while the files are
+        // copied: found under the new name by the second pass.
+        afterWalk: async (pass) => {
+          if (pass === 1) await src.files.rename('hidden-ext', 'update-site/1.0', 'update-site/1.1');
+        },
         afterSnapshot: async () => {
           await src.files.remove('hidden-ext', 'workflows/Demo.knwf');
           await upload(src.files, 'busy-ext', 'assets/after.bin', after);
@@ -487,6 +492,10 @@ for (const target of dialects()) {
         assert.ok(fs.readFileSync(path.join(storage, 'busy-ext/assets/after.bin')).equals(after));
         // Replaced after it: the record describes the file that was copied.
         assert.equal(Number((await row('live-ext', 'assets/logo.png'))?.size), newLogo.length);
+        // Moved while the files were copied: under its new name only, with records.
+        assert.equal((await p.db.selectFrom('product_files').select('path').where('product_id', '=', 'hidden-ext').where('path', 'like', 'update-site/1.0/%').execute()).length, 0);
+        const moved = await p.db.selectFrom('product_files').select('path').where('product_id', '=', 'hidden-ext').where('path', 'like', 'update-site/1.1/%').execute();
+        assert.ok(moved.length >= 200, `the renamed update site is in the backup (${moved.length} files)`);
         // A product registered after it: not in the database, so its files are gone too.
         assert.equal(await p.db.selectFrom('products').select('id').where('id', '=', 'late-ext').executeTakeFirst(), undefined);
         assert.equal(fs.existsSync(path.join(storage, 'late-ext')), false);

@@ -40,6 +40,8 @@ export interface TakeOptions {
    * in between, as uploads, deletes and runs of a live deployment do).
    */
   afterSnapshot?: () => Promise<void>;
+  /** Runs in each pass of the file copy between listing the files and copying them (tests: a rename meanwhile). */
+  afterWalk?: (pass: number) => Promise<void>;
 }
 
 /** Products that name the same database (both may share one) share one dump. */
@@ -107,7 +109,7 @@ export async function takeBackup(plan: BackupPlan, dir: string, options: TakeOpt
     const databases: ManifestDatabase[] = [];
     for (const source of plan.databases) databases.push(...(await snapshotDatabase(source, target, sink)));
     await options.afterSnapshot?.();
-    const { dirs, files } = await copyStorages(plan.storages, target, sink);
+    const { dirs, files } = await copyStorages(plan.storages, target, { sink, afterWalk: options.afterWalk });
     const manifest: Manifest = {
       format: MANIFEST_FORMAT,
       formatVersion: MANIFEST_VERSION,
@@ -156,35 +158,82 @@ async function snapshotDatabase(source: DatabaseSource, target: string, sink: Pr
 /** At most this many files are copied at once (each one waits on its fsync). */
 const PARALLEL_COPIES = 4;
 
-async function copyStorages(storages: StorageSource[], target: string, sink: ProgressSink): Promise<{ dirs: ManifestDir[]; files: ManifestFile[] }> {
+interface Pass {
+  pass: number;
+  what: string;
+  sink: ProgressSink;
+  afterWalk?: (pass: number) => Promise<void>;
+}
+
+interface Copied {
+  dirs: ManifestDir[];
+  files: ManifestFile[];
+  /** `storage\0path` of every folder and file in the backup. */
+  seen: Set<string>;
+}
+
+/**
+ * Copies what the storage locations hold now and the backup does not have yet; answers the
+ * number of files copied. The list is taken once per pass, so a file moved to a new name during
+ * the pass (an update site uploaded to a temporary folder, then renamed to its label) is found
+ * under neither name.
+ */
+async function copyPass(storages: StorageSource[], target: string, options: Pass, into: Copied): Promise<number> {
+  const key = (storage: string, p: string) => `${storage}\0${p}`;
   const walked = [];
-  for (const s of storages) walked.push({ source: s, ...(await walkStorage(s, nestedRoots(s, storages))) });
+  for (const s of storages) {
+    const found = await walkStorage(s, nestedRoots(s, storages));
+    walked.push({ source: s, dirs: found.dirs.filter((d) => !into.seen.has(key(s.name, d))), files: found.files.filter((f) => !into.seen.has(key(s.name, f.path))) });
+  }
+  await options.afterWalk?.(options.pass);
   const total = walked.reduce((n, w) => n + w.files.length, 0);
-  const totalBytes = walked.reduce((n, w) => w.files.reduce((m, f) => m + f.size, n), 0);
-  const progress = new Progress('copying stored files', total, totalBytes, sink);
-  const dirs: ManifestDir[] = [];
-  const files: ManifestFile[] = [];
-  for (const { source, dirs: found, files: listed } of walked) {
+  const progress = new Progress(options.what, total, walked.reduce((n, w) => w.files.reduce((m, f) => m + f.size, n), 0), options.sink);
+  let copiedFiles = 0;
+  for (const { source, dirs, files } of walked) {
     const root = path.join(target, FILES_DIR, source.name);
     fs.mkdirSync(root, { recursive: true });
-    for (const d of found) {
+    for (const d of dirs) {
       const st = fs.lstatSync(path.join(source.root, d), { throwIfNoEntry: false });
       fs.mkdirSync(path.join(root, d), { recursive: true });
-      dirs.push({ storage: source.name, path: d, mode: st ? st.mode & 0o777 : 0o755 });
+      into.dirs.push({ storage: source.name, path: d, mode: st ? st.mode & 0o777 : 0o755 });
+      into.seen.add(key(source.name, d));
     }
     let next = 0;
     const worker = async () => {
-      while (next < listed.length) {
-        const f = listed[next++]!;
-        const copied = await copyStoredFile(path.join(source.root, f.path), path.join(root, f.path));
+      while (next < files.length) {
+        const f = files[next++]!;
+        const to = path.join(root, f.path);
+        fs.mkdirSync(path.dirname(to), { recursive: true });
+        const copied = await copyStoredFile(path.join(source.root, f.path), to);
         progress.advance(copied?.size ?? 0);
         // Gone since the walk (deleted or moved away): not part of this backup.
-        if (copied) files.push({ storage: source.name, path: f.path, ...copied });
+        if (!copied) continue;
+        into.files.push({ storage: source.name, path: f.path, ...copied });
+        into.seen.add(key(source.name, f.path));
+        copiedFiles++;
       }
     };
     await Promise.all(Array.from({ length: PARALLEL_COPIES }, worker));
   }
-  progress.done();
-  files.sort((a, b) => (a.storage + '\0' + a.path < b.storage + '\0' + b.path ? -1 : 1));
-  return { dirs, files };
+  // The second pass says something only when it found something.
+  if (total > 0 || options.pass === 1) progress.done();
+  return copiedFiles;
+}
+
+/**
+ * Copies the stored files, then once more whatever appeared meanwhile: files moved during the
+ * first pass are found under their new name then (the restore makes the records follow). A
+ * third pass is not made: the backup has to end while uploads go on.
+ */
+async function copyStorages(
+  storages: StorageSource[],
+  target: string,
+  options: Pick<Pass, 'sink' | 'afterWalk'>,
+): Promise<{ dirs: ManifestDir[]; files: ManifestFile[] }> {
+  const copied: Copied = { dirs: [], files: [], seen: new Set() };
+  await copyPass(storages, target, { ...options, pass: 1, what: 'copying stored files' }, copied);
+  await copyPass(storages, target, { ...options, pass: 2, what: 'copying files stored meanwhile' }, copied);
+  const order = (a: { storage: string; path: string }, b: { storage: string; path: string }) =>
+    a.storage < b.storage ? -1 : a.storage > b.storage ? 1 : a.path < b.path ? -1 : a.path > b.path ? 1 : 0;
+  return { dirs: copied.dirs.sort(order), files: copied.files.sort(order) };
 }
