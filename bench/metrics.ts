@@ -9,6 +9,7 @@
 import { type ChildProcess, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
 import { loadConfig } from '../src/infra/config.js';
 import { openPublishingDatabase } from '../src/publishing/db.js';
@@ -25,6 +26,20 @@ function wrk(url: string): number {
   const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(r.stdout)?.[1] ?? 0);
   if (!rps || /Non-2xx|Socket errors/.test(r.stdout)) throw new Error(`wrk against ${url} failed:\n${r.stdout}${r.stderr}`);
   return rps;
+}
+
+/** GET on a connection of its own: wrk runs block this process, so a kept connection may have been closed meanwhile. */
+function getText(url: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    http
+      .get(url, { agent: false }, (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (body += c));
+        res.on('end', () => resolve(body));
+      })
+      .on('error', reject);
+  });
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
@@ -88,9 +103,9 @@ export async function benchMetrics(): Promise<string> {
       const offUrl = `http://127.0.0.1:${downloads ? offDownloads : offHttp}${row.path}`;
       const onUrl = `http://127.0.0.1:${downloads ? onDownloads : onHttp}${row.path}`;
       // Cached before measuring: the first request renders or reads the file.
-      for (const url of [offUrl, onUrl]) await (await fetch(url)).arrayBuffer();
+      for (const url of [offUrl, onUrl]) await getText(url);
       const metricsUrl = `http://127.0.0.1:${downloads ? downloadsMetrics : webMetrics}/metrics`;
-      const before = sampleSum(await (await fetch(metricsUrl)).text(), ...row.counted);
+      const before = sampleSum(await getText(metricsUrl), ...row.counted);
       const pairs = Array.from({ length: ROUNDS }, (_, round) => {
         if (round % 2 === 0) {
           const o = wrk(offUrl);
@@ -99,7 +114,7 @@ export async function benchMetrics(): Promise<string> {
         const n = wrk(onUrl);
         return [wrk(offUrl), n] as const;
       });
-      const counted = sampleSum(await (await fetch(metricsUrl)).text(), ...row.counted) - before;
+      const counted = sampleSum(await getText(metricsUrl), ...row.counted) - before;
       const ratios = pairs.map(([o, n]) => n / o);
       const ratio = median(ratios);
       const sorted = [...ratios].sort((a, b) => a - b);

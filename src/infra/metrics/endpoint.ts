@@ -51,8 +51,9 @@ export async function startMetricsEndpoint(
       },
     );
   });
-  // A scraper keeps its connection; a shutdown must not wait for it.
-  server.keepAliveTimeout = 5000;
+  // A scraper keeps its connection between scrapes (Prometheus' default interval is 1 min); close()
+  // ends it at once.
+  server.keepAliveTimeout = 65_000;
   let address: { address: string; port: number; family: string };
   try {
     address = await listenOn(server, options.port, options.host);
