@@ -67,7 +67,7 @@ export function registerServeCommand(program: Command): void {
             const { createPublishingService } = await import('../publishing/service.js');
             const svc = await createPublishingService(config);
             const addr = await svc.app.listen({ host: config.host, port: config.publishing.httpPort });
-            return { url: addr, close: (drainMs) => svc.close(drainMs), products: (await svc.products.list()).length };
+            return { url: addr, close: (drainMs) => svc.close(drainMs, { cutCrawls: true }), products: (await svc.products.list()).length };
           },
         });
       }

@@ -38,9 +38,10 @@ export interface PublishingService {
   autoCrawl: AutoCrawl | null;
   /**
    * Stops taking requests and ends once those in flight are answered, or after `drainMs` (0:
-   * at once). A crawl cut short records nothing, so its label is crawled again after the next start.
+   * at once). A crawl in progress is waited for, or with `cutCrawls` (SIGTERM) cut short and
+   * handed back: it records nothing, and its label is crawled again at the next start.
    */
-  close(drainMs?: number): Promise<void>;
+  close(drainMs?: number, options?: { cutCrawls?: boolean }): Promise<void>;
 }
 
 export interface PublishingOptions {
@@ -153,12 +154,14 @@ export async function createPublishingService(config: Config, options: Publishin
     pageAnswers: answers,
     crawler,
     autoCrawl,
-    async close(drainMs = 0) {
+    async close(drainMs = 0, options: { cutCrawls?: boolean } = {}) {
       fast?.closeIdle();
       await Promise.all([
+        // The crawler first: a crawl in progress is cut short and handed back (crawled again at
+        // the next start), so the automatic pass that runs it ends now, not after the crawl.
         (async () => {
+          await crawler.close({ cut: options.cutCrawls });
           await autoCrawl?.stop();
-          await crawler.close();
         })(),
         drained(() => app.close(), drainMs, () => {
           app.server.closeAllConnections();

@@ -30,7 +30,8 @@ export class CrawlAborted extends Error {
 
 export interface IsolatedCrawler {
   crawl(url: string, scope: string): Promise<CrawlResult>;
-  close(): Promise<void>;
+  /** Ends the worker once the crawl in progress is done, or at once with `cut` (it then fails). */
+  close(cut?: boolean): Promise<void>;
 }
 
 /** Nice value of the crawl thread: crawls yield the CPU to serving. */
@@ -61,6 +62,6 @@ export function isolatedCrawler(limits: CrawlLimits, isolation: IsolationLimits 
         if (!r.ok) throw new Error(r.message);
         return checkCrawlResult(r.result, limits);
       }),
-    close: () => worker.close(true),
+    close: (cut = false) => worker.close(!cut),
   };
 }

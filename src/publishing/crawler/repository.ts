@@ -7,6 +7,9 @@ export type CrawlRow = CrawlsTable;
 export type CrawlNodeRow = CrawlNodesTable;
 
 /** Words of a search query: letters and digits only, so nothing reaches FTS5/tsquery syntax. */
+/** The start time of a handed-back claim (see `handBack`): older than any claim can be. */
+export const HANDED_BACK_AT = '1970-01-01T00:00:00.000Z';
+
 export function searchWords(query: string): string[] {
   return (query.normalize('NFKC').match(/[\p{L}\p{N}]+/gu) ?? []).slice(0, 8).map((w) => w.slice(0, 64).toLowerCase());
 }
@@ -85,6 +88,22 @@ export function crawlsRepository(db: Kysely<PublishingDB>, dialect: DialectName)
         .returning('label')
         .execute();
       return r.length === 1;
+    },
+
+    /**
+     * A crawl cut short by this process shutting down (SIGTERM): its claim is handed back, so the
+     * label is due again at once (`dueLabels`, `claim`: a start before any `staleBefore`) rather
+     * than after CLAIM_STALE_MS, and the next start (of any instance) crawls it.
+     */
+    async handBack(productId: string, label: string, startedAt: string): Promise<void> {
+      await db
+        .updateTable('crawls')
+        .set({ started_at: HANDED_BACK_AT })
+        .where('product_id', '=', productId)
+        .where('label', '=', label)
+        .where('status', '=', 'running')
+        .where('started_at', '=', startedAt)
+        .execute();
     },
 
     /**

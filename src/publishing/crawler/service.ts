@@ -115,6 +115,8 @@ export function crawlerService({
   // Crawls run in a worker thread: vendor input never blocks or exhausts the serving process.
   const isolated = isolatedCrawler(limits, isolation);
   const metrics = crawlMetrics();
+  /** Set by `close`: a crawl that fails from then on was cut short, not wrong (see `crawlLabel`). */
+  let closing = false;
 
   async function product(id: string): Promise<ProductRow> {
     const row = await products.find(id);
@@ -173,6 +175,13 @@ export function crawlerService({
       // Only the product's own folder: a composite child elsewhere on the download host is another vendor's.
       result = present ? await isolated.crawl(url, `${downloadUrl}/${encodeURIComponent(productId)}/`) : removedLabel(url, l);
     } catch (e) {
+      if (closing) {
+        // Cut short by a shutdown: nothing is recorded against the upload, and the label is
+        // crawled again at the next start.
+        timer?.();
+        await crawls.handBack(productId, l, startedAt);
+        return false;
+      }
       // A limit exceeded, or a defect of ours: recorded as fatal, so the label never stays "running".
       outcome = e instanceof CrawlAborted ? 'limit_exceeded' : 'failed';
       result = failedCrawl(url, e);
@@ -212,7 +221,14 @@ export function crawlerService({
     crawlableLabels,
     archiveOnlyLabels,
     /** Ends the crawl worker (after the crawl in progress). */
-    close: () => isolated.close(),
+    /**
+     * Stops the crawl worker after the crawl in progress, or with `cut` at once (a shutdown: a
+     * crawl can take minutes), and then hands the crawl back: it runs again at the next start.
+     */
+    close: (options: { cut?: boolean } = {}) => {
+      closing = options.cut === true;
+      return isolated.close(options.cut);
+    },
 
     /**
      * Crawls every uploaded label (or one), and every label removed since its latest crawl (which
