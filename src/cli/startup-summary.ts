@@ -49,7 +49,7 @@ export function startupSummary(config: Config, started: StartedParts): string {
       );
     } else steps.push(`The runner admin key is set (API_KEY): start executors with \`npx pier runner executor --url ${config.runner.url} …\`.`);
   }
-  steps.push('Every command: npx pier --help. Settings and the whole walk-through: README.md.');
+  steps.push('Every command: npx pier --help. Guides for vendors, staff, runner users and operators (every setting): docs/.');
   for (const s of steps) lines.push(s.startsWith('    ') ? s : `  ${s}`);
   return `${lines.join('\n')}\n`;
 }

@@ -48,7 +48,7 @@ export interface Config {
     databaseUrl: string;
     /** Directory of uploaded files (update sites, assets, workflows); several instances may share it. */
     storageDir: string;
-    /** Defaults for every product; staff may override them per product (`pier staff set-quota`). */
+    /** Defaults for every product; staff may override them per product (`pier staff set-limits`). */
     limits: FileLimits;
     /** Concurrent SFTP sessions one product may hold on one instance. */
     sftpMaxSessions: number;
