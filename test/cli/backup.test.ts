@@ -251,6 +251,8 @@ for (const target of dialects()) {
       assert.match(backup.stderr, /copying stored files: (\d+)\/\1 files/, 'a plain progress line (stderr is not a terminal)');
       assert.doesNotMatch(backup.stderr, /\r/);
       const manifest = readManifest(backupDir);
+      assert.equal(fs.statSync(backupDir).mode & 0o777, 0o700, 'the backup holds secrets: its owner only');
+      for (const d of manifest.databases) assert.equal(fs.statSync(path.join(backupDir, d.file)).mode & 0o777, 0o600, d.file);
       assert.equal(manifest.databases.length, target.name === 'postgres' ? 1 : 2, 'one dump when both products share a PostgreSQL database');
       assert.ok(manifest.files.some((f) => f.path === '.pier-host-keys/ssh_host_ed25519_key' && f.mode === 0o600), 'host keys, private');
       assert.ok(!manifest.files.some((f) => /\.pier-(tmp|instances)/.test(f.path)), 'no temporary files or leases');

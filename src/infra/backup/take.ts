@@ -102,7 +102,9 @@ export async function takeBackup(plan: BackupPlan, dir: string, options: TakeOpt
   const target = path.resolve(dir);
   const existed = checkTarget(target, plan.storages);
   if (plan.databases.some((d) => isPostgresUrl(d.url))) await requireTool('pg_dump');
-  fs.mkdirSync(target, { recursive: true });
+  // A backup holds secrets (the runner's JWT secret in its database, the SFTP host keys): a new
+  // backup folder is readable by its owner only.
+  fs.mkdirSync(target, { recursive: true, mode: 0o700 });
   try {
     const snapshotAt = now().toISOString();
     fs.mkdirSync(path.join(target, DATABASES_DIR));
@@ -151,6 +153,7 @@ async function snapshotDatabase(source: DatabaseSource, target: string, sink: Pr
     say(`copying the ${source.products.join(' and ')} database ${shown} (SQLite online backup)`, sink);
     ({ tables } = await snapshotSqlite(source.url, abs));
   }
+  fs.chmodSync(abs, 0o600);
   const { size, sha256 } = await hashFile(abs);
   return [{ products: source.products, dialect: postgres ? 'postgres' : 'sqlite', file, size, sha256, tables, source: shown }];
 }
