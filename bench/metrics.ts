@@ -1,11 +1,14 @@
 // `npm run bench metrics`: what metrics cost (issue 21). The same server twice on the same data,
 // metrics off (the default) and on (PIER_METRICS_PORT), each on CPU 1, wrk (C) on CPU 0;
-// BENCH_ROUNDS (5) rounds of BENCH_SECONDS (2) s per row, who goes first alternating, and the
-// median of the paired ratios on/off (target >= 0.95). Rows: a small update-site file from the
+// BENCH_ROUNDS (9) rounds of BENCH_SECONDS (3) s per row, who goes first alternating, and the
+// median of the paired ratios on/off (target >= 0.95: a difference of a few percent needs more
+// and longer rounds than the other benches' 5 x 2 s on this shared machine). Rows: a small update-site file from the
 // download host and a cached product page (both on the fast path: two additions per answer),
 // and, as a data point, GET /healthz answered by the web app (the per-request hook of every
 // route, at its largest share of a request that does nothing else). After each row the "on"
-// server's page is scraped, to show it counted what wrk sent.
+// server's page is scraped, to show it counted what wrk sent. Each row also prints the servers'
+// CPU time per request (from /proc), which other work on a shared machine does not skew as it
+// skews requests/s: its ratio off/on is what counting costs each answer.
 import { type ChildProcess, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
@@ -16,16 +19,31 @@ import { openPublishingDatabase } from '../src/publishing/db.js';
 import { productsRepository } from '../src/publishing/products/repository.js';
 import { freePort, pierCli, pinToCpu, startPier, tempDir } from './lib.js';
 
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 2);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 9);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
 const TARGET = 0.95;
 
-/** Requests/s of wrk (one thread, 32 connections, on CPU 0) against `url`. */
-function wrk(url: string): number {
+/** CPU time of a process so far (all its threads), in clock ticks (/proc/<pid>/stat utime + stime). */
+function cpuTicks(pid: number): number {
+  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+  return Number(fields[11]) + Number(fields[12]);
+}
+
+interface Run {
+  rps: number;
+  /** Server CPU ticks per 1,000 requests. */
+  cpu: number;
+}
+
+/** wrk (one thread, 32 connections, on CPU 0) against `url` served by process `pid`. */
+function wrk(url: string, pid: number): Run {
+  const before = cpuTicks(pid);
   const r = spawnSync('taskset', ['-c', '0', 'wrk', '-t1', '-c32', `-d${SECONDS}s`, url], { encoding: 'utf8' });
+  const ticks = cpuTicks(pid) - before;
   const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(r.stdout)?.[1] ?? 0);
-  if (!rps || /Non-2xx|Socket errors/.test(r.stdout)) throw new Error(`wrk against ${url} failed:\n${r.stdout}${r.stderr}`);
-  return rps;
+  const requests = Number(/(\d+) requests in/.exec(r.stdout)?.[1] ?? 0);
+  if (!rps || !requests || /Non-2xx|Socket errors/.test(r.stdout)) throw new Error(`wrk against ${url} failed:\n${r.stdout}${r.stderr}`);
+  return { rps, cpu: (ticks / requests) * 1000 };
 }
 
 /** GET on a connection of its own: wrk runs block this process, so a kept connection may have been closed meanwhile. */
@@ -81,15 +99,16 @@ export async function benchMetrics(): Promise<string> {
   const started: ChildProcess[] = [];
   const start = async (httpPort: number, downloadPort: number, metrics: boolean) => {
     const own = { ...env, PIER_HTTP_PORT: String(httpPort), PIER_DOWNLOAD_PORT: String(downloadPort) };
-    started.push(await startPier({ ...own, ...(metrics ? { PIER_METRICS_PORT: String(webMetrics) } : {}) }, 'web', `http://127.0.0.1:${httpPort}/healthz`));
+    const web = await startPier({ ...own, ...(metrics ? { PIER_METRICS_PORT: String(webMetrics) } : {}) }, 'web', `http://127.0.0.1:${httpPort}/healthz`);
+    started.push(web);
     // The download host alone in its process: a file it serves says it is up.
-    started.push(
-      await startPier({ ...own, ...(metrics ? { PIER_METRICS_PORT: String(downloadsMetrics) } : {}) }, 'downloads', `http://127.0.0.1:${downloadPort}/bench-ext/5.4/content.jar`),
-    );
+    const downloads = await startPier({ ...own, ...(metrics ? { PIER_METRICS_PORT: String(downloadsMetrics) } : {}) }, 'downloads', `http://127.0.0.1:${downloadPort}/bench-ext/5.4/content.jar`);
+    started.push(downloads);
+    return { web: web.pid as number, downloads: downloads.pid as number };
   };
   try {
-    await start(offHttp, offDownloads, false);
-    await start(onHttp, onDownloads, true);
+    const off = await start(offHttp, offDownloads, false);
+    const on = await start(onHttp, onDownloads, true);
     for (const child of started) pinToCpu(child.pid as number, 1);
     pinToCpu(process.pid, 0);
     const rows: Row[] = [
@@ -102,26 +121,33 @@ export async function benchMetrics(): Promise<string> {
       const downloads = row.path.startsWith('/bench-ext');
       const offUrl = `http://127.0.0.1:${downloads ? offDownloads : offHttp}${row.path}`;
       const onUrl = `http://127.0.0.1:${downloads ? onDownloads : onHttp}${row.path}`;
+      const [offPid, onPid] = downloads ? [off.downloads, on.downloads] : [off.web, on.web];
       // Cached before measuring: the first request renders or reads the file.
       for (const url of [offUrl, onUrl]) await getText(url);
       const metricsUrl = `http://127.0.0.1:${downloads ? downloadsMetrics : webMetrics}/metrics`;
       const before = sampleSum(await getText(metricsUrl), ...row.counted);
       const pairs = Array.from({ length: ROUNDS }, (_, round) => {
         if (round % 2 === 0) {
-          const o = wrk(offUrl);
-          return [o, wrk(onUrl)] as const;
+          const o = wrk(offUrl, offPid);
+          return [o, wrk(onUrl, onPid)] as const;
         }
-        const n = wrk(onUrl);
-        return [wrk(offUrl), n] as const;
+        const n = wrk(onUrl, onPid);
+        return [wrk(offUrl, offPid), n] as const;
       });
       const counted = sampleSum(await getText(metricsUrl), ...row.counted) - before;
-      const ratios = pairs.map(([o, n]) => n / o);
+      const range = (xs: number[]) => {
+        const sorted = [...xs].sort((a, b) => a - b);
+        return `${sorted[0]?.toFixed(2)}–${sorted.at(-1)?.toFixed(2)}`;
+      };
+      const ratios = pairs.map(([o, n]) => n.rps / o.rps);
       const ratio = median(ratios);
-      const sorted = [...ratios].sort((a, b) => a - b);
+      const cpuRatios = pairs.map(([o, n]) => o.cpu / n.cpu);
       const verdict = row.path === '/healthz' ? '' : ratio >= TARGET ? ' PASS' : ' FAIL';
       lines.push(
-        `  ${row.name.padEnd(38)} off ${median(pairs.map(([o]) => o)).toFixed(0).padStart(7)} req/s  on ${median(pairs.map(([, n]) => n)).toFixed(0).padStart(7)} req/s  ` +
-          `ratio ${ratio.toFixed(3)} (rounds ${sorted[0]?.toFixed(3)}–${sorted.at(-1)?.toFixed(3)}; target >= ${TARGET})${verdict}; counted on the page: ${counted.toFixed(0)}`,
+        `  ${row.name}: off ${median(pairs.map(([o]) => o.rps)).toFixed(0)} req/s, on ${median(pairs.map(([, n]) => n.rps)).toFixed(0)} req/s, ` +
+          `ratio on/off ${ratio.toFixed(2)} (rounds ${range(ratios)}; target >= ${TARGET})${verdict}`,
+        `    server CPU per 1,000 requests: off ${median(pairs.map(([o]) => o.cpu)).toFixed(1)} ticks, on ${median(pairs.map(([, n]) => n.cpu)).toFixed(1)} ticks, ` +
+          `ratio off/on ${median(cpuRatios).toFixed(2)} (rounds ${range(cpuRatios)}); answers counted on the "on" page: ${counted.toFixed(0)}`,
       );
     }
     return lines.join('\n');
