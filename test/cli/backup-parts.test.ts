@@ -81,7 +81,9 @@ describe('manifest', () => {
   });
 
   test('a folder without manifest is not a backup (or one that did not finish)', () => {
-    assert.throws(() => readManifest(tempDir('pier-none-')), (e: unknown) => e instanceof BackupDamagedError && /manifest\.json is missing/.test(e.message));
+    const dir = tempDir('pier-none-');
+    assert.throws(() => readManifest(dir), (e: unknown) => e instanceof BackupDamagedError && /manifest\.json is missing/.test(e.message));
+    fs.rmSync(dir, { recursive: true });
   });
 });
 

@@ -143,6 +143,12 @@ const bytes = async (url: string, init?: RequestInit) => {
 for (const target of dialects()) {
   describe(`pier backup and restore (${target.name})`, tools, () => {
     const created: { drop(): Promise<void> }[] = [];
+    /** Data dirs of restored deployments, removed at the end. */
+    const scratch = (prefix: string) => {
+      const dir = tempDir(prefix);
+      created.push({ drop: async () => fs.rmSync(dir, { recursive: true, force: true }) });
+      return dir;
+    };
     /** A fresh empty database for a target (PostgreSQL), or null: SQLite files under the data dir. */
     const freshDatabase = async () => {
       if (target.name === 'sqlite') return null;
@@ -261,7 +267,7 @@ for (const target of dialects()) {
       assert.equal(verify.code, 0, verify.stderr);
       assert.match(verify.stdout, /is sound/);
 
-      const dataDir = tempDir('pier-restored-');
+      const dataDir = scratch('pier-restored-');
       const restoredEnv = deploymentEnv(dataDir, await freshDatabase(), { PIER_DOWNLOAD_URL: src.env.PIER_DOWNLOAD_URL!, RUNNER_LEASE_SECONDS: '3600' });
       const restore = await pier(restoredEnv, 'restore', backupDir);
       assert.equal(restore.code, 0, restore.stderr);
@@ -389,7 +395,7 @@ for (const target of dialects()) {
       assert.equal((await pier(src.env, 'backup', '--verify', backupDir)).code, 0);
       // A restore checks too: a damaged backup is refused before anything is written.
       fs.writeFileSync(file, damaged);
-      const env = deploymentEnv(tempDir('pier-restored-'), await freshDatabase());
+      const env = deploymentEnv(scratch('pier-restored-'), await freshDatabase());
       const restore = await pier(env, 'restore', backupDir);
       assert.notEqual(restore.code, 0);
       assert.match(restore.stderr, /does not match the manifest/);
@@ -398,13 +404,13 @@ for (const target of dialects()) {
     });
 
     test('restore refuses a target whose database has Pier tables or whose storage holds files', async () => {
-      const restoredEnv = deploymentEnv(tempDir('pier-restored-'), await freshDatabase());
+      const restoredEnv = deploymentEnv(scratch('pier-restored-'), await freshDatabase());
       const first = await pier(restoredEnv, 'restore', backupDir);
       assert.equal(first.code, 0, first.stderr);
       // A password in the URL is never printed (trust authentication ignores it here).
       const withPassword = (url: string) => url.replace(/^postgres:\/\/([^:@/]+)@/, 'postgres://$1:sekrit@');
       // The restored databases, with empty storage folders: the databases alone are reason to refuse.
-      const empty = tempDir('pier-empty-storage-');
+      const empty = scratch('pier-empty-storage-');
       const again = await pier(
         { ...restoredEnv, PIER_DATABASE_URL: withPassword(restoredEnv.PIER_DATABASE_URL!), PIER_STORAGE_DIR: `${empty}/p`, RUNNER_STORAGE_DIR: `${empty}/r` },
         'restore',
@@ -413,7 +419,7 @@ for (const target of dialects()) {
       assert.equal(again.code, 3, again.stderr);
       assert.match(again.stderr, /the database .* (is not empty \(tables|already has Pier tables)/);
       assert.deepEqual(fs.readdirSync(empty), [], 'a refused restore writes nothing');
-      const dataDir = tempDir('pier-restored-');
+      const dataDir = scratch('pier-restored-');
       const env = deploymentEnv(dataDir, await freshDatabase());
       const stray = path.join(loadConfig(env).publishing.storageDir, 'someone', 'file.txt');
       fs.mkdirSync(path.dirname(stray), { recursive: true });
@@ -477,7 +483,7 @@ for (const target of dialects()) {
       const listedPaths = manifest.files.map((f) => `${f.storage}/${f.path}`);
       assert.deepEqual(listedPaths.filter((p) => /\.pier-tmp-|\.pier-instances|outputs\/\.tmp|\.abc\.tmp/.test(p)), [], 'uploads in flight are not backed up');
 
-      const env = deploymentEnv(tempDir('pier-restored-'), await freshDatabase());
+      const env = deploymentEnv(scratch('pier-restored-'), await freshDatabase());
       const restore = await pier(env, 'restore', dir);
       assert.equal(restore.code, 0, restore.stderr);
       const config = loadConfig(env);
