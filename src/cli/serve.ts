@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { shareSqliteHandles } from '../infra/database/index.js';
 import { startDraining } from '../infra/readiness.js';
 import { loadConfig } from '../infra/config.js';
 import { startServeMetrics } from '../infra/metrics/serve.js';
@@ -33,6 +34,8 @@ export function registerServeCommand(program: Command): void {
         throw new Error(`unknown part(s) ${unknown.join(', ')}; available: ${PARTS.join(', ')}`);
       }
       const partProcess = process.env[PART_PROCESS_ENV] === '1';
+      // The parts of this process share one handle per SQLite file (see shareSqliteHandles).
+      shareSqliteHandles();
       const downloadsApart = wanted.includes('downloads') && wanted.length > 1;
       if (partProcess) endWithParent();
       let stopping = false;

@@ -122,11 +122,7 @@ export async function migrate<DB>(
 }
 
 /** Opens a database and brings its schema up to date; closes it again if a migration fails. */
-export async function openMigratedDatabase<DB>(
-  url: string,
-  table: string,
-  migrations: Record<string, Migration>,
-): Promise<Database<DB>> {
+async function openMigratedAlone<DB>(url: string, table: string, migrations: Record<string, Migration>): Promise<Database<DB>> {
   const database = openDatabase<DB>(url);
   try {
     await migrate(database.db, table, migrations);
@@ -135,6 +131,58 @@ export async function openMigratedDatabase<DB>(
     throw e;
   }
   return database;
+}
+
+/**
+ * Whether parts of this process share one handle per SQLite file (`shareSqliteHandles`), and
+ * the handles shared so far with how many parts hold each.
+ */
+let shareSqlite = false;
+const sharedSqlite = new Map<string, { database: Promise<Database<unknown>>; users: number }>();
+
+/**
+ * From now on, the parts this process starts share one handle per SQLite file (`pier serve`:
+ * the web part and the SFTP part both open the publishing database). Two handles on one file in
+ * one process deadlock: a transaction of one holds the write lock while it waits for the event
+ * loop, and the other's write waits for the lock synchronously, blocking that loop until
+ * busy_timeout ends it with SQLITE_BUSY (a PATCH during an upload failed with a 500). One handle
+ * queues its transactions instead (sqlite-driver.ts). Tests leave this off, so that a second
+ * handle stands for another process as it should.
+ */
+export function shareSqliteHandles(): void {
+  shareSqlite = true;
+}
+
+/** Opens a database and brings its schema up to date (see `shareSqliteHandles` for SQLite files). */
+export async function openMigratedDatabase<DB>(
+  url: string,
+  table: string,
+  migrations: Record<string, Migration>,
+): Promise<Database<DB>> {
+  if (!shareSqlite || isPostgresUrl(url) || url === ':memory:') return openMigratedAlone<DB>(url, table, migrations);
+  const key = `${path.resolve(url)}\u0000${table}`;
+  let entry = sharedSqlite.get(key);
+  if (!entry) {
+    const opening = openMigratedAlone<unknown>(url, table, migrations);
+    entry = { database: opening, users: 0 };
+    sharedSqlite.set(key, entry);
+    opening.catch(() => sharedSqlite.delete(key));
+  }
+  const held = entry;
+  const database = (await held.database) as Database<DB>;
+  held.users++;
+  let closed = false;
+  return {
+    ...database,
+    async close() {
+      if (closed) return;
+      closed = true;
+      held.users--;
+      if (held.users > 0) return;
+      sharedSqlite.delete(key);
+      await database.close();
+    },
+  };
 }
 
 /**
