@@ -19,6 +19,7 @@ import type { LogLevel, TrustProxy } from './config.js';
 import { applySecurityHeaders, securityHeaders } from './security-headers.js';
 import { REQUEST_ID_HEADER, requestIdGenerator } from './request-id.js';
 import { readinessProbe } from './readiness.js';
+import { closeGracefullyWhenDraining } from './drain.js';
 
 export type HttpApp = FastifyInstance<
   RawServerDefault,
@@ -299,7 +300,9 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
     genReqId: requestIdGenerator(options.trustProxy ?? false),
     requestIdHeader: false,
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: true, allErrors: true, allowUnionTypes: true } },
-    return503OnClosing: true,
+    // Closing is a drain (drain.ts): a request on a connection accepted before the close is
+    // answered as usual, with `Connection: close`, not refused.
+    return503OnClosing: false,
     routerOptions: { maxParamLength: options.maxParamLength ?? DEFAULT_MAX_PARAM_LENGTH },
     // Errors the router raises before any route runs (a path parameter over maxParamLength, a
     // malformed URL) get the same problem+json as every other error; fastify's own answer to an
@@ -313,6 +316,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
     },
   };
   const app = Fastify(serverOptions).withTypeProvider<TypeBoxTypeProvider>() as unknown as HttpApp;
+  closeGracefullyWhenDraining(app.server);
   instrumentHttpApp(app, options.appName ?? 'app');
 
   // JSON only: fastify's default text/plain parser would let a text body reach JSON routes as a

@@ -37,9 +37,10 @@ export interface PublishingService {
   /** The automatic re-crawl of settled uploads; null when PIER_CRAWL_SETTLE_SECONDS=0. */
   autoCrawl: AutoCrawl | null;
   /**
-   * Stops taking requests and ends once those in flight are answered, or after `drainMs` (0:
-   * at once). A crawl in progress is waited for, or with `cutCrawls` (SIGTERM) cut short and
-   * handed back: it records nothing, and its label is crawled again at the next start.
+   * Stops taking requests and ends once those in flight are answered, or after `drainMs` (0: cut
+   * at once; none: as long as they take). A crawl in progress is waited for, or with `cutCrawls`
+   * (SIGTERM) cut short and handed back: it records nothing, and its label is crawled again at
+   * the next start.
    */
   close(drainMs?: number, options?: { cutCrawls?: boolean }): Promise<void>;
 }
@@ -154,7 +155,7 @@ export async function createPublishingService(config: Config, options: Publishin
     pageAnswers: answers,
     crawler,
     autoCrawl,
-    async close(drainMs = 0, options: { cutCrawls?: boolean } = {}) {
+    async close(drainMs?: number, options: { cutCrawls?: boolean } = {}) {
       fast?.closeIdle();
       await Promise.all([
         // The crawler first: a crawl in progress is cut short and handed back (crawled again at

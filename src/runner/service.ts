@@ -282,7 +282,7 @@ export async function createRunnerService(config: Config, options: RunnerService
       retention,
       sweeper,
       queue,
-      async close(drainMs = 0) {
+      async close(drainMs?: number) {
         if (closed) return;
         closed = true;
         // Held claims answer 204 now, so closing does not wait for their long-poll to run out.

@@ -260,7 +260,9 @@ export function installFastPath(server: http.Server, options: FastPathOptions): 
               return handOver(pending ? Buffer.concat([unanswered, pending]) : unanswered);
             }
             const requestId = options.requestId ? options.requestId(r.requestId, socket.remoteAddress) : null;
-            const answer = answerOf(file, r.method === 'GET', tailOf(r.close, server.keepAliveTimeout), requestId);
+            // Draining: this answer is the connection's last, and says so.
+            const last = r.close || draining;
+            const answer = answerOf(file, r.method === 'GET', tailOf(last, server.keepAliveTimeout), requestId);
             if (Array.isArray(answer)) {
               socket.cork();
               socket.write(answer[0], 'latin1');
@@ -273,7 +275,7 @@ export function installFastPath(server: http.Server, options: FastPathOptions): 
               counts.fastBytes += Array.isArray(answer) ? answer[0].length + answer[1].length : answer.length;
             }
             options.served?.(r, started, socket, requestId);
-            if (r.close) return finish(() => socket.end(() => socket.destroy()));
+            if (last) return finish(() => socket.end(() => socket.destroy()));
             if (socket.writableNeedDrain) {
               // Backpressure: read nothing more until the client has taken what was written.
               socket.pause();
@@ -302,8 +304,10 @@ export function installFastPath(server: http.Server, options: FastPathOptions): 
       }
     }
 
+    // A connection that has not sent its first request yet is left to send it: it is answered,
+    // then closed (see `run`); one closed now would be reset under a client's request.
     idleClosers.set(socket, () => {
-      if (!busy) finish(() => socket.end());
+      if (!busy && answered) finish(() => socket.end());
     });
     socket.on('data', onData);
     socket.on('end', onEnd);

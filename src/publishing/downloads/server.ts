@@ -5,7 +5,7 @@
  * parse, one stat/open and a read, and nginx is the yardstick (bench/downloads.ts), so it
  * skips the web app's plugin pipeline.
  */
-import { drained } from '../../infra/drain.js';
+import { closeGracefullyWhenDraining, drained } from '../../infra/drain.js';
 import { isDraining } from '../../infra/readiness.js';
 import type { TrustProxy } from '../../infra/config.js';
 import { fastPathRequestIds, REQUEST_ID_HEADER, requestIdGenerator } from '../../infra/request-id.js';
@@ -326,6 +326,7 @@ export function createDownloadServer(options: {
   });
 
   server.maxConnections = options.maxConnections ?? MAX_CONNECTIONS;
+  closeGracefullyWhenDraining(server);
 
   const fast =
     options.fastPath === false
