@@ -21,6 +21,9 @@ const PARTS = ['web', 'downloads', 'sftp', 'runner'] as const;
  */
 const VENDOR_WORK_NICE = 5;
 
+/** Past PIER_DRAIN_SECONDS, the time the parts get to close their databases before the process exits anyway. */
+const STOP_GRACE_MS = 5000;
+
 export function registerServeCommand(program: Command): void {
   program
     .command('serve')
@@ -47,11 +50,17 @@ export function registerServeCommand(program: Command): void {
        */
       const stop = async (code = 0, drainMs = 0) => {
         if (stopping) {
-          if (drainMs > 0) process.exit(code);
+          // A part's own process gets the signal twice when a whole process group is signalled
+          // (systemd's default): once from the sender, once from its parent. That is no
+          // operator's "stop now", or a group SIGTERM would cut every download in flight.
+          if (!partProcess) process.exit(code);
           return;
         }
         stopping = true;
         startDraining();
+        // The bound holds whatever hangs past the listeners' drain: a database that accepts
+        // connections and never answers keeps pool clients (and loops waiting on them) busy.
+        setTimeout(() => process.exit(code), drainMs + STOP_GRACE_MS).unref();
         await Promise.allSettled(running.map((r) => r.close(drainMs)));
         process.exit(code);
       };

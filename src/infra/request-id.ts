@@ -20,13 +20,15 @@ const ACCEPTED = /^[A-Za-z0-9._:@+/=-]{1,128}$/;
  * unless the operator said its proxy may.
  */
 export function trustedPeer(trust: TrustProxy): (address: string | undefined) => boolean {
-  if (trust === false) return () => false;
+  if (trust === false || trust === 0) return () => false;
   if (typeof trust === 'number') return () => true;
   const list = new BlockList();
   for (const entry of trust) {
     const [address = '', prefix] = entry.split('/');
     const family = isIP(address) === 6 ? 'ipv6' : 'ipv4';
     if (prefix === undefined) list.addAddress(address, family);
+    // BlockList refuses a /0 subnet: it is every address of the family.
+    else if (Number(prefix) === 0) list.addRange(family === 'ipv6' ? '::' : '0.0.0.0', family === 'ipv6' ? 'ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff' : '255.255.255.255', family);
     else list.addSubnet(address, Number(prefix), family);
   }
   return (address) => {

@@ -32,8 +32,7 @@ export const runnerMetrics = instruments((registry) => {
   const queue = () => {
     const s = source();
     if (!s) return Promise.resolve(null);
-    queueRead ??= s
-      .queueDepth()
+    queueRead ??= withinScrape(s.queueDepth())
       .catch((e: unknown) => {
         s.onError(e);
         return null;
@@ -73,7 +72,7 @@ export const runnerMetrics = instruments((registry) => {
       const s = source();
       this.reset();
       if (!s) return;
-      const counts = await s.executors().catch((e: unknown) => {
+      const counts = await withinScrape(s.executors()).catch((e: unknown) => {
         s.onError(e);
         return null;
       });
@@ -121,6 +120,20 @@ export const runnerMetrics = instruments((registry) => {
 });
 
 /** Reads the queue and executors at scrape from this runner's database until the returned function is called. */
+/**
+ * A database read made for a scrape gives up after this long: a database that hangs must not
+ * take the whole page (downloads, SFTP and the rest) with it; its gauges are left out instead.
+ */
+const SCRAPE_READ_TIMEOUT_MS = 2000;
+
+function withinScrape<T>(read: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer from the database within ${SCRAPE_READ_TIMEOUT_MS} ms`)), SCRAPE_READ_TIMEOUT_MS);
+  });
+  return Promise.race([read, late]).finally(() => clearTimeout(timer));
+}
+
 export function watchRunnerDatabase(gauges: RunnerDatabaseGauges): () => void {
   const m = runnerMetrics();
   if (!m) return () => {};

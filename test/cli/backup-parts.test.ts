@@ -5,6 +5,7 @@ import SQLite from 'better-sqlite3';
 import { describe, test } from 'node:test';
 import { databaseIdentity, libpqConnection, maskDatabaseUrl, withoutPassword } from '../../src/infra/backup/database-url.js';
 import { BackupDamagedError, RestoreRefusedError } from '../../src/infra/backup/errors.js';
+import { copyChecked } from '../../src/infra/backup/file-copy.js';
 import { type Manifest, MANIFEST_FILE, manifestProblems, readManifest, safeRelativePath } from '../../src/infra/backup/manifest.js';
 import { Progress } from '../../src/infra/backup/progress.js';
 import { restoreBackup } from '../../src/infra/backup/restore.js';
@@ -96,6 +97,29 @@ describe('database URLs', () => {
     const { dbname, env } = libpqConnection(url);
     assert.doesNotMatch(dbname, /cret/);
     assert.deepEqual(env, { PGPASSWORD: 's:cret' });
+    // node-pg also takes the password as a query parameter: masked and moved the same way.
+    const query = 'postgres://pier@db.example/pier?password=S3cretQ&sslmode=require';
+    assert.doesNotMatch(maskDatabaseUrl(query), /S3cretQ/);
+    assert.doesNotMatch(libpqConnection(query).dbname, /S3cretQ/);
+    assert.deepEqual(libpqConnection(query).env, { PGPASSWORD: 'S3cretQ' });
+    assert.equal(withoutPassword('password "S3cretQ" refused', query), 'password "***" refused');
+  });
+
+  test('restoring a file reads a regular file only, and no more than the manifest says', async () => {
+    const dir = tempDir('pier-copy-checked-');
+    try {
+      const sha0 = sha(Buffer.alloc(0));
+      await assert.rejects(copyChecked('/dev/zero', path.join(dir, 'a'), { size: 10, sha256: sha0 }, { mode: 0o644 }), /not a regular file/);
+      fs.writeFileSync(path.join(dir, 'big'), Buffer.alloc(4096));
+      await assert.rejects(copyChecked(path.join(dir, 'big'), path.join(dir, 'b'), { size: 10, sha256: sha0 }, { mode: 0o644 }), /larger than the manifest/);
+      assert.ok(!fs.existsSync(path.join(dir, 'b')), 'nothing is left of a refused copy');
+      const bytes = Buffer.from('content');
+      fs.writeFileSync(path.join(dir, 'ok'), bytes);
+      await copyChecked(path.join(dir, 'ok'), path.join(dir, 'c'), { size: bytes.length, sha256: sha(bytes) }, { mode: 0o6777 });
+      assert.equal(fs.statSync(path.join(dir, 'c')).mode & 0o7777, 0o777, 'permission bits only, no set-id or sticky bits');
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test('products on one database share one dump, whoever connects', () => {

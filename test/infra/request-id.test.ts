@@ -31,6 +31,11 @@ test('property: an id is the sent one only from a trusted peer and only in the a
 
 test('trust follows PIER_TRUST_PROXY: off trusts nobody, a hop count the nearest peer, a list its members', () => {
   assert.equal(trustedPeer(false)('127.0.0.1'), false);
+  // PIER_TRUST_PROXY=00 is a hop count of 0: nobody, as off.
+  assert.equal(trustedPeer(0)('127.0.0.1'), false);
+  const everyone = trustedPeer(['0.0.0.0/0', '::/0']);
+  assert.equal(everyone('203.0.113.9'), true);
+  assert.equal(everyone('2001:db8::1'), true);
   assert.equal(trustedPeer(1)('203.0.113.9'), true);
   const list = trustedPeer(['192.0.2.0/24', '2001:db8::/32']);
   assert.equal(list('192.0.2.77'), true);

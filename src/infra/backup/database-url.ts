@@ -10,6 +10,8 @@ export function maskDatabaseUrl(url: string): string {
   try {
     const u = new URL(url);
     if (u.password) u.password = '***';
+    // node-pg also takes the password as a query parameter.
+    if (u.searchParams.has('password')) u.searchParams.set('password', '***');
     return u.toString();
   } catch {
     return 'postgres://(unreadable URL)';
@@ -35,8 +37,9 @@ export function databaseIdentity(url: string): string {
  */
 export function libpqConnection(url: string): { dbname: string; env: Record<string, string> } {
   const u = new URL(url);
-  const password = decodeURIComponent(u.password);
+  const password = decodeURIComponent(u.password) || (u.searchParams.get('password') ?? '');
   u.password = '';
+  u.searchParams.delete('password');
   return { dbname: u.toString(), env: password ? { PGPASSWORD: password } : {} };
 }
 
@@ -45,7 +48,8 @@ export function withoutPassword(text: string, url: string): string {
   if (!isPostgresUrl(url)) return text;
   let password = '';
   try {
-    password = decodeURIComponent(new URL(url).password);
+    const u = new URL(url);
+    password = decodeURIComponent(u.password) || (u.searchParams.get('password') ?? '');
   } catch {
     return text;
   }

@@ -172,10 +172,16 @@ export async function copyChecked(
   });
   let ok = false;
   try {
+    // A backup folder is input from wherever it came from: a link to a device (/dev/zero) or a
+    // folder link on the way to the name would otherwise be read without end.
+    if (!(await input.stat()).isFile()) throw new BackupError(`${from} is not a regular file`);
     const hash = createHash('sha256');
     const out = await fsp.open(to, 'wx', 0o600);
     try {
+      let read = 0;
       const size = await readAll(input, async (chunk) => {
+        read += chunk.length;
+        if (read > expected.size) throw new BackupError(`${from} is larger than the manifest says (${expected.size} bytes)`);
         hash.update(chunk);
         await writeFully(out, chunk);
       });
@@ -183,7 +189,8 @@ export async function copyChecked(
       if (size !== expected.size || sha256 !== expected.sha256) {
         throw new BackupError(`${from} does not match the manifest (size ${size}, sha256 ${sha256}; expected size ${expected.size}, sha256 ${expected.sha256})`);
       }
-      await out.chmod(meta.mode);
+      // Permission bits only: no set-user-id, set-group-id or sticky bit from a manifest.
+      await out.chmod(meta.mode & 0o777);
       if (meta.mtimeMs !== undefined) await setTimesMs(out, meta.mtimeMs, meta.mtimeMs);
       await out.sync();
       ok = true;

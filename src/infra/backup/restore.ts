@@ -133,7 +133,7 @@ export async function restoreBackup(dir: string, targets: RestoreTargets, option
     const bytes = manifest.files.reduce((n, f) => n + f.size, 0);
     const progress = new Progress('restoring stored files', manifest.files.length, bytes, sink);
     for (const s of manifest.storages) created.mkdir(targets.storages[s.name]!);
-    for (const d of manifest.dirs) created.mkdir(path.join(targets.storages[d.storage]!, d.path), d.mode);
+    for (const d of manifest.dirs) created.mkdir(path.join(targets.storages[d.storage]!, d.path), d.mode & 0o777);
     for (const f of manifest.files) {
       const to = path.join(targets.storages[f.storage]!, f.path);
       created.mkdir(path.dirname(to));

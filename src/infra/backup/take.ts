@@ -71,9 +71,28 @@ function nestedRoots(source: StorageSource, all: StorageSource[]): Set<string> {
 }
 
 /** A folder a backup may be written to: new or empty, and outside the folders it copies (it would copy itself). */
-function checkTarget(dir: string, storages: StorageSource[]): boolean {
+/** `p` with every link on the way resolved, as far as it exists (the rest appended as given). */
+function realPath(p: string): string {
+  const missing: string[] = [];
+  let at = path.resolve(p);
+  for (;;) {
+    try {
+      return path.join(fs.realpathSync(at), ...missing.reverse());
+    } catch {
+      const parent = path.dirname(at);
+      if (parent === at) return path.resolve(p);
+      missing.push(path.basename(at));
+      at = parent;
+    }
+  }
+}
+
+function checkTarget(target: string, storages: StorageSource[]): boolean {
+  // Compared through links: a link into a storage folder would put the dumps (secrets) there,
+  // to be served and copied into the backup itself.
+  const dir = realPath(target);
   for (const s of storages) {
-    const root = path.resolve(s.root);
+    const root = realPath(s.root);
     if (dir === root || dir.startsWith(root + path.sep) || root.startsWith(dir + path.sep)) {
       throw new BackupError(`${dir} overlaps the ${s.name} storage folder ${root}: write the backup somewhere else`);
     }
@@ -105,6 +124,7 @@ export async function takeBackup(plan: BackupPlan, dir: string, options: TakeOpt
   // A backup holds secrets (the runner's JWT secret in its database, the SFTP host keys): a new
   // backup folder is readable by its owner only.
   fs.mkdirSync(target, { recursive: true, mode: 0o700 });
+  if (existed) fs.chmodSync(target, 0o700);
   try {
     const snapshotAt = now().toISOString();
     fs.mkdirSync(path.join(target, DATABASES_DIR));
