@@ -1,5 +1,5 @@
-// SIGTERM drains (issue 21): a 200 MB download and an SFTP upload in flight when `pier serve`
-// gets SIGTERM both complete, byte for byte; nothing new is taken meanwhile; /readyz answers 503
+// SIGTERM drains (issue 21): a 200 MB download and an SFTP upload in flight when `pier serve`'s
+// process group gets SIGTERM both complete, byte for byte; nothing new is taken meanwhile; /readyz answers 503
 // once draining has started, on every HTTP listener.
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
@@ -52,7 +52,9 @@ describe('pier serve drains on SIGTERM', () => {
     const assets = path.join(dataDir, 'storage/drain-ext/assets');
     fs.mkdirSync(assets, { recursive: true });
     fs.writeFileSync(path.join(assets, 'big.zip'), big);
-    child = spawn(process.execPath, ['bin/pier.js', 'serve', '--only', 'web,downloads,sftp'], { env });
+    // A process group of its own: SIGTERM goes to the whole group, as systemd sends it
+    // (KillMode=control-group), so the download host's own process gets it twice.
+    child = spawn(process.execPath, ['bin/pier.js', 'serve', '--only', 'web,downloads,sftp'], { env, detached: true });
     child.stdout!.on('data', (c) => {
       out += c;
     });
@@ -64,7 +66,7 @@ describe('pier serve drains on SIGTERM', () => {
   });
 
   after(() => {
-    if (child.exitCode === null) child.kill('SIGKILL');
+    if (child.exitCode === null) process.kill(-child.pid!, 'SIGKILL');
     fs.rmSync(dataDir, { recursive: true, force: true });
   });
 
@@ -114,7 +116,7 @@ describe('pier serve drains on SIGTERM', () => {
       await new Promise((r) => setTimeout(r, 50));
     }
     const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
-    child.kill('SIGTERM');
+    process.kill(-child.pid!, 'SIGTERM');
     // New connections are refused while the transfers finish.
     await new Promise((r) => setTimeout(r, 500));
     await assert.rejects(fetch(`http://127.0.0.1:${ports.web}/healthz`), 'the web listener takes no new connection while draining');
