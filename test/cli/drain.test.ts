@@ -6,22 +6,14 @@ import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
-import net from 'node:net';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { loadConfig } from '../../src/infra/config.js';
 import { startDraining } from '../../src/infra/readiness.js';
 import { createPublishingService } from '../../src/publishing/service.js';
+import { freePort } from '../helpers/net.js';
 import { tempDir } from '../helpers/db.js';
 import { needsTool } from '../helpers/tools.js';
-
-async function freePort(): Promise<number> {
-  const s = net.createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const { port } = s.address() as net.AddressInfo;
-  await new Promise((r) => s.close(r));
-  return port;
-}
 
 const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 

@@ -8,19 +8,11 @@ import assert from 'node:assert/strict';
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
-import net from 'node:net';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
+import { freePort } from '../helpers/net.js';
 import { dialects, tempDir } from '../helpers/db.js';
 import { hasTool } from '../helpers/tools.js';
-
-async function freePort(): Promise<number> {
-  const s = net.createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const { port } = s.address() as net.AddressInfo;
-  await new Promise((r) => s.close(r));
-  return port;
-}
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

@@ -6,19 +6,11 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { test } from 'node:test';
+import { freePort } from '../helpers/net.js';
 import { tempDir } from '../helpers/db.js';
 import { hasTool } from '../helpers/tools.js';
-
-async function freePort(): Promise<number> {
-  const s = net.createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const { port } = s.address() as net.AddressInfo;
-  await new Promise((r) => s.close(r));
-  return port;
-}
 
 test('PATCHes during an SFTP upload loop on one SQLite file: all 200, none 5xx', { timeout: 120_000 }, async (t) => {
   if (!hasTool('sshpass') || !hasTool('sftp')) return t.skip('sshpass and OpenSSH sftp are needed');
