@@ -13,6 +13,7 @@ import { type CrawlerService, crawlerService } from './crawler/service.js';
 import { openPublishingDatabase } from './db.js';
 import { type ProductFilesReader, productFilesReader } from './files/reader.js';
 import { filesRepository } from './files/repository.js';
+import { registerPublishingOpenApi } from './openapi.js';
 import { PATCH_BODY_LIMIT } from './products/fields.js';
 import { isolatedValidator } from './products/isolated-validation.js';
 import { productsRepository } from './products/repository.js';
@@ -113,6 +114,9 @@ export async function createPublishingService(config: Config, options: Publishin
     refuseNulInAddress: true,
     notReady: readinessProbe(() => database.ping()),
   });
+  // Before any route: the document and the check that every /api/ route documents itself see
+  // only routes added after them.
+  await registerPublishingOpenApi(app, config.publishing.baseUrl);
   const limiter = new FailureLimiter({ maxFailures: 10, windowMs: 60_000, banMs: 60_000, ...options.failureLimits });
   registerProductRoutes(app, { products, limiter, crawler });
   const fastPath = options.pageFastPath !== false;

@@ -2,11 +2,14 @@ import { Type } from 'typebox';
 import { TooManyRequestsError, UnauthorizedError } from '../../infra/errors.js';
 import type { FailureLimiter } from '../../infra/failure-limiter.js';
 import { type AjvIssue, type HttpApp, validationProblems } from '../../infra/http.js';
+import { LabelCrawlSchema } from '../crawler/schemas.js';
 import type { CrawlerService } from '../crawler/service.js';
+import { problem, problems, VENDOR_SECURITY } from '../openapi.js';
 import { PATCH_BODY_LIMIT } from './fields.js';
 import { allPatchProblems, invalidPatch, keyCountProblem } from './patch-validation.js';
 import { ProductPatchSchema } from './patch-schema.js';
 import type { ProductRow } from './repository.js';
+import { PatchResponse, ProductParams, ProductResponse } from './schemas.js';
 import type { ProductService } from './service.js';
 
 declare module 'fastify' {
@@ -15,10 +18,28 @@ declare module 'fastify' {
   }
 }
 
-const Params = Type.Object({ id: Type.String({ maxLength: 200 }) });
+const Params = ProductParams;
 const PatchQuery = Type.Object(
-  { dryRun: Type.Optional(Type.Union([Type.Literal('true'), Type.Literal('false'), Type.Literal('1'), Type.Literal('0')])) },
+  {
+    dryRun: Type.Optional(
+      Type.Union([Type.Literal('true'), Type.Literal('false'), Type.Literal('1'), Type.Literal('0')], {
+        description: '`true` or `1`: check and answer as if stored, store nothing',
+      }),
+    ),
+  },
   { additionalProperties: false },
+);
+
+/** What every route behind `authenticate` can answer besides its own success and errors. */
+const AUTHENTICATED = problems(400, 401, 404, 429);
+
+const CrawlReport = Type.Object(
+  {
+    productId: Type.String(),
+    state: Type.Unsafe<'hidden' | 'live'>({ type: 'string', enum: ['hidden', 'live'] }),
+    labels: Type.Array(LabelCrawlSchema, { description: 'the latest crawl of every label' }),
+  },
+  { description: 'The integrity report: the latest crawl of each label' },
 );
 
 export interface ProductRoutesOptions {
@@ -37,28 +58,78 @@ export function registerProductRoutes(app: HttpApp, { products, limiter, crawler
     if (wait > 0) throw new TooManyRequestsError(`too many failed attempts from ${req.ip}; retry in ${wait} s`, wait);
     const { id } = req.params as { id: string };
     try {
-      req.product = await products.authenticate(id, req.headers.authorization);
+      // A trusted-publishing credential also names the CI run (`req.publisher`, trust/vendor-auth.ts).
+      const who = await products.authenticateVendor(id, req.headers.authorization);
+      req.product = who.product;
+      if (who.publisher) req.publisher = who.publisher;
     } catch (e) {
       if (e instanceof UnauthorizedError) limiter.fail(req.ip);
       throw e;
     }
   };
 
-  app.get('/api/products/:id', { schema: { params: Params }, onRequest: authenticate }, async (req) => {
+  app.get(
+    '/api/products/:id',
+    {
+      schema: {
+        tags: ['products'],
+        summary: 'Read the product and its page fields',
+        operationId: 'getProduct',
+        security: VENDOR_SECURITY,
+        params: Params,
+        response: { 200: ProductResponse, ...AUTHENTICATED },
+      },
+      onRequest: authenticate,
+    },
+    async (req) => {
     return { ...products.view(req.product!), warnings: [] };
-  });
+    },
+  );
 
   // The vendor's view of the integrity report: the latest crawl of every label.
-  app.get('/api/products/:id/crawl', { schema: { params: Params }, onRequest: authenticate }, async (req) => {
-    return { productId: req.product!.id, state: req.product!.state, labels: await crawler.report(req.product!.id) };
-  });
+  app.get(
+    '/api/products/:id/crawl',
+    {
+      schema: {
+        tags: ['crawls'],
+        summary: 'Read the integrity report of the uploaded update sites',
+        description: 'The latest crawl of every label: what was found, and every problem (fatal problems block going live).',
+        operationId: 'getCrawlReport',
+        security: VENDOR_SECURITY,
+        params: Params,
+        response: { 200: CrawlReport, ...AUTHENTICATED },
+      },
+      onRequest: authenticate,
+    },
+    async (req) => {
+      return { productId: req.product!.id, state: req.product!.state, labels: await crawler.report(req.product!.id) };
+    },
+  );
 
   app.patch(
     '/api/products/:id',
     // attachValidation: a body the schema refuses is still checked field by field below, so the
     // answer lists every problem of the body at once.
     {
-      schema: { params: Params, querystring: PatchQuery, body: ProductPatchSchema },
+      schema: {
+        tags: ['products'],
+        summary: 'Change page fields',
+        description:
+          'Send only the fields to change; `null` removes an optional field. Every problem of the body is listed at ' +
+          'once (400 `invalid_field`, `errors: [{ field, message, line? }]`) and nothing is stored then. With ' +
+          '`?dryRun=true` the answer is the same and nothing is stored.',
+        operationId: 'patchProduct',
+        security: VENDOR_SECURITY,
+        params: Params,
+        querystring: PatchQuery,
+        body: ProductPatchSchema,
+        response: {
+          200: PatchResponse,
+          ...AUTHENTICATED,
+          ...problems(413, 415),
+          503: problem(503, 'Too many changes are being checked, or the server is shutting down; see `Retry-After`'),
+        },
+      },
       onRequest: authenticate,
       // Before the schema: it would list every one of a body's unknown keys.
       preValidation: async (req) => {
@@ -75,7 +146,7 @@ export function registerProductRoutes(app: HttpApp, { products, limiter, crawler
         throw invalidPatch(await allPatchProblems(req.body, validationProblems(invalid.validation as AjvIssue[]), products.validate));
       }
       const dryRun = req.query.dryRun === 'true' || req.query.dryRun === '1';
-      const result = await products.patch(req.product!, req.body, { dryRun, clientAddress: req.ip });
+      const result = await products.patch(req.product!, req.body, { dryRun, clientAddress: req.ip, publisher: req.publisher ?? null });
       return { ...result.product, changedFields: result.changedFields, warnings: result.warnings, ...(dryRun ? { dryRun: true } : {}) };
     },
   );

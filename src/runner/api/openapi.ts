@@ -1,12 +1,12 @@
 import swagger from '@fastify/swagger';
-import swaggerUi from '@fastify/swagger-ui';
 import type { RouteOptions } from 'fastify';
-import { type HttpApp, upgradesInsecureRequests, withoutUpgradeInsecureRequests } from '../../infra/http.js';
+import type { HttpApp } from '../../infra/http.js';
+import { DOCS_PREFIX, isDocumentedApiRoute, missingSchemaKeys, registerDocsUi } from '../../infra/openapi.js';
 import { securityOf, SCHEMES } from '../auth/access.js';
 import { accessOf } from '../auth/authenticate.js';
 import pkg from '../../../package.json' with { type: 'json' };
 
-export const DOCS_PREFIX = '/api/docs';
+export { DOCS_PREFIX };
 
 /** A multipart body documented in OpenAPI (fastify does not validate multipart bodies itself). */
 export interface MultipartDoc {
@@ -23,13 +23,11 @@ export function multipartConfig(doc: MultipartDoc): { multipartDoc: MultipartDoc
  * documentation can never silently miss a route or its permissions.
  */
 function checkRoute(route: RouteOptions): void {
-  if (!route.url.startsWith('/api/') || route.url.startsWith(DOCS_PREFIX)) return;
-  if (route.method === 'HEAD') return;
-  const schema = route.schema as Record<string, unknown> | undefined;
+  if (!isDocumentedApiRoute(route)) return;
   const where = `${String(route.method)} ${route.url}`;
   if (!accessOf(route.config)) throw new Error(`${where}: route declares no access`);
-  for (const key of ['tags', 'summary', 'operationId', 'response']) {
-    if (!schema?.[key]) throw new Error(`${where}: route schema has no ${key}`);
+  for (const key of missingSchemaKeys(route, ['tags', 'summary', 'operationId', 'response'])) {
+    throw new Error(`${where}: route schema has no ${key}`);
   }
 }
 
@@ -126,13 +124,11 @@ export async function registerOpenApi(app: HttpApp, serverUrl: string, oauth: Op
       return { schema: out as typeof schema, url };
     },
   });
-  await app.register(swaggerUi, {
-    routePrefix: DOCS_PREFIX,
-    uiConfig: { deepLinking: true, docExpansion: 'list' },
+  await registerDocsUi(app, {
+    publicUrl: serverUrl,
     // "Authorize" in the docs runs the authorization code flow with PKCE as the docs client.
     initOAuth: { clientId: oauth.docsClientId, usePkceWithAuthorizationCodeGrant: true, scopes: ['read'] },
-    staticCSP: true,
-    // Swagger UI's own policy always upgrades; the app's rule (https RUNNER_URL only) applies.
-    ...(upgradesInsecureRequests(serverUrl) ? {} : { transformStaticCSP: withoutUpgradeInsecureRequests }),
+    // Swagger UI's policy (hashes of its files), upgrading only for an https RUNNER_URL.
+    ownPolicy: true,
   });
 }

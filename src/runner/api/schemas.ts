@@ -1,6 +1,10 @@
 import { UNSHOWN } from '../../infra/unshown.js';
 import { type Static, type TSchema, Type } from 'typebox';
 import { MAX_OUTPUT_NAME_BYTES } from '../runs/output-storage.js';
+// RFC 9457 problem details: the schema the publishing app's document uses too.
+import { Problem } from '../../infra/openapi.js';
+
+export { Problem };
 
 /*
  * Response schemas avoid `anyOf`: fast-json-stringify validates every anyOf branch with ajv on
@@ -18,28 +22,6 @@ export function Nullable<T extends TSchema>(schema: T, options: Record<string, u
   const json = schema as unknown as Record<string, unknown>;
   return Type.Unsafe<Static<T> | null>({ ...json, type: [json.type, 'null'], ...options });
 }
-
-/** RFC 9457 problem details as produced by src/infra/http.ts. */
-export const Problem = Type.Object(
-  {
-    type: Type.String(),
-    title: Type.String(),
-    status: Type.Integer(),
-    code: Type.String({ description: 'stable machine-readable error code, e.g. invalid_field' }),
-    detail: Type.String(),
-    errors: Type.Optional(
-      Type.Array(
-        Type.Object({
-          field: Type.String(),
-          message: Type.String(),
-          line: Type.Optional(Type.Integer()),
-        }),
-      ),
-    ),
-    requestId: Type.Optional(Type.String({ description: 'the id of the request (also in the X-Request-Id header): quote it when reporting an error' })),
-  },
-  { description: 'RFC 9457 problem details' },
-);
 
 const ERROR_DESCRIPTIONS: Record<number, string> = {
   400: 'Invalid request (problem+json with per-field errors)',
