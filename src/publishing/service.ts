@@ -12,7 +12,11 @@ import { crawlsRepository } from './crawler/repository.js';
 import { type CrawlerService, crawlerService } from './crawler/service.js';
 import { openPublishingDatabase } from './db.js';
 import { type ProductFilesReader, productFilesReader } from './files/reader.js';
+import { fileManifests } from './files/manifest.js';
+import { registerManifestRoutes } from './files/manifest-routes.js';
 import { filesRepository } from './files/repository.js';
+import { registerInfoRoutes } from './info/routes.js';
+import { localStorage } from '../infra/storage-local.js';
 import { registerPublishingOpenApi } from './openapi.js';
 import { PATCH_BODY_LIMIT } from './products/fields.js';
 import { isolatedValidator } from './products/isolated-validation.js';
@@ -119,6 +123,9 @@ export async function createPublishingService(config: Config, options: Publishin
   await registerPublishingOpenApi(app, config.publishing.baseUrl);
   const limiter = new FailureLimiter({ maxFailures: 10, windowMs: 60_000, banMs: 60_000, ...options.failureLimits });
   registerProductRoutes(app, { products, limiter, crawler });
+  registerInfoRoutes(app, config);
+  // SHA-256 of stored files for `pier publish`, cached by storage version (files/manifest.ts).
+  registerManifestRoutes(app, { products, limiter, manifests: fileManifests(localStorage(config.publishing.storageDir)) });
   const fastPath = options.pageFastPath !== false;
   const answers = fastPath ? new PageAnswers(changes, PAGE_ANSWER_BYTES) : null;
   registerPageRoutes(app, pages, { changes, answers, sharedMaxAgeSeconds: config.publishing.pageSharedMaxAgeSeconds });

@@ -1,0 +1,63 @@
+import { Type } from 'typebox';
+import type { Config } from '../../infra/config.js';
+import type { HttpApp } from '../../infra/http.js';
+import { problems, PUBLIC_SECURITY } from '../openapi.js';
+import { type HostKey, hostKeyDir, loadOrCreateHostKeys } from '../sftp/host-keys.js';
+
+const PublishingInfo = Type.Object({
+  baseUrl: Type.String(),
+  downloadUrl: Type.String(),
+  sftp: Type.Object({
+    host: Type.String(),
+    port: Type.Integer(),
+    hostKeys: Type.Array(
+      Type.Object({
+        type: Type.String({ description: 'ssh-ed25519, ecdsa-sha2-nistp256' }),
+        fingerprint: Type.String({ description: 'SHA256:… as ssh-keygen -lf prints it' }),
+      }),
+    ),
+  }),
+  trustedPublishing: Type.Object({
+    tokenEndpoint: Type.String(),
+    audience: Type.String({ description: 'The audience a CI ID token must carry' }),
+  }),
+});
+
+/**
+ * `GET /api/publishing` (public): everything a vendor's tools need besides the base URL, so
+ * `pier publish --server <base url>` needs no other setting (issue 18, part 2). The host-key
+ * fingerprints let a client pin the SFTP server's key over HTTPS instead of trusting it on
+ * first use.
+ */
+export function registerInfoRoutes(app: HttpApp, config: Config, options: { hostKeys?: () => HostKey[] } = {}): void {
+  const { publishing } = config;
+  // The keys the SFTP part presents live in the shared storage (sftp/host-keys.ts); read at
+  // every request (two small files), so a key an operator replaced shows at once. Created here
+  // when this instance runs before any SFTP part did: creation is create-if-absent, so both
+  // end up with the same keys.
+  const hostKeys = options.hostKeys ?? (() => loadOrCreateHostKeys(hostKeyDir(publishing.storageDir)));
+  // config.publishing.oidc is trusted publishing's (issue 18, part 3); the base URL until it is set.
+  const audience = (publishing as { oidc?: { audience?: string } }).oidc?.audience ?? publishing.baseUrl;
+  app.get(
+    '/api/publishing',
+    {
+      schema: {
+        tags: ['publishing'],
+        summary: 'Where to upload and how to authenticate: SFTP address and host keys, download URL, trusted publishing',
+        operationId: 'getPublishingInfo',
+        security: PUBLIC_SECURITY,
+        response: { 200: PublishingInfo, ...problems(400) },
+      },
+    },
+    async () => ({
+      baseUrl: publishing.baseUrl,
+      downloadUrl: publishing.downloadUrl,
+      sftp: {
+        host: publishing.sftpHost,
+        port: publishing.sftpPort,
+        hostKeys: hostKeys().map((k) => ({ type: k.type, fingerprint: k.fingerprint })),
+      },
+      trustedPublishing: { tokenEndpoint: `${publishing.baseUrl}/api/oidc/token`, audience },
+    }),
+  );
+}
