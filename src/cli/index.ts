@@ -19,6 +19,7 @@ if (!publishOnly) {
   (await import('./backup.js')).registerBackupCommands(program);
 }
 (await import('./publish/command.js')).registerPublishCommand(program);
+(await import('./ci-init/command.js')).registerCiCommands(program);
 
 try {
   await program.parseAsync(process.argv);
