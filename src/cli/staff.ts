@@ -12,9 +12,13 @@ import { type FilesService, filesService } from '../publishing/files/service.js'
 import { FIELD_NAMES } from '../publishing/products/fields.js';
 import { productsRepository } from '../publishing/products/repository.js';
 import { type ProductService, productService } from '../publishing/products/service.js';
+import { trustRepository } from '../publishing/trust/repository.js';
+import { type BindingInput, type BindingView, type TrustService, trustService } from '../publishing/trust/service.js';
 
 /** Opens the same database as the server (from the environment), runs one action, closes. */
-async function withProducts<T>(action: (products: ProductService, files: FilesService, crawler: CrawlerService) => Promise<T>): Promise<T> {
+async function withProducts<T>(
+  action: (products: ProductService, files: FilesService, crawler: CrawlerService, trust: TrustService) => Promise<T>,
+): Promise<T> {
   const config = loadConfig();
   const database = await openPublishingDatabase(config.publishing.databaseUrl);
   try {
@@ -32,7 +36,8 @@ async function withProducts<T>(action: (products: ProductService, files: FilesSe
       isolation: { maxMemoryMb: config.publishing.crawlMaxMemoryMb, timeoutMs: config.publishing.crawlTimeoutSeconds * 1000 },
     });
     try {
-      return await action(productService({ repo, publishing: config.publishing }), files, crawler);
+      const trust = trustService({ repo: trustRepository(database.db), products: repo, oidc: config.publishing.oidc });
+      return await action(productService({ repo, publishing: config.publishing, trust }), files, crawler, trust);
     } finally {
       await crawler.close();
     }
@@ -91,6 +96,20 @@ function crawlLines(crawls: LabelCrawl[]): string[] {
   ]);
 }
 
+/** One binding on one line: what a CI identity must be to publish. */
+function bindingLine(b: BindingView): string {
+  const owner = b.ownerId ? `${b.provider === 'github' ? 'owner' : 'namespace'} ${b.ownerId}${b.ownerPinnedAt ? ' (pinned at first use)' : ''}` : `${b.provider === 'github' ? 'owner' : 'namespace'} pinned at first use`;
+  return [
+    b.id,
+    b.provider,
+    `${b.repository} (${b.provider === 'github' ? 'repository' : 'project'} ${b.repositoryId})`,
+    owner,
+    ...(b.workflow ? [`workflow ${b.workflow}`] : []),
+    ...(b.ref ? [`ref ${b.ref}`] : []),
+    b.environment ? `environment ${b.environment}` : 'any environment',
+  ].join('  ');
+}
+
 const ONCE = 'Store these now: the edit token and SFTP password are shown only this once.';
 
 export function registerStaffCommands(program: Command): void {
@@ -146,18 +165,20 @@ export function registerStaffCommands(program: Command): void {
     .option('--history', 'list every revision (time, changed fields, token id, client address)')
     .option('--json', 'print JSON')
     .action(async (id: string, opts: { history?: boolean; json?: boolean }) => {
-      const { product, history, files, crawls } = await withProducts(async (p, f, c) => ({
+      const { product, history, files, crawls, bindings, trustedPublishes } = await withProducts(async (p, f, c, t) => ({
         product: await p.show(id),
         history: await p.history(id, opts.history ? 1000 : 5),
         files: await f.summary(id),
         crawls: await c.report(id),
+        bindings: await t.listBindings(id),
+        trustedPublishes: await t.history(id, opts.history ? 1000 : 5),
       }));
       const hostKeys = await hostKeyFingerprints();
       const fieldsSet = FIELD_NAMES.filter((f) => product.fields[f] !== undefined);
       const revisions = history.map(({ changes: _c, ...r }) => r);
       const { custom, ...limits } = files.limits;
       const uploads = { files: files.files, bytes: files.bytes, lastUploadAt: files.lastUploadAt, labels: files.labels, limits, customLimits: custom };
-      print(!!opts.json, { ...product, fieldsSet, revisions, uploads, crawls, sftpHostKeys: hostKeys }, () =>
+      print(!!opts.json, { ...product, fieldsSet, revisions, uploads, crawls, trustBindings: bindings, trustedPublishes, sftpHostKeys: hostKeys }, () =>
         [
           `${product.productId}: ${product.name}`,
           `  state:      ${product.state}`,
@@ -174,6 +195,13 @@ export function registerStaffCommands(program: Command): void {
             (l) => `    ${l.label.padEnd(16)} ${String(l.files).padStart(6)} files  ${mb(l.bytes).padStart(10)}  ${l.hasArchive ? `archive ${mb(l.archiveBytes)}` : 'no archive'}  last upload ${l.lastUploadAt ?? '-'}${l.files === 0 ? '  (archive only: offered for download, not crawled)' : ''}`,
           ),
           ...crawlLines(crawls),
+          `  trusted publishing:${bindings.length ? '' : ' no bindings'}`,
+          ...bindings.map((b) => `    ${bindingLine(b)}`),
+          ...(trustedPublishes.length ? [`  ${opts.history ? 'trusted publishes' : 'latest trusted publishes'}:`] : []),
+          ...trustedPublishes.map(
+            (t) =>
+              `    ${t.at}  ${t.action.padEnd(8)} ${t.repository}  ${t.workflow || '-'}  ${t.ref}  run ${t.runId}${t.detail ? `  ${JSON.stringify(t.detail)}` : ''}${t.runUrl ? `  ${t.runUrl}` : ''}`,
+          ),
           ...hostKeys.map((k) => `  SFTP host key: ${k.type} ${k.fingerprint}`),
         ].join('\n'),
       );
@@ -291,4 +319,92 @@ export function registerStaffCommands(program: Command): void {
       const v = await withProducts((p) => p.setPlatformRelease(version));
       print(!!opts.json, { platformRelease: v }, () => `Current platform release: ${v}`);
     });
+
+  const trust = staff.command('trust').description('trusted publishing: which CI identities may publish a product without stored secrets');
+
+  trust
+    .command('add <product-id>')
+    .description('bind a product to a GitHub Actions workflow or a GitLab CI project')
+    .option('--github <owner/repo>', 'GitHub repository')
+    .option('--repository-id <n>', 'GitHub repository id (stable across renames; `gh api repos/<owner>/<repo> --jq .id`)')
+    .option('--owner-id <n>', 'GitHub owner id (`.owner.id`); pinned at the first publish when not given')
+    .option('--workflow <path>', 'GitHub workflow file, e.g. .github/workflows/release.yml')
+    .option('--gitlab <group/project>', 'GitLab project path')
+    .option('--project-id <n>', 'GitLab project id')
+    .option('--namespace-id <n>', 'GitLab namespace (group) id; pinned at the first publish when not given')
+    .option('--ref <ref>', 'GitLab only: the branch or tag pipelines must run for (any when not given)')
+    .option('--environment <name>', 'the CI environment the job must run in (any when not given)')
+    .option('--json', 'print JSON')
+    .action(
+      async (
+        id: string,
+        opts: {
+          github?: string;
+          repositoryId?: string;
+          ownerId?: string;
+          workflow?: string;
+          gitlab?: string;
+          projectId?: string;
+          namespaceId?: string;
+          ref?: string;
+          environment?: string;
+          json?: boolean;
+        },
+      ) => {
+        const input = bindingInput(opts);
+        const b = await withProducts((_p, _f, _c, t) => t.addBinding(id, input));
+        print(!!opts.json, b, () => `Bound "${id}": ${bindingLine(b)}`);
+      },
+    );
+
+  trust
+    .command('list <product-id>')
+    .description("list a product's trusted-publishing bindings")
+    .option('--json', 'print JSON')
+    .action(async (id: string, opts: { json?: boolean }) => {
+      const list = await withProducts((_p, _f, _c, t) => t.listBindings(id));
+      print(!!opts.json, list, () =>
+        list.length === 0 ? `Product "${id}" has no trusted-publishing bindings. Add one with: pier staff trust add ${id} --github <owner>/<repo> …` : list.map(bindingLine).join('\n'),
+      );
+    });
+
+  trust
+    .command('remove <product-id> <binding-id>')
+    .description('remove a binding: its credentials stop working at once, its SFTP sessions end within seconds')
+    .option('--json', 'print JSON')
+    .action(async (id: string, bindingId: string, opts: { json?: boolean }) => {
+      await withProducts((_p, _f, _c, t) => t.removeBinding(id, bindingId));
+      print(!!opts.json, { productId: id, removed: bindingId }, () => `Removed binding ${bindingId} of "${id}".`);
+    });
+}
+
+/** The options of `trust add` as one provider's binding; GitHub and GitLab options do not mix. */
+function bindingInput(opts: Record<string, string | boolean | undefined>): BindingInput {
+  const str = (k: string) => (typeof opts[k] === 'string' ? (opts[k] as string) : undefined);
+  const github = str('github');
+  const gitlab = str('gitlab');
+  if ((github === undefined) === (gitlab === undefined)) throw new UsageError('give exactly one of --github <owner>/<repo> or --gitlab <group>/<project>');
+  const misplaced = (names: [string, string][]) => names.filter(([k]) => str(k) !== undefined).map(([, flag]) => flag);
+  if (github !== undefined) {
+    const wrong = misplaced([['projectId', '--project-id'], ['namespaceId', '--namespace-id'], ['ref', '--ref']]);
+    if (wrong.length) throw new UsageError(`${wrong.join(', ')} ${wrong.length === 1 ? 'is' : 'are'} for --gitlab bindings`);
+    const repositoryId = str('repositoryId');
+    const workflow = str('workflow');
+    if (repositoryId === undefined) throw new UsageError('--repository-id <n> is required with --github (the stable id: a recreated repository gets a new one)');
+    if (workflow === undefined) throw new UsageError('--workflow <path> is required with --github, e.g. .github/workflows/release.yml');
+    return {
+      provider: 'github',
+      repository: github,
+      repositoryId,
+      ownerId: str('ownerId'),
+      // A bare file name means the workflows folder, the only place GitHub runs workflows from.
+      workflow: workflow.includes('/') ? workflow.replace(/^\.?\//, '') : `.github/workflows/${workflow}`,
+      environment: str('environment'),
+    };
+  }
+  const wrong = misplaced([['repositoryId', '--repository-id'], ['ownerId', '--owner-id'], ['workflow', '--workflow']]);
+  if (wrong.length) throw new UsageError(`${wrong.join(', ')} ${wrong.length === 1 ? 'is' : 'are'} for --github bindings`);
+  const projectId = str('projectId');
+  if (projectId === undefined) throw new UsageError('--project-id <n> is required with --gitlab (the stable id: a recreated project gets a new one)');
+  return { provider: 'gitlab', repository: gitlab!, repositoryId: projectId, ownerId: str('namespaceId'), ref: str('ref'), environment: str('environment') };
 }

@@ -82,6 +82,13 @@ export interface Config {
      * Browsers always revalidate (a 304 when unchanged); 0 makes shared caches revalidate too.
      */
     pageSharedMaxAgeSeconds: number;
+    /**
+     * Trusted publishing (issue 18): CI OIDC ID tokens exchanged for short-lived credentials.
+     * `audience` is the `aud` the ID token must carry (PIER_OIDC_AUDIENCE, default PIER_BASE_URL);
+     * the issuers are GitHub Actions' and GitLab's (PIER_OIDC_GITHUB_ISSUER, PIER_OIDC_GITLAB_ISSUER),
+     * https only except loopback addresses.
+     */
+    oidc: { audience: string; githubIssuer: string; gitlabIssuer: string };
   };
   runner: {
     port: number;
@@ -208,6 +215,29 @@ function url(env: Env, name: string, fallback: string): string {
   return raw.replace(/\/+$/, '');
 }
 
+/**
+ * An OIDC issuer URL: https, or http only on a loopback address (a local test issuer). Its keys
+ * decide who may publish, so a plain-http issuer on a network would let anyone on the path
+ * swap them.
+ */
+function issuerUrl(env: Env, name: string, fallback: string): string {
+  const value = url(env, name, fallback);
+  const parsed = new URL(value);
+  if (parsed.protocol === 'https:') return value;
+  const host = parsed.hostname.replace(/^\[|\]$/g, '');
+  const loopback = host === 'localhost' || (isIP(host) === 4 && host.startsWith('127.')) || host === '::1';
+  if (!loopback) throw new ConfigError(name, `must be an https URL (http only on a loopback address), got "${value}"`);
+  return value;
+}
+
+/** PIER_OIDC_AUDIENCE: any non-empty string without spaces (an audience need not be a URL). */
+function oidcAudience(env: Env, baseUrl: string): string {
+  const raw = env.PIER_OIDC_AUDIENCE;
+  if (raw === undefined || raw === '') return baseUrl;
+  if (!/^[\x21-\x7e]{1,255}$/.test(raw)) throw new ConfigError('PIER_OIDC_AUDIENCE', 'expected 1 to 255 visible ASCII characters (no spaces)');
+  return raw;
+}
+
 function databaseUrl(env: Env, name: string, dataDir: string, file: string): string {
   const raw = env[name];
   if (!raw) return path.join(dataDir, file);
@@ -322,6 +352,12 @@ export function loadConfig(env: Env = process.env): Config {
       pageRenderWorkers: count(env, 'PIER_PAGE_RENDER_WORKERS', os.availableParallelism() >= 2 ? 2 : 1, 64),
       pageRenderBudgetSeconds: seconds(env, 'PIER_PAGE_RENDER_BUDGET_SECONDS', 30, 1, 86_400),
       pageSharedMaxAgeSeconds: seconds(env, 'PIER_PAGE_SHARED_MAX_AGE', 30, 0, 86_400),
+      oidc: {
+        // Compared with the token's `aud` byte for byte: no trailing slash, like PIER_BASE_URL.
+        audience: oidcAudience(env, url(env, 'PIER_BASE_URL', `http://localhost:${httpPort}`)),
+        githubIssuer: issuerUrl(env, 'PIER_OIDC_GITHUB_ISSUER', 'https://token.actions.githubusercontent.com'),
+        gitlabIssuer: issuerUrl(env, 'PIER_OIDC_GITLAB_ISSUER', 'https://gitlab.com'),
+      },
     },
     runner: {
       port: runnerPort,

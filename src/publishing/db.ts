@@ -1,6 +1,7 @@
 import { type Generated, type Kysely, type Migration, PostgresAdapter, sql } from 'kysely';
 import { openMigratedDatabase } from '../infra/database/index.js';
 import { MAX_LABEL_LENGTH } from './files/tree.js';
+import { type TrustTables, trustedPublishingMigration } from './trust/tables.js';
 
 export interface ProductsTable {
   id: string;
@@ -137,7 +138,8 @@ export interface PageChangesTable {
   seq: number;
 }
 
-export interface PublishingDB {
+/** Trusted publishing's tables are declared beside their repository (trust/tables.ts). */
+export interface PublishingDB extends TrustTables {
   products: ProductsTable;
   product_revisions: ProductRevisionsTable;
   settings: SettingsTable;
@@ -520,6 +522,7 @@ const migrations: Record<string, Migration> = {
       }
     },
   },
+  '0011_trusted_publishing': trustedPublishingMigration,
 };
 
 /** The ordered migrations (tests migrate part of the way to check a backfill). */

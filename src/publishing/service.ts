@@ -27,6 +27,9 @@ import { PageAnswers } from './web/page-answers.js';
 import { databasePageChanges } from './web/page-changes.js';
 import { MAX_FACTORY_LENGTH, registerPageRoutes } from './web/routes.js';
 import { type PagesService, pagesService } from './web/service.js';
+import { trustRepository } from './trust/repository.js';
+import { registerTrustRoutes } from './trust/routes.js';
+import { type TrustService, trustService } from './trust/service.js';
 
 export interface PublishingService {
   app: HttpApp;
@@ -39,6 +42,8 @@ export interface PublishingService {
   pageAnswers: PageAnswers | null;
   /** Crawls of uploaded update sites, their reports and going live. */
   crawler: CrawlerService;
+  /** Trusted publishing: CI identities bound to products, the credential exchange, the history (`recordRelease`). */
+  trust: TrustService;
   /** The automatic re-crawl of settled uploads; null when PIER_CRAWL_SETTLE_SECONDS=0. */
   autoCrawl: AutoCrawl | null;
   /**
@@ -63,6 +68,8 @@ export interface PublishingOptions {
   pageFastPath?: boolean;
   /** Tests only: how long one read of the page change counter serves further requests, ms (FRESH_MS). */
   pageFreshMs?: number;
+  /** Tests only: the clock of trusted publishing (ID token expiry, credential lifetime). */
+  trustClock?: () => Date;
 }
 
 /** Memory for whole page answers kept for the fast path (product pages are ~20 KB). */
@@ -74,7 +81,8 @@ export async function createPublishingService(config: Config, options: Publishin
   const repo = productsRepository(database.db, database.dialect, { readNow: database.readNow });
   // PATCH bodies are checked off the event loop, under the page render's time limit.
   const validator = isolatedValidator({ timeoutMs: config.publishing.pageRenderTimeoutSeconds * 1000, hold: options.validationHold });
-  const products = productService({ repo, publishing: config.publishing, validate: validator.validate });
+  const trust = trustService({ repo: trustRepository(database.db), products: repo, oidc: config.publishing.oidc, now: options.trustClock });
+  const products = productService({ repo, publishing: config.publishing, validate: validator.validate, trust });
   const files = productFilesReader(filesRepository(database.db));
   const crawls = crawlsRepository(database.db, database.dialect);
   const crawler = crawlerService({
@@ -123,6 +131,7 @@ export async function createPublishingService(config: Config, options: Publishin
   await registerPublishingOpenApi(app, config.publishing.baseUrl);
   const limiter = new FailureLimiter({ maxFailures: 10, windowMs: 60_000, banMs: 60_000, ...options.failureLimits });
   registerProductRoutes(app, { products, limiter, crawler });
+  registerTrustRoutes(app, { trust, limiter });
   registerInfoRoutes(app, config);
   // SHA-256 of stored files for `pier publish`, cached by storage version (files/manifest.ts).
   registerManifestRoutes(app, { products, limiter, manifests: fileManifests(localStorage(config.publishing.storageDir)) });
@@ -165,6 +174,7 @@ export async function createPublishingService(config: Config, options: Publishin
     pages,
     pageAnswers: answers,
     crawler,
+    trust,
     autoCrawl,
     async close(drainMs?: number, options: { cutCrawls?: boolean } = {}) {
       fast?.closeIdle();

@@ -23,6 +23,7 @@ import { applyPatch, invalidPatch, type ValidatePatch, validateInProcess, valida
 import { placeholderWarnings } from './placeholder-warnings.js';
 import type { ProductRow, ProductsRepository, RevisionRow } from './repository.js';
 import { productIdProblem } from './slug.js';
+import type { Publisher } from '../trust/claims.js';
 
 export const EDIT_TOKEN_PREFIX = 'pier_et_';
 export const BEARER_CHALLENGE = 'Bearer realm="pier", charset="UTF-8"';
@@ -55,8 +56,30 @@ export interface Revision {
   clientAddress: string;
 }
 
+/**
+ * Trusted publishing's side of authentication (trust/service.ts): a `pier_tp_…` credential
+ * works wherever the edit token does and as the SFTP password, until it expires.
+ */
+export interface TrustedCredentials {
+  /** The publisher behind `token` if it is a current credential of this product, else null. */
+  verify(productId: string, token: string): Promise<Publisher | null>;
+  /** Adds what a trusted publisher did to the product's history. */
+  record(productId: string, publisher: Publisher, action: 'patch' | 'sftp', clientAddress: string): Promise<void>;
+}
+
+/** The prefix of trusted-publishing credentials (trust/service.ts TRUSTED_CREDENTIAL_PREFIX). */
+const TRUSTED_PREFIX = 'pier_tp_';
+
+/** Who a vendor request authenticated as: the product, and the CI run when a trusted credential was used. */
+export interface VendorAuthentication {
+  product: ProductRow;
+  publisher: Publisher | null;
+}
+
 export interface ProductServiceDeps {
   repo: ProductsRepository;
+  /** Trusted-publishing credentials; without it only the edit token and password work. */
+  trust?: TrustedCredentials;
   publishing: Config['publishing'];
   now?: () => Date;
   /** Checks a PATCH body; the serving process passes one that runs off its event loop. */
@@ -72,7 +95,7 @@ function revisionId(at: Date): string {
   return `${at.getTime().toString(36).padStart(9, '0')}${randomId(4)}`;
 }
 
-export function productService({ repo, publishing, now = () => new Date(), validate = validateInProcess }: ProductServiceDeps) {
+export function productService({ repo, publishing, trust, now = () => new Date(), validate = validateInProcess }: ProductServiceDeps) {
   const pageUrl = (id: string) => `${publishing.baseUrl}/product/${id}`;
 
   function view(row: ProductRow): ProductView {
@@ -91,6 +114,47 @@ export function productService({ repo, publishing, now = () => new Date(), valid
     const row = await repo.find(id);
     if (!row) throw new NotFoundError(`no product "${id}"`);
     return row;
+  }
+
+  async function authenticateVendor(id: string, authorization: string | undefined): Promise<VendorAuthentication> {
+    const row = await repo.find(id);
+    if (!row) throw new NotFoundError(`no product "${id}"`);
+    const match = /^Bearer[ ]+(\S+)\s*$/i.exec(authorization ?? '');
+    if (!match?.[1]) throw new UnauthorizedError('send the product edit token as "Authorization: Bearer <token>"', BEARER_CHALLENGE);
+    const token = match[1];
+    if (trust && token.startsWith(TRUSTED_PREFIX)) {
+      const publisher = await trust.verify(row.id, token);
+      if (!publisher) {
+        throw new UnauthorizedError(
+          'the trusted-publishing credential is not valid for this product or has expired; exchange a new ID token',
+          `${BEARER_CHALLENGE}, error="invalid_token"`,
+        );
+      }
+      return { product: row, publisher };
+    }
+    const valid = hasValidChecksum(token, EDIT_TOKEN_PREFIX) && constantTimeEqual(sha256(token), row.edit_token_hash);
+    if (!valid) {
+      throw new UnauthorizedError(
+        'the edit token is not valid for this product',
+        `${BEARER_CHALLENGE}, error="invalid_token"`,
+      );
+    }
+    return { product: row, publisher: null };
+  }
+
+  async function authenticateSftpLogin(username: string, password: string): Promise<VendorAuthentication | null> {
+    const row = await repo.findBySftpUsername(username);
+    if (trust && password.startsWith(TRUSTED_PREFIX)) {
+      // The prefix is public, so taking this path reveals nothing; the credential is compared in constant time.
+      const publisher = row ? await trust.verify(row.id, password) : null;
+      if (!row || !publisher) return null;
+      await trust.record(row.id, publisher, 'sftp', '');
+      return { product: row, publisher };
+    }
+    // Spend the same scrypt work for unknown users so timing does not reveal which exist.
+    unknownUserHash ??= hashPassword(generatePassword());
+    const ok = await verifyPassword(password, row?.sftp_password_hash ?? (await unknownUserHash));
+    return row && ok ? { product: row, publisher: null } : null;
   }
 
   return {
@@ -176,26 +240,17 @@ export function productService({ repo, publishing, now = () => new Date(), valid
      * product: 404 (pages are public, so this reveals nothing). Any token problem: 401.
      */
     async authenticate(id: string, authorization: string | undefined): Promise<ProductRow> {
-      const row = await repo.find(id);
-      if (!row) throw new NotFoundError(`no product "${id}"`);
-      const match = /^Bearer[ ]+(\S+)\s*$/i.exec(authorization ?? '');
-      if (!match?.[1]) throw new UnauthorizedError('send the product edit token as "Authorization: Bearer <token>"', BEARER_CHALLENGE);
-      const token = match[1];
-      const valid = hasValidChecksum(token, EDIT_TOKEN_PREFIX) && constantTimeEqual(sha256(token), row.edit_token_hash);
-      if (!valid) {
-        throw new UnauthorizedError(
-          'the edit token is not valid for this product',
-          `${BEARER_CHALLENGE}, error="invalid_token"`,
-        );
-      }
-      return row;
+      return (await authenticateVendor(id, authorization)).product;
     },
+
+    /** `authenticate`, also telling which CI run a trusted-publishing credential belongs to (`req.publisher`). */
+    authenticateVendor,
 
     /** Validates and applies a PATCH; with `dryRun` nothing is stored. */
     async patch(
       row: ProductRow,
       body: ProductPatch,
-      options: { dryRun: boolean; clientAddress: string },
+      options: { dryRun: boolean; clientAddress: string; publisher?: Publisher | null },
     ): Promise<{ product: ProductView; warnings: FieldProblem[]; changedFields: FieldName[] }> {
       const checked = await validate(body);
       if (!checked.ok) throw invalidPatch(checked.errors);
@@ -205,10 +260,12 @@ export function productService({ repo, publishing, now = () => new Date(), valid
         const fields = applyPatch(parseFields(row), patch);
         return { product: { ...view(row), name: fields.name, fields }, warnings: patch.warnings, changedFields: patch.changed };
       }
-      const token = row.edit_token_id;
+      const publisher = options.publisher ?? null;
+      // A trusted publish is recorded under its credential (`tp:<id>`, the id in its history).
+      const token = publisher ? `tp:${publisher.credentialId}` : row.edit_token_id;
       const updated = await repo.updateFields(row.id, (current) => {
-        // The token may have been rotated since authentication; the fresh row decides.
-        if (current.edit_token_hash !== row.edit_token_hash) return null;
+        // The edit token may have been rotated since authentication; the fresh row decides.
+        if (!publisher && current.edit_token_hash !== row.edit_token_hash) return null;
         const fields = applyPatch(parseFields(current), patch);
         const at = now();
         const changes: Record<string, unknown> = {};
@@ -231,17 +288,20 @@ export function productService({ repo, publishing, now = () => new Date(), valid
       if (!updated) {
         throw new UnauthorizedError('the edit token is not valid for this product', `${BEARER_CHALLENGE}, error="invalid_token"`);
       }
+      if (publisher && trust) await trust.record(row.id, publisher, 'patch', options.clientAddress);
       return { product: view(updated), warnings: patch.warnings, changedFields: patch.changed };
     },
 
     /** The product whose SFTP credentials these are, or null; reads the database every time. */
     async authenticateSftp(username: string, password: string): Promise<ProductRow | null> {
-      const row = await repo.findBySftpUsername(username);
-      // Spend the same scrypt work for unknown users so timing does not reveal which exist.
-      unknownUserHash ??= hashPassword(generatePassword());
-      const ok = await verifyPassword(password, row?.sftp_password_hash ?? (await unknownUserHash));
-      return row && ok ? row : null;
+      return (await authenticateSftpLogin(username, password))?.product ?? null;
     },
+
+    /**
+     * `authenticateSftp`, also telling which CI run logged in when the password is a
+     * trusted-publishing credential of the product (recorded in its history).
+     */
+    authenticateSftpLogin,
 
     async setPlatformRelease(version: string): Promise<string> {
       const v = version.trim();

@@ -8,6 +8,8 @@ import { filesRepository } from '../files/repository.js';
 import { filesService } from '../files/service.js';
 import { productsRepository } from '../products/repository.js';
 import { productService } from '../products/service.js';
+import { trustRepository } from '../trust/repository.js';
+import { trustService } from '../trust/service.js';
 import { type HostKey, hostKeyDir, loadOrCreateHostKeys } from './host-keys.js';
 import { sftpRepository } from './repository.js';
 import { createSftpServer, type SftpServerOptions } from './server.js';
@@ -32,10 +34,19 @@ export interface RunningSftp {
  */
 const SWEEP_INTERVAL_MS = 5 * 60_000;
 
+/** Marks a session's credential as a trusted-publishing binding (a password hash never starts so). */
+const TRUSTED_SESSION = 'trusted:';
+
 /** The `sftp` part of `pier serve`: its own database handle, the shared storage, the host keys. */
 export async function startSftp(
   config: Config,
-  options: { port?: number; failureLimits?: Partial<FailureLimiterOptions>; tuning?: SftpTuning } = {},
+  options: {
+    port?: number;
+    failureLimits?: Partial<FailureLimiterOptions>;
+    tuning?: SftpTuning;
+    /** Tests only: the clock of trusted publishing (credential expiry). */
+    trustClock?: () => Date;
+  } = {},
 ): Promise<RunningSftp> {
   const { publishing } = config;
   const database = await openPublishingDatabase(publishing.databaseUrl);
@@ -44,7 +55,9 @@ export async function startSftp(
     const storage = localStorage(publishing.storageDir);
     const files = filesService({ storage, repo: filesRepository(database.db, database), limits: publishing.limits });
     const productsRepo = productsRepository(database.db, database.dialect);
-    const products = productService({ repo: productsRepo, publishing });
+    // A trusted-publishing credential (pier_tp_…) is also the password of its product's user.
+    const trust = trustService({ repo: trustRepository(database.db), products: productsRepo, oidc: publishing.oidc, now: options.trustClock });
+    const products = productService({ repo: productsRepo, publishing, trust });
     const sftpRepo = sftpRepository(database.db, database);
     const hostKeys = loadOrCreateHostKeys(hostKeyDir(publishing.storageDir));
     const log = pino({ level: config.logLevel, name: 'sftp' });
@@ -67,11 +80,16 @@ export async function startSftp(
       hostKeys,
       auth: {
         async authenticateSftp(username, password) {
-          const row = await products.authenticateSftp(username, password);
+          const login = await products.authenticateSftpLogin(username, password);
+          if (!login) return null;
+          // A trusted credential's session lasts while its binding does (removing the binding ends
+          // it, as rotating the password does); its 15 minutes bound logins, not a transfer in flight.
+          if (login.publisher) return { id: login.product.id, credential: `${TRUSTED_SESSION}${login.publisher.bindingId}` };
           // The password's hash (new salt on every rotation) tells a session its password changed.
-          return row ? { id: row.id, credential: row.sftp_password_hash } : null;
+          return { id: login.product.id, credential: login.product.sftp_password_hash };
         },
         async sftpCredentialCurrent(productId, credential) {
+          if (credential.startsWith(TRUSTED_SESSION)) return trust.bindingCurrent(productId, credential.slice(TRUSTED_SESSION.length));
           return (await sftpRepo.credential(productId)) === credential;
         },
       },
