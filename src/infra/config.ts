@@ -58,6 +58,8 @@ export interface Config {
     sftpIdleTimeoutSeconds: number;
     /** Seconds without writes to a label before it is re-crawled automatically; 0 turns that off. */
     crawlSettleSeconds: number;
+    /** Releases kept per label for a rollback, the current one included (PIER_RELEASES_KEPT, default 3, at least 2). */
+    releasesKept: number;
     /** Heap of the worker thread a crawl runs in, MiB (PIER_CRAWL_MAX_MEMORY_MB, default 512). */
     crawlMaxMemoryMb: number;
     /** Wall time one crawl of one label may take (PIER_CRAWL_TIMEOUT_SECONDS, default 600). */
@@ -157,6 +159,13 @@ function count(env: Env, name: string, fallback: number, max: number): number {
     throw new ConfigError(name, `expected a whole number from 1 to ${max}, got "${raw}"`);
   }
   return Number(raw);
+}
+
+/** One release is the current one; a rollback needs at least one more. */
+function releasesKept(env: Env): number {
+  const n = count(env, 'PIER_RELEASES_KEPT', 3, 1000);
+  if (n < 2) throw new ConfigError('PIER_RELEASES_KEPT', 'must be at least 2: the current release and one to roll back to');
+  return n;
 }
 
 export const DEFAULT_LIMITS: FileLimits = { quotaBytes: 5 * 1024 ** 3, quotaFiles: 100_000, maxFileBytes: 2 * 1024 ** 3, quotaFolders: 10_000 };
@@ -346,6 +355,7 @@ export function loadConfig(env: Env = process.env): Config {
       sftpLoginTimeoutSeconds: seconds(env, 'PIER_SFTP_LOGIN_TIMEOUT', 15, 1, 600),
       sftpIdleTimeoutSeconds: seconds(env, 'PIER_SFTP_IDLE_TIMEOUT', 900, 1, 86_400),
       crawlSettleSeconds: env.PIER_CRAWL_SETTLE_SECONDS === '0' ? 0 : count(env, 'PIER_CRAWL_SETTLE_SECONDS', 60, 86_400),
+      releasesKept: releasesKept(env),
       crawlMaxMemoryMb: mebibytes(env, 'PIER_CRAWL_MAX_MEMORY_MB', 512, 32, 16_384),
       crawlTimeoutSeconds: seconds(env, 'PIER_CRAWL_TIMEOUT_SECONDS', 600, 1, 86_400),
       pageRenderTimeoutSeconds: seconds(env, 'PIER_PAGE_RENDER_TIMEOUT_SECONDS', 10, 1, 600),

@@ -57,10 +57,10 @@ export interface DocsUiOptions {
   uiConfig?: FastifySwaggerUiOptions['uiConfig'];
   initOAuth?: FastifySwaggerUiOptions['initOAuth'];
   /**
-   * true: Swagger UI's own policy (hashes of its static files) replaces the app's on the docs
-   * routes. false: the app's own Content-Security-Policy applies to them as to every page.
+   * The Content-Security-Policy of the docs routes (page, assets, document). Without it, Swagger
+   * UI's own policy (hashes of its static files), upgrading to https only for an https public URL.
    */
-  ownPolicy: boolean;
+  policy?: string;
 }
 
 /**
@@ -72,12 +72,12 @@ export async function registerDocsUi(app: HttpApp, options: DocsUiOptions): Prom
     routePrefix: DOCS_PREFIX,
     uiConfig: { deepLinking: true, docExpansion: 'list', ...options.uiConfig },
     ...(options.initOAuth ? { initOAuth: options.initOAuth } : {}),
-    ...(options.ownPolicy
-      ? {
+    ...(options.policy !== undefined
+      ? { staticCSP: options.policy }
+      : {
           staticCSP: true,
           // Swagger UI's own policy always upgrades; the app's rule (an https public URL only) applies.
           ...(upgradesInsecureRequests(options.publicUrl) ? {} : { transformStaticCSP: withoutUpgradeInsecureRequests }),
-        }
-      : {}),
+        }),
   });
 }

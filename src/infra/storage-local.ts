@@ -559,6 +559,87 @@ export function localStorage(root: string, options: LocalStorageOptions = {}): S
       changed();
     },
 
+    async linkTree(from, to) {
+      const source = resolve(from);
+      const target = resolve(to);
+      if (!(await lstat(source))?.isDirectory()) throw Object.assign(new Error(`${from} is not a folder`), { code: 'ENOTDIR' });
+      await fsp.mkdir(path.dirname(target), { recursive: true });
+      // Built under a temporary name and renamed into place: `to` exists whole or not at all.
+      const building = path.join(path.dirname(target), `${TEMP_PREFIX}${instance.id}_${randomUUID()}`);
+      let files = 0;
+      let bytes = 0;
+      const copy = async (dir: string, into: string): Promise<void> => {
+        fs.mkdirSync(into);
+        for (const d of await fsp.readdir(dir, { withFileTypes: true })) {
+          if (d.name.startsWith(RESERVED_NAME_PREFIX)) continue;
+          const p = path.join(dir, d.name);
+          const st = await lstat(p);
+          if (!st) continue; // gone meanwhile, or not a regular file or folder
+          if (st.isDirectory()) await copy(p, path.join(into, d.name));
+          else {
+            try {
+              fs.linkSync(p, path.join(into, d.name));
+            } catch (e) {
+              if ((e as NodeJS.ErrnoException).code === 'ENOENT') continue; // removed meanwhile
+              throw e;
+            }
+            files++;
+            bytes += st.size;
+          }
+        }
+      };
+      try {
+        await copy(source, building);
+        fs.renameSync(building, target);
+      } catch (e) {
+        await fsp.rm(building, { recursive: true, force: true });
+        throw e;
+      }
+      changed();
+      return { files, bytes };
+    },
+
+    async removeTree(key) {
+      const p = resolve(key);
+      if (!(await lstat(p))) return;
+      // Renamed aside first: readers see the whole folder or none of it, never a part.
+      const aside = path.join(path.dirname(p), `${TEMP_PREFIX}${instance.id}_${randomUUID()}`);
+      fs.renameSync(p, aside);
+      changed();
+      await fsp.rm(aside, { recursive: true, force: true });
+    },
+
+    async setPointer(key, target) {
+      const p = resolve(key);
+      if (target === null) {
+        fs.rmSync(p, { force: true });
+      } else {
+        checkKey(target);
+        if (target.includes('/')) throw Object.assign(new Error(`pointer target ${target} is not a name`), { code: 'EINVAL' });
+        fs.mkdirSync(path.dirname(p), { recursive: true });
+        // A new link renamed over the old one: rename(2) replaces it atomically.
+        const temp = path.join(path.dirname(p), `${TEMP_PREFIX}${instance.id}_${randomUUID()}`);
+        fs.symlinkSync(target, temp);
+        fs.renameSync(temp, p);
+      }
+      changed();
+    },
+
+    pointer(key) {
+      try {
+        return fs.readlinkSync(resolve(key));
+      } catch (e) {
+        const code = (e as NodeJS.ErrnoException).code;
+        if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'EINVAL') return null;
+        throw e;
+      }
+    },
+
+    pointerSetMs(key) {
+      const st = fs.lstatSync(resolve(key), { throwIfNoEntry: false });
+      return st?.isSymbolicLink() ? Math.floor(st.mtimeMs) : null;
+    },
+
     changes: () => counter.n,
 
     async sweepTemporary(key) {

@@ -117,6 +117,24 @@ export interface Storage {
   rename(from: string, to: string): Promise<void>;
   setTimes(key: string, atimeMs: number, mtimeMs: number): Promise<void>;
   /**
+   * Makes `to` (which must not exist) a copy of the folder `from` whose files share the stored
+   * bytes (hard links: one link per file, no bytes copied; temporary files left out). Uploads
+   * never change a stored file's bytes in place (a new file is renamed over the old one), so the
+   * copy keeps what `from` held at this moment: a label's release (issue 18).
+   */
+  linkTree(from: string, to: string): Promise<{ files: number; bytes: number }>;
+  /** Removes a folder and everything below it; nothing when there is none. */
+  removeTree(key: string): Promise<void>;
+  /**
+   * Points `key` at `target`, a name in the same folder, replacing what it pointed at in one
+   * step (readers see the old target or the new one, never nothing); null removes the pointer.
+   */
+  setPointer(key: string, target: string | null): Promise<void>;
+  /** What `key` points at, or null. Synchronous: the download host asks on every request. */
+  pointer(key: string): string | null;
+  /** When the pointer at `key` was last set, ms; null when there is none. */
+  pointerSetMs(key: string): number | null;
+  /**
    * Deletes temporary files under `key` ('' = everything) that no live upload owns: those of
    * this instance whose upload is over, and those of instances that are gone (killed, or
    * crashed on another machine sharing this storage). Servers call it at start and then

@@ -1,6 +1,7 @@
 import { type Generated, type Kysely, type Migration, PostgresAdapter, sql } from 'kysely';
 import { openMigratedDatabase } from '../infra/database/index.js';
 import { MAX_LABEL_LENGTH } from './files/tree.js';
+import { labelReleasesMigration, type ReleasesTables } from './releases/tables.js';
 import { type TrustTables, trustedPublishingMigration } from './trust/tables.js';
 
 export interface ProductsTable {
@@ -139,7 +140,7 @@ export interface PageChangesTable {
 }
 
 /** Trusted publishing's tables are declared beside their repository (trust/tables.ts). */
-export interface PublishingDB extends TrustTables {
+export interface PublishingDB extends TrustTables, ReleasesTables {
   products: ProductsTable;
   product_revisions: ProductRevisionsTable;
   settings: SettingsTable;
@@ -522,6 +523,7 @@ const migrations: Record<string, Migration> = {
       }
     },
   },
+  '0010_label_releases': labelReleasesMigration,
   '0011_trusted_publishing': trustedPublishingMigration,
 };
 

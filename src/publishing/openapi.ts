@@ -7,6 +7,7 @@ import swagger from '@fastify/swagger';
 import type { RouteOptions } from 'fastify';
 import type { HttpApp } from '../infra/http.js';
 import { DOCS_PREFIX, isDocumentedApiRoute, missingSchemaKeys, Problem, registerDocsUi, routeName } from '../infra/openapi.js';
+import { PAGE_CSP } from './web/routes.js';
 import pkg from '../../package.json' with { type: 'json' };
 
 export { DOCS_PREFIX };
@@ -81,25 +82,26 @@ export const STATUSES = {
   vendor: [401, 429],
   /** A route with path parameters: they name something that may not exist. */
   params: [404],
-  /** A route with a JSON body: fastify's body limit and the JSON-only parser. */
+  /** A route that declares a JSON body: fastify's body limit and the JSON-only parser. */
   body: [413, 415],
 } as const;
 
-const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
+/** Methods whose routes always take a body; a POST may have none (an action, as a release is). */
+const BODY_METHODS = new Set(['PUT', 'PATCH']);
 
 /**
  * What the route lacks to be documented ("schema.operationId", "schema.response[401]"), empty when
  * nothing. Every /api/ route declares tags, summary, operationId, security (an empty list when
- * public) and its responses; params when its path has any, body when it takes one; and among its
- * responses a success and every error status its kind can answer (STATUSES).
+ * public) and its responses; params when its path has any, body when it takes one (PUT and PATCH
+ * always do); and among its responses a success and every error status its kind can answer (STATUSES).
  */
 export function undocumented(route: Pick<RouteOptions, 'url' | 'method' | 'schema'>): string[] {
   const missing = missingSchemaKeys(route, ['tags', 'summary', 'operationId', 'security', 'response']).map((k) => `schema.${k}`);
   const schema = (route.schema ?? {}) as Record<string, unknown>;
   const hasParams = route.url.includes(':');
-  const hasBody = [route.method].flat().some((m) => BODY_METHODS.has(String(m).toUpperCase()));
   if (hasParams && !schema.params) missing.push('schema.params');
-  if (hasBody && !schema.body) missing.push('schema.body');
+  if (!schema.body && [route.method].flat().some((m) => BODY_METHODS.has(String(m).toUpperCase()))) missing.push('schema.body');
+  const hasBody = schema.body !== undefined;
   const response = schema.response as Record<string, unknown> | undefined;
   if (response) {
     const statuses = Object.keys(response);
@@ -124,6 +126,12 @@ export function checkPublishingRoute(route: RouteOptions): void {
       'params and body schemas, and a response schema for every status it answers (see src/publishing/openapi.ts).',
   );
 }
+
+/**
+ * The docs page runs under the catalog pages' policy: Swagger UI is scripts and styles from 'self'
+ * and style attributes. It also fetches the document from 'self', which pages never need.
+ */
+export const DOCS_CSP = `${PAGE_CSP}; connect-src 'self'`;
 
 /**
  * Registers the check, the OpenAPI generator and the local Swagger UI. Call before any API route:
@@ -173,8 +181,14 @@ export async function registerPublishingOpenApi(app: HttpApp, baseUrl: string): 
         },
       },
     },
+    // The document is the REST API's: the pages, feeds and badges (not under /api/) stay out.
+    transform: ({ schema, url, route }) => ({ schema: isDocumentedApiRoute(route) ? schema : { ...schema, hide: true }, url }),
   });
-  // The docs page runs under the app's own Content-Security-Policy, as the catalog pages do:
-  // Swagger UI's files are scripts from 'self' and its inline styles are allowed there.
-  await registerDocsUi(app, { publicUrl: baseUrl, ownPolicy: false });
+  await registerDocsUi(app, {
+    publicUrl: baseUrl,
+    policy: DOCS_CSP,
+    // Without Swagger UI's top bar: its logo is an SVG with a <style> element, which the pages'
+    // policy refuses, and its box loads any document a visitor types in; this page shows ours.
+    uiConfig: { layout: 'BaseLayout' },
+  });
 }

@@ -22,6 +22,9 @@ import { PATCH_BODY_LIMIT } from './products/fields.js';
 import { isolatedValidator } from './products/isolated-validation.js';
 import { productsRepository } from './products/repository.js';
 import { registerProductRoutes } from './products/routes.js';
+import { releasesRepository } from './releases/repository.js';
+import { registerReleaseRoutes } from './releases/routes.js';
+import { releasesService } from './releases/service.js';
 import { type ProductService, productService } from './products/service.js';
 import { PageAnswers } from './web/page-answers.js';
 import { databasePageChanges } from './web/page-changes.js';
@@ -85,10 +88,12 @@ export async function createPublishingService(config: Config, options: Publishin
   const products = productService({ repo, publishing: config.publishing, validate: validator.validate, trust });
   const files = productFilesReader(filesRepository(database.db));
   const crawls = crawlsRepository(database.db, database.dialect);
+  const releases = releasesService({ storage: localStorage(config.publishing.storageDir), repo: releasesRepository(database.db), keep: config.publishing.releasesKept });
   const crawler = crawlerService({
     crawls,
     products: repo,
     files,
+    releases,
     downloadUrl: config.publishing.downloadUrl,
     // The app (and its logger) is built below; crawls run only after start-up.
     log: { error: (o, msg) => app.log.error(o, msg) },
@@ -132,6 +137,7 @@ export async function createPublishingService(config: Config, options: Publishin
   const limiter = new FailureLimiter({ maxFailures: 10, windowMs: 60_000, banMs: 60_000, ...options.failureLimits });
   registerProductRoutes(app, { products, limiter, crawler });
   registerTrustRoutes(app, { trust, limiter });
+  registerReleaseRoutes(app, { products, limiter, crawler, releases });
   registerInfoRoutes(app, config);
   // SHA-256 of stored files for `pier publish`, cached by storage version (files/manifest.ts).
   registerManifestRoutes(app, { products, limiter, manifests: fileManifests(localStorage(config.publishing.storageDir)) });

@@ -10,6 +10,7 @@ import { ConflictError, NotFoundError } from '../../infra/errors.js';
 import type { ProductFilesReader } from '../files/reader.js';
 import { isLabel } from '../files/tree.js';
 import type { ProductRow, ProductsRepository } from '../products/repository.js';
+import type { Candidate, ReleasedBy, ReleasesService } from '../releases/service.js';
 import { type CrawlLimits, type CrawlResult, type CrawlSummary, DEFAULT_CRAWL_LIMITS } from './crawl.js';
 import { CrawlAborted, DEFAULT_ISOLATION, type IsolationLimits, isolatedCrawler } from './isolated.js';
 import { type CrawlOutcome, crawlMetrics } from './metrics.js';
@@ -38,6 +39,11 @@ export interface CrawlerServiceDeps {
   files: ProductFilesReader;
   /** Public URL of the download host: the crawler reads what users get. */
   downloadUrl: string;
+  /**
+   * Label releases (issue 18): a crawl of a changed label crawls a copy of its folder and makes
+   * it the label's current release when it installs. Without it, the folder is crawled as is.
+   */
+  releases?: ReleasesService;
   limits?: CrawlLimits;
   /** Memory and wall-time limits of the worker thread crawls run in. */
   isolation?: IsolationLimits;
@@ -45,6 +51,17 @@ export interface CrawlerServiceDeps {
   log?: { error(o: object, msg: string): void };
   now?: () => Date;
 }
+
+/** What one crawl of a label did about its releases. */
+export interface CrawlDone {
+  /** The copy crawled, when the label's folder had changed since its current release. */
+  candidate: Candidate | null;
+  /** The copy became the label's current release. */
+  released: boolean;
+}
+
+/** A crawl problem that makes installs from the label fail: such a copy never becomes current. */
+const blocksRelease = (r: CrawlResult) => r.summary.fatal || r.problems.some((p) => p.severity === 'error');
 
 export interface StateChange {
   productId: string;
@@ -107,6 +124,7 @@ export function crawlerService({
   products,
   files,
   downloadUrl,
+  releases,
   limits = DEFAULT_CRAWL_LIMITS,
   isolation = DEFAULT_ISOLATION,
   log,
@@ -154,7 +172,14 @@ export function crawlerService({
    * same label wins and nothing is done (returns false). A label with no files left is not
    * fetched: its crawl is `removedLabel` (no nodes).
    */
-  async function crawlLabel(row: ProductRow, l: string, claim: { changedSeq: number } | null): Promise<boolean> {
+  async function crawlLabel(
+    row: ProductRow,
+    l: string,
+    claim: { changedSeq: number } | null,
+    by: ReleasedBy = { kind: 'automatic' },
+    /** false: crawl what downloaders get now, never a new copy (after a rollback). */
+    copy = true,
+  ): Promise<CrawlDone | null> {
     const productId = row.id;
     const url = `${downloadUrl}/${encodeURIComponent(productId)}/${encodeURIComponent(l)}/`;
     const filesSeq = Number((await files.changeStamp(productId)) ?? 0);
@@ -163,7 +188,7 @@ export function crawlerService({
     if (claim) {
       // A claim older than this is from a process that died mid-crawl.
       const staleBefore = new Date(now().getTime() - CLAIM_STALE_MS).toISOString();
-      if (!(await crawls.claim(start, { changedSeq: claim.changedSeq, staleBefore }))) return false;
+      if (!(await crawls.claim(start, { changedSeq: claim.changedSeq, staleBefore }))) return null;
     } else await crawls.start(start);
     // Read after the counter: files that arrive later move the counter past `filesSeq` and make
     // this crawl stale (due again), never missed.
@@ -171,22 +196,41 @@ export function crawlerService({
     const timer = metrics?.duration.startTimer();
     let outcome: CrawlOutcome = present ? 'ok' : 'removed';
     let result: CrawlResult;
+    // A changed folder is copied first and the copy crawled (`<label>@<n>/` on the download
+    // host): what passes is exactly what becomes current, whatever is uploaded meanwhile.
+    let candidate: Candidate | null = null;
     try {
+      if (copy && present && releases && !(await releases.upToDate(productId, l, (await crawls.labelChanges(productId)).get(l) ?? 0))) {
+        candidate = await releases.candidate(productId, l, filesSeq);
+      }
+      // A released label is crawled at its release's own address, not through the composite
+      // documents the download host answers at the label's root for P2 clients.
+      const release = candidate?.number ?? releases?.current(productId, l) ?? null;
+      const crawled = release !== null ? `${downloadUrl}/${encodeURIComponent(productId)}/${encodeURIComponent(l)}@${release}/` : url;
       // Only the product's own folder: a composite child elsewhere on the download host is another vendor's.
-      result = present ? await isolated.crawl(url, `${downloadUrl}/${encodeURIComponent(productId)}/`) : removedLabel(url, l);
+      result = present ? await isolated.crawl(crawled, `${downloadUrl}/${encodeURIComponent(productId)}/`) : removedLabel(url, l);
     } catch (e) {
+      if (candidate) await releases?.discard(candidate);
       if (closing) {
         // Cut short by a shutdown: nothing is recorded against the upload, and the label is
         // crawled again at the next start.
         timer?.();
         await crawls.handBack(productId, l, startedAt);
-        return false;
+        return null;
       }
       // A limit exceeded, or a defect of ours: recorded as fatal, so the label never stays "running".
       outcome = e instanceof CrawlAborted ? 'limit_exceeded' : 'failed';
       result = failedCrawl(url, e);
     }
     if (outcome === 'ok' && result.summary.fatal) outcome = 'fatal';
+    let released = false;
+    if (candidate && releases) {
+      if (blocksRelease(result)) await releases.discard(candidate);
+      else released = await releases.release(candidate, by);
+    }
+    if (!present) await releases?.withdraw(productId, l);
+    // A copy that did not become current keeps the current release's nodes in the catalog.
+    const keepsNodes = result.summary.fatal || (candidate !== null && !released);
     const record = (r: CrawlResult) => ({
       product_id: productId,
       label: l,
@@ -202,7 +246,7 @@ export function crawlerService({
     try {
       // A fatal crawl (no readable metadata: a broken upload, or the download host down) keeps
       // the last good node index; its report says what is wrong and blocks going live.
-      await crawls.finish(record(result), result.summary.fatal ? null : nodeRows(productId, row.name, l, result));
+      await crawls.finish(record(result), keepsNodes ? null : nodeRows(productId, row.name, l, result));
     } catch (e) {
       // Storing failed (a defect of ours): the crawl still ends, as fatal, never "running"; the
       // database's message goes to the operators' log, not into the vendor's report.
@@ -213,7 +257,7 @@ export function crawlerService({
       timer?.();
       metrics?.crawls.inc({ outcome });
     }
-    return true;
+    return { candidate, released };
   }
 
   return {
@@ -234,7 +278,7 @@ export function crawlerService({
      * Crawls every uploaded label (or one), and every label removed since its latest crawl (which
      * drops its nodes), waits, and returns each label's result.
      */
-    async crawl(productId: string, label?: string): Promise<LabelCrawl[]> {
+    async crawl(productId: string, label?: string, by: ReleasedBy = { kind: 'staff' }): Promise<LabelCrawl[]> {
       const row = await product(productId);
       const labels = await crawlableLabels(productId);
       const gone = (await report(productId)).filter((c) => !labels.includes(c.label) && c.stale).map((c) => c.label);
@@ -247,8 +291,35 @@ export function crawlerService({
         );
       }
       const todo = label !== undefined ? [label] : [...labels, ...gone];
-      for (const l of todo) await crawlLabel(row, l, null);
+      for (const l of todo) await crawlLabel(row, l, null, by);
       return (await report(productId)).filter((c) => todo.includes(c.label));
+    },
+
+    /**
+     * Releases the label's uploaded folder now (the vendor's explicit "upload complete"): crawls a
+     * copy and makes it current when it installs. `candidate` null: the folder had not changed
+     * since the current release, which was crawled again.
+     */
+    async release(productId: string, label: string, by: ReleasedBy): Promise<CrawlDone & { crawl: LabelCrawl }> {
+      const row = await product(productId);
+      if (!(await crawlableLabels(productId)).includes(label)) {
+        throw new NotFoundError(`product "${productId}" has no uploaded update-site/${label}/ folder to release`);
+      }
+      const done = (await crawlLabel(row, label, null, by)) ?? { candidate: null, released: false };
+      const crawl = (await report(productId)).find((c) => c.label === label) as LabelCrawl;
+      return { ...done, crawl };
+    },
+
+    /**
+     * Moves the label back to an earlier kept release and crawls it, so the node catalog follows;
+     * an upload in progress in the folder is not released by this.
+     */
+    async rollback(productId: string, label: string, to: number | undefined, by: ReleasedBy) {
+      const row = await product(productId);
+      if (!releases) throw new NotFoundError('label releases are not kept here');
+      const moved = await releases.rollback(productId, label, to);
+      await crawlLabel(row, label, null, by, false);
+      return moved;
     },
 
     /**

@@ -16,6 +16,7 @@ export async function startDownloads(config: Config, options: { port?: number } 
     storage: localStorage(config.publishing.storageDir),
     log: pino({ level: config.logLevel, name: 'downloads' }),
     trustProxy: config.trustProxy,
+    downloadUrl: config.publishing.downloadUrl,
   });
   const address = await server.listen(options.port ?? config.publishing.downloadPort, config.host);
   return { url: address.url, port: address.port, close: (drainMs) => server.close(drainMs) };

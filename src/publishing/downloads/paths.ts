@@ -1,6 +1,8 @@
 /**
  * Public URLs of uploaded files (spec area A "Files"):
  *   /<product-id>/<label>/…           update site contents   → <product>/update-site/<label>/…
+ *                                     (a released label: its current release, downloads/releases.ts)
+ *   /<product-id>/<label>@<n>/…       release n of the label → <product>/releases/<label>/<n>/…
  *   /<product-id>/<label>.zip         update site archive    → <product>/update-site/<label>.zip
  *   /assets/<product-id>/<path>       assets                 → <product>/assets/<path>
  *   /workflows/<product-id>/<path>    example workflows      → <product>/workflows/<path>
@@ -8,9 +10,13 @@
  * `/`, `\`, `..`, NUL or reserved name is refused, so encoded forms cannot traverse.
  */
 import { RESERVED_NAME_PREFIX } from '../../infra/storage.js';
+import { isLabel } from '../files/tree.js';
 import { productIdProblem } from '../products/slug.js';
 
 const isProductId = (s: string) => productIdProblem(s) === null;
+
+/** `<label>@<n>`: release n of a label (1 to 999,999,999, no leading zero: one spelling per release). */
+const RELEASE_SEGMENT = /^(.+)@([1-9][0-9]{0,8})$/;
 
 /** Longest decoded path the download host looks up. */
 export const MAX_DOWNLOAD_PATH_BYTES = 1024;
@@ -22,6 +28,11 @@ export interface DownloadTarget {
   key: string;
   /** Whether the URL ended with `/` (a folder index was asked for). */
   slash: boolean;
+  /**
+   * Below a label's folder (`/<product>/<label>/…` or `/<product>/<label>@<n>/…`): the label,
+   * the release the URL names (null: the current one), and the path inside (`''` for the folder).
+   */
+  inLabel?: { label: string; release: number | null; rest: string };
 }
 
 export type ParsedPath = { ok: true; target: DownloadTarget } | { ok: false; status: 400 | 404; reason: string };
@@ -58,8 +69,24 @@ export function parseDownloadPath(pathname: string): ParsedPath {
     return { ok: true, target: { productId: second, area: first, key: [second, first, ...rest].join('/'), slash } };
   }
   if (!first || !second || !isProductId(first)) return { ok: false, status: 404, reason: 'not found' };
-  return {
-    ok: true,
-    target: { productId: first, area: 'update-site', key: [first, 'update-site', second, ...rest].join('/'), slash },
-  };
+  const pinned = RELEASE_SEGMENT.exec(second);
+  if (pinned) {
+    // `@` is in no label (files/tree.ts isLabel), so `<label>@<n>` names nothing uploaded.
+    const [, label, n] = pinned as unknown as [string, string, string];
+    if (!isLabel(label)) return { ok: false, status: 404, reason: 'not found' };
+    return {
+      ok: true,
+      target: {
+        productId: first,
+        area: 'update-site',
+        key: [first, 'releases', label, n, ...rest].join('/'),
+        slash,
+        inLabel: { label, release: Number(n), rest: rest.join('/') },
+      },
+    };
+  }
+  const target: DownloadTarget = { productId: first, area: 'update-site', key: [first, 'update-site', second, ...rest].join('/'), slash };
+  // `/<product>/<label>` alone may be the folder (redirected to `…/`); `<label>.zip` is a file beside it.
+  if (isLabel(second) && (rest.length > 0 || slash || !second.endsWith('.zip'))) target.inLabel = { label: second, release: null, rest: rest.join('/') };
+  return { ok: true, target };
 }

@@ -18,6 +18,7 @@ import { type CachedFile, FileCache, type FileMeta } from './file-cache.js';
 import { contentTypeOf, etagOf, evaluatePreconditions, rangeOf } from './http-file.js';
 import { FOLDER_PAGE_ENTRIES, folderIndex, folderPageOf } from './index-page.js';
 import { type DownloadTarget, type ParsedPath, parseDownloadPath } from './paths.js';
+import { labelReleases } from './releases.js';
 import { sendRange } from './send-file.js';
 
 export interface DownloadLog {
@@ -95,8 +96,11 @@ export function createDownloadServer(options: {
   freshMs?: number;
   /** PIER_TRUST_PROXY: whose X-Request-Id a request keeps (infra/request-id.ts); nobody's unless set. */
   trustProxy?: TrustProxy;
+  /** PIER_DOWNLOAD_URL: the address a released label's composite documents name its releases by. */
+  downloadUrl?: string;
 }): DownloadServer {
   const { storage, log } = options;
+  const releases = labelReleases(storage, options.downloadUrl);
   const cache = new FileCache(options.cacheBytes ?? CACHE_BYTES, options.freshMs);
   /** Parsed URL paths (parsing is pure): repeated requests skip the decoding and checks. */
   const targets = new Map<string, DownloadTarget>();
@@ -126,7 +130,9 @@ export function createDownloadServer(options: {
   function currentCachedFile(url: string): CachedFile | null | Promise<CachedFile | null> {
     const parsed = targetOf(pathOf(url));
     if (!parsed.ok || parsed.target.slash) return null;
-    return cache.current(parsed.target.key, storedVersion, storage.changes());
+    const answer = releases.resolve(parsed.target);
+    if (answer instanceof Promise || 'generated' in answer) return null;
+    return cache.current(answer.key, storedVersion, storage.changes());
   }
 
   const storedVersion = async (key: string) => (await storage.stat(key))?.version ?? null;
@@ -279,25 +285,42 @@ export function createDownloadServer(options: {
     if (pathname === '/healthz' || pathname === '/readyz') return probe(res, pathname, head);
     const parsed = targetOf(pathname);
     if (!parsed.ok) return problem(res, parsed.status, parsed.status === 400 ? 'invalid_path' : 'not_found', parsed.reason, head);
-    const t = parsed.target;
+    const asked = parsed.target;
+    const resolved = releases.resolve(asked);
+    const answer = resolved instanceof Promise ? await resolved : resolved;
+    if ('generated' in answer) {
+      const g = answer.generated;
+      return serveFile(req, res, describeFile(asked, { size: g.data.length, mtimeMs: g.modifiedMs, changedMs: g.modifiedMs, version: g.version }), g.data, null, head);
+    }
+    const t = answer.key === asked.key ? asked : { ...asked, key: answer.key };
+    if (await serveStored(req, res, t, pathname, head)) return;
+    // A file the label's current release lacks may be in an earlier one: a client that read the
+    // previous release's metadata a moment before the label moved still gets its jars.
+    for (const key of await releases.earlier(asked)) if (await serveStored(req, res, { ...asked, key }, pathname, head, false)) return;
+    return problem(res, 404, 'not_found', 'No such file', head);
+  }
+
+  /** Answers the file or folder at `t.key`; false when there is none (nothing was sent). */
+  async function serveStored(req: http.IncomingMessage, res: http.ServerResponse, t: DownloadTarget, pathname: string, head: boolean, folders = true): Promise<boolean> {
     const cached = t.slash ? null : await cache.current(t.key, storedVersion, storage.changes());
-    if (cached) return serveFile(req, res, cached, cached.data, null, head);
+    if (cached) return serveFile(req, res, cached, cached.data, null, head), true;
     const small = await storage.readSmall(t.key, SMALL_FILE);
     if (small) {
-      if (t.slash) return problem(res, 404, 'not_found', 'No such folder', head);
+      if (t.slash) return problem(res, 404, 'not_found', 'No such folder', head), true;
       if (small.data) {
         const file = { ...describeFile(t, small), version: small.version, data: small.data, checkedAt: Number.NEGATIVE_INFINITY, checkedChanges: -1 };
         cache.set(t.key, file);
-        return serveFile(req, res, file, small.data, null, head);
+        return serveFile(req, res, file, small.data, null, head), true;
       }
-      if (head) return serveFile(req, res, describeFile(t, small), null, null, head);
+      if (head) return serveFile(req, res, describeFile(t, small), null, null, head), true;
       const reader = await storage.openRead(t.key);
-      if (!reader) return problem(res, 404, 'not_found', 'No such file', head);
-      return serveFile(req, res, describeFile(t, reader), null, reader, head);
+      if (!reader) return false;
+      return serveFile(req, res, describeFile(t, reader), null, reader, head), true;
     }
+    if (!folders) return false;
     const st = await storage.stat(t.key);
-    if (st?.type === 'dir') return serveFolder(res, t, req.url ?? pathname, st.version, head);
-    return problem(res, 404, 'not_found', 'No such file', head);
+    if (st?.type === 'dir') return await serveFolder(res, t, req.url ?? pathname, st.version, head), true;
+    return false;
   }
 
   const logRequests = log.isLevelEnabled?.('info') ?? true;

@@ -76,6 +76,7 @@ export function Layout(props: {
             <a href="/">All extensions</a>
             <a href="/releases.atom">Release feed</a>
             <a href="/sitemap.xml">Sitemap</a>
+            <a href="/api/docs">API</a>
           </div>
         </footer>
       </body>

@@ -128,7 +128,6 @@ export async function registerOpenApi(app: HttpApp, serverUrl: string, oauth: Op
     publicUrl: serverUrl,
     // "Authorize" in the docs runs the authorization code flow with PKCE as the docs client.
     initOAuth: { clientId: oauth.docsClientId, usePkceWithAuthorizationCodeGrant: true, scopes: ['read'] },
-    // Swagger UI's policy (hashes of its files), upgrading only for an https RUNNER_URL.
-    ownPolicy: true,
+    // No policy given: Swagger UI's (hashes of its files), upgrading only for an https RUNNER_URL.
   });
 }

@@ -63,11 +63,13 @@ ${req.map((r) => `        <required namespace='osgi.bundle' name='${r.id}' range
  * and `p2.index`. The feature groups two bundles; one bundle needs `org.knime.core`, which only
  * the platform provides (stubrepo.py stands in for it).
  */
-export async function generateP2Site(dir: string): Promise<P2Site> {
-  const feature = { id: 'org.example.csv.feature', version: '1.0.0.v20260101' };
+export async function generateP2Site(dir: string, options: { version?: string } = {}): Promise<P2Site> {
+  // Another version is another release of the same site: other jar names, other metadata.
+  const version = options.version ?? '1.0.0.v20260101';
+  const feature = { id: 'org.example.csv.feature', version };
   const bundles: P2Bundle[] = [
-    { id: 'org.example.csv', version: '1.0.0.v20260101', requires: [{ id: 'org.knime.core', range: '5.4.0' }] },
-    { id: 'org.example.csv.io', version: '1.0.0.v20260101', requires: [{ id: 'org.example.csv', range: '1.0.0' }] },
+    { id: 'org.example.csv', version, requires: [{ id: 'org.knime.core', range: '5.4.0' }] },
+    { id: 'org.example.csv.io', version, requires: [{ id: 'org.example.csv', range: '1.0.0' }] },
   ];
   const work = fs.mkdtempSync(path.join(path.dirname(dir), 'p2build-'));
   fs.mkdirSync(path.join(dir, 'plugins'), { recursive: true });

@@ -1,0 +1,127 @@
+/**
+ * What a label's URL serves once the label has a release (issue 18 part 1; releases/service.ts).
+ *
+ * `/<product>/<label>/…` is the label's current release, read through the pointer
+ * `<product>/releases/<label>/current` on every request (one readlink: a release made by any
+ * process shows at once, and moves in one step). A file the current release lacks is looked up in
+ * the earlier kept releases, so a client that read the previous metadata still finds its jars.
+ *
+ * At the label's root the download host answers `p2.index`, `compositeContent.xml` and
+ * `compositeArtifacts.xml` itself: a P2 client reads the index first (it asks for it before any
+ * other file) and is sent to the immutable `/<product>/<label>@<n>/` of the current release, where
+ * every further file it reads belongs to that one release. The artifact composite lists every kept
+ * release, the current one first: a client that loaded the metadata of release n just before the
+ * label moved to n+1 (or back) still finds n's artifacts.
+ */
+import { createHash } from 'node:crypto';
+import type { Storage } from '../../infra/storage.js';
+import { releaseKeys, releaseNumberOf } from '../releases/service.js';
+import type { DownloadTarget } from './paths.js';
+
+/** A file the download host makes rather than reads. */
+export interface GeneratedFile {
+  data: Buffer;
+  /** When the label's pointer last moved: when the answer last changed. */
+  modifiedMs: number;
+  version: string;
+}
+
+export type LabelAnswer = { key: string } | { generated: GeneratedFile };
+
+const P2_INDEX = 'p2.index';
+const CONTENT = 'compositeContent.xml';
+const ARTIFACTS = 'compositeArtifacts.xml';
+const GENERATED = new Set([P2_INDEX, CONTENT, ARTIFACTS]);
+
+const xmlAttr = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/'/g, '&apos;').replace(/"/g, '&quot;');
+
+/** The composite repository document P2 reads (the format `p2.composite.repository` writes). */
+function composite(kind: 'metadata' | 'artifact', name: string, children: string[], timestamp: number): string {
+  const [pi, type] =
+    kind === 'metadata'
+      ? ['compositeMetadataRepository', 'org.eclipse.equinox.internal.p2.metadata.repository.CompositeMetadataRepository']
+      : ['compositeArtifactRepository', 'org.eclipse.equinox.internal.p2.artifact.repository.CompositeArtifactRepository'];
+  // Atomic loading off for artifacts: a kept release pruned meanwhile must not fail the others.
+  const atomic = kind === 'metadata';
+  return `<?xml version='1.0' encoding='UTF-8'?>
+<?${pi} version='1.0.0'?>
+<repository name='${xmlAttr(name)}' type='${type}' version='1.0.0'>
+  <properties size='2'>
+    <property name='p2.timestamp' value='${timestamp}'/>
+    <property name='p2.atomic.composite.loading' value='${atomic}'/>
+  </properties>
+  <children size='${children.length}'>
+${children.map((c) => `    <child location='${xmlAttr(c)}'/>`).join('\n')}
+  </children>
+</repository>
+`;
+}
+
+/**
+ * Resolves update-site URLs of released labels. `downloadUrl` is the public address the composite
+ * documents name releases by (PIER_DOWNLOAD_URL); without it they are named relative to the label.
+ */
+export function labelReleases(storage: Storage, downloadUrl?: string) {
+  const base = downloadUrl?.replace(/\/+$/, '');
+  const releaseUrl = (productId: string, label: string, n: number) =>
+    base ? `${base}/${encodeURIComponent(productId)}/${encodeURIComponent(label)}@${n}/` : `../${encodeURIComponent(label)}@${n}/`;
+
+  /** Kept release numbers of a label, newest first. */
+  async function kept(productId: string, label: string): Promise<number[]> {
+    const names = (await storage.listNames(releaseKeys.folder(productId, label))) ?? [];
+    return names
+      .map((n) => releaseNumberOf(n))
+      .filter((n): n is number => n !== null)
+      .sort((a, b) => b - a);
+  }
+
+  async function generate(productId: string, label: string, name: string, current: number): Promise<GeneratedFile> {
+    // The pointer's own time: it moves with every release and rollback (a rollback names an
+    // older release, whose folder is older than what a client has cached).
+    const modifiedMs = storage.pointerSetMs(releaseKeys.pointer(productId, label)) ?? 0;
+    const title = `${productId} ${label}`;
+    let text: string;
+    if (name === P2_INDEX) {
+      text = `version=1\nmetadata.repository.factory.order=${CONTENT},\\!\nartifact.repository.factory.order=${ARTIFACTS},\\!\n`;
+    } else if (name === CONTENT) {
+      text = composite('metadata', title, [releaseUrl(productId, label, current)], modifiedMs);
+    } else {
+      const others = (await kept(productId, label)).filter((n) => n !== current);
+      text = composite('artifact', title, [current, ...others].map((n) => releaseUrl(productId, label, n)), modifiedMs);
+    }
+    const data = Buffer.from(text);
+    return { data, modifiedMs, version: createHash('sha256').update(data).digest('base64url').slice(0, 22) };
+  }
+
+  return {
+    /** The label's current release number, or null (never released: its folder is served as uploaded). */
+    current: (productId: string, label: string) => releaseNumberOf(storage.pointer(releaseKeys.pointer(productId, label))),
+
+    /**
+     * What a target below a label's folder is answered from. Synchronous unless the answer is a
+     * generated file: the common request costs one readlink more than before releases.
+     */
+    resolve(t: DownloadTarget): LabelAnswer | Promise<LabelAnswer> {
+      const inLabel = t.inLabel;
+      if (!inLabel || inLabel.release !== null) return { key: t.key };
+      const current = this.current(t.productId, inLabel.label);
+      if (current === null) return { key: t.key };
+      if (!t.slash && GENERATED.has(inLabel.rest)) {
+        return generate(t.productId, inLabel.label, inLabel.rest, current).then((generated) => ({ generated }));
+      }
+      const tree = releaseKeys.tree(t.productId, inLabel.label, current);
+      return { key: inLabel.rest === '' ? tree : `${tree}/${inLabel.rest}` };
+    },
+
+    /** The same path in the label's earlier kept releases, newest first (a file the current release lacks). */
+    async earlier(t: DownloadTarget): Promise<string[]> {
+      const inLabel = t.inLabel;
+      if (!inLabel || inLabel.release !== null || inLabel.rest === '') return [];
+      const current = this.current(t.productId, inLabel.label);
+      if (current === null) return [];
+      return (await kept(t.productId, inLabel.label)).filter((n) => n !== current).map((n) => `${releaseKeys.tree(t.productId, inLabel.label, n)}/${inLabel.rest}`);
+    },
+  };
+}
+
+export type LabelReleases = ReturnType<typeof labelReleases>;

@@ -1,0 +1,160 @@
+import type { FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
+import { AppError, ConflictError, NotFoundError } from '../../infra/errors.js';
+import type { FailureLimiter } from '../../infra/failure-limiter.js';
+import type { HttpApp } from '../../infra/http.js';
+import type { CrawlerService } from '../crawler/service.js';
+import { LabelCrawlSchema } from '../crawler/schemas.js';
+import { isLabel } from '../files/tree.js';
+import { problem, problems, VENDOR_SECURITY } from '../openapi.js';
+import type { ProductService } from '../products/service.js';
+import { vendorAuthentication } from '../trust/vendor-auth.js';
+import type { ReleasedBy, ReleasesService } from './service.js';
+
+const LabelParams = Type.Object({ id: Type.String({ maxLength: 200 }), label: Type.String({ maxLength: 200 }) });
+const ProductParams = Type.Object({ id: Type.String({ maxLength: 200 }) });
+
+const ReleasedBySchema = Type.Unsafe<ReleasedBy | null>({
+  type: ['object', 'null'],
+  description: 'who released it: `vendor` (edit token), `trusted-publisher` (with the CI run), `automatic` (the crawl after an SFTP upload settled), `staff`',
+  additionalProperties: true,
+  properties: { kind: { type: 'string', enum: ['vendor', 'automatic', 'staff', 'trusted-publisher'] } },
+});
+
+const ReleaseSchema = Type.Object({
+  number: Type.Integer({ minimum: 1 }),
+  createdAt: Type.String({ format: 'date-time' }),
+  releasedAt: Type.Unsafe<string | null>({ type: ['string', 'null'], format: 'date-time' }),
+  files: Type.Integer(),
+  bytes: Type.Integer(),
+  releasedBy: ReleasedBySchema,
+});
+
+const LabelReleasesSchema = Type.Object({
+  label: Type.String(),
+  current: Type.Unsafe<number | null>({ type: ['integer', 'null'], description: 'the release downloaders get; null before the first release' }),
+  releases: Type.Array(ReleaseSchema, { description: 'kept releases, newest first' }),
+});
+
+const ReleaseAnswer = Type.Object({
+  label: Type.String(),
+  release: Type.Unsafe<object | null>({ ...ReleaseSchema, type: ['object', 'null'], description: 'the current release after this call' }),
+  unchanged: Type.Boolean({ description: 'the folder had not changed since the current release: nothing new was released' }),
+  crawl: LabelCrawlSchema,
+});
+
+const RollbackBody = Type.Object(
+  { release: Type.Optional(Type.Integer({ minimum: 1, maximum: 999_999_999, description: 'default: the newest release before the current one' })) },
+  { additionalProperties: false },
+);
+
+/** A copy whose crawl found problems that make installs fail: the current release stays. */
+export class ReleaseRefusedError extends AppError {
+  constructor(label: string, problemsFound: { severity: string; code: string; message: string; where: string; line?: number }[]) {
+    const blocking = problemsFound.filter((p) => p.severity === 'fatal' || p.severity === 'error');
+    super(
+      422,
+      'release_refused',
+      'Release refused',
+      `update-site/${label}/ was not released: its crawl found ${blocking.length} problem${blocking.length === 1 ? '' : 's'} that make installs fail; the label's current release stays`,
+      blocking.map((p) => ({ field: p.where, message: `${p.severity} ${p.code}: ${p.message}`, ...(p.line ? { line: p.line } : {}) })),
+    );
+    this.name = 'ReleaseRefusedError';
+  }
+}
+
+export interface ReleaseRoutesOptions {
+  products: Pick<ProductService, 'authenticateVendor'>;
+  limiter: FailureLimiter;
+  crawler: CrawlerService;
+  releases: ReleasesService;
+}
+
+const byOf = (req: FastifyRequest): ReleasedBy =>
+  req.publisher
+    ? { kind: 'trusted-publisher', provider: req.publisher.provider, repository: req.publisher.repository, workflow: req.publisher.workflow, ref: req.publisher.ref, runId: req.publisher.runId }
+    : { kind: 'vendor' };
+
+const labelOf = (req: FastifyRequest): string => {
+  const { label } = req.params as { label: string };
+  if (!isLabel(label)) throw new NotFoundError(`"${label}" is not a label`);
+  return label;
+};
+
+/** `…/labels`: a label's releases, the explicit release of an upload, and a rollback (issue 18 part 1). */
+export function registerReleaseRoutes(app: HttpApp, { products, limiter, crawler, releases }: ReleaseRoutesOptions): void {
+  const authenticate = vendorAuthentication(products, limiter);
+
+  app.get(
+    '/api/products/:id/labels',
+    {
+      schema: {
+        tags: ['releases'],
+        summary: "Each label's current release and the releases kept for a rollback",
+        operationId: 'listLabelReleases',
+        security: VENDOR_SECURITY,
+        params: ProductParams,
+        response: { 200: Type.Object({ labels: Type.Array(LabelReleasesSchema) }), ...problems(400, 401, 404, 429) },
+      },
+      onRequest: authenticate,
+    },
+    async (req) => ({ labels: await releases.list(req.product!.id) }),
+  );
+
+  app.post(
+    '/api/products/:id/labels/:label/release',
+    {
+      schema: {
+        tags: ['releases'],
+        summary: "Release the label's uploaded folder now: crawl a copy and make it current when it installs",
+        description:
+          'Call after an upload is complete. Waits for the crawl (up to PIER_CRAWL_TIMEOUT_SECONDS). Without this call, an SFTP upload is released by the automatic crawl once the folder has been quiet for PIER_CRAWL_SETTLE_SECONDS.',
+        operationId: 'releaseLabel',
+        security: VENDOR_SECURITY,
+        params: LabelParams,
+        response: {
+          200: ReleaseAnswer,
+          ...problems(400, 401, 429),
+          404: problem(404, 'No such product, or no uploaded update-site/<label>/ folder (problem+json `not_found`)'),
+          409: problem(409, 'A newer upload of the label was released meanwhile (problem+json `superseded`)'),
+          422: problem(422, 'The crawl found problems that make installs fail, each in `errors` (problem+json `release_refused`); the current release stays'),
+        },
+      },
+      onRequest: authenticate,
+    },
+    async (req) => {
+      const id = req.product!.id;
+      const label = labelOf(req);
+      const done = await crawler.release(id, label, byOf(req));
+      if (done.candidate && !done.released) {
+        if (done.crawl.summary?.fatal || done.crawl.problems.some((p) => p.severity === 'error')) throw new ReleaseRefusedError(label, done.crawl.problems);
+        throw new ConflictError(`a newer upload of label "${label}" was released while this one was crawled; it is kept as release ${done.candidate.number}`, 'superseded');
+      }
+      const current = (await releases.list(id)).find((l) => l.label === label);
+      const release = current?.releases.find((r) => r.number === current.current) ?? null;
+      return { label, release, unchanged: done.candidate === null, crawl: done.crawl };
+    },
+  );
+
+  app.post(
+    '/api/products/:id/labels/:label/rollback',
+    {
+      schema: {
+        tags: ['releases'],
+        summary: 'Move the label back to an earlier kept release (default: the one before the current)',
+        operationId: 'rollbackLabel',
+        security: VENDOR_SECURITY,
+        params: LabelParams,
+        body: RollbackBody,
+        response: {
+          200: Type.Object({ label: Type.String(), current: Type.Integer(), previous: Type.Unsafe<number | null>({ type: ['integer', 'null'] }) }),
+          ...problems(400, 401, 413, 415, 429),
+          404: problem(404, 'No such product, label or kept release (problem+json `not_found`)'),
+          409: problem(409, 'No release before the current one (problem+json `no_earlier_release`)'),
+        },
+      },
+      onRequest: authenticate,
+    },
+    async (req) => crawler.rollback(req.product!.id, labelOf(req), (req.body as { release?: number } | undefined)?.release, byOf(req)),
+  );
+}

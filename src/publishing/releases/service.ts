@@ -1,0 +1,180 @@
+/**
+ * Atomic label releases (issue 18 part 1; spec area A "Files": a label is symlinked on the
+ * server). SFTP writes `update-site/<label>/` as before; when an upload is complete, that folder
+ * is copied (hard links, no bytes) to `<product>/releases/<label>/<n>/`, the copy is crawled,
+ * and when it installs (no fatal or error problems) the label's pointer
+ * `<product>/releases/<label>/current` moves to it in one rename. The download host serves a
+ * released label from its current release only, so a downloader sees one upload or the other,
+ * never a mix. Earlier releases are kept for a rollback, `keep` per label.
+ */
+import { ConflictError, NotFoundError } from '../../infra/errors.js';
+import type { Storage } from '../../infra/storage.js';
+import type { ReleaseRow, ReleasesRepository } from './repository.js';
+
+/** Who moved a label: shown in the release history (`pier staff show`, `GET …/labels`). */
+export type ReleasedBy =
+  | { kind: 'vendor' }
+  | { kind: 'automatic' }
+  | { kind: 'staff' }
+  | { kind: 'trusted-publisher'; provider: string; repository: string; workflow: string; ref: string; runId: string };
+
+export interface Release {
+  number: number;
+  createdAt: string;
+  releasedAt: string | null;
+  files: number;
+  bytes: number;
+  releasedBy: ReleasedBy | null;
+}
+
+export interface LabelReleases {
+  label: string;
+  /** The release downloaders get; null before the label's first release (its folder is served as uploaded). */
+  current: number | null;
+  releases: Release[];
+}
+
+/** A copy that is being crawled before it may become current. */
+export interface Candidate {
+  productId: string;
+  label: string;
+  number: number;
+  createdAt: string;
+  files: number;
+  bytes: number;
+}
+
+/** A candidate not released after this long was left by a process that died. */
+const CANDIDATE_STALE_MS = 60 * 60_000;
+
+export const releaseKeys = {
+  folder: (productId: string, label: string) => `${productId}/releases/${label}`,
+  tree: (productId: string, label: string, n: number) => `${productId}/releases/${label}/${n}`,
+  pointer: (productId: string, label: string) => `${productId}/releases/${label}/current`,
+};
+
+/** The number a pointer names, or null (no pointer, or not a number: never served). */
+export function releaseNumberOf(target: string | null): number | null {
+  if (target === null || !/^[1-9][0-9]{0,8}$/.test(target)) return null;
+  return Number(target);
+}
+
+const present = (r: ReleaseRow): Release => ({
+  number: r.number,
+  createdAt: r.created_at,
+  releasedAt: r.released_at,
+  files: r.files,
+  bytes: r.bytes,
+  releasedBy: r.released_by ? (JSON.parse(r.released_by) as ReleasedBy) : null,
+});
+
+export interface ReleasesServiceDeps {
+  storage: Storage;
+  repo: ReleasesRepository;
+  /** Releases kept per label, the current one included (PIER_RELEASES_KEPT). */
+  keep: number;
+  now?: () => Date;
+}
+
+export function releasesService({ storage, repo, keep, now = () => new Date() }: ReleasesServiceDeps) {
+  const current = (productId: string, label: string) => releaseNumberOf(storage.pointer(releaseKeys.pointer(productId, label)));
+
+  /** Removes released copies past the newest `keep` (never the current one) and stale candidates. */
+  async function prune(r: ReleasesRepository, productId: string, label: string, cur: number | null): Promise<void> {
+    const rows = await r.forLabel(productId, label);
+    const staleBefore = new Date(now().getTime() - CANDIDATE_STALE_MS).toISOString();
+    let kept = cur === null ? 0 : 1;
+    for (const row of rows) {
+      if (row.number === cur) continue;
+      const drop = row.status === 'released' ? ++kept > keep : row.created_at < staleBefore;
+      if (!drop) continue;
+      await storage.removeTree(releaseKeys.tree(productId, label, row.number));
+      await r.remove(productId, label, row.number);
+    }
+  }
+
+  return {
+    current,
+
+    /**
+     * Whether the label's folder is unchanged since its newest release was copied from it (after
+     * a rollback the current release is an older one: the folder still holds the newest).
+     */
+    async upToDate(productId: string, label: string, labelChangedSeq: number): Promise<boolean> {
+      if (current(productId, label) === null) return false;
+      return (await repo.forLabel(productId, label)).some((r) => r.status === 'released' && r.files_seq >= labelChangedSeq);
+    },
+
+    /** Copies `update-site/<label>/` as the label's next release, not yet current. */
+    async candidate(productId: string, label: string, filesSeq: number): Promise<Candidate> {
+      const createdAt = now().toISOString();
+      const number = await repo.allocate(productId, label, createdAt, filesSeq);
+      try {
+        const counts = await storage.linkTree(`${productId}/update-site/${label}`, releaseKeys.tree(productId, label, number));
+        await repo.setCounts(productId, label, number, counts);
+        return { productId, label, number, createdAt, ...counts };
+      } catch (e) {
+        await repo.remove(productId, label, number);
+        throw e;
+      }
+    },
+
+    /** A candidate that did not pass: its copy goes, the current release stays. */
+    async discard(c: Candidate): Promise<void> {
+      await storage.removeTree(releaseKeys.tree(c.productId, c.label, c.number));
+      await repo.remove(c.productId, c.label, c.number);
+    },
+
+    /**
+     * Makes a passed candidate current, unless a later one became current meanwhile (another
+     * process released a newer upload first: this one is kept as an earlier release).
+     */
+    async release(c: Candidate, by: ReleasedBy): Promise<boolean> {
+      return repo.locked(c.productId, async (r) => {
+        const cur = current(c.productId, c.label);
+        await r.markReleased(c.productId, c.label, c.number, now().toISOString(), JSON.stringify(by));
+        const moves = cur === null || c.number > cur;
+        if (moves) await storage.setPointer(releaseKeys.pointer(c.productId, c.label), String(c.number));
+        await prune(r, c.productId, c.label, moves ? c.number : cur);
+        return moves;
+      });
+    },
+
+    /** Moves the label back to `to` (default: the newest release before the current one). */
+    async rollback(productId: string, label: string, to?: number): Promise<{ label: string; current: number; previous: number | null }> {
+      return repo.locked(productId, async (r) => {
+        const cur = current(productId, label);
+        const released = (await r.forLabel(productId, label)).filter((x) => x.status === 'released');
+        if (released.length === 0) throw new NotFoundError(`label "${label}" of product "${productId}" has no releases`);
+        const target = to ?? released.find((x) => cur === null || x.number < cur)?.number;
+        if (target === undefined) throw new ConflictError(`label "${label}" has no release before its current one (${cur}) to roll back to`, 'no_earlier_release');
+        if (!released.some((x) => x.number === target)) {
+          throw new NotFoundError(`label "${label}" has no kept release ${target} (kept: ${released.map((x) => x.number).join(', ')})`);
+        }
+        await storage.setPointer(releaseKeys.pointer(productId, label), String(target));
+        return { label, current: target, previous: cur };
+      });
+    },
+
+    /** The label's folder was removed: downloaders get nothing; its releases stay for a rollback. */
+    async withdraw(productId: string, label: string): Promise<void> {
+      if (current(productId, label) !== null) await storage.setPointer(releaseKeys.pointer(productId, label), null);
+    },
+
+    async list(productId: string): Promise<LabelReleases[]> {
+      const byLabel = new Map<string, LabelReleases>();
+      for (const row of await repo.forProduct(productId)) {
+        if (row.status !== 'released') continue;
+        let l = byLabel.get(row.label);
+        if (!l) {
+          l = { label: row.label, current: current(productId, row.label), releases: [] };
+          byLabel.set(row.label, l);
+        }
+        l.releases.push(present(row));
+      }
+      return [...byLabel.values()];
+    },
+  };
+}
+
+export type ReleasesService = ReturnType<typeof releasesService>;

@@ -1,0 +1,44 @@
+import { type Kysely, type Migration, sql } from 'kysely';
+
+/**
+ * Releases of a label (issue 18 part 1). A release is an immutable copy of `update-site/<label>/`
+ * taken when an upload is complete; downloaders get the label's current release, which moves in
+ * one step. `candidate`: copied and being crawled; `released`: it passed and was (or is) current.
+ */
+export interface LabelReleasesTable {
+  product_id: string;
+  label: string;
+  number: number;
+  status: 'candidate' | 'released';
+  created_at: string;
+  /** When it became current (null while a candidate). */
+  released_at: string | null;
+  files: number;
+  bytes: number;
+  /** The product's file change counter when the copy was taken (label_changes.changed_seq compares with it). */
+  files_seq: number;
+  /** JSON: who released it (a trusted publisher, the vendor's edit token, staff, the automatic crawl). */
+  released_by: string | null;
+}
+
+export interface ReleasesTables {
+  label_releases: LabelReleasesTable;
+}
+
+export const labelReleasesMigration: Migration = {
+  async up(db: Kysely<unknown>) {
+    await sql`CREATE TABLE label_releases (
+      product_id varchar(64) NOT NULL REFERENCES products(id) ON DELETE CASCADE,
+      label varchar(128) NOT NULL,
+      number integer NOT NULL,
+      status varchar(16) NOT NULL,
+      created_at text NOT NULL,
+      released_at text,
+      files bigint NOT NULL,
+      bytes bigint NOT NULL,
+      files_seq bigint NOT NULL,
+      released_by text,
+      PRIMARY KEY (product_id, label, number)
+    )`.execute(db);
+  },
+};
