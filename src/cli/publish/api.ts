@@ -51,7 +51,7 @@ export interface LabelCrawl {
 
 export interface ReleaseAnswer {
   label: string;
-  release: { number: number; createdAt: string; files: number; bytes: number };
+  release: { number: number; createdAt: string; files: number; bytes: number } | null;
   unchanged: boolean;
   crawl: LabelCrawl | null;
 }

@@ -232,10 +232,13 @@ export async function publish(o: PublishOptions, env: Env, out: Output): Promise
   }
   try {
     const r = await api.release(o.product, o.label, token, o.timeout);
+    const rel = r.release;
     out.line(
-      r.unchanged
-        ? `release: the folder did not change since release ${r.release.number}; label ${r.label} stays on it`
-        : `release: label ${r.label} is now release ${r.release.number} (${plural(r.release.files, 'file')}, ${mb(r.release.bytes)})`,
+      !rel
+        ? `release: label ${r.label} has no release`
+        : r.unchanged
+          ? `release: the folder did not change since release ${rel.number}; label ${r.label} stays on it`
+          : `release: label ${r.label} is now release ${rel.number} (${plural(rel.files, 'file')}, ${mb(rel.bytes)})`,
     );
     printCrawl(out, r.crawl);
   } catch (e) {
