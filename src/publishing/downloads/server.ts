@@ -303,24 +303,30 @@ export function createDownloadServer(options: {
   /** Answers the file or folder at `t.key`; false when there is none (nothing was sent). */
   async function serveStored(req: http.IncomingMessage, res: http.ServerResponse, t: DownloadTarget, pathname: string, head: boolean, folders = true): Promise<boolean> {
     const cached = t.slash ? null : await cache.current(t.key, storedVersion, storage.changes());
-    if (cached) return serveFile(req, res, cached, cached.data, null, head), true;
+    if (cached) {
+      serveFile(req, res, cached, cached.data, null, head);
+      return true;
+    }
     const small = await storage.readSmall(t.key, SMALL_FILE);
     if (small) {
-      if (t.slash) return problem(res, 404, 'not_found', 'No such folder', head), true;
-      if (small.data) {
+      if (t.slash) problem(res, 404, 'not_found', 'No such folder', head);
+      else if (small.data) {
         const file = { ...describeFile(t, small), version: small.version, data: small.data, checkedAt: Number.NEGATIVE_INFINITY, checkedChanges: -1 };
         cache.set(t.key, file);
-        return serveFile(req, res, file, small.data, null, head), true;
+        serveFile(req, res, file, small.data, null, head);
+      } else if (head) serveFile(req, res, describeFile(t, small), null, null, head);
+      else {
+        const reader = await storage.openRead(t.key);
+        if (!reader) return false;
+        serveFile(req, res, describeFile(t, reader), null, reader, head);
       }
-      if (head) return serveFile(req, res, describeFile(t, small), null, null, head), true;
-      const reader = await storage.openRead(t.key);
-      if (!reader) return false;
-      return serveFile(req, res, describeFile(t, reader), null, reader, head), true;
+      return true;
     }
     if (!folders) return false;
     const st = await storage.stat(t.key);
-    if (st?.type === 'dir') return await serveFolder(res, t, req.url ?? pathname, st.version, head), true;
-    return false;
+    if (st?.type !== 'dir') return false;
+    await serveFolder(res, t, req.url ?? pathname, st.version, head);
+    return true;
   }
 
   const logRequests = log.isLevelEnabled?.('info') ?? true;

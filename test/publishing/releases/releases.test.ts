@@ -20,6 +20,7 @@ async function api(base: string, token: string, method: string, url: string, bod
     headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
+  // biome-ignore lint/suspicious/noExplicitAny: answers are read field by field and asserted
   return { status: res.status, json: (await res.json()) as Record<string, any> };
 }
 
