@@ -166,12 +166,10 @@ export function publishingApi(opts: ApiOptions) {
       });
     },
 
-    exchange(endpoint: string, idToken: string, productId: string): Promise<{ token: string; expiresAt: string; productId: string }> {
-      // The endpoint comes from GET /api/publishing, but only a path on --server is called: the
-      // ID token is a credential and goes nowhere else.
-      const path = new URL(endpoint, `${opts.server}/`);
-      if (path.origin !== new URL(opts.server).origin) throw new Error(`the token endpoint ${endpoint} is not on ${opts.server}`);
-      return call(opts, 'POST', path.href, { body: { token: idToken, product: productId }, what: 'trusted publishing token exchange' });
+    exchange(idToken: string, productId: string): Promise<{ token: string; expiresAt: string; productId: string }> {
+      // Always the endpoint on --server (the contract's path), whatever a base URL setting says:
+      // the ID token is a credential and goes to no other host.
+      return call(opts, 'POST', 'api/oidc/token', { body: { token: idToken, product: productId }, what: 'trusted publishing token exchange' });
     },
   };
 }

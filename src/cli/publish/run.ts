@@ -103,7 +103,7 @@ async function credentials(env: Env, api: PublishingApi, info: PublishingInfo, o
   const tp = info.trustedPublishing;
   if (trustedProvider(env)) {
     if (!tp) throw new PublishFailure(EXIT.authentication, `${o.server} does not offer trusted publishing`);
-    const trusted = await trustedCredential(env, api, { endpoint: tp.tokenEndpoint, audience: tp.audience, productId: o.product, timeoutSeconds: CALL_SECONDS });
+    const trusted = await trustedCredential(env, api, { audience: tp.audience, productId: o.product, timeoutSeconds: CALL_SECONDS });
     if (trusted) {
       out.line(`trusted publishing: ${trusted.identity}; credential valid until ${trusted.expiresAt.toISOString()}`);
       return { editToken: trusted.token, sftpPassword: trusted.token, trusted };

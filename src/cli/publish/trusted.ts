@@ -71,7 +71,7 @@ async function githubIdToken(env: Env, audience: string, timeoutSeconds: number)
 export async function trustedCredential(
   env: Env,
   api: PublishingApi,
-  exchange: { endpoint: string; audience: string; productId: string; timeoutSeconds: number },
+  exchange: { audience: string; productId: string; timeoutSeconds: number },
 ): Promise<TrustedCredential | null> {
   const provider = trustedProvider(env);
   if (!provider) return null;
@@ -79,7 +79,7 @@ export async function trustedCredential(
   const identity = describe(provider, claimsOf(idToken));
   let answer: { token: string; expiresAt: string; productId: string };
   try {
-    answer = await api.exchange(exchange.endpoint, idToken, exchange.productId);
+    answer = await api.exchange(idToken, exchange.productId);
   } catch (e) {
     const p = (e as { problem?: { status: number; detail?: string; errors?: { field: string; message: string }[] } }).problem;
     const details = (p?.errors ?? []).map((x) => `${x.field}: ${x.message}`);

@@ -1,10 +1,10 @@
-import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import { NotFoundError, TooManyRequestsError, UnauthorizedError } from '../../infra/errors.js';
+import { NotFoundError } from '../../infra/errors.js';
 import type { FailureLimiter } from '../../infra/failure-limiter.js';
 import type { HttpApp } from '../../infra/http.js';
 import { problem, problems, VENDOR_SECURITY } from '../openapi.js';
 import type { ProductService } from '../products/service.js';
+import { vendorAuthentication } from '../trust/vendor-auth.js';
 import type { FileManifests } from './manifest.js';
 import { isLabel, MAX_LABEL_LENGTH } from './tree.js';
 
@@ -27,7 +27,7 @@ const LabelFiles = Type.Object({
 });
 
 export interface ManifestRoutesOptions {
-  products: ProductService;
+  products: Pick<ProductService, 'authenticateVendor'>;
   /** The same failed-attempt limiter as the other edit-token routes: one budget per address. */
   limiter: FailureLimiter;
   manifests: FileManifests;
@@ -35,17 +35,8 @@ export interface ManifestRoutesOptions {
 
 /** `GET /api/products/:id/labels/:label/files`: what SFTP shows of a label now (`pier publish` diffs against it). */
 export function registerManifestRoutes(app: HttpApp, { products, limiter, manifests }: ManifestRoutesOptions): void {
-  const authenticate = async (req: FastifyRequest) => {
-    const wait = limiter.retryAfter(req.ip);
-    if (wait > 0) throw new TooManyRequestsError(`too many failed attempts from ${req.ip}; retry in ${wait} s`, wait);
-    const { id } = req.params as { id: string };
-    try {
-      req.product = await products.authenticate(id, req.headers.authorization);
-    } catch (e) {
-      if (e instanceof UnauthorizedError) limiter.fail(req.ip);
-      throw e;
-    }
-  };
+  // The edit token or a trusted-publishing credential of the product (trust/vendor-auth.ts).
+  const authenticate = vendorAuthentication(products, limiter);
 
   app.get(
     '/api/products/:id/labels/:label/files',
@@ -53,6 +44,8 @@ export function registerManifestRoutes(app: HttpApp, { products, limiter, manife
       schema: {
         tags: ['files'],
         summary: "Files of a label's uploaded folder with size and SHA-256",
+        description:
+          'What SFTP shows of update-site/<label>/ now (not the released copy), each file with its size and SHA-256, every folder, and the archive update-site/<label>.zip. `pier publish` uploads only what differs from it.',
         operationId: 'listLabelFiles',
         security: VENDOR_SECURITY,
         params: Params,
