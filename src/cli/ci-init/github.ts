@@ -40,7 +40,6 @@ function buildSteps(build: Build): string[] {
       `${s}    cache: maven`,
       `${s}- name: Build the update site`,
       `${s}  id: build`,
-      `${s}  # Tycho assembles the p2 repository in ${build.site} and zips it next to it.`,
       ...run([build.command], `${s}  `),
     ];
   }
@@ -73,12 +72,10 @@ export function githubWorkflow(build: Build, options: PipelineOptions): string {
   // biome-ignore lint/suspicious/noTemplateCurlyInString: a GitHub Actions expression, not a JavaScript template
   const server = options.server ? q(options.server) : '${{ vars.PIER_SERVER }}';
   return [
-    '# Publishes the update site to Pier on every release tag (v*) and on a manual run, with no',
-    '# stored secret: Pier trusts the OIDC ID token GitHub gives this workflow (trusted publishing).',
-    `# Written by \`pier ci init --github --product ${options.product}\`; see "Publishing from CI" in Pier's vendor guide.`,
-    '#',
-    '# The label: the "label" input of a manual run, else the repository variable PIER_LABEL, else the',
-    '# tag or branch: v5.3.1 -> 5.3 (one label per platform release), v5.3.0-rc.1 -> 5.3.0-rc.1.',
+    '# Publishes the update site to Pier on release tags (v*) and manual runs, with no stored',
+    '# secret (trusted publishing). Label: the "label" input, else the variable PIER_LABEL, else',
+    '# the tag: v5.3.1 -> 5.3, v5.3.0-rc.1 -> 5.3.0-rc.1. Written by `pier ci init`; see',
+    `# "Publishing from CI" in Pier's vendor guide.`,
     'name: Publish to Pier',
     '',
     'on:',
@@ -95,7 +92,7 @@ export function githubWorkflow(build: Build, options: PipelineOptions): string {
     '  id-token: write # trusted publishing: the job may ask GitHub for an OIDC ID token',
     '  contents: read',
     '',
-    '# One publish per ref at a time; a second waits instead of racing the first upload.',
+    '# One publish per ref at a time: a second waits instead of racing the first upload.',
     'concurrency:',
     // biome-ignore lint/suspicious/noTemplateCurlyInString: a GitHub Actions expression, not a JavaScript template
     '  group: pier-publish-${{ github.ref }}',

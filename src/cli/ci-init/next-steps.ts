@@ -67,7 +67,7 @@ export function nextSteps(input: NextStepsInput): string[] {
     );
   }
   step(
-    'To check the build output before any CI run, build locally and run:',
+    'To check the build output before any CI run, build locally and run (with PIER_EDIT_TOKEN and PIER_SFTP_PASSWORD set):',
     `pier publish --dry-run --server ${input.server ?? '<server>'} --product ${product} --label test --site ${input.build.site}`,
   );
   return lines;

@@ -1,0 +1,308 @@
+/**
+ * The generated pipelines executed (issue 18, part 4): `pier ci init` writes the workflow into
+ * a vendor repository, the executor runs its publish job as GitHub Actions (or the GitLab job
+ * as GitLab CI) would, with the build stubbed by a prebuilt P2 site where Tycho would put it,
+ * and the publish step runs for real: the real `pier` CLI installed with `npm install --global`,
+ * `pier ci label`, `pier publish` against a `pier serve` process whose OIDC issuers are a local
+ * issuer, trusted publishing with no stored secret, the release, the crawl, the download host.
+ */
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { test } from 'node:test';
+import { pathToFileURL } from 'node:url';
+import { zipSync } from 'fflate';
+import { createPostgresDatabase, tempDir } from '../../helpers/db.js';
+import { freePort } from '../../helpers/net.js';
+import { buildSite, exampleSpec } from '../../helpers/p2-fixtures.js';
+import { runGithubJob, type StepContext } from './github-runner.js';
+import { runGitlabJob } from './gitlab-runner.js';
+import { type LocalIssuer, startIssuer } from './oidc-issuer.js';
+import { tychoRepo } from './repos.js';
+
+const ROOT = path.resolve(import.meta.dirname, '../../..');
+const PIER = path.join(ROOT, 'bin/pier.js');
+const REPO = { name: 'example/example-nodes', id: '812345', ownerId: '99001' };
+
+/** What the vendor's PIER_CLI_PACKAGE points at: a package whose `pier` is this checkout's. */
+function cliPackage(): string {
+  const dir = tempDir('pier-cli-package-');
+  fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: 'pier-cli-under-test', version: '0.0.0', type: 'module', bin: { pier: 'pier.js' } }));
+  fs.writeFileSync(path.join(dir, 'pier.js'), `#!/usr/bin/env node\nawait import(${JSON.stringify(pathToFileURL(PIER).href)});\n`, { mode: 0o755 });
+  return dir;
+}
+
+/** Files of a folder for fflate, relative names with `/`. */
+function folderEntries(dir: string, prefix = ''): Record<string, Uint8Array> {
+  const out: Record<string, Uint8Array> = {};
+  for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+    const full = path.join(dir, e.name);
+    if (e.isDirectory()) Object.assign(out, folderEntries(full, `${prefix}${e.name}/`));
+    else out[`${prefix}${e.name}`] = fs.readFileSync(full);
+  }
+  return out;
+}
+
+/** The build step's stand-in: a prebuilt site in target/repository and its zip, as Tycho leaves them. */
+function tychoBuildStub(moduleDir: string, prefix = 'org.example') {
+  return ({ workspace }: { workspace: string }) => {
+    const target = path.join(workspace, moduleDir, 'target');
+    fs.rmSync(target, { recursive: true, force: true });
+    buildSite(path.join(target, 'repository'), exampleSpec('jar', prefix));
+    fs.writeFileSync(path.join(target, 'org.example.update-1.2.0-SNAPSHOT.zip'), zipSync(folderEntries(path.join(target, 'repository'))));
+  };
+}
+
+interface Server {
+  base: string;
+  download: string;
+  env: NodeJS.ProcessEnv;
+  pier(args: string[]): { status: number | null; stdout: string; stderr: string };
+  stop(): Promise<void>;
+}
+
+async function startServer(issuer: LocalIssuer, databaseUrl: string | null): Promise<Server> {
+  const [http, downloads, sftp] = await Promise.all([freePort(), freePort(), freePort()]);
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    PIER_DATA_DIR: tempDir('pier-ci-e2e-'),
+    PIER_HTTP_PORT: String(http),
+    PIER_DOWNLOAD_PORT: String(downloads),
+    PIER_SFTP_PORT: String(sftp),
+    PIER_BASE_URL: `http://127.0.0.1:${http}`,
+    PIER_DOWNLOAD_URL: `http://127.0.0.1:${downloads}`,
+    PIER_SFTP_HOST: '127.0.0.1',
+    PIER_OIDC_GITHUB_ISSUER: issuer.url,
+    PIER_OIDC_GITLAB_ISSUER: issuer.url,
+    PIER_LOG_LEVEL: 'warn',
+  };
+  if (databaseUrl) env.PIER_DATABASE_URL = databaseUrl;
+  const pier = (args: string[]) => {
+    const r = spawnSync(process.execPath, [PIER, ...args], { env, encoding: 'utf8' });
+    return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+  };
+  const child = spawn(process.execPath, [PIER, 'serve', '--only', 'web,downloads,sftp'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let log = '';
+  child.stdout.on('data', (c) => {
+    log += c;
+  });
+  child.stderr.on('data', (c) => {
+    log += c;
+  });
+  const base = `http://127.0.0.1:${http}`;
+  for (let i = 0; i < 300; i++) {
+    const up = await fetch(`${base}/healthz`).then((r) => r.ok, () => false);
+    if (up && (await fetch(`http://127.0.0.1:${downloads}/healthz`).then((r) => r.status < 500, () => false))) break;
+    if (child.exitCode !== null) throw new Error(`pier serve exited: ${log}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return {
+    base,
+    download: `http://127.0.0.1:${downloads}`,
+    env,
+    pier,
+    stop: async () => {
+      child.kill('SIGTERM');
+      if (child.exitCode === null) await new Promise((r) => child.once('exit', r));
+    },
+  };
+}
+
+function machineEnv(): Record<string, string> {
+  const home = tempDir('runner-home-');
+  return { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, LANG: 'C.UTF-8' };
+}
+
+/** setup-node's stand-in: node is already there; npm's global prefix goes on PATH, as on a runner. */
+function setupNodeStub(prefix: string) {
+  return (ctx: StepContext) => {
+    ctx.setEnv('NPM_CONFIG_PREFIX', prefix);
+    ctx.addPath(path.join(prefix, 'bin'));
+  };
+}
+
+async function labels(server: Server, token: string): Promise<{ label: string; current: number | null; releases: { number: number }[] }[]> {
+  const res = await fetch(`${server.base}/api/products/example-nodes/labels`, { headers: { authorization: `Bearer ${token}` } });
+  assert.equal(res.status, 200, await res.clone().text());
+  return ((await res.json()) as { labels: never[] }).labels;
+}
+
+function databases(): { name: string; url: () => Promise<{ url: string | null; drop(): Promise<void> }> }[] {
+  const list: { name: string; url: () => Promise<{ url: string | null; drop(): Promise<void> }> }[] = [{ name: 'SQLite', url: async () => ({ url: null, drop: async () => {} }) }];
+  const pg = process.env.TEST_DATABASE_URL;
+  if (pg) list.push({ name: 'PostgreSQL', url: () => createPostgresDatabase(pg) });
+  return list;
+}
+
+for (const db of databases()) {
+  test(`the generated GitHub workflow publishes with trusted publishing (${db.name})`, { timeout: 240_000 }, async () => {
+    const database = await db.url();
+    const issuer = await startIssuer();
+    const server = await startServer(issuer, database.url);
+    try {
+      const reg = server.pier(['staff', 'register', 'example-nodes', '--name', 'Example Nodes', '--json']);
+      assert.equal(reg.status, 0, reg.stderr);
+      const creds = JSON.parse(reg.stdout) as { editToken: string; sftp: { password: string } };
+
+      // The vendor: a Tycho repository, `pier ci init` as printed in the README.
+      const workspace = tychoRepo(tempDir('vendor-repo-'));
+      const init = spawnSync(process.execPath, [PIER, 'ci', 'init', '--github', '--product', 'example-nodes', '--server', server.base], { cwd: workspace, encoding: 'utf8' });
+      assert.equal(init.status, 0, init.stderr);
+      const trustLine = /pier staff trust add .*/.exec(init.stdout)![0];
+      // The staff: the printed line with the ids filled in.
+      const args = trustLine.replace('<owner>/<repo>', REPO.name).replace('<repository id>', REPO.id).split(' ').slice(1);
+      const bound = server.pier([...args, '--owner-id', REPO.ownerId]);
+      assert.equal(bound.status, 0, bound.stderr);
+
+      const npmPrefix = tempDir('npm-global-');
+      const common = {
+        workflowFile: '.github/workflows/pier-publish.yml',
+        workspace,
+        job: 'publish',
+        repository: REPO,
+        vars: { PIER_CLI_PACKAGE: cliPackage() },
+        issuer,
+        machineEnv: machineEnv(),
+        stubs: {
+          'actions/checkout@v4': () => {},
+          'actions/setup-java@v4': () => {},
+          build: tychoBuildStub('releng/org.example.update'),
+          'actions/setup-node@v4': setupNodeStub(npmPrefix),
+        },
+      };
+
+      // A branch push runs nothing; a manual run from main has no label to take and says so.
+      assert.equal((await runGithubJob({ ...common, event: { name: 'push', ref: 'refs/heads/main' } })).triggered, false);
+      const noLabel = await runGithubJob({ ...common, event: { name: 'workflow_dispatch', ref: 'refs/heads/main', inputs: { label: '' } } });
+      assert.equal(noLabel.ok, false);
+      const failedStep = noLabel.steps.find((s) => s.exitCode !== 0)!;
+      assert.equal(failedStep.name, 'Publish to Pier');
+      assert.match(failedStep.output, /"main" names no version.*PIER_LABEL/);
+      assert.deepEqual(await labels(server, creds.editToken), []);
+
+      // The release tag: built, installed, published with the ID token, released, crawled.
+      const run = await runGithubJob({ ...common, event: { name: 'push', ref: 'refs/tags/v5.3.1' } });
+      const publish = run.steps.find((s) => s.name === 'Publish to Pier')!;
+      assert.ok(run.ok, run.steps.map((s) => `--- ${s.name} (${s.kind}, exit ${s.exitCode})\n${s.output}`).join('\n'));
+      assert.deepEqual(
+        run.steps.map((s) => `${s.kind} ${s.name}`),
+        ['stub Check out', 'stub Set up Java', 'stub Build the update site', 'stub Set up Node.js', 'run Install the pier CLI', 'run Publish to Pier'],
+      );
+      assert.match(publish.output, /Publishing example-nodes to label 5\.3/);
+      assert.match(publish.output, /trusted publishing: GitHub Actions repository=example\/example-nodes/);
+      assert.doesNotMatch(publish.output, /pier_tp_|pier_et_/);
+      // The ID token was asked for the server's audience (PIER_BASE_URL by default).
+      assert.deepEqual(run.idTokenRequests, [{ audience: server.base }]);
+
+      const after = await labels(server, creds.editToken);
+      assert.deepEqual(after.map((l) => l.label), ['5.3']);
+      assert.equal(after[0]!.current, 1);
+      // Who released it: this repository's workflow, for the tag (the contract's `publisher`, `releasedBy` in the code).
+      const release = after[0]!.releases[0]! as { releasedBy?: Record<string, unknown>; publisher?: Record<string, unknown> | null };
+      const by = release.releasedBy ?? release.publisher;
+      assert.deepEqual([by?.repository, by?.workflow, by?.ref], [REPO.name, '.github/workflows/pier-publish.yml', 'refs/tags/v5.3.1'], JSON.stringify(after));
+      const built = fs.readFileSync(path.join(workspace, 'releng/org.example.update/target/repository/content.jar'));
+      const served = await fetch(`${server.download}/example-nodes/5.3/content.jar`);
+      assert.equal(served.status, 200);
+      assert.deepEqual(Buffer.from(await served.arrayBuffer()), built);
+
+      // Stored secrets instead (no binding used): a manual run with a label of its own.
+      const withSecrets = await runGithubJob({
+        ...common,
+        secrets: { PIER_EDIT_TOKEN: creds.editToken, PIER_SFTP_PASSWORD: creds.sftp.password },
+        event: { name: 'workflow_dispatch', ref: 'refs/heads/main', inputs: { label: 'nightly' } },
+      });
+      const secretStep = withSecrets.steps.find((s) => s.name === 'Publish to Pier')!;
+      assert.ok(withSecrets.ok, secretStep.output);
+      assert.match(secretStep.output, /Using the stored secrets/);
+      assert.equal(withSecrets.idTokenRequests.length, 0);
+      assert.deepEqual((await labels(server, creds.editToken)).map((l) => l.label).sort(), ['5.3', 'nightly']);
+
+      // Another repository with the same workflow is refused naming the claim; 5.3 stays as it was.
+      const stranger = await runGithubJob({ ...common, repository: { ...REPO, id: '999' }, event: { name: 'push', ref: 'refs/tags/v5.3.2' } });
+      const refused = stranger.steps.find((s) => s.name === 'Publish to Pier')!;
+      assert.equal(refused.exitCode, 4, refused.output);
+      assert.match(refused.output, /repository_id/);
+      const still = (await labels(server, creds.editToken)).find((l) => l.label === '5.3')!;
+      assert.equal(still.current, 1);
+      assert.equal(still.releases.length, 1);
+    } finally {
+      await server.stop();
+      await issuer.close();
+      await database.drop();
+    }
+  });
+}
+
+test('without `id-token: write` the job gets no ID token and pier publish refuses before any upload', { timeout: 120_000 }, async () => {
+  const issuer = await startIssuer();
+  const server = await startServer(issuer, null);
+  try {
+    assert.equal(server.pier(['staff', 'register', 'example-nodes', '--name', 'Example Nodes', '--json']).status, 0);
+    const workspace = tychoRepo(tempDir('vendor-repo-'));
+    assert.equal(spawnSync(process.execPath, [PIER, 'ci', 'init', '--github', '--product', 'example-nodes', '--server', server.base], { cwd: workspace }).status, 0);
+    const file = path.join(workspace, '.github/workflows/pier-publish.yml');
+    fs.writeFileSync(file, fs.readFileSync(file, 'utf8').replace('  id-token: write', '  id-token: none'));
+    const run = await runGithubJob({
+      workflowFile: '.github/workflows/pier-publish.yml',
+      workspace,
+      job: 'publish',
+      repository: REPO,
+      vars: { PIER_CLI_PACKAGE: cliPackage() },
+      issuer,
+      machineEnv: machineEnv(),
+      stubs: { 'actions/checkout@v4': () => {}, 'actions/setup-java@v4': () => {}, build: tychoBuildStub('releng/org.example.update'), 'actions/setup-node@v4': setupNodeStub(tempDir('npm-global-')) },
+      event: { name: 'push', ref: 'refs/tags/v5.3.1' },
+    });
+    const publish = run.steps.find((s) => s.name === 'Publish to Pier')!;
+    assert.equal(publish.exitCode, 2, publish.output);
+    assert.match(publish.output, /no credentials/);
+    assert.equal(run.idTokenRequests.length, 0);
+  } finally {
+    await server.stop();
+    await issuer.close();
+  }
+});
+
+test('the generated GitLab pipeline publishes with its id_tokens ID token', { timeout: 180_000 }, async () => {
+  const issuer = await startIssuer();
+  const server = await startServer(issuer, null);
+  try {
+    const reg = server.pier(['staff', 'register', 'example-nodes', '--name', 'Example Nodes', '--json']);
+    const creds = JSON.parse(reg.stdout) as { editToken: string };
+    const workspace = tychoRepo(tempDir('vendor-repo-'));
+    const init = spawnSync(process.execPath, [PIER, 'ci', 'init', '--gitlab', '--product', 'example-nodes', '--server', server.base], { cwd: workspace, encoding: 'utf8' });
+    assert.equal(init.status, 0, init.stderr);
+    const trustLine = /pier staff trust add .*/.exec(init.stdout)![0];
+    const bound = server.pier([...trustLine.replace('<group>/<project>', 'example/example-nodes').replace('<project id>', '4711').split(' ').slice(1), '--namespace-id', '77']);
+    assert.equal(bound.status, 0, bound.stderr);
+    const npmPrefix = tempDir('npm-global-');
+    const project = { path: 'example/example-nodes', id: '4711', namespaceId: '77' };
+    const common = {
+      ciFile: '.gitlab-ci.yml',
+      workspace,
+      project,
+      issuer,
+      // The node image's global npm prefix and PATH, and the project's CI/CD variable.
+      machineEnv: { ...machineEnv(), NPM_CONFIG_PREFIX: npmPrefix, PATH: `${path.join(npmPrefix, 'bin')}:${process.env.PATH}` },
+      variables: { PIER_CLI_PACKAGE: cliPackage() },
+      stubJobs: { 'pier-build': tychoBuildStub('releng/org.example.update') },
+    };
+    // A branch pipeline from a push runs neither job.
+    assert.deepEqual((await runGitlabJob({ ...common, pipeline: { source: 'push', branch: 'main' } })).jobs, []);
+    const run = await runGitlabJob({ ...common, pipeline: { source: 'push', tag: 'v4.7.2' } });
+    const publish = run.jobs.find((j) => j.name === 'pier-publish')!;
+    assert.ok(run.ok, run.jobs.map((j) => `--- ${j.name} (${j.kind}, exit ${j.exitCode})\n${j.output}`).join('\n'));
+    assert.deepEqual(run.jobs.map((j) => `${j.kind} ${j.name}`), ['stub pier-build', 'run pier-publish']);
+    assert.match(publish.output, /trusted publishing: GitLab CI project_path=example\/example-nodes/);
+    // The token carried the audience the pipeline declared, which the server announced.
+    assert.deepEqual(run.audiences, [server.base]);
+    const res = await fetch(`${server.base}/api/products/example-nodes/labels`, { headers: { authorization: `Bearer ${creds.editToken}` } });
+    const { labels: after } = (await res.json()) as { labels: { label: string; current: number | null }[] };
+    assert.deepEqual(after.map((l) => [l.label, l.current]), [['4.7', 1]]);
+  } finally {
+    await server.stop();
+    await issuer.close();
+  }
+});
