@@ -21,8 +21,11 @@ declare module 'fastify' {
 const Params = ProductParams;
 const PatchQuery = Type.Object(
   {
+    // An enum rather than a union of literals: the docs show it as one choice of four values.
     dryRun: Type.Optional(
-      Type.Union([Type.Literal('true'), Type.Literal('false'), Type.Literal('1'), Type.Literal('0')], {
+      Type.Unsafe<'true' | 'false' | '1' | '0'>({
+        type: 'string',
+        enum: ['true', 'false', '1', '0'],
         description: '`true` or `1`: check and answer as if stored, store nothing',
       }),
     ),
