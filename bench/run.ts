@@ -5,6 +5,7 @@ import { benchHostileLoad } from './hostile-load.js';
 import { benchMetrics } from './metrics.js';
 import { benchPages } from './pages.js';
 import { benchPublishingPatch } from './publishing-patch.js';
+import { benchPublish } from './publish.js';
 import { benchSftp } from './sftp.js';
 
 const benches: Record<string, () => Promise<string>> = {
@@ -12,6 +13,7 @@ const benches: Record<string, () => Promise<string>> = {
   pages: benchPages,
   crawl: benchCrawl,
   sftp: benchSftp,
+  publish: benchPublish,
   downloads: benchDownloads,
   'hostile-load': benchHostileLoad,
   metrics: benchMetrics,

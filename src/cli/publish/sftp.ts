@@ -160,16 +160,23 @@ export function remoteOps(sftp: ssh2.SFTPWrapper) {
       const handle = await open(remote);
       const writes: Promise<void>[] = [];
       let failed: unknown = null;
+      /** The local file could not be read whole: its handle is left open, and the session's end discards it. */
+      let unreadable = false;
       try {
         for (let position = 0; position < file.size && failed === null; position += chunk) {
           await window.acquire();
           const length = Math.min(chunk, file.size - position);
           const data = Buffer.allocUnsafe(length);
-          const { bytesRead } = await fd.read(data, 0, length, position);
-          if (bytesRead !== length) {
-            window.release();
-            throw new PublishFailure(EXIT.upload, `${file.abs} changed while it was uploaded`);
+          let bytesRead = 0;
+          try {
+            ({ bytesRead } = await fd.read(data, 0, length, position));
+          } finally {
+            if (bytesRead !== length) {
+              window.release();
+              unreadable = true;
+            }
           }
+          if (unreadable) throw new PublishFailure(EXIT.upload, `${file.abs} changed while it was uploaded`);
           writes.push(
             write(remote, handle, data, position).then(
               () => {
@@ -185,12 +192,13 @@ export function remoteOps(sftp: ssh2.SFTPWrapper) {
         }
       } finally {
         await Promise.all(writes);
-        // Closed even after a failure: the handle is the server's to free. The file was read in
-        // full only without one; a partial file put in place is replaced by the next run (its
-        // SHA-256 differs), and nothing is released before a publish completes.
-        await close(remote, handle).catch((e) => {
-          failed ??= e;
-        });
+        // A CLOSE puts the file in place, so only a file read in full is closed. A refused write
+        // has already made the server discard the upload; its handle is closed to free it.
+        if (!unreadable) {
+          await close(remote, handle).catch((e) => {
+            failed ??= e;
+          });
+        }
       }
       if (failed !== null) throw failed;
     } finally {
