@@ -7,7 +7,6 @@ import swagger from '@fastify/swagger';
 import type { RouteOptions } from 'fastify';
 import type { HttpApp } from '../infra/http.js';
 import { DOCS_PREFIX, isDocumentedApiRoute, missingSchemaKeys, Problem, registerDocsUi, routeName } from '../infra/openapi.js';
-import { PAGE_CSP } from './web/routes.js';
 import pkg from '../../package.json' with { type: 'json' };
 
 export { DOCS_PREFIX };
@@ -128,16 +127,19 @@ export function checkPublishingRoute(route: RouteOptions): void {
 }
 
 /**
- * The docs page runs under the catalog pages' policy: Swagger UI is scripts and styles from 'self'
- * and style attributes. It also fetches the document from 'self', which pages never need.
+ * The docs page runs under the catalog pages' policy (`pagePolicy`, web/routes.ts PAGE_CSP):
+ * Swagger UI is scripts and styles from 'self' and style attributes. It also fetches the document
+ * from 'self', which pages never need.
  */
-export const DOCS_CSP = `${PAGE_CSP}; connect-src 'self'`;
+export function docsPolicy(pagePolicy: string): string {
+  return `${pagePolicy}; connect-src 'self'`;
+}
 
 /**
  * Registers the check, the OpenAPI generator and the local Swagger UI. Call before any API route:
  * @fastify/swagger and the check both see only routes added after them.
  */
-export async function registerPublishingOpenApi(app: HttpApp, baseUrl: string): Promise<void> {
+export async function registerPublishingOpenApi(app: HttpApp, { baseUrl, pagePolicy }: { baseUrl: string; pagePolicy: string }): Promise<void> {
   app.addHook('onRoute', checkPublishingRoute);
   await app.register(swagger, {
     openapi: {
@@ -186,7 +188,7 @@ export async function registerPublishingOpenApi(app: HttpApp, baseUrl: string): 
   });
   await registerDocsUi(app, {
     publicUrl: baseUrl,
-    policy: DOCS_CSP,
+    policy: docsPolicy(pagePolicy),
     // Without Swagger UI's top bar: its logo is an SVG with a <style> element, which the pages'
     // policy refuses, and its box loads any document a visitor types in; this page shows ours.
     uiConfig: { layout: 'BaseLayout' },

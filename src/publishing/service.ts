@@ -28,7 +28,7 @@ import { releasesService } from './releases/service.js';
 import { type ProductService, productService } from './products/service.js';
 import { PageAnswers } from './web/page-answers.js';
 import { databasePageChanges } from './web/page-changes.js';
-import { MAX_FACTORY_LENGTH, registerPageRoutes } from './web/routes.js';
+import { MAX_FACTORY_LENGTH, PAGE_CSP, registerPageRoutes } from './web/routes.js';
 import { type PagesService, pagesService } from './web/service.js';
 import { trustRepository } from './trust/repository.js';
 import { registerTrustRoutes } from './trust/routes.js';
@@ -133,7 +133,7 @@ export async function createPublishingService(config: Config, options: Publishin
   });
   // Before any route: the document and the check that every /api/ route documents itself see
   // only routes added after them.
-  await registerPublishingOpenApi(app, config.publishing.baseUrl);
+  await registerPublishingOpenApi(app, { baseUrl: config.publishing.baseUrl, pagePolicy: PAGE_CSP });
   const limiter = new FailureLimiter({ maxFailures: 10, windowMs: 60_000, banMs: 60_000, ...options.failureLimits });
   registerProductRoutes(app, { products, limiter, crawler });
   registerTrustRoutes(app, { trust, limiter });

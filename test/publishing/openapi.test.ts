@@ -13,6 +13,7 @@ import { isDocumentedApiRoute } from '../../src/infra/openapi.js';
 import { crawlsRepository } from '../../src/publishing/crawler/repository.js';
 import { openPublishingDatabase } from '../../src/publishing/db.js';
 import { problems, registerPublishingOpenApi, undocumented, VENDOR_SECURITY } from '../../src/publishing/openapi.js';
+import { PAGE_CSP } from '../../src/publishing/web/routes.js';
 import { dialects } from '../helpers/db.js';
 import { type RunningPublishing, startPublishing } from '../helpers/publishing.js';
 import { needsTool } from '../helpers/tools.js';
@@ -322,7 +323,7 @@ describe('a publishing /api/ route that does not document itself stops start-up'
 
   test('a route without a response schema: the error names the route and the missing key', async () => {
     const a = app();
-    await registerPublishingOpenApi(a, 'http://pier.test');
+    await registerPublishingOpenApi(a, { baseUrl: 'http://pier.test', pagePolicy: PAGE_CSP });
     const { response: _none, ...withoutResponse } = documented;
     assert.throws(
       () => a.get('/api/products/:id/things', { schema: withoutResponse }, async () => ({ ok: true })),
@@ -333,7 +334,7 @@ describe('a publishing /api/ route that does not document itself stops start-up'
 
   test('a fully documented route starts; a page outside /api/ needs nothing', async () => {
     const a = app();
-    await registerPublishingOpenApi(a, 'http://pier.test');
+    await registerPublishingOpenApi(a, { baseUrl: 'http://pier.test', pagePolicy: PAGE_CSP });
     a.get('/api/products/:id/things', { schema: documented }, async () => ({ ok: true }));
     a.get('/product/:id/things', async () => 'page');
     await a.ready();
