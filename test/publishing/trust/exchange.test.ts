@@ -286,6 +286,17 @@ for (const target of dialects()) {
       assert.equal(res.status, 401);
     });
 
+    test('recordRelease (for the release service) adds a release by the publisher to the history', async () => {
+      const r = await exchange(server.url, { token: await issuer.sign(githubClaims(AUDIENCE)) });
+      const res = await fetch(`${server.url}/api/products/csv-nodes`, { headers: { authorization: `Bearer ${r.json.token}` } });
+      assert.equal(res.status, 200);
+      const publisher = await server.service.trust.verify('csv-nodes', String(r.json.token));
+      assert.ok(publisher);
+      await server.service.trust.recordRelease('csv-nodes', publisher, { label: '5.4', release: 3 }, '203.0.113.9');
+      const [h] = await server.service.trust.history('csv-nodes', 1);
+      assert.deepEqual([h!.action, h!.detail, h!.runId, h!.clientAddress, h!.credentialId], ['release', { label: '5.4', release: 3 }, '12233154281', '203.0.113.9', publisher.credentialId]);
+    });
+
     test('a malformed body is a 400 naming the field', async () => {
       const r = await exchange(server.url, { tokn: 'x' });
       assert.equal(r.status, 400);
