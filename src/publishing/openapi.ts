@@ -92,7 +92,8 @@ const BODY_METHODS = new Set(['PUT', 'PATCH']);
  * What the route lacks to be documented ("schema.operationId", "schema.response[401]"), empty when
  * nothing. Every /api/ route declares tags, summary, operationId, security (an empty list when
  * public) and its responses; params when its path has any, body when it takes one (PUT and PATCH
- * always do); and among its responses a success and every error status its kind can answer (STATUSES).
+ * always do); and among its responses a success and every error status its kind can answer
+ * (STATUSES), each error as problem+json.
  */
 export function undocumented(route: Pick<RouteOptions, 'url' | 'method' | 'schema'>): string[] {
   const missing = missingSchemaKeys(route, ['tags', 'summary', 'operationId', 'security', 'response']).map((k) => `schema.${k}`);
@@ -110,6 +111,11 @@ export function undocumented(route: Pick<RouteOptions, 'url' | 'method' | 'schem
     if (hasParams) needed.push(...STATUSES.params);
     if (hasBody) needed.push(...STATUSES.body);
     for (const s of needed) if (!(String(s) in response)) missing.push(`schema.response[${s}]`);
+    // Errors are answered by infra/http.ts as problem+json: the document must say so (problem()).
+    for (const s of statuses.filter((x) => /^[45]/.test(x))) {
+      const content = (response[s] as { content?: Record<string, unknown> } | undefined)?.content;
+      if (!content?.['application/problem+json']) missing.push(`schema.response[${s}].content['application/problem+json']`);
+    }
   }
   return missing;
 }

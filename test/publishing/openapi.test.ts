@@ -364,6 +364,10 @@ describe('a publishing /api/ route that does not document itself stops start-up'
     // A public route without parameters needs only its success and 400.
     assert.deepEqual(route('/api/thing', 'GET', { ...documented, security: [], params: undefined, response: { 200: documented.response[200] } }), ['schema.response[400]']);
     assert.deepEqual(route('/api/thing', 'GET', { ...documented, security: [], response: { ...problems(400) } }), ['schema.response[2xx]']);
+    // An error documented as plain JSON: errors are problem+json.
+    assert.deepEqual(route('/api/thing', 'GET', { ...documented, security: [], params: undefined, response: { 200: documented.response[200], 400: Type.Object({ code: Type.String() }) } }), [
+      "schema.response[400].content['application/problem+json']",
+    ]);
   });
 });
 
