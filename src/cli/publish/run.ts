@@ -97,20 +97,26 @@ interface Credentials {
   editToken: string;
   sftpPassword: string;
   trusted: TrustedCredential | null;
+  /** Which credentials, for the log (never a secret). */
+  description: string;
 }
 
-async function credentials(env: Env, api: PublishingApi, info: PublishingInfo, o: PublishOptions, out: Output): Promise<Credentials> {
+async function credentials(env: Env, api: PublishingApi, info: PublishingInfo, o: PublishOptions): Promise<Credentials> {
   const tp = info.trustedPublishing;
   if (trustedProvider(env)) {
     if (!tp) throw new PublishFailure(EXIT.authentication, `${o.server} does not offer trusted publishing`);
     const trusted = await trustedCredential(env, api, { audience: tp.audience, productId: o.product, timeoutSeconds: CALL_SECONDS });
     if (trusted) {
-      out.line(`trusted publishing: ${trusted.identity}; credential valid until ${trusted.expiresAt.toISOString()}`);
-      return { editToken: trusted.token, sftpPassword: trusted.token, trusted };
+      const description = `trusted publishing: ${trusted.identity}; credential valid until ${trusted.expiresAt.toISOString()}`;
+      return { editToken: trusted.token, sftpPassword: trusted.token, trusted, description };
     }
   }
-  out.line('credentials: PIER_EDIT_TOKEN and PIER_SFTP_PASSWORD');
-  return { editToken: env.PIER_EDIT_TOKEN as string, sftpPassword: env.PIER_SFTP_PASSWORD as string, trusted: null };
+  return {
+    editToken: env.PIER_EDIT_TOKEN as string,
+    sftpPassword: env.PIER_SFTP_PASSWORD as string,
+    trusted: null,
+    description: 'credentials: PIER_EDIT_TOKEN and PIER_SFTP_PASSWORD',
+  };
 }
 
 /** How the SFTP host key is checked: --host-key, else the keys the server lists, else trust on first use. */
@@ -137,48 +143,61 @@ export async function publish(o: PublishOptions, env: Env, out: Output): Promise
     throw failureOf(e, `${server}/api/publishing (is --server right?)`, EXIT.usage);
   }
 
-  // 1. The site, before anything touches the server.
+  // The site check, the credentials, the page dry run, the server's file list and the SFTP login
+  // change nothing, so they run at once; their outcomes are taken in this order, the site
+  // first: a broken site is refused (exit 3) whatever else would have failed.
   const site = path.resolve(o.site);
   const tree = await readLocalTree(site, Buffer.byteLength(`update-site/${o.label}/`));
   if (tree.files.length === 0) throw new PublishFailure(EXIT.siteCheck, `--site ${o.site}: the folder is empty`);
-  const check = await checkSite(tree);
-  const refusing = [...tree.problems.map((p) => `error name_refused: ${p}`), ...check.problems.filter(blocking).map((p) => `${p.severity} ${p.code}: ${p.message} (${p.where})`)];
-  for (const p of check.problems.filter((x) => !blocking(x))) out.line(`site check: warning ${p.code}: ${p.message} (${p.where})`);
-  if (refusing.length) throw new PublishFailure(EXIT.siteCheck, `the site in ${o.site} is broken; nothing was uploaded`, refusing);
-  const s = check.summary;
-  out.line(`site check: ${plural(tree.files.length, 'file')}, ${plural(s.units, 'unit')}, ${plural(s.bundles, 'bundle')}, ${plural(s.nodes, 'node')}: OK`);
+  // Every file hashed once: the plan and the site check's checksum pass both use it.
+  const checkP = hashAll(tree.files).then(() => checkSite(tree));
+  const credsP = credentials(env, api, info, o);
+  const pageP = page ? credsP.then((c) => api.patch(o.product, c.editToken, page, true)) : null;
+  const remoteP = credsP.then((c) => api.labelFiles(o.product, o.label, c.editToken));
+  const hostKey = hostKeyRule(o, info, env);
+  const connP = credsP.then((c) =>
+    connectSftp({ host: info.sftp.host, port: info.sftp.port, username: o.product, password: c.sftpPassword, hostKey: hostKey.rule, timeoutSeconds: CALL_SECONDS }),
+  );
+  for (const p of [checkP, credsP, pageP, remoteP, connP]) p?.catch(() => {});
 
-  // 2. Credentials, then everything that can refuse without changing anything.
-  const creds = await credentials(env, api, info, o, out);
-  if (page) {
-    try {
-      const dry = await api.patch(o.product, creds.editToken, page, true);
-      for (const w of dry.warnings ?? []) out.line(`page fields: warning ${w.field}: ${w.message}`);
-      out.line(`page fields: ${Object.keys(page).join(', ')}: accepted (dry run)`);
-    } catch (e) {
-      throw failureOf(e, 'page fields (dry run); nothing was uploaded', EXIT.pageFields);
-    }
-  }
+  let creds: Credentials;
   let remote: Awaited<ReturnType<PublishingApi['labelFiles']>>;
+  let conn: Awaited<typeof connP>;
   try {
-    remote = await api.labelFiles(o.product, o.label, creds.editToken);
+    // 1. The site, before anything is uploaded.
+    const check = await checkP;
+    const refusing = [...tree.problems.map((p) => `error name_refused: ${p}`), ...check.problems.filter(blocking).map((p) => `${p.severity} ${p.code}: ${p.message} (${p.where})`)];
+    for (const p of check.problems.filter((x) => !blocking(x))) out.line(`site check: warning ${p.code}: ${p.message} (${p.where})`);
+    if (refusing.length) throw new PublishFailure(EXIT.siteCheck, `the site in ${o.site} is broken; nothing was uploaded`, refusing);
+    const s = check.summary;
+    out.line(`site check: ${plural(tree.files.length, 'file')}, ${plural(s.units, 'unit')}, ${plural(s.bundles, 'bundle')}, ${plural(s.nodes, 'node')}: OK`);
+
+    // 2. Credentials, then everything that can refuse without changing anything.
+    creds = await credsP;
+    out.line(creds.description);
+    if (pageP) {
+      try {
+        const dry = await pageP;
+        for (const w of dry.warnings ?? []) out.line(`page fields: warning ${w.field}: ${w.message}`);
+        out.line(`page fields: ${Object.keys(page ?? {}).join(', ')}: accepted (dry run)`);
+      } catch (e) {
+        throw failureOf(e, 'page fields (dry run); nothing was uploaded', EXIT.pageFields);
+      }
+    }
+    try {
+      remote = await remoteP;
+    } catch (e) {
+      throw failureOf(e, "reading the label's files", EXIT.upload);
+    }
+    conn = await connP;
   } catch (e) {
-    throw failureOf(e, "reading the label's files", EXIT.upload);
+    connP.then((c) => c.end(), () => {});
+    throw e;
   }
-  await hashAll(tree.files);
   const plan = planUpload(tree, remote);
   const archive = o.archive === undefined ? null : await archiveToSend(o.archive, remote.archive ?? null);
   const extras = [...(await areaFiles('assets', o.assets)), ...(await areaFiles('workflows', o.workflows))];
 
-  const hostKey = hostKeyRule(o, info, env);
-  const conn = await connectSftp({
-    host: info.sftp.host,
-    port: info.sftp.port,
-    username: o.product,
-    password: creds.sftpPassword,
-    hostKey: hostKey.rule,
-    timeoutSeconds: CALL_SECONDS,
-  });
   const hostPort = `${info.sftp.host}:${info.sftp.port}`;
   if (hostKey.rule.kind === 'first-use') {
     out.line(`SFTP host key of ${hostPort}: ${conn.fingerprint} (first use: not checked; pin it with --host-key ${conn.fingerprint})`);
@@ -228,7 +247,9 @@ export async function publish(o: PublishOptions, env: Env, out: Output): Promise
   // 4. The release: the crawl of the uploaded folder, and the atomic switch when it passes.
   let token = creds.editToken;
   if (creds.trusted && creds.trusted.expiresAt.getTime() - Date.now() < RENEW_BEFORE_MS) {
-    token = (await credentials(env, api, info, o, out)).editToken;
+    const renewed = await credentials(env, api, info, o);
+    out.line(renewed.description);
+    token = renewed.editToken;
   }
   try {
     const r = await api.release(o.product, o.label, token, o.timeout);

@@ -98,7 +98,7 @@ export async function checkSite(tree: LocalTree): Promise<SiteCheck> {
       }
       const mismatch =
         (a.size !== null && a.size !== file.size && `size (${file.size} bytes, metadata says ${a.size})`) ||
-        (a.sha256 && (await digest('sha256', file.abs)) !== a.sha256 && 'sha-256') ||
+        (a.sha256 && (file.sha256 ?? (await digest('sha256', file.abs))) !== a.sha256 && 'sha-256') ||
         (!a.sha256 && a.md5 && (await digest('md5', file.abs)) !== a.md5 && 'md5') ||
         null;
       if (mismatch) problems.add({ severity: 'error', code: 'checksum_mismatch', message: `${mismatch} of ${name} differs from the artifacts metadata`, where: a.url });
