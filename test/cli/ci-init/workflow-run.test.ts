@@ -8,6 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
@@ -19,7 +20,7 @@ import { buildSite, exampleSpec } from '../../helpers/p2-fixtures.js';
 import { runGithubJob, type StepContext } from './github-runner.js';
 import { runGitlabJob } from './gitlab-runner.js';
 import { type LocalIssuer, startIssuer } from './oidc-issuer.js';
-import { tychoRepo } from './repos.js';
+import { pythonRepo, tychoRepo } from './repos.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../../..');
 const PIER = path.join(ROOT, 'bin/pier.js');
@@ -206,6 +207,9 @@ for (const db of databases()) {
       const served = await fetch(`${server.download}/example-nodes/5.3/content.jar`);
       assert.equal(served.status, 200);
       assert.deepEqual(Buffer.from(await served.arrayBuffer()), built);
+      const files = (await (await fetch(`${server.base}/api/products/example-nodes/labels/5.3/files`, { headers: { authorization: `Bearer ${creds.editToken}` } })).json()) as { archive: { sha256: string } | null };
+      const zip = fs.readFileSync(path.join(workspace, 'releng/org.example.update/target/org.example.update-1.2.0-SNAPSHOT.zip'));
+      assert.equal(files.archive?.sha256, createHash('sha256').update(zip).digest('hex'), 'the Tycho zip is update-site/5.3.zip');
 
       // Stored secrets instead (no binding used): a manual run with a label of its own.
       const withSecrets = await runGithubJob({
@@ -235,30 +239,67 @@ for (const db of databases()) {
   });
 }
 
-test('without `id-token: write` the job gets no ID token and pier publish refuses before any upload', { timeout: 120_000 }, async () => {
+test('a pure-Python extension publishes its bundled site and zip; without `id-token: write` no ID token, refused before any upload', { timeout: 180_000 }, async () => {
   const issuer = await startIssuer();
   const server = await startServer(issuer, null);
   try {
-    assert.equal(server.pier(['staff', 'register', 'example-nodes', '--name', 'Example Nodes', '--json']).status, 0);
-    const workspace = tychoRepo(tempDir('vendor-repo-'));
-    assert.equal(spawnSync(process.execPath, [PIER, 'ci', 'init', '--github', '--product', 'example-nodes', '--server', server.base], { cwd: workspace }).status, 0);
-    const file = path.join(workspace, '.github/workflows/pier-publish.yml');
-    fs.writeFileSync(file, fs.readFileSync(file, 'utf8').replace('  id-token: write', '  id-token: none'));
-    const run = await runGithubJob({
+    const creds = JSON.parse(server.pier(['staff', 'register', 'example-nodes', '--name', 'Example Nodes', '--json']).stdout) as { editToken: string };
+    const bound = server.pier(['staff', 'trust', 'add', 'example-nodes', '--github', REPO.name, '--repository-id', REPO.id, '--owner-id', REPO.ownerId, '--workflow', '.github/workflows/pier-publish.yml']);
+    assert.equal(bound.status, 0, bound.stderr);
+    const common = {
       workflowFile: '.github/workflows/pier-publish.yml',
-      workspace,
       job: 'publish',
       repository: REPO,
       vars: { PIER_CLI_PACKAGE: cliPackage() },
       issuer,
       machineEnv: machineEnv(),
-      stubs: { 'actions/checkout@v4': () => {}, 'actions/setup-java@v4': () => {}, build: tychoBuildStub('releng/org.example.update'), 'actions/setup-node@v4': setupNodeStub(tempDir('npm-global-')) },
+      event: { name: 'push' as const, ref: 'refs/tags/v5.4.0' },
+    };
+
+    // knime.yml: bundled into pier-build/update-site and zipped next to it (the stub stands in for build_python_extension.py).
+    const python = pythonRepo(tempDir('vendor-py-'));
+    assert.equal(spawnSync(process.execPath, [PIER, 'ci', 'init', '--github', '--product', 'example-nodes', '--server', server.base], { cwd: python }).status, 0);
+    const bundled = await runGithubJob({
+      ...common,
+      workspace: python,
+      stubs: {
+        'actions/checkout@v4': () => {},
+        'mamba-org/setup-micromamba@v2': () => {},
+        build: ({ workspace }) => {
+          const site = path.join(workspace, 'pier-build/update-site');
+          buildSite(site, exampleSpec('jar', 'org.example.py'));
+          fs.writeFileSync(path.join(workspace, 'pier-build/update-site.zip'), zipSync(folderEntries(site)));
+        },
+        'actions/setup-node@v4': setupNodeStub(tempDir('npm-global-')),
+      },
+    });
+    const step = bundled.steps.find((s) => s.name === 'Publish to Pier')!;
+    assert.ok(bundled.ok, step.output);
+    assert.match(step.output, /trusted publishing: GitHub Actions/);
+    // Both uploads of spec SFTP rule 5: the folder and the archive, as update-site/5.4.zip.
+    const files = (await (await fetch(`${server.base}/api/products/example-nodes/labels/5.4/files`, { headers: { authorization: `Bearer ${creds.editToken}` } })).json()) as { archive: { sha256: string } | null };
+    const zip = fs.readFileSync(path.join(python, 'pier-build/update-site.zip'));
+    assert.equal(files.archive?.sha256, createHash('sha256').update(zip).digest('hex'));
+    const served = await fetch(`${server.download}/example-nodes/5.4/content.jar`);
+    assert.equal(served.status, 200);
+    assert.deepEqual(Buffer.from(await served.arrayBuffer()), fs.readFileSync(path.join(python, 'pier-build/update-site/content.jar')));
+
+    // The same Tycho workflow without the permission: GitHub gives no ID token, pier publish has no credentials.
+    const workspace = tychoRepo(tempDir('vendor-repo-'));
+    assert.equal(spawnSync(process.execPath, [PIER, 'ci', 'init', '--github', '--product', 'example-nodes', '--server', server.base], { cwd: workspace }).status, 0);
+    const file = path.join(workspace, '.github/workflows/pier-publish.yml');
+    fs.writeFileSync(file, fs.readFileSync(file, 'utf8').replace('  id-token: write', '  id-token: none'));
+    const run = await runGithubJob({
+      ...common,
+      workspace,
       event: { name: 'push', ref: 'refs/tags/v5.3.1' },
+      stubs: { 'actions/checkout@v4': () => {}, 'actions/setup-java@v4': () => {}, build: tychoBuildStub('releng/org.example.update'), 'actions/setup-node@v4': setupNodeStub(tempDir('npm-global-')) },
     });
     const publish = run.steps.find((s) => s.name === 'Publish to Pier')!;
     assert.equal(publish.exitCode, 2, publish.output);
     assert.match(publish.output, /no credentials/);
     assert.equal(run.idTokenRequests.length, 0);
+    assert.deepEqual((await labels(server, creds.editToken)).map((l) => l.label), ['5.4']);
   } finally {
     await server.stop();
     await issuer.close();
