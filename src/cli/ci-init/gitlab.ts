@@ -93,6 +93,8 @@ export function gitlabPipeline(build: Build, options: PipelineOptions, asInclude
     '  image: node:22',
     '  needs: [pier-build]',
     ...RULES,
+    '  # One publish at a time: a second waits instead of racing the first upload.',
+    '  resource_group: pier-publish',
     '  # GitLab puts an OIDC ID token for Pier in $PIER_ID_TOKEN; pier publish exchanges it.',
     '  id_tokens:',
     '    PIER_ID_TOKEN:',

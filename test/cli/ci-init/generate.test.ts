@@ -68,7 +68,7 @@ function checkGithubWorkflow(wf: Obj): void {
   }
 }
 
-const GITLAB_JOB_KEYS = new Set(['stage', 'image', 'rules', 'variables', 'cache', 'script', 'before_script', 'artifacts', 'needs', 'id_tokens']);
+const GITLAB_JOB_KEYS = new Set(['stage', 'image', 'rules', 'variables', 'cache', 'script', 'before_script', 'artifacts', 'needs', 'id_tokens', 'resource_group']);
 
 /** The .gitlab-ci.yml keywords (docs.gitlab.com "CI/CD YAML syntax reference"), the parts we use. */
 function checkGitlabPipeline(ci: Obj): void {
@@ -152,6 +152,7 @@ test('GitLab: .gitlab-ci.yml with a build job and a publish job holding id_token
   assert.deepEqual(publish.id_tokens, { PIER_ID_TOKEN: { aud: 'https://pier.example.com' } });
   assert.deepEqual(publish.rules, [{ if: '$CI_COMMIT_TAG =~ /^v/' }, { if: '$CI_PIPELINE_SOURCE == "web"' }]);
   assert.deepEqual(publish.needs, ['pier-build']);
+  assert.equal(publish.resource_group, 'pier-publish');
   assert.deepEqual((ci['pier-build'] as Obj).rules, publish.rules);
   assert.deepEqual(((ci['pier-build'] as Obj).artifacts as Obj).paths, ['releng/org.example.update/target/repository', 'releng/org.example.update/target/*.zip']);
   assert.equal((ci['pier-build'] as Obj).image, 'maven:3.9-eclipse-temurin-17');
