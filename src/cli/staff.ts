@@ -11,13 +11,15 @@ import { filesRepository } from '../publishing/files/repository.js';
 import { type FilesService, filesService } from '../publishing/files/service.js';
 import { FIELD_NAMES } from '../publishing/products/fields.js';
 import { productsRepository } from '../publishing/products/repository.js';
+import { releasesRepository } from '../publishing/releases/repository.js';
+import { type LabelReleases, type ReleasesService, releasesService } from '../publishing/releases/service.js';
 import { type ProductService, productService } from '../publishing/products/service.js';
 import { trustRepository } from '../publishing/trust/repository.js';
 import { type BindingInput, type BindingView, type TrustService, trustService } from '../publishing/trust/service.js';
 
 /** Opens the same database as the server (from the environment), runs one action, closes. */
 async function withProducts<T>(
-  action: (products: ProductService, files: FilesService, crawler: CrawlerService, trust: TrustService) => Promise<T>,
+  action: (products: ProductService, files: FilesService, crawler: CrawlerService, trust: TrustService, releases: ReleasesService) => Promise<T>,
 ): Promise<T> {
   const config = loadConfig();
   const database = await openPublishingDatabase(config.publishing.databaseUrl);
@@ -28,16 +30,18 @@ async function withProducts<T>(
       limits: config.publishing.limits,
     });
     const repo = productsRepository(database.db, database.dialect);
+    const releases = releasesService({ storage: localStorage(config.publishing.storageDir), repo: releasesRepository(database.db), keep: config.publishing.releasesKept });
     const crawler = crawlerService({
       crawls: crawlsRepository(database.db, database.dialect),
       products: repo,
       files: productFilesReader(filesRepository(database.db)),
+      releases,
       downloadUrl: config.publishing.downloadUrl,
       isolation: { maxMemoryMb: config.publishing.crawlMaxMemoryMb, timeoutMs: config.publishing.crawlTimeoutSeconds * 1000 },
     });
     try {
       const trust = trustService({ repo: trustRepository(database.db), products: repo, oidc: config.publishing.oidc });
-      return await action(productService({ repo, publishing: config.publishing, trust }), files, crawler, trust);
+      return await action(productService({ repo, publishing: config.publishing, trust }), files, crawler, trust, releases);
     } finally {
       await crawler.close();
     }
@@ -50,6 +54,21 @@ async function withProducts<T>(
 async function hostKeyFingerprints(): Promise<{ type: string; fingerprint: string }[]> {
   const { hostKeyDir, loadOrCreateHostKeys } = await import('../publishing/sftp/host-keys.js');
   return loadOrCreateHostKeys(hostKeyDir(loadConfig().publishing.storageDir)).map(({ type, fingerprint }) => ({ type, fingerprint }));
+}
+
+/** `pier staff show`: each label's current release and the kept ones, with who released them. */
+function releaseLines(labels: LabelReleases[]): string[] {
+  if (labels.length === 0) return ['  releases:   none yet (a label is released when its upload is complete and crawls without errors)'];
+  return [
+    '  releases:',
+    ...labels.flatMap((l) => [
+      `    ${l.label}: serving ${l.current === null ? 'nothing (withdrawn)' : `release ${l.current}`}`,
+      ...l.releases.map((r) => {
+        const by = r.releasedBy?.kind === 'trusted-publisher' ? `${r.releasedBy.repository} ${r.releasedBy.workflow} ${r.releasedBy.ref} run ${r.releasedBy.runId}` : (r.releasedBy?.kind ?? '-');
+        return `      ${r.number === l.current ? '*' : ' '} ${String(r.number).padStart(4)}  ${r.releasedAt ?? r.createdAt}  ${String(r.files).padStart(6)} files ${mb(r.bytes).padStart(10)}  by ${by}`;
+      }),
+    ]),
+  ];
 }
 
 function mb(n: number): string {
@@ -165,20 +184,21 @@ export function registerStaffCommands(program: Command): void {
     .option('--history', 'list every revision (time, changed fields, token id, client address)')
     .option('--json', 'print JSON')
     .action(async (id: string, opts: { history?: boolean; json?: boolean }) => {
-      const { product, history, files, crawls, bindings, trustedPublishes } = await withProducts(async (p, f, c, t) => ({
+      const { product, history, files, crawls, bindings, trustedPublishes, releases } = await withProducts(async (p, f, c, t, r) => ({
         product: await p.show(id),
         history: await p.history(id, opts.history ? 1000 : 5),
         files: await f.summary(id),
         crawls: await c.report(id),
         bindings: await t.listBindings(id),
         trustedPublishes: await t.history(id, opts.history ? 1000 : 5),
+        releases: await r.list(id),
       }));
       const hostKeys = await hostKeyFingerprints();
       const fieldsSet = FIELD_NAMES.filter((f) => product.fields[f] !== undefined);
       const revisions = history.map(({ changes: _c, ...r }) => r);
       const { custom, ...limits } = files.limits;
       const uploads = { files: files.files, bytes: files.bytes, lastUploadAt: files.lastUploadAt, labels: files.labels, limits, customLimits: custom };
-      print(!!opts.json, { ...product, fieldsSet, revisions, uploads, crawls, trustBindings: bindings, trustedPublishes, sftpHostKeys: hostKeys }, () =>
+      print(!!opts.json, { ...product, fieldsSet, revisions, uploads, releases, crawls, trustBindings: bindings, trustedPublishes, sftpHostKeys: hostKeys }, () =>
         [
           `${product.productId}: ${product.name}`,
           `  state:      ${product.state}`,
@@ -194,6 +214,7 @@ export function registerStaffCommands(program: Command): void {
           ...files.labels.map(
             (l) => `    ${l.label.padEnd(16)} ${String(l.files).padStart(6)} files  ${mb(l.bytes).padStart(10)}  ${l.hasArchive ? `archive ${mb(l.archiveBytes)}` : 'no archive'}  last upload ${l.lastUploadAt ?? '-'}${l.files === 0 ? '  (archive only: offered for download, not crawled)' : ''}`,
           ),
+          ...releaseLines(releases),
           ...crawlLines(crawls),
           `  trusted publishing:${bindings.length ? '' : ' no bindings'}`,
           ...bindings.map((b) => `    ${bindingLine(b)}`),
@@ -205,6 +226,17 @@ export function registerStaffCommands(program: Command): void {
           ...hostKeys.map((k) => `  SFTP host key: ${k.type} ${k.fingerprint}`),
         ].join('\n'),
       );
+    });
+
+  staff
+    .command('rollback <product-id> <label>')
+    .description("serve an earlier kept release of the label again (default: the one before the current) and crawl it")
+    .option('--to <n>', 'the release number to serve (see `pier staff show`)')
+    .option('--json', 'print JSON')
+    .action(async (id: string, label: string, opts: { to?: string; json?: boolean }) => {
+      if (opts.to !== undefined && !/^[1-9][0-9]{0,8}$/.test(opts.to)) throw new UsageError(`--to: expected a release number, got "${opts.to}"`);
+      const moved = await withProducts((_p, _f, c) => c.rollback(id, label, opts.to === undefined ? undefined : Number(opts.to), { kind: 'staff' }));
+      print(!!opts.json, moved, () => `Label ${label} of ${id} now serves release ${moved.current}${moved.previous === null ? '' : ` (was ${moved.previous})`}.`);
     });
 
   staff

@@ -137,7 +137,7 @@ export async function createPublishingService(config: Config, options: Publishin
   const limiter = new FailureLimiter({ maxFailures: 10, windowMs: 60_000, banMs: 60_000, ...options.failureLimits });
   registerProductRoutes(app, { products, limiter, crawler });
   registerTrustRoutes(app, { trust, limiter });
-  registerReleaseRoutes(app, { products, limiter, crawler, releases });
+  registerReleaseRoutes(app, { products, limiter, crawler, releases, trust });
   registerInfoRoutes(app, config);
   // SHA-256 of stored files for `pier publish`, cached by storage version (files/manifest.ts).
   registerManifestRoutes(app, { products, limiter, manifests: fileManifests(localStorage(config.publishing.storageDir)) });

@@ -8,6 +8,7 @@ import { LabelCrawlSchema } from '../crawler/schemas.js';
 import { isLabel } from '../files/tree.js';
 import { problem, problems, VENDOR_SECURITY } from '../openapi.js';
 import type { ProductService } from '../products/service.js';
+import type { TrustService } from '../trust/service.js';
 import { vendorAuthentication } from '../trust/vendor-auth.js';
 import type { ReleasedBy, ReleasesService } from './service.js';
 
@@ -68,6 +69,8 @@ export interface ReleaseRoutesOptions {
   limiter: FailureLimiter;
   crawler: CrawlerService;
   releases: ReleasesService;
+  /** The product's trusted-publishing history records releases made with a CI credential. */
+  trust: Pick<TrustService, 'recordRelease'>;
 }
 
 const byOf = (req: FastifyRequest): ReleasedBy =>
@@ -82,7 +85,7 @@ const labelOf = (req: FastifyRequest): string => {
 };
 
 /** `…/labels`: a label's releases, the explicit release of an upload, and a rollback (issue 18 part 1). */
-export function registerReleaseRoutes(app: HttpApp, { products, limiter, crawler, releases }: ReleaseRoutesOptions): void {
+export function registerReleaseRoutes(app: HttpApp, { products, limiter, crawler, releases, trust }: ReleaseRoutesOptions): void {
   const authenticate = vendorAuthentication(products, limiter);
 
   app.get(
@@ -132,6 +135,7 @@ export function registerReleaseRoutes(app: HttpApp, { products, limiter, crawler
       }
       const current = (await releases.list(id)).find((l) => l.label === label);
       const release = current?.releases.find((r) => r.number === current.current) ?? null;
+      if (req.publisher && release && done.released) await trust.recordRelease(id, req.publisher, { label, release: release.number }, req.ip);
       return { label, release, unchanged: done.candidate === null, crawl: done.crawl };
     },
   );

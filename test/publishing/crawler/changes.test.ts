@@ -8,7 +8,10 @@ import { crawlerService } from '../../../src/publishing/crawler/service.js';
 import { openPublishingDatabase } from '../../../src/publishing/db.js';
 import { productFilesReader } from '../../../src/publishing/files/reader.js';
 import { filesRepository } from '../../../src/publishing/files/repository.js';
+import { localStorage } from '../../../src/infra/storage-local.js';
 import { productsRepository } from '../../../src/publishing/products/repository.js';
+import { releasesRepository } from '../../../src/publishing/releases/repository.js';
+import { releasesService } from '../../../src/publishing/releases/service.js';
 import { dialects, tempDir } from '../../helpers/db.js';
 import { buildSite, exampleSpec } from '../../helpers/p2-fixtures.js';
 import { type RunningPublishing, startPublishing } from '../../helpers/publishing.js';
@@ -61,9 +64,9 @@ for (const target of dialects()) {
       db = await target.create();
       stack = await startStack(db.url);
       // The automatic loop is off: the test runs its passes itself, deterministically.
-      web = await startPublishing(db.url, {}, { PIER_DOWNLOAD_URL: stack.downloads.url, PIER_CRAWL_SETTLE_SECONDS: '0' });
+      web = await startPublishing(db.url, {}, { PIER_DOWNLOAD_URL: stack.downloads.url, PIER_STORAGE_DIR: stack.storageDir, PIER_CRAWL_SETTLE_SECONDS: '0' });
       work = tempDir('pier-crawl-changes-');
-      env = { ...process.env, PIER_DATA_DIR: stack.dataDir, PIER_DATABASE_URL: db.url, PIER_DOWNLOAD_URL: stack.downloads.url, PIER_LOG_LEVEL: 'silent' };
+      env = { ...process.env, PIER_DATA_DIR: stack.dataDir, PIER_DATABASE_URL: db.url, PIER_DOWNLOAD_URL: stack.downloads.url, PIER_STORAGE_DIR: stack.storageDir, PIER_LOG_LEVEL: 'silent' };
       sftp = (await stack.register('gadgets')).sftp;
       // 5.4: the example nodes plus a bundle of its own with one node (its jar is removed later).
       const spec = exampleSpec('jar');
@@ -88,7 +91,7 @@ for (const target of dialects()) {
       fs.rmSync(work, { recursive: true, force: true });
     });
 
-    test('a bundle jar removed over OpenSSH sftp: the next crawl pass drops its nodes from /nodes and the product page', async () => {
+    test('a bundle jar removed over OpenSSH sftp: the next crawl pass refuses that upload as a release; downloaders and the catalog keep the release that has the jar', async () => {
       assert.deepEqual(await hits('gizmo'), [GIZMO]);
       assert.ok((await page()).includes('Gizmo Sorter'));
       const lastUpload = (await stack.fileStore.summary('gadgets')).lastUploadAt;
@@ -103,6 +106,7 @@ for (const target of dialects()) {
           crawls: crawlsRepository(database.db, database.dialect),
           products: productsRepository(database.db, database.dialect),
           files: productFilesReader(filesRepository(database.db)),
+          releases: releasesService({ storage: localStorage(stack.storageDir), repo: releasesRepository(database.db), keep: 3 }),
           downloadUrl: stack.downloads.url,
         });
         const [a, b] = await Promise.all([crawler.crawlSettled(0), other.crawlSettled(0)]);
@@ -112,9 +116,14 @@ for (const target of dialects()) {
         await database.close();
       }
 
-      assert.deepEqual(await hits('gizmo'), []);
+      // The upload lacks a jar its metadata names: installs from it would fail, so it was not
+      // released (issue 18): downloaders still get the release that has the jar, and the
+      // catalog still lists what they get.
+      assert.deepEqual(await hits('gizmo'), [GIZMO]);
       const html = await page();
-      assert.ok(!html.includes('Gizmo Sorter') && html.includes('Widget Joiner'), 'the page lists the other nodes only');
+      assert.ok(html.includes('Gizmo Sorter') && html.includes('Widget Joiner'), 'the page lists the released nodes');
+      const jar = await fetch(`${stack.downloads.url}/gadgets/5.4/plugins/org.example.gizmos_1.2.0.v20260101.jar`);
+      assert.equal(jar.status, 200, 'the current release still has the jar');
       assert.deepEqual(await hits('frobnicator'), [CSV, LEGACY_CSV]);
       const report = (await crawler.report('gadgets')).find((c) => c.label === '5.4')!;
       assert.equal(report.stale, false);

@@ -39,9 +39,9 @@ for (const target of dialects()) {
       db = await target.create();
       stack = await startStack(db.url);
       // The automatic loop is off: the test runs its passes itself, deterministically.
-      web = await startPublishing(db.url, {}, { PIER_DOWNLOAD_URL: stack.downloads.url, PIER_CRAWL_SETTLE_SECONDS: '0' });
+      web = await startPublishing(db.url, {}, { PIER_DOWNLOAD_URL: stack.downloads.url, PIER_STORAGE_DIR: stack.storageDir, PIER_CRAWL_SETTLE_SECONDS: '0' });
       work = tempDir('pier-crawl-svc-');
-      env = { ...process.env, PIER_DATA_DIR: stack.dataDir, PIER_DATABASE_URL: db.url, PIER_DOWNLOAD_URL: stack.downloads.url, PIER_LOG_LEVEL: 'silent' };
+      env = { ...process.env, PIER_DATA_DIR: stack.dataDir, PIER_DATABASE_URL: db.url, PIER_DOWNLOAD_URL: stack.downloads.url, PIER_STORAGE_DIR: stack.storageDir, PIER_LOG_LEVEL: 'silent' };
       const creds = await stack.register('widgets');
       token = creds.editToken;
       sftp = creds.sftp;

@@ -38,7 +38,7 @@ test('the archive linked from an archive-only label installs with the p2 directo
   const [sqlite] = dialects();
   const db = await sqlite!.create();
   const stack = await startStack(db.url);
-  const web = await startPublishing(db.url, {}, { PIER_DOWNLOAD_URL: stack.downloads.url, PIER_CRAWL_SETTLE_SECONDS: '0' });
+  const web = await startPublishing(db.url, {}, { PIER_DOWNLOAD_URL: stack.downloads.url, PIER_STORAGE_DIR: stack.storageDir, PIER_CRAWL_SETTLE_SECONDS: '0' });
   const work = tempDir('pier-archive-p2-');
   try {
     const site = await generateP2Site(path.join(work, 'site'));

@@ -58,8 +58,8 @@ for (const target of dialects()) {
       db = await target.create();
       stack = await startStack(db.url);
       // No automatic crawl: the test crawls itself, deterministically.
-      web = await startPublishing(db.url, {}, { PIER_DOWNLOAD_URL: stack.downloads.url, PIER_CRAWL_SETTLE_SECONDS: '0' });
-      env = { ...process.env, PIER_DATA_DIR: stack.dataDir, PIER_DATABASE_URL: db.url, PIER_DOWNLOAD_URL: stack.downloads.url, PIER_LOG_LEVEL: 'silent' };
+      web = await startPublishing(db.url, {}, { PIER_DOWNLOAD_URL: stack.downloads.url, PIER_STORAGE_DIR: stack.storageDir, PIER_CRAWL_SETTLE_SECONDS: '0' });
+      env = { ...process.env, PIER_DATA_DIR: stack.dataDir, PIER_DATABASE_URL: db.url, PIER_DOWNLOAD_URL: stack.downloads.url, PIER_STORAGE_DIR: stack.storageDir, PIER_LOG_LEVEL: 'silent' };
       work = tempDir('pier-archive-labels-');
       buildSite(path.join(work, 'site53'), exampleSpec('xz'));
       buildSite(path.join(work, 'site54'), exampleSpec('jar', 'com.vendor'));

@@ -104,9 +104,9 @@ for (const target of dialects()) {
     before(async () => {
       db = await target.create();
       stack = await startStack(db.url);
-      web = await startPublishing(db.url, {}, { PIER_DOWNLOAD_URL: stack.downloads.url, PIER_CRAWL_SETTLE_SECONDS: '0' });
+      web = await startPublishing(db.url, {}, { PIER_DOWNLOAD_URL: stack.downloads.url, PIER_STORAGE_DIR: stack.storageDir, PIER_CRAWL_SETTLE_SECONDS: '0' });
       work = tempDir('pier-node-markup-');
-      env = { ...process.env, PIER_DATA_DIR: stack.dataDir, PIER_DATABASE_URL: db.url, PIER_DOWNLOAD_URL: stack.downloads.url, PIER_LOG_LEVEL: 'silent' };
+      env = { ...process.env, PIER_DATA_DIR: stack.dataDir, PIER_DATABASE_URL: db.url, PIER_DOWNLOAD_URL: stack.downloads.url, PIER_STORAGE_DIR: stack.storageDir, PIER_LOG_LEVEL: 'silent' };
       const creds = await stack.register('acme');
       buildSite(path.join(work, 'site'), { name: 'Acme', metadata: 'jar', features: [], bundles: site() });
       const put = await openSshSftp(stack.sftp.port, creds.sftp, [`put -r ${path.join(work, 'site')} /update-site/5.4`]);

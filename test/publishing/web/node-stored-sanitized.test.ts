@@ -84,7 +84,7 @@ for (const target of dialects()) {
     before(async () => {
       db = await target.create();
       stack = await startStack(db.url);
-      web = await startPublishing(db.url, {}, { PIER_DOWNLOAD_URL: stack.downloads.url, PIER_CRAWL_SETTLE_SECONDS: '0' });
+      web = await startPublishing(db.url, {}, { PIER_DOWNLOAD_URL: stack.downloads.url, PIER_STORAGE_DIR: stack.storageDir, PIER_CRAWL_SETTLE_SECONDS: '0' });
       database = await openPublishingDatabase(db.url);
       work = tempDir('pier-node-stored-');
       const creds = await stack.register('acme');
