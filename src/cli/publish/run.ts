@@ -127,7 +127,7 @@ function hostKeyRule(o: PublishOptions, info: PublishingInfo, env: Env): { rule:
   const listed = info.sftp.hostKeys.map((k) => k.fingerprint).filter((f) => typeof f === 'string');
   if (listed.length) return { rule: { kind: 'listed', fingerprints: listed }, remembered: null, file };
   const remembered = rememberedKey(file, hostPort);
-  return { rule: remembered ? { kind: 'pinned', fingerprints: [remembered] } : { kind: 'first-use' }, remembered, file };
+  return { rule: remembered ? { kind: 'remembered', fingerprints: [remembered], file } : { kind: 'first-use' }, remembered, file };
 }
 
 export async function publish(o: PublishOptions, env: Env, out: Output): Promise<number> {
@@ -202,7 +202,7 @@ export async function publish(o: PublishOptions, env: Env, out: Output): Promise
   if (hostKey.rule.kind === 'first-use') {
     out.line(`SFTP host key of ${hostPort}: ${conn.fingerprint} (first use: not checked; pin it with --host-key ${conn.fingerprint})`);
     if (!o.dryRun) rememberKey(hostKey.file, hostPort, conn.fingerprint);
-  } else out.line(`SFTP ${hostPort}: host key ${conn.fingerprint} (${hostKey.rule.kind === 'pinned' ? (hostKey.remembered ? 'as first seen' : 'pinned') : 'as GET /api/publishing lists'})`);
+  } else out.line(`SFTP ${hostPort}: host key ${conn.fingerprint} (${hostKey.rule.kind === 'pinned' ? 'pinned' : hostKey.rule.kind === 'remembered' ? 'as first seen' : 'as GET /api/publishing lists'})`);
 
   const upBytes = plan.uploads.reduce((n, f) => n + f.size, 0);
   const summary = `${plural(plan.uploads.length, 'file')} to upload (${mb(upBytes)}), ${plural(plan.deletes.length + plan.clearFirst.files.length, 'file')} and ${plural(plan.rmdirs.length + plan.clearFirst.folders.length, 'folder')} to remove, ${plan.unchanged} unchanged`;

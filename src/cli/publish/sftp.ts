@@ -15,6 +15,8 @@ import type { Progress } from './progress.js';
 export type HostKeyRule =
   /** --host-key: only these fingerprints. */
   | { kind: 'pinned'; fingerprints: string[] }
+  /** The key first seen at this host and port, remembered (known-hosts.ts). */
+  | { kind: 'remembered'; fingerprints: string[]; file: string }
   /** The fingerprints GET /api/publishing lists (fetched over the base URL). */
   | { kind: 'listed'; fingerprints: string[] }
   /** Nothing to check against: accepted and printed (trust on first use). */
@@ -83,10 +85,13 @@ export function connectSftp(target: {
         presented = fingerprintOf(key);
         const rule = target.hostKey;
         if (rule.kind === 'first-use' || rule.fingerprints.includes(presented)) return true;
+        const at = `SFTP ${target.host}:${target.port} presented host key ${presented}`;
         refusedKey =
           rule.kind === 'pinned'
-            ? `SFTP ${target.host}:${target.port} presented host key ${presented}, not the one pinned with --host-key (${rule.fingerprints.join(', ')}): refused`
-            : `SFTP ${target.host}:${target.port} presented host key ${presented}, which is not one of the keys GET /api/publishing lists (${rule.fingerprints.join(', ')}): refused`;
+            ? `${at}, not the one pinned with --host-key (${rule.fingerprints.join(', ')}): refused`
+            : rule.kind === 'remembered'
+              ? `${at}, not the one it presented first (${rule.fingerprints.join(', ')}, remembered in ${rule.file}): refused; if the operator really changed it, pin the new one with --host-key`
+              : `${at}, which is not one of the keys GET /api/publishing lists (${rule.fingerprints.join(', ')}): refused`;
         return false;
       },
     });

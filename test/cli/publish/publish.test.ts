@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { dialects, tempDir } from '../../helpers/db.js';
 import { buildSite, exampleSpec } from '../../helpers/p2-fixtures.js';
@@ -118,6 +120,9 @@ for (const target of dialects()) {
       assert.match(r.stderr, /artifact_missing: .*org\.example\.nodes\.source/);
       assert.equal((await stack.stored('broken-ext', '5.4')).size, 0);
       assert.equal(fs.existsSync(path.join(stack.config.publishing.storageDir, 'broken-ext', 'update-site', '5.4')), false);
+      // The site is judged first: broken and a wrong password is still exit 3.
+      const both = await publish('broken-ext', site, vendorEnv(work, { PIER_EDIT_TOKEN: creds.editToken, PIER_SFTP_PASSWORD: 'wrong' }));
+      assert.equal(both.code, 3, both.stderr);
 
       // A feature jar changed after the build: the crawl only checks that features exist; the
       // publish's own pass over every artifact compares sizes and checksums.
@@ -284,6 +289,61 @@ describe('pier publish host key against GET /api/publishing', () => {
       await db.drop();
       fs.rmSync(work, { recursive: true, force: true });
       fs.rmSync(impostorKeys, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('pier publish host key trusted on first use', () => {
+  test('a service that lists no host keys: the first key is accepted, printed and remembered; a different key later is refused (exit 6)', async () => {
+    const [target] = dialects();
+    const db = await target!.create();
+    const stack = await startPublishStack(db.url);
+    const work = tempDir('pier-publish-work-');
+    // The service as an older one answers: GET /api/publishing without host keys; the rest passed through.
+    const proxy = http.createServer(async (req, res) => {
+      const chunks: Buffer[] = [];
+      for await (const c of req) chunks.push(c as Buffer);
+      const upstream = await fetch(`${stack.web.url}${req.url}`, {
+        method: req.method,
+        headers: Object.fromEntries(Object.entries(req.headers).filter(([k]) => k !== 'host' && k !== 'connection' && k !== 'content-length')) as Record<string, string>,
+        ...(chunks.length ? { body: Buffer.concat(chunks) } : {}),
+      });
+      let body = Buffer.from(await upstream.arrayBuffer());
+      if (req.url === '/api/publishing') {
+        const info = JSON.parse(body.toString('utf8'));
+        info.sftp.hostKeys = [];
+        body = Buffer.from(JSON.stringify(info));
+      }
+      res.writeHead(upstream.status, { 'content-type': upstream.headers.get('content-type') ?? 'application/json' }).end(body);
+    });
+    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+    const server = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+    try {
+      const creds = await stack.register('tofu-ext');
+      const site = path.join(work, 'site');
+      buildSite(site, exampleSpec('jar'));
+      const env = vendorEnv(work, { PIER_EDIT_TOKEN: creds.editToken, PIER_SFTP_PASSWORD: creds.sftp.password });
+      const args = ['publish', '--server', server, '--product', 'tofu-ext', '--label', '5.4', '--site', site];
+      const first = await runPier(args, env);
+      assert.equal(first.code, 0, first.stderr + first.stdout);
+      const key = stack.sftp.hostKeys[0]!.fingerprint;
+      assert.ok(first.stdout.includes(`(first use: not checked; pin it with --host-key ${key})`), first.stdout);
+      const known = path.join(work, '.config', 'pier', 'known_hosts.json');
+      const hostPort = `127.0.0.1:${stack.sftp.port}`;
+      assert.deepEqual(JSON.parse(fs.readFileSync(known, 'utf8')), { [hostPort]: key });
+      const again = await runPier(args, env);
+      assert.equal(again.code, 0, again.stderr);
+      assert.match(again.stdout, /\(as first seen\)/);
+      // The server at that address now presents another key: refused before the password is sent.
+      fs.writeFileSync(known, JSON.stringify({ [hostPort]: `SHA256:${randomBytes(32).toString('base64').replace(/=+$/, '')}` }));
+      const changed = await runPier(args, env);
+      assert.equal(changed.code, 6, changed.stderr);
+      assert.match(changed.stderr, /not the one it presented first/);
+    } finally {
+      await new Promise((r) => proxy.close(r));
+      await stack.close();
+      await db.drop();
+      fs.rmSync(work, { recursive: true, force: true });
     }
   });
 });
