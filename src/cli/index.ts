@@ -10,8 +10,9 @@ const program = new Command('pier')
 program.exitOverride();
 
 // `pier publish` runs in CI on every release and loads only its own modules: the server parts
-// take about 2 s to load, longer than a re-publish of one changed file.
-const publishOnly = process.argv[2] === 'publish';
+// take about 2 s to load, longer than a re-publish of one changed file. So does `pier ci`
+// (the generated pipelines run `pier ci label` before every publish).
+const publishOnly = process.argv[2] === 'publish' || process.argv[2] === 'ci';
 if (!publishOnly) {
   (await import('./serve.js')).registerServeCommand(program);
   (await import('./staff.js')).registerStaffCommands(program);
