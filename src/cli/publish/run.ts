@@ -163,6 +163,8 @@ export async function publish(o: PublishOptions, env: Env, out: Output): Promise
   let creds: Credentials;
   let remote: Awaited<ReturnType<PublishingApi['labelFiles']>>;
   let conn: Awaited<typeof connP>;
+  let archive: LocalFile | null;
+  let extras: { remote: string; file: LocalFile }[];
   try {
     // 1. The site, before anything is uploaded.
     const check = await checkP;
@@ -189,14 +191,15 @@ export async function publish(o: PublishOptions, env: Env, out: Output): Promise
     } catch (e) {
       throw failureOf(e, "reading the label's files", EXIT.upload);
     }
+    archive = o.archive === undefined ? null : await archiveToSend(o.archive, remote.archive ?? null);
+    extras = [...(await areaFiles('assets', o.assets)), ...(await areaFiles('workflows', o.workflows))];
     conn = await connP;
   } catch (e) {
+    // A login in progress or done is ended: an open session would keep this process running.
     connP.then((c) => c.end(), () => {});
     throw e;
   }
   const plan = planUpload(tree, remote);
-  const archive = o.archive === undefined ? null : await archiveToSend(o.archive, remote.archive ?? null);
-  const extras = [...(await areaFiles('assets', o.assets)), ...(await areaFiles('workflows', o.workflows))];
 
   const hostPort = `${info.sftp.host}:${info.sftp.port}`;
   if (hostKey.rule.kind === 'first-use') {

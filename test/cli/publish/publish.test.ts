@@ -105,6 +105,39 @@ for (const target of dialects()) {
       assert.equal(uploadedCount(third.stdout), 0);
     });
 
+    test('--archive, --assets and --workflows: the archive as update-site/<label>.zip (again only when it changed), assets and workflows uploaded, nothing of theirs removed', async () => {
+      const creds = await stack.register('extras-ext');
+      const site = makeSite(work, 'extras');
+      const zip = path.join(work, 'extras-site.zip');
+      fs.writeFileSync(zip, randomBytes(5000));
+      const assets = path.join(work, 'extras-assets');
+      fs.mkdirSync(path.join(assets, 'img'), { recursive: true });
+      fs.writeFileSync(path.join(assets, 'img', 'shot.png'), 'png');
+      const workflows = path.join(work, 'extras-workflows');
+      fs.mkdirSync(workflows);
+      fs.writeFileSync(path.join(workflows, 'Example.knwf'), 'knwf');
+      const args = ['--archive', zip, '--assets', assets, '--workflows', workflows];
+      const first = await publish('extras-ext', site, secrets(creds), ...args);
+      assert.equal(first.code, 0, first.stderr + first.stdout);
+      assert.match(first.stdout, /, the archive, 2 asset\/workflow files in/);
+      const stored = (rel: string) => path.join(stack.config.publishing.storageDir, 'extras-ext', rel);
+      assert.equal(sha(fs.readFileSync(stored('update-site/5.4.zip'))), sha(fs.readFileSync(zip)));
+      assert.equal(fs.readFileSync(stored('assets/img/shot.png'), 'utf8'), 'png');
+      assert.equal(fs.readFileSync(stored('workflows/Example.knwf'), 'utf8'), 'knwf');
+      const zipInode = fs.statSync(stored('update-site/5.4.zip')).ino;
+      // Assets of earlier publishes stay; an unchanged archive is not sent again.
+      fs.writeFileSync(stored('assets/old.png'), 'old');
+      fs.rmSync(path.join(assets, 'img'), { recursive: true });
+      fs.writeFileSync(path.join(assets, 'new.png'), 'new');
+      const second = await publish('extras-ext', site, secrets(creds), ...args);
+      assert.equal(second.code, 0, second.stderr + second.stdout);
+      assert.doesNotMatch(second.stdout, /the archive/);
+      assert.equal(fs.statSync(stored('update-site/5.4.zip')).ino, zipInode);
+      assert.equal(fs.readFileSync(stored('assets/old.png'), 'utf8'), 'old');
+      assert.equal(fs.readFileSync(stored('assets/img/shot.png'), 'utf8'), 'png');
+      assert.equal(fs.readFileSync(stored('assets/new.png'), 'utf8'), 'new');
+    });
+
     test('a broken site is refused before any upload with the list of problems (exit 3), nothing stored', async () => {
       const creds = await stack.register('broken-ext');
       const spec = exampleSpec('jar');
