@@ -69,10 +69,14 @@ export async function benchDownloads(): Promise<string> {
   }
   const dataDir = tempDir('pier-bench-dl-');
   const storage = path.join(dataDir, 'storage');
-  const site = path.join(storage, 'bench-ext', 'update-site', '5.4');
+  // A released label, as users get every label after its first release (releases/service.ts):
+  // the download host reads the label's pointer on each request; nginx follows the same link.
+  const site = path.join(storage, 'bench-ext', 'releases', '5.4', '1');
   fs.mkdirSync(path.join(site, 'plugins'), { recursive: true });
   fs.writeFileSync(path.join(site, 'content.jar'), randomBytes(2_000));
   fs.writeFileSync(path.join(site, 'plugins', 'org.example.b_1.0.0.jar'), randomBytes(30_000));
+  fs.symlinkSync('1', path.join(storage, 'bench-ext', 'releases', '5.4', 'current'));
+  fs.mkdirSync(path.join(storage, 'bench-ext', 'update-site', '5.4'), { recursive: true });
   const fd = fs.openSync(path.join(storage, 'bench-ext', 'update-site', '5.4.zip'), 'w');
   for (let i = 0; i < LARGE_MB; i++) fs.writeSync(fd, randomBytes(1024 * 1024));
   // Written back now, not by the kernel in the middle of the measurements.
@@ -104,6 +108,7 @@ http {
   client_body_temp_path ${nginxDir}/body; proxy_temp_path ${nginxDir}/proxy; fastcgi_temp_path ${nginxDir}/fcgi; uwsgi_temp_path ${nginxDir}/uwsgi; scgi_temp_path ${nginxDir}/scgi;
   server {
     listen 127.0.0.1:${nginxPort};
+    location /bench-ext/5.4/ { alias ${storage}/bench-ext/releases/5.4/current/; }
     location /bench-ext/ { alias ${storage}/bench-ext/update-site/; }
   }
 }
