@@ -18,7 +18,10 @@ export function startupSummary(config: Config, started: StartedParts): string {
   const p = config.publishing;
   const row = (name: string, text: string) => `  ${name.padEnd(17)} ${text}`;
   const lines = ['', 'Pier is running:'];
-  if (has('web')) lines.push(row('publishing site', `${p.baseUrl}/ (catalog; product pages at ${p.baseUrl}/product/<product-id>)`));
+  if (has('web')) {
+    lines.push(row('publishing site', `${p.baseUrl}/ (catalog; product pages at ${p.baseUrl}/product/<product-id>)`));
+    lines.push(row('publishing API', `${p.baseUrl}/api/docs (vendors: page fields, releases, trusted publishing)`));
+  }
   if (has('downloads')) lines.push(row('download host', `${p.downloadUrl}/ (update sites: ${p.downloadUrl}/<product-id>/<label>/)`));
   if (has('sftp')) lines.push(row('SFTP', `sftp -P ${p.sftpPort} <product-id>@${p.sftpHost}`));
   if (has('runner')) lines.push(row('runner', `${config.runner.url}/ (API docs: ${config.runner.url}/api/docs)`));
