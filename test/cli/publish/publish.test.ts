@@ -2,12 +2,11 @@ import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { dialects, tempDir } from '../../helpers/db.js';
 import { buildSite, exampleSpec } from '../../helpers/p2-fixtures.js';
-import { type PublishStack, runPier, startPublishStack, vendorEnv } from './stack.js';
+import { ssh2Sftp } from '../../publishing/sftp/stack.js';
+import { type PublishStack, runPier, startProxy, startPublishStack, vendorEnv } from './stack.js';
 
 const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 
@@ -136,6 +135,52 @@ for (const target of dialects()) {
       assert.equal(fs.readFileSync(stored('assets/old.png'), 'utf8'), 'old');
       assert.equal(fs.readFileSync(stored('assets/img/shot.png'), 'utf8'), 'png');
       assert.equal(fs.readFileSync(stored('assets/new.png'), 'utf8'), 'new');
+    });
+
+    test('the release: refused when the folder changed under it (exit 7, the label stays on its release); a crawl that takes longer than --timeout is exit 8', async () => {
+      const creds = await stack.register('release-ext');
+      const site = makeSite(work, 'release');
+      assert.equal((await publish('release-ext', site, secrets(creds))).code, 0);
+      // Another client removes a bundle after the upload, before the release call reaches the server.
+      const proxy = await startProxy(stack.web.url, {
+        async before(method, url) {
+          if (method !== 'POST' || !url.endsWith('/release')) return;
+          const session = await ssh2Sftp(stack.sftp.port, 'release-ext', creds.sftp.password);
+          await new Promise<void>((resolve, reject) =>
+            session.sftp.unlink('/update-site/5.4/plugins/org.example.nodes_1.2.0.v20260101.jar', (e) => (e ? reject(e) : resolve())),
+          );
+          session.end();
+        },
+      });
+      try {
+        fs.writeFileSync(path.join(site, 'index.html'), 'changed');
+        const r = await runPier(['publish', '--server', proxy.url, '--product', 'release-ext', '--label', '5.4', '--site', site], secrets(creds));
+        assert.equal(r.code, 7, r.stderr + r.stdout);
+        assert.match(r.stderr, /release refused: .*the label stays on its previous release/);
+        assert.match(r.stderr, /org\.example\.nodes/);
+        const served = await fetch(`${stack.downloads.url}/release-ext/5.4/plugins/org.example.nodes_1.2.0.v20260101.jar`);
+        assert.equal(served.status, 200, 'release 1 is still what downloads get');
+      } finally {
+        await proxy.close();
+      }
+
+      let release: () => void = () => {};
+      const held = new Promise<void>((r) => {
+        release = r;
+      });
+      const slow = await startProxy(stack.web.url, {
+        async before(method, url) {
+          if (method === 'POST' && url.endsWith('/release')) await held;
+        },
+      });
+      try {
+        const r = await runPier(['publish', '--server', slow.url, '--product', 'release-ext', '--label', '5.4', '--site', site, '--timeout', '2'], secrets(creds));
+        assert.equal(r.code, 8, r.stderr + r.stdout);
+        assert.match(r.stderr, /no answer within 2 s \(--timeout 2\); the upload is complete/);
+      } finally {
+        release();
+        await slow.close();
+      }
     });
 
     test('a broken site is refused before any upload with the list of problems (exit 3), nothing stored', async () => {
@@ -333,24 +378,15 @@ describe('pier publish host key trusted on first use', () => {
     const stack = await startPublishStack(db.url);
     const work = tempDir('pier-publish-work-');
     // The service as an older one answers: GET /api/publishing without host keys; the rest passed through.
-    const proxy = http.createServer(async (req, res) => {
-      const chunks: Buffer[] = [];
-      for await (const c of req) chunks.push(c as Buffer);
-      const upstream = await fetch(`${stack.web.url}${req.url}`, {
-        method: req.method,
-        headers: Object.fromEntries(Object.entries(req.headers).filter(([k]) => k !== 'host' && k !== 'connection' && k !== 'content-length')) as Record<string, string>,
-        ...(chunks.length ? { body: Buffer.concat(chunks) } : {}),
-      });
-      let body = Buffer.from(await upstream.arrayBuffer());
-      if (req.url === '/api/publishing') {
+    const proxy = await startProxy(stack.web.url, {
+      rewrite(url, body) {
+        if (url !== '/api/publishing') return body;
         const info = JSON.parse(body.toString('utf8'));
         info.sftp.hostKeys = [];
-        body = Buffer.from(JSON.stringify(info));
-      }
-      res.writeHead(upstream.status, { 'content-type': upstream.headers.get('content-type') ?? 'application/json' }).end(body);
+        return Buffer.from(JSON.stringify(info));
+      },
     });
-    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
-    const server = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+    const server = proxy.url;
     try {
       const creds = await stack.register('tofu-ext');
       const site = path.join(work, 'site');
@@ -373,7 +409,7 @@ describe('pier publish host key trusted on first use', () => {
       assert.equal(changed.code, 6, changed.stderr);
       assert.match(changed.stderr, /not the one it presented first/);
     } finally {
-      await new Promise((r) => proxy.close(r));
+      await proxy.close();
       await stack.close();
       await db.drop();
       fs.rmSync(work, { recursive: true, force: true });

@@ -6,6 +6,8 @@
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { type Config, loadConfig } from '../../../src/infra/config.js';
 import { localStorage } from '../../../src/infra/storage-local.js';
@@ -110,4 +112,46 @@ export function runPier(args: string[], env: NodeJS.ProcessEnv, hooks: { onStart
     child.on('close', (code) => resolve({ code, stdout, stderr }));
     hooks.onStart?.(() => child.kill('SIGKILL'));
   });
+}
+
+export interface Proxy {
+  url: string;
+  close(): Promise<void>;
+}
+
+/**
+ * An HTTP proxy in front of the web part, for what a test must do between two requests of
+ * `pier publish` (hold the release, change the folder meanwhile) or to answer as an older
+ * service would (`rewrite`). Everything else is passed through unchanged.
+ */
+export async function startProxy(
+  target: string,
+  hooks: { before?(method: string, url: string): Promise<void>; rewrite?(url: string, body: Buffer): Buffer } = {},
+): Promise<Proxy> {
+  const proxy = http.createServer(async (req, res) => {
+    try {
+      const chunks: Buffer[] = [];
+      for await (const c of req) chunks.push(c as Buffer);
+      await hooks.before?.(req.method ?? 'GET', req.url ?? '/');
+      const upstream = await fetch(`${target}${req.url}`, {
+        method: req.method,
+        headers: Object.fromEntries(Object.entries(req.headers).filter(([k]) => !['host', 'connection', 'content-length'].includes(k))) as Record<string, string>,
+        ...(chunks.length ? { body: Buffer.concat(chunks) } : {}),
+      });
+      let body: Buffer = Buffer.from(await upstream.arrayBuffer());
+      if (hooks.rewrite) body = hooks.rewrite(req.url ?? '/', body);
+      res.writeHead(upstream.status, { 'content-type': upstream.headers.get('content-type') ?? 'application/json' }).end(body);
+    } catch {
+      res.destroy();
+    }
+  });
+  await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`,
+    close: () =>
+      new Promise<void>((r) => {
+        proxy.closeAllConnections();
+        proxy.close(() => r());
+      }),
+  };
 }
