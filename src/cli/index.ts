@@ -1,7 +1,6 @@
-import { Command, CommanderError } from 'commander';
-import { ConfigError } from '../infra/config.js';
-import { AppError, UsageError } from '../infra/errors.js';
+import { Command } from 'commander';
 import pkg from '../../package.json' with { type: 'json' };
+import { runProgram } from './run-program.js';
 
 const program = new Command('pier')
   .description('Pier: extension publishing service and workflow runner')
@@ -22,18 +21,4 @@ if (!publishOnly) {
 (await import('./publish/command.js')).registerPublishCommand(program);
 (await import('./ci-init/command.js')).registerCiCommands(program);
 
-try {
-  await program.parseAsync(process.argv);
-} catch (err) {
-  if (err instanceof CommanderError) process.exit(err.exitCode);
-  if (err instanceof ConfigError) {
-    console.error(`pier: configuration error: ${err.message}`);
-    process.exit(78);
-  }
-  if (err instanceof AppError || err instanceof UsageError) {
-    console.error(`pier: ${err.message}`);
-    process.exit(1);
-  }
-  console.error(`pier: ${err instanceof Error ? err.message : String(err)}`);
-  process.exit(1);
-}
+await runProgram(program);

@@ -103,9 +103,9 @@ export function gitlabPipeline(build: Build, options: PipelineOptions, asInclude
     // Without --server, the project's CI/CD variable PIER_SERVER holds it.
     ...(options.server ? [`    PIER_SERVER: ${q(options.server)}`] : []),
     `    PIER_PRODUCT: ${q(options.product)}`,
-    '  # PIER_CLI_PACKAGE (required) and, only without trusted publishing, PIER_EDIT_TOKEN and',
+    '  # PIER_CLI_PACKAGE (optional: install pier from it, not from the service) and, only without trusted publishing, PIER_EDIT_TOKEN and',
     '  # PIER_SFTP_PASSWORD come from the project\'s CI/CD variables.',
-    ...script('script', [...installLines('CI/CD variable'), ...publishLines(build)], '  '),
+    ...script('script', [...installLines(), ...publishLines(build)], '  '),
     '',
   ].join('\n');
 }

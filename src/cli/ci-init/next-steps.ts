@@ -39,7 +39,7 @@ export function nextSteps(input: NextStepsInput): string[] {
     );
     step(
       'Set repository variables (Settings → Secrets and variables → Actions → Variables):',
-      'PIER_CLI_PACKAGE  what `npm install --global` installs the pier CLI from (a tarball URL your service staff give you)',
+      'PIER_CLI_PACKAGE  (optional) install the pier CLI with `npm install --global` from this instead of the service\'s /cli/pier.mjs',
       ...(input.server ? [] : ['PIER_SERVER       the service base URL']),
       'PIER_LABEL        (optional) a fixed label instead of the one taken from the tag',
     );
@@ -56,7 +56,7 @@ export function nextSteps(input: NextStepsInput): string[] {
     );
     step(
       'Set CI/CD variables (Settings → CI/CD → Variables):',
-      'PIER_CLI_PACKAGE  what `npm install --global` installs the pier CLI from (a tarball URL your service staff give you)',
+      'PIER_CLI_PACKAGE  (optional) install the pier CLI with `npm install --global` from this instead of the service\'s /cli/pier.mjs',
       ...(input.server ? [] : ['PIER_SERVER       the service base URL (the ID token audience uses it too; GitLab 16.1 or later)']),
       'PIER_LABEL        (optional) a fixed label instead of the one taken from the tag',
     );

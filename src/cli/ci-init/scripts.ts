@@ -30,18 +30,24 @@ export function pythonBuildLines(build: Extract<Build, { kind: 'python' }>, pyth
 }
 
 /**
- * Installs the pier CLI from the package the vendor names (a tarball URL, a git URL, a registry
- * name of their own mirror): Pier is not on the public npm registry, and the name `pier` there
- * is someone else's package, so there is no default to fall back to.
+ * Installs the pier CLI: by default the one-file `pier` the service itself serves at
+ * `/cli/pier.mjs` (Node.js is all it needs); or, when the vendor sets PIER_CLI_PACKAGE, whatever
+ * npm installs from that (a tarball, a git URL, their own registry). `githubPath`: later steps
+ * of a GitHub job get the folder on their PATH too.
  */
-export function installLines(where: string): string[] {
+export function installLines(githubPath = false): string[] {
   return [
     // biome-ignore lint/suspicious/noTemplateCurlyInString: shell text, not a JavaScript template
-    'if [ -z "${PIER_CLI_PACKAGE:-}" ]; then',
-    `  echo "Set the ${where} PIER_CLI_PACKAGE to the pier CLI package to install (see Publishing from CI in Pier's vendor guide)" >&2`,
-    '  exit 2',
+    'if [ -n "${PIER_CLI_PACKAGE:-}" ]; then',
+    '  npm install --global --no-fund --no-audit "$PIER_CLI_PACKAGE"',
+    'else',
+    '  mkdir -p "$HOME/.pier/bin"',
+    '  curl -fsSL --retry 3 "$PIER_SERVER/cli/pier.mjs" -o "$HOME/.pier/pier.mjs"',
+    `  printf '#!/bin/sh\\nexec node "%s" "$@"\\n' "$HOME/.pier/pier.mjs" > "$HOME/.pier/bin/pier"`,
+    '  chmod +x "$HOME/.pier/bin/pier"',
+    '  export PATH="$HOME/.pier/bin:$PATH"',
+    ...(githubPath ? ['  echo "$HOME/.pier/bin" >> "$GITHUB_PATH"'] : []),
     'fi',
-    'npm install --global --no-fund --no-audit "$PIER_CLI_PACKAGE"',
     'pier --version',
   ];
 }

@@ -1,8 +1,10 @@
 import { Type } from 'typebox';
 import type { Config } from '../../infra/config.js';
 import type { HttpApp } from '../../infra/http.js';
+import { NotFoundError } from '../../infra/errors.js';
 import { problems, PUBLIC_SECURITY } from '../openapi.js';
 import { type HostKey, hostKeyDir, loadOrCreateHostKeys } from '../sftp/host-keys.js';
+import { VENDOR_CLI_PATH, type VendorCli, vendorCliFile } from './vendor-cli.js';
 
 const PublishingInfo = Type.Object({
   baseUrl: Type.String(),
@@ -21,6 +23,12 @@ const PublishingInfo = Type.Object({
     tokenEndpoint: Type.String(),
     audience: Type.String({ description: 'The audience a CI ID token must carry' }),
   }),
+  cli: Type.Unsafe<{ url: string; sha256: string } | null>({
+    type: ['object', 'null'],
+    description: "The vendor's one-file `pier` (publish, ci): `curl -fsSLO <url> && node pier.mjs publish …`; null when this server has not built it",
+    properties: { url: { type: 'string' }, sha256: { type: 'string', description: 'hex SHA-256 of the file' } },
+    required: ['url', 'sha256'],
+  }),
 });
 
 /**
@@ -29,7 +37,8 @@ const PublishingInfo = Type.Object({
  * fingerprints let a client pin the SFTP server's key over HTTPS instead of trusting it on
  * first use.
  */
-export function registerInfoRoutes(app: HttpApp, config: Config, options: { hostKeys?: () => HostKey[] } = {}): void {
+export function registerInfoRoutes(app: HttpApp, config: Config, options: { hostKeys?: () => HostKey[]; vendorCli?: () => VendorCli | null } = {}): void {
+  const vendorCli = options.vendorCli ?? vendorCliFile();
   const { publishing } = config;
   // The keys the SFTP part presents live in the shared storage (sftp/host-keys.ts); read at
   // every request (two small files), so a key an operator replaced shows at once. Created here
@@ -58,6 +67,17 @@ export function registerInfoRoutes(app: HttpApp, config: Config, options: { host
         hostKeys: hostKeys().map((k) => ({ type: k.type, fingerprint: k.fingerprint })),
       },
       trustedPublishing: { tokenEndpoint: `${publishing.baseUrl}/api/oidc/token`, audience },
+      cli: ((cli) => (cli ? { url: `${publishing.baseUrl}${VENDOR_CLI_PATH}`, sha256: cli.sha256 } : null))(vendorCli()),
     }),
   );
+
+  // Not under /api/: a file to download, not an operation.
+  app.get(VENDOR_CLI_PATH, async (req, reply) => {
+    const cli = vendorCli();
+    if (!cli) throw new NotFoundError('this server has no vendor CLI built (npm ci or npm run build:ui builds dist/cli/pier.mjs)');
+    const etag = `"${cli.sha256}"`;
+    reply.header('etag', etag).header('cache-control', 'no-cache').header('x-content-type-options', 'nosniff');
+    if (req.headers['if-none-match'] === etag) return reply.code(304).send();
+    return reply.type('text/javascript; charset=utf-8').send(cli.data);
+  });
 }

@@ -15,5 +15,5 @@ test("README's Publishing from CI shows the workflow pier ci init writes, unchan
   assert.ok(shown, 'the section shows the workflow');
   const generated = githubWorkflow(detectBuild(tychoRepo(tempDir('ci-readme-'), { module: 'site' })), { product: 'my-extension', server: 'https://pier.example.com', audience: null });
   assert.equal(shown, generated);
-  assert.match(section, /npx pier ci init --github --product my-extension --server https:\/\/pier\.example\.com/);
+  assert.match(section, /node pier\.mjs ci init --github --product my-extension --server https:\/\/pier\.example\.com/);
 });

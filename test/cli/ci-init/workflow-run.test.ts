@@ -162,7 +162,8 @@ for (const db of databases()) {
         workspace,
         job: 'publish',
         repository: REPO,
-        vars: { PIER_CLI_PACKAGE: cliPackage() },
+        // No PIER_CLI_PACKAGE: the pipeline takes the one-file pier the server serves (/cli/pier.mjs).
+        vars: {},
         issuer,
         machineEnv: machineEnv(),
         stubs: {
@@ -327,7 +328,8 @@ test('the generated GitLab pipeline publishes with its id_tokens ID token', { ti
       issuer,
       // The node image's global npm prefix and PATH, and the project's CI/CD variable.
       machineEnv: { ...machineEnv(), NPM_CONFIG_PREFIX: npmPrefix, PATH: `${path.join(npmPrefix, 'bin')}:${process.env.PATH}` },
-      variables: { PIER_CLI_PACKAGE: cliPackage() },
+      // No PIER_CLI_PACKAGE: the one-file pier the server serves.
+      variables: {},
       stubJobs: { 'pier-build': tychoBuildStub('releng/org.example.update') },
     };
     // A branch pipeline from a push runs neither job.
