@@ -9,7 +9,10 @@ import { copyChecked } from '../../src/infra/backup/file-copy.js';
 import { type Manifest, MANIFEST_FILE, manifestProblems, readManifest, safeRelativePath } from '../../src/infra/backup/manifest.js';
 import { Progress } from '../../src/infra/backup/progress.js';
 import { restoreBackup } from '../../src/infra/backup/restore.js';
-import { groupDatabases } from '../../src/infra/backup/take.js';
+import { groupDatabases, takeBackup } from '../../src/infra/backup/take.js';
+import { isTransientEntry, localStorage } from '../../src/infra/storage-local.js';
+import { labelReleases } from '../../src/publishing/downloads/releases.js';
+import { parseDownloadPath } from '../../src/publishing/downloads/paths.js';
 import { reconcileRunnerFiles } from '../../src/runner/backup/reconcile.js';
 import { openRunnerDatabase } from '../../src/runner/db/index.js';
 import { dialects, tempDir } from '../helpers/db.js';
@@ -79,6 +82,48 @@ describe('manifest', () => {
     );
     fs.rmSync(dir, { recursive: true, force: true });
     fs.rmSync(target, { recursive: true, force: true });
+  });
+
+  test("label releases survive a backup and restore: each label's pointer is kept, so the current release (not the newest, not the upload folder) is served", async () => {
+    const root = tempDir('pier-links-src-');
+    const storage = localStorage(root);
+    const put = async (key: string, text: string) => {
+      const w = await storage.beginWrite(key);
+      await w.write(Buffer.from(text), 0, text.length, 0);
+      await w.commit();
+    };
+    await storage.makeDir('acme-nodes/update-site/5.4', { recursive: true });
+    await put('acme-nodes/update-site/5.4/content.xml', 'one');
+    await storage.linkTree('acme-nodes/update-site/5.4', 'acme-nodes/releases/5.4/1');
+    await put('acme-nodes/update-site/5.4/content.xml', 'two');
+    await storage.linkTree('acme-nodes/update-site/5.4', 'acme-nodes/releases/5.4/2');
+    await put('acme-nodes/update-site/5.4/content.xml', 'three, being uploaded');
+    await storage.setPointer('acme-nodes/releases/5.4/current', '2');
+    await storage.setPointer('acme-nodes/releases/5.4/current', '1'); // rolled back
+    // A link no storage call makes (put there by hand) is not a pointer: not backed up.
+    fs.symlinkSync('/etc/passwd', path.join(root, 'acme-nodes/releases/5.4/stray'));
+    const dir = path.join(tempDir('pier-links-backup-'), 'b');
+    const source = { name: 'publishing', root, include: [''], transient: (rel: string) => isTransientEntry(rel) };
+    const manifest = await takeBackup({ databases: [], storages: [source] }, dir, { sink: { write: () => true } });
+    assert.deepEqual(manifest.links, [{ storage: 'publishing', path: 'acme-nodes/releases/5.4/current', target: '1' }]);
+    const restored = path.join(tempDir('pier-links-target-'), 'storage');
+    await restoreBackup(dir, { databases: {}, storages: { publishing: restored }, markers: [] }, { sink: { write: () => true } });
+    const after = localStorage(restored);
+    assert.equal(after.pointer('acme-nodes/releases/5.4/current'), '1');
+    assert.equal(fs.existsSync(path.join(restored, 'acme-nodes/releases/5.4/stray')), false);
+    const parsed = parseDownloadPath('/acme-nodes/5.4/content.xml');
+    assert.ok(parsed.ok);
+    const answer = await labelReleases(after).resolve(parsed.target);
+    assert.ok('key' in answer);
+    assert.equal((await after.readSmall(answer.key, 1024))?.data?.toString(), 'one');
+  });
+
+  test('a manifest link that could point outside its folder is refused', () => {
+    for (const target of ['../1', '/etc', 'a/b', '..', '', 'x\0']) {
+      const m = { ...goodManifest(), links: [{ storage: 'publishing', path: 'acme-nodes/releases/5.4/current', target }] };
+      assert.match(manifestProblems(m).join('\n'), /bad link entry/, target);
+    }
+    assert.deepEqual(manifestProblems({ ...goodManifest(), links: [{ storage: 'publishing', path: 'acme-nodes/releases/5.4/current', target: '7' }] }), []);
   });
 
   test('a folder without manifest is not a backup (or one that did not finish)', () => {

@@ -27,14 +27,32 @@ export interface FoundFile {
   size: number;
 }
 
+/** A symbolic link naming an entry of its own folder: a label's release pointer (`releases/<label>/current`). */
+export interface FoundLink {
+  path: string;
+  target: string;
+}
+
 /**
- * Every folder and regular file of a storage location (symbolic links and other special files
- * are not stored files: uploads never create them). `exclude` are absolute folders of other
- * storage locations that lie inside this one, copied under their own name instead.
+ * Whether a link target is a plain name in the link's own folder: the only links Pier makes
+ * (storage setPointer), and the only ones a restore recreates, so no link can reach outside.
  */
-export async function walkStorage(source: StorageSource, exclude: Set<string>): Promise<{ dirs: string[]; files: FoundFile[] }> {
+export function isPointerTarget(t: unknown): t is string {
+  return typeof t === 'string' && t.length > 0 && t.length <= 255 && t !== '.' && t !== '..' && !/[/\\\0]/.test(t);
+}
+
+/**
+ * Every folder and regular file of a storage location, and its pointers: symbolic links to a
+ * name in their own folder, which only the storage makes (a label's current release, moved by a
+ * rename); without them a restored deployment would serve no label's current release. Other
+ * links and special files are not stored files (uploads never create them). `exclude` are
+ * absolute folders of other storage locations that lie inside this one, copied under their own
+ * name instead.
+ */
+export async function walkStorage(source: StorageSource, exclude: Set<string>): Promise<{ dirs: string[]; files: FoundFile[]; links: FoundLink[] }> {
   const dirs: string[] = [];
   const files: FoundFile[] = [];
+  const links: FoundLink[] = [];
   const visit = async (rel: string): Promise<void> => {
     const abs = rel === '' ? source.root : path.join(source.root, rel);
     let entries: fs.Dirent[];
@@ -55,6 +73,15 @@ export async function walkStorage(source: StorageSource, exclude: Set<string>): 
         if (source.transient(childRel, false)) continue;
         const st = await fsp.lstat(path.join(source.root, childRel)).catch(() => null);
         if (st?.isFile()) files.push({ path: childRel, size: st.size });
+      } else if (d.isSymbolicLink()) {
+        if (source.transient(childRel, false)) continue;
+        let target: string;
+        try {
+          target = await fsp.readlink(path.join(source.root, childRel));
+        } catch {
+          continue; // moved or removed since the folder was read
+        }
+        if (isPointerTarget(target)) links.push({ path: childRel, target });
       }
     }
   };
@@ -66,7 +93,7 @@ export async function walkStorage(source: StorageSource, exclude: Set<string>): 
     }
     await visit(top);
   }
-  return { dirs, files };
+  return { dirs, files, links };
 }
 
 /**

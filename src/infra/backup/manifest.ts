@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import pkg from '../../../package.json' with { type: 'json' };
 import { BackupDamagedError } from './errors.js';
+import { isPointerTarget } from './file-copy.js';
 
 /**
  * `manifest.json` of a backup: what it holds and the checksum of every part. It is written
@@ -45,6 +46,16 @@ export interface ManifestFile {
   mode: number;
 }
 
+/**
+ * A pointer of a storage location: a symbolic link at `path` naming `target`, an entry of the
+ * same folder (a label's current release, `<product>/releases/<label>/current` → `<n>`).
+ */
+export interface ManifestLink {
+  storage: string;
+  path: string;
+  target: string;
+}
+
 export interface ManifestDir {
   storage: string;
   path: string;
@@ -64,6 +75,8 @@ export interface Manifest {
   storages: { name: string; dir: string }[];
   dirs: ManifestDir[];
   files: ManifestFile[];
+  /** Absent in backups taken before label releases: they hold no pointers. */
+  links?: ManifestLink[];
 }
 
 export const PIER_VERSION: string = pkg.version;
@@ -161,6 +174,18 @@ export function manifestProblems(raw: unknown): string[] {
     if (!isCount(f.size) || !isSha256(f.sha256) || !isCount(f.mode) || typeof f.mtimeMs !== 'number') problems.push(`file ${label}: bad size, sha256, mode or time`);
     if (seen.has(label)) problems.push(`file ${label} is listed twice`);
     seen.add(label);
+  }
+  if (m.links !== undefined) {
+    for (const l of list('links')) {
+      // A link naming anything but an entry of its own folder could point a restored storage outside itself.
+      if (!names.has(l.storage as string) || !safeRelativePath(l.path) || !isPointerTarget(l.target)) {
+        problems.push(`bad link entry ${JSON.stringify(l)}`);
+        continue;
+      }
+      const label = `${l.storage}/${l.path}`;
+      if (seen.has(label)) problems.push(`link ${label} is listed twice`);
+      seen.add(label);
+    }
   }
   return problems;
 }

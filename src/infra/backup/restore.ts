@@ -142,6 +142,14 @@ export async function restoreBackup(dir: string, targets: RestoreTargets, option
       progress.advance(f.size);
     }
     progress.done();
+    // Pointers after the files they name: a label's current release is served as soon as the
+    // restored deployment starts, not its upload folder.
+    for (const l of manifest.links ?? []) {
+      const at = path.join(targets.storages[l.storage]!, l.path);
+      created.mkdir(path.dirname(at));
+      created.file(at);
+      fs.symlinkSync(l.target, at);
+    }
     for (const d of manifest.databases) {
       const url = urls.get(d)!;
       say(`restoring the ${d.products.join(' and ')} database into ${maskDatabaseUrl(url)}`, sink);

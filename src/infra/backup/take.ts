@@ -13,6 +13,7 @@ import {
   type ManifestDatabase,
   type ManifestDir,
   type ManifestFile,
+  type ManifestLink,
   PIER_VERSION,
   writeManifest,
 } from './manifest.js';
@@ -131,7 +132,7 @@ export async function takeBackup(plan: BackupPlan, dir: string, options: TakeOpt
     const databases: ManifestDatabase[] = [];
     for (const source of plan.databases) databases.push(...(await snapshotDatabase(source, target, sink)));
     await options.afterSnapshot?.();
-    const { dirs, files } = await copyStorages(plan.storages, target, { sink, afterWalk: options.afterWalk });
+    const { dirs, files, links } = await copyStorages(plan.storages, target, { sink, afterWalk: options.afterWalk });
     const manifest: Manifest = {
       format: MANIFEST_FORMAT,
       formatVersion: MANIFEST_VERSION,
@@ -142,6 +143,7 @@ export async function takeBackup(plan: BackupPlan, dir: string, options: TakeOpt
       storages: plan.storages.map((s) => ({ name: s.name, dir: `${FILES_DIR}/${s.name}` })),
       dirs,
       files,
+      links,
     };
     writeManifest(target, manifest);
     return manifest;
@@ -191,6 +193,8 @@ interface Pass {
 interface Copied {
   dirs: ManifestDir[];
   files: ManifestFile[];
+  /** Pointers by `storage\0path`: the later pass's reading wins (a release made meanwhile). */
+  links: Map<string, ManifestLink>;
   /** `storage\0path` of every folder and file in the backup. */
   seen: Set<string>;
 }
@@ -207,6 +211,7 @@ async function copyPass(storages: StorageSource[], target: string, options: Pass
   for (const s of storages) {
     const found = await walkStorage(s, nestedRoots(s, storages));
     walked.push({ source: s, dirs: found.dirs.filter((d) => !into.seen.has(key(s.name, d))), files: found.files.filter((f) => !into.seen.has(key(s.name, f.path))) });
+    for (const l of found.links) into.links.set(key(s.name, l.path), { storage: s.name, ...l });
   }
   await options.afterWalk?.(options.pass);
   const total = walked.reduce((n, w) => n + w.files.length, 0);
@@ -252,11 +257,11 @@ async function copyStorages(
   storages: StorageSource[],
   target: string,
   options: Pick<Pass, 'sink' | 'afterWalk'>,
-): Promise<{ dirs: ManifestDir[]; files: ManifestFile[] }> {
-  const copied: Copied = { dirs: [], files: [], seen: new Set() };
+): Promise<{ dirs: ManifestDir[]; files: ManifestFile[]; links: ManifestLink[] }> {
+  const copied: Copied = { dirs: [], files: [], seen: new Set(), links: new Map() };
   await copyPass(storages, target, { ...options, pass: 1, what: 'copying stored files' }, copied);
   await copyPass(storages, target, { ...options, pass: 2, what: 'copying files stored meanwhile' }, copied);
   const order = (a: { storage: string; path: string }, b: { storage: string; path: string }) =>
     a.storage < b.storage ? -1 : a.storage > b.storage ? 1 : a.path < b.path ? -1 : a.path > b.path ? 1 : 0;
-  return { dirs: copied.dirs.sort(order), files: copied.files.sort(order) };
+  return { dirs: copied.dirs.sort(order), files: copied.files.sort(order), links: [...copied.links.values()].sort(order) };
 }
