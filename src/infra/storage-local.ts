@@ -182,7 +182,14 @@ export function localStorage(root: string, options: LocalStorageOptions = {}): S
     }
     for (const d of names) {
       const p = path.join(dir, d.name);
-      if (d.isDirectory()) {
+      if (d.isDirectory() && d.name.startsWith(TEMP_PREFIX)) {
+        // A release copy being built (linkTree) or a tree being removed (removeTree) by a
+        // process that died: its hard links would keep replaced files' bytes on disk for good.
+        if (stale(p, d.name)) {
+          await fsp.rm(p, { recursive: true, force: true });
+          removed++;
+        }
+      } else if (d.isDirectory()) {
         if (d.name !== LEASE_DIR) removed += await sweep(p, stale);
       } else if (d.name.startsWith(TEMP_PREFIX) && stale(p, d.name)) {
         await fsp.rm(p, { force: true });
@@ -555,7 +562,28 @@ export function localStorage(root: string, options: LocalStorageOptions = {}): S
     },
 
     async setTimes(key, atimeMs, mtimeMs) {
-      fs.lutimesSync(resolve(key), atimeMs / 1000, mtimeMs / 1000);
+      const p = resolve(key);
+      const st = fs.lstatSync(p);
+      if (st.isFile() && st.nlink > 1) {
+        // The file is shared with a label's release (linkTree's hard links): times set on the
+        // inode would change the released file too, whose Last-Modified and ETag must stay as
+        // released. The upload folder gets its own copy (a reflink where the disk has them),
+        // renamed into place as an upload would be.
+        renewLease();
+        const temp = path.join(path.dirname(p), `${TEMP_PREFIX}${instance.id}_${randomUUID()}`);
+        live.add(temp);
+        try {
+          await fsp.copyFile(p, temp, fs.constants.COPYFILE_EXCL | fs.constants.COPYFILE_FICLONE);
+          fs.chmodSync(temp, st.mode & 0o777);
+          fs.utimesSync(temp, atimeMs / 1000, mtimeMs / 1000);
+          fs.renameSync(temp, p);
+        } catch (e) {
+          fs.rmSync(temp, { force: true });
+          throw e;
+        } finally {
+          live.delete(temp);
+        }
+      } else fs.lutimesSync(p, atimeMs / 1000, mtimeMs / 1000);
       changed();
     },
 
@@ -565,7 +593,11 @@ export function localStorage(root: string, options: LocalStorageOptions = {}): S
       if (!(await lstat(source))?.isDirectory()) throw Object.assign(new Error(`${from} is not a folder`), { code: 'ENOTDIR' });
       await fsp.mkdir(path.dirname(target), { recursive: true });
       // Built under a temporary name and renamed into place: `to` exists whole or not at all.
+      // Known as live (and this instance's lease renewed) while it is built: a sweep takes only
+      // what a process that died left.
+      renewLease();
       const building = path.join(path.dirname(target), `${TEMP_PREFIX}${instance.id}_${randomUUID()}`);
+      live.add(building);
       let files = 0;
       let bytes = 0;
       const copy = async (dir: string, into: string): Promise<void> => {
@@ -594,6 +626,8 @@ export function localStorage(root: string, options: LocalStorageOptions = {}): S
       } catch (e) {
         await fsp.rm(building, { recursive: true, force: true });
         throw e;
+      } finally {
+        live.delete(building);
       }
       changed();
       return { files, bytes };
@@ -603,10 +637,16 @@ export function localStorage(root: string, options: LocalStorageOptions = {}): S
       const p = resolve(key);
       if (!(await lstat(p))) return;
       // Renamed aside first: readers see the whole folder or none of it, never a part.
+      renewLease();
       const aside = path.join(path.dirname(p), `${TEMP_PREFIX}${instance.id}_${randomUUID()}`);
-      fs.renameSync(p, aside);
-      changed();
-      await fsp.rm(aside, { recursive: true, force: true });
+      live.add(aside);
+      try {
+        fs.renameSync(p, aside);
+        changed();
+        await fsp.rm(aside, { recursive: true, force: true });
+      } finally {
+        live.delete(aside);
+      }
     },
 
     async setPointer(key, target) {
@@ -618,9 +658,15 @@ export function localStorage(root: string, options: LocalStorageOptions = {}): S
         if (target.includes('/')) throw Object.assign(new Error(`pointer target ${target} is not a name`), { code: 'EINVAL' });
         fs.mkdirSync(path.dirname(p), { recursive: true });
         // A new link renamed over the old one: rename(2) replaces it atomically.
+        renewLease();
         const temp = path.join(path.dirname(p), `${TEMP_PREFIX}${instance.id}_${randomUUID()}`);
-        fs.symlinkSync(target, temp);
-        fs.renameSync(temp, p);
+        live.add(temp);
+        try {
+          fs.symlinkSync(target, temp);
+          fs.renameSync(temp, p);
+        } finally {
+          live.delete(temp);
+        }
       }
       changed();
     },

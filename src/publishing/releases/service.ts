@@ -109,11 +109,17 @@ export function releasesService({ storage, repo, keep, now = () => new Date() }:
     async candidate(productId: string, label: string, filesSeq: number): Promise<Candidate> {
       const createdAt = now().toISOString();
       const number = await repo.allocate(productId, label, createdAt, filesSeq);
+      const tree = releaseKeys.tree(productId, label, number);
       try {
-        const counts = await storage.linkTree(`${productId}/update-site/${label}`, releaseKeys.tree(productId, label, number));
+        // The row just taken is the only holder of this number, so a folder already there has no
+        // record: a backup restored from a database snapshot older than its files, or a copy whose
+        // record was lost. Left there, it made every later copy of the label fail (same number).
+        await storage.removeTree(tree);
+        const counts = await storage.linkTree(`${productId}/update-site/${label}`, tree);
         await repo.setCounts(productId, label, number, counts);
         return { productId, label, number, createdAt, ...counts };
       } catch (e) {
+        await storage.removeTree(tree).catch(() => {});
         await repo.remove(productId, label, number);
         throw e;
       }
