@@ -8,6 +8,7 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { buildSite, exampleSpec } from '../test/helpers/p2-fixtures.js';
 import { freePort, pierCli, pinToCpu, tempDir } from './lib.js';
@@ -33,7 +34,7 @@ function timed(cmd: string, args: string[], env: NodeJS.ProcessEnv, input?: stri
 function buildBenchSite(dir: string): void {
   buildSite(dir, exampleSpec('jar'));
   const have = fs.readdirSync(dir, { recursive: true }).filter((p) => fs.statSync(path.join(dir, String(p))).isFile()).length;
-  const extra = FILES - have;
+  const extra = FILES - have - 1; // and index.html
   const per = Math.floor((MB * 1024 * 1024) / extra);
   for (let i = 0; i < extra; i++) {
     const sub = path.join(dir, 'binary', `part${i % 10}`);
@@ -43,16 +44,24 @@ function buildBenchSite(dir: string): void {
   fs.writeFileSync(path.join(dir, 'index.html'), '<h1>Bench</h1>');
 }
 
-async function waitFor(url: string): Promise<void> {
-  for (let i = 0; i < 200; i++) {
+async function waitFor(url: string, sftpPort: number): Promise<void> {
+  const sftpUp = () =>
+    new Promise<boolean>((resolve) => {
+      const s = net.connect(sftpPort, '127.0.0.1', () => {
+        s.destroy();
+        resolve(true);
+      });
+      s.on('error', () => resolve(false));
+    });
+  for (let i = 0; i < 300; i++) {
     try {
-      if ((await fetch(url)).ok) return;
+      if ((await fetch(url)).ok && (await sftpUp())) return;
     } catch {
       // not up yet
     }
     await new Promise((r) => setTimeout(r, 100));
   }
-  throw new Error(`${url} did not come up`);
+  throw new Error(`${url} or SFTP port ${sftpPort} did not come up`);
 }
 
 export async function benchPublish(): Promise<string> {
@@ -75,7 +84,7 @@ export async function benchPublish(): Promise<string> {
   let server: ChildProcess | null = null;
   try {
     server = spawn(process.execPath, ['bin/pier.js', 'serve', '--only', 'web,downloads,sftp'], { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
-    await waitFor(`http://127.0.0.1:${http}/healthz`);
+    await waitFor(`http://127.0.0.1:${http}/healthz`, sftpPort);
     pinToCpu(server.pid as number, 1);
     const site = path.join(work, 'site');
     buildBenchSite(site);
