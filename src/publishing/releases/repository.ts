@@ -8,7 +8,7 @@ export interface ReleasesRepository {
   locked<T>(productId: string, work: (repo: ReleasesRepository) => Promise<T>): Promise<T>;
   allocate(productId: string, label: string, createdAt: string, filesSeq: number): Promise<number>;
   setCounts(productId: string, label: string, number: number, counts: { files: number; bytes: number }): Promise<void>;
-  markReleased(productId: string, label: string, number: number, releasedAt: string, releasedBy: string): Promise<void>;
+  markReleased(productId: string, label: string, number: number, releasedAt: string, releasedBy: string | null): Promise<void>;
   remove(productId: string, label: string, number: number): Promise<void>;
   find(productId: string, label: string, number: number): Promise<ReleaseRow | undefined>;
   forProduct(productId: string): Promise<ReleaseRow[]>;
@@ -72,7 +72,7 @@ export function releasesRepository(db: Kysely<PublishingDB>): ReleasesRepository
       await db.updateTable('label_releases').set(counts).where('product_id', '=', productId).where('label', '=', label).where('number', '=', number).execute();
     },
 
-    async markReleased(productId: string, label: string, number: number, releasedAt: string, releasedBy: string): Promise<void> {
+    async markReleased(productId: string, label: string, number: number, releasedAt: string, releasedBy: string | null): Promise<void> {
       await db
         .updateTable('label_releases')
         .set({ status: 'released', released_at: releasedAt, released_by: releasedBy })

@@ -108,12 +108,22 @@ export function releasesService({ storage, repo, keep, now = () => new Date() }:
     /** Copies `update-site/<label>/` as the label's next release, not yet current. */
     async candidate(productId: string, label: string, filesSeq: number): Promise<Candidate> {
       const createdAt = now().toISOString();
-      const number = await repo.allocate(productId, label, createdAt, filesSeq);
-      const tree = releaseKeys.tree(productId, label, number);
+      let number = await repo.allocate(productId, label, createdAt, filesSeq);
+      let tree = releaseKeys.tree(productId, label, number);
+      // The row just taken is the only holder of its number, so a folder already there has no
+      // record: a backup restored from a database snapshot older than its files, or a copy whose
+      // record was lost. Left there, it made every later copy of the label fail (same number).
+      // One the label's pointer names is what downloaders get: recorded as released, never
+      // replaced by an unchecked copy; any other goes.
+      if (current(productId, label) === number && (await storage.stat(tree))) {
+        const found = (await storage.walk(tree)) ?? [];
+        const files = found.filter((e) => e.type === 'file');
+        await repo.setCounts(productId, label, number, { files: files.length, bytes: files.reduce((n, e) => n + e.size, 0) });
+        await repo.markReleased(productId, label, number, createdAt, null);
+        number = await repo.allocate(productId, label, createdAt, filesSeq);
+        tree = releaseKeys.tree(productId, label, number);
+      }
       try {
-        // The row just taken is the only holder of this number, so a folder already there has no
-        // record: a backup restored from a database snapshot older than its files, or a copy whose
-        // record was lost. Left there, it made every later copy of the label fail (same number).
         await storage.removeTree(tree);
         const counts = await storage.linkTree(`${productId}/update-site/${label}`, tree);
         await repo.setCounts(productId, label, number, counts);

@@ -47,6 +47,26 @@ for (const dialect of dialects()) {
         fs.writeFileSync(path.join(orphan, 'stale.jar'), 'x');
       }
       assert.equal(releases.current('orphan-nodes', '5.4'), 1);
+
+      // The label's current release itself without a record (its pointer restored with it):
+      // recorded as released, kept as served, and the next copy takes the next number.
+      const served = path.join(storageDir, 'orphan-nodes/releases/5.4/2');
+      fs.mkdirSync(served);
+      fs.writeFileSync(path.join(served, 'content.xml'), 'served, no record');
+      fs.symlinkSync('2', path.join(storageDir, 'orphan-nodes/releases/5.4/.pier-tmp-pointer'));
+      fs.renameSync(path.join(storageDir, 'orphan-nodes/releases/5.4/.pier-tmp-pointer'), path.join(storageDir, 'orphan-nodes/releases/5.4/current'));
+      const next = await releases.candidate('orphan-nodes', '5.4', 2);
+      assert.equal(next.number, 3);
+      assert.equal(fs.readFileSync(path.join(served, 'content.xml'), 'utf8'), 'served, no record');
+      assert.equal(releases.current('orphan-nodes', '5.4'), 2, 'still what downloaders get');
+      const listed = (await releases.list('orphan-nodes'))[0]!;
+      assert.deepEqual(
+        listed.releases.map((r) => [r.number, r.files]),
+        [[2, 1], [1, 1]],
+      );
+      assert.equal(await releases.release(next, { kind: 'vendor' }), true);
+      assert.equal(releases.current('orphan-nodes', '5.4'), 3);
+      assert.equal(fs.readFileSync(path.join(storageDir, 'orphan-nodes/releases/5.4/3/content.xml'), 'utf8'), 'new upload');
     } finally {
       await d.close();
       await db.drop();
