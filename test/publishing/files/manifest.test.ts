@@ -95,7 +95,9 @@ for (const target of dialects()) {
     test('GET /api/publishing needs no credential and lists the SFTP address and the host keys the SFTP part presents', async () => {
       const res = await fetch(`${pier.url}/api/publishing`);
       assert.equal(res.status, 200);
-      const info = (await res.json()) as { sftp: { hostKeys: { type: string; fingerprint: string }[] } };
+      const { cli, ...info } = (await res.json()) as { cli: unknown; sftp: { hostKeys: { type: string; fingerprint: string }[] } };
+      // The vendor's one-file pier, when this checkout has built it (info/vendor-cli.ts).
+      assert.ok(cli === null || typeof (cli as { sha256: unknown }).sha256 === 'string');
       const config = loadConfig({ PIER_DATA_DIR: dataDir, ...env() });
       const keys = loadOrCreateHostKeys(hostKeyDir(config.publishing.storageDir));
       assert.deepEqual(info, {
