@@ -20,6 +20,8 @@ export const CLOCK_SKEW_SECONDS = 60;
  * "key" would be the issuer's public key, which anyone has.
  */
 const ALGORITHMS = ['RS256', 'ES256'];
+/** 9999-12-31T23:59:59Z: the latest `exp` whose ISO date keeps four digits of year. */
+const MAX_EXP_SECONDS = 253_402_300_799;
 
 /** A refused ID token or exchange: problem+json naming the claim(s) (`errors[].field`). */
 export class TrustRefusedError extends AppError {
@@ -226,6 +228,11 @@ export function trustService({ repo, products, oidc, now = () => new Date(), key
         currentDate: now(),
         requiredClaims: ['exp', 'iat', 'jti'],
       });
+      // jose checks that these are present, not what they hold. `exp` sets how long the token's
+      // `jti` is remembered as used (an ISO date: past year 9999 it threw, a 500, and would sort
+      // before today's dates); a `jti` that is no plain string would share one replay key.
+      if (typeof payload.exp !== 'number' || payload.exp > MAX_EXP_SECONDS) throw refuse(401, 'exp', '"exp" is not a time before the year 10000');
+      if (typeof payload.jti !== 'string' || payload.jti.length === 0 || payload.jti.length > 512) throw refuse(401, 'jti', '"jti" is not a string of 1 to 512 characters');
       return { payload, provider, issuer };
     } catch (e) {
       throw verifyProblem(e, issuer);
