@@ -5,7 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import path from 'node:path/posix';
-import { exists, FetchProblem, fetchBytes } from './fetcher.js';
+import { FetchProblem, fetchBytes, remoteSize } from './fetcher.js';
 import { DEFAULT_JAR_LIMITS, type Jar, type JarLimits, JarProblem, openJar } from './jar.js';
 import { type NodeDescription, readNodeDescription } from './node-description.js';
 import { type ArtifactInfo, artifactKey, type ReadLimits, readRepository } from './p2.js';
@@ -139,7 +139,12 @@ export async function crawlRepository(url: string, crawlLimits: CrawlLimits = DE
       return;
     }
     try {
-      if (!(await exists(info.url, limits))) problems.add({ severity: 'error', code: 'artifact_missing', message: `artifact ${key} not found`, where: info.url });
+      const size = await remoteSize(info.url, limits);
+      if (size === null) problems.add({ severity: 'error', code: 'artifact_missing', message: `artifact ${key} not found`, where: info.url });
+      // A file of another size has another checksum, which P2 refuses when it downloads it.
+      else if (info.size !== null && size >= 0 && size !== info.size) {
+        problems.add({ severity: 'error', code: 'checksum_mismatch', message: `artifact ${key} has ${size} bytes where the artifacts metadata says ${info.size} (P2 refuses it: its checksum cannot match)`, where: info.url });
+      }
     } catch (e) {
       problems.add({ severity: 'error', code: 'fetch_failed', message: (e as Error).message, where: info.url });
     }

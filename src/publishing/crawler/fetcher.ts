@@ -117,11 +117,14 @@ export async function fetchBytes(url: string, limits: FetchLimits, maxBytes = li
 }
 
 /** Whether `url` exists (HEAD), for artifacts whose bytes the crawl does not need. */
-export async function exists(url: string, limits: FetchLimits): Promise<boolean> {
+/** The size a HEAD request announces: null when there is no such file, -1 when no size is given. */
+export async function remoteSize(url: string, limits: FetchLimits): Promise<number | null> {
   const signal = AbortSignal.timeout(limits.timeoutMs);
   try {
     const res = await fetchAdmitted(new URL(url), limits, { method: 'HEAD', signal });
-    return res.ok;
+    if (!res.ok) return null;
+    const length = res.headers.get('content-length');
+    return length !== null && /^\d{1,15}$/.test(length) ? Number(length) : -1;
   } catch (e) {
     if (e instanceof FetchProblem) throw e;
     throw new FetchProblem(url, signal.aborted ? `no answer within ${limits.timeoutMs} ms` : `unreachable: ${causeOf(e)}`);

@@ -126,6 +126,17 @@ for (const dialect of dialects()) {
       assert.equal((await api(web.url, creds.editToken, 'POST', '/api/products/csv-nodes/labels/..%2F5.4/release')).status, 404);
       assert.equal((await api(web.url, creds.editToken, 'POST', '/api/products/csv-nodes/labels/6.0/release')).status, 404);
 
+      // A feature jar of another size than its metadata says (P2 would refuse its checksum): refused too.
+      const feature = fs.readdirSync(path.join(v2.dir, 'features'))[0]!;
+      const short = path.join(work, feature);
+      fs.writeFileSync(short, bytes(v2.dir, `features/${feature}`).subarray(0, 100));
+      const cut = await openSshSftp(stack.sftp.port, creds.sftp, [`put ${short} /update-site/5.4/features/${feature}`]);
+      assert.equal(cut.code, 0, cut.stderr);
+      const wrongSize = await api(web.url, creds.editToken, 'POST', '/api/products/csv-nodes/labels/5.4/release');
+      assert.equal(wrongSize.status, 422, JSON.stringify(wrongSize.json));
+      assert.ok(wrongSize.json.errors.some((e: { message: string }) => /checksum_mismatch: .*has 100 bytes/.test(e.message)), JSON.stringify(wrongSize.json.errors));
+      assert.ok((await fetchBytes(`${label}/features/${feature}`)).body.equals(bytes(v2.dir, `features/${feature}`)), 'the current release keeps the whole jar');
+
       // The label's folder removed: once crawled, downloaders get nothing; releases stay for staff.
       const rmdir = await openSshSftp(stack.sftp.port, creds.sftp, [`rename /update-site/5.4 /update-site/gone`]);
       assert.equal(rmdir.code, 0, rmdir.stderr);
