@@ -1,5 +1,4 @@
 import { Type } from 'typebox';
-import { TooManyRequestsError, UnauthorizedError } from '../../infra/errors.js';
 import type { FailureLimiter } from '../../infra/failure-limiter.js';
 import { type AjvIssue, type HttpApp, validationProblems } from '../../infra/http.js';
 import { LabelCrawlSchema } from '../crawler/schemas.js';
@@ -8,15 +7,9 @@ import { problem, problems, VENDOR_SECURITY } from '../openapi.js';
 import { PATCH_BODY_LIMIT } from './fields.js';
 import { allPatchProblems, invalidPatch, keyCountProblem } from './patch-validation.js';
 import { ProductPatchSchema } from './patch-schema.js';
-import type { ProductRow } from './repository.js';
 import { PatchResponse, ProductParams, ProductResponse } from './schemas.js';
 import type { ProductService } from './service.js';
-
-declare module 'fastify' {
-  interface FastifyRequest {
-    product?: ProductRow;
-  }
-}
+import { vendorAuthentication } from '../trust/vendor-auth.js';
 
 const Params = ProductParams;
 const PatchQuery = Type.Object(
@@ -56,20 +49,8 @@ export interface ProductRoutesOptions {
 /** `GET|PATCH /api/products/:id`: thin routes over the product service. */
 export function registerProductRoutes(app: HttpApp, { products, limiter, crawler }: ProductRoutesOptions): void {
   // Runs before the body is read: an unauthenticated client never gets its body parsed.
-  const authenticate = async (req: import('fastify').FastifyRequest) => {
-    const wait = limiter.retryAfter(req.ip);
-    if (wait > 0) throw new TooManyRequestsError(`too many failed attempts from ${req.ip}; retry in ${wait} s`, wait);
-    const { id } = req.params as { id: string };
-    try {
-      // A trusted-publishing credential also names the CI run (`req.publisher`, trust/vendor-auth.ts).
-      const who = await products.authenticateVendor(id, req.headers.authorization);
-      req.product = who.product;
-      if (who.publisher) req.publisher = who.publisher;
-    } catch (e) {
-      if (e instanceof UnauthorizedError) limiter.fail(req.ip);
-      throw e;
-    }
-  };
+  // A trusted-publishing credential also names the CI run (`req.publisher`).
+  const authenticate = vendorAuthentication(products, limiter);
 
   app.get(
     '/api/products/:id',
