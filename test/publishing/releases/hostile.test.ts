@@ -164,6 +164,27 @@ for (const dialect of dialects()) {
       assert.ok((await fetchBytes(`${downloadUrl}/csv-nodes/5.4/content.xml`)).body.equals(content));
       const listed = JSON.parse((await api(web.url, creds.editToken, 'GET', base)).text) as { labels: { label: string; current: number }[] };
       assert.deepEqual(listed.labels.map((l) => [l.label, l.current]).sort(), [['5.4', 1], ['7', 1], ['current', 1]]);
+
+      // The download host's fast path and file cache never serve a release the pointer left,
+      // also when another process (pier staff rollback, a second instance) moved it: this
+      // process's change count does not move then.
+      const v2 = await generateP2Site(path.join(work, 'v2'), { version: '2.0.0.v2' });
+      const content2 = fs.readFileSync(path.join(v2.dir, 'content.xml'));
+      const up2 = await openSshSftp(stack.sftp.port, creds.sftp, [`put -r ${v2.dir}/* /update-site/5.4/`]);
+      assert.equal(up2.code, 0, up2.stderr);
+      assert.equal((await api(web.url, creds.editToken, 'POST', `${base}/5.4/release`)).status, 200);
+      const labelUrl = `${downloadUrl}/csv-nodes/5.4/content.xml`;
+      for (let i = 0; i < 5; i++) assert.ok((await fetchBytes(labelUrl)).body.equals(content2), 'release 2, warm');
+      const folder = path.join(stack.storageDir, 'csv-nodes/releases/5.4');
+      for (const [to, want] of [
+        ['1', content],
+        ['2', content2],
+        ['1', content],
+      ] as const) {
+        fs.symlinkSync(to, path.join(folder, 'elsewhere'));
+        fs.renameSync(path.join(folder, 'elsewhere'), path.join(folder, 'current'));
+        assert.ok((await fetchBytes(labelUrl)).body.equals(want), `pointer moved to ${to} elsewhere`);
+      }
     } finally {
       await web.close();
       await stack.close();
