@@ -10,6 +10,8 @@ import { type Manifest, MANIFEST_FILE, manifestProblems, readManifest, safeRelat
 import { Progress } from '../../src/infra/backup/progress.js';
 import { restoreBackup } from '../../src/infra/backup/restore.js';
 import { groupDatabases, takeBackup } from '../../src/infra/backup/take.js';
+import { restoreTargets } from '../../src/cli/backup-deployment.js';
+import { loadConfig } from '../../src/infra/config.js';
 import { isTransientEntry, localStorage } from '../../src/infra/storage-local.js';
 import { labelReleases } from '../../src/publishing/downloads/releases.js';
 import { parseDownloadPath } from '../../src/publishing/downloads/paths.js';
@@ -94,6 +96,8 @@ describe('manifest', () => {
     };
     await storage.makeDir('acme-nodes/update-site/5.4', { recursive: true });
     await put('acme-nodes/update-site/5.4/content.xml', 'one');
+    await storage.makeDir('acme-nodes/update-site/5.4/plugins');
+    await put('acme-nodes/update-site/5.4/plugins/a.jar', 'unchanged in every release');
     await storage.linkTree('acme-nodes/update-site/5.4', 'acme-nodes/releases/5.4/1');
     await put('acme-nodes/update-site/5.4/content.xml', 'two');
     await storage.linkTree('acme-nodes/update-site/5.4', 'acme-nodes/releases/5.4/2');
@@ -107,7 +111,11 @@ describe('manifest', () => {
     const manifest = await takeBackup({ databases: [], storages: [source] }, dir, { sink: { write: () => true } });
     assert.deepEqual(manifest.links, [{ storage: 'publishing', path: 'acme-nodes/releases/5.4/current', target: '1' }]);
     const restored = path.join(tempDir('pier-links-target-'), 'storage');
-    await restoreBackup(dir, { databases: {}, storages: { publishing: restored }, markers: [] }, { sink: { write: () => true } });
+    const { shareable } = restoreTargets(loadConfig({ PIER_DATA_DIR: tempDir('pier-links-config-') }));
+    await restoreBackup(dir, { databases: {}, storages: { publishing: restored }, markers: [], shareable }, { sink: { write: () => true } });
+    // The jar the upload folder and both releases share is one file again, not three copies.
+    assert.equal(fs.statSync(path.join(restored, 'acme-nodes/releases/5.4/1/plugins/a.jar')).nlink, 3);
+    assert.equal(fs.statSync(path.join(restored, 'acme-nodes/update-site/5.4/content.xml')).nlink, 1);
     const after = localStorage(restored);
     assert.equal(after.pointer('acme-nodes/releases/5.4/current'), '1');
     assert.equal(fs.existsSync(path.join(restored, 'acme-nodes/releases/5.4/stray')), false);

@@ -20,6 +20,12 @@ export interface RestoreTargets {
    * restore goes on to reconcile every product's records with the restored files.
    */
   markers: string[];
+  /**
+   * Stored files that are never changed in place (only replaced by a rename), so identical ones
+   * may share one inode: label releases, which hard-link unchanged files on the server, are
+   * restored as links again instead of one copy per kept release.
+   */
+  shareable?: (storage: string, path: string) => boolean;
 }
 
 /** Lists at most a few names (a refusal message stays one readable line). */
@@ -134,11 +140,19 @@ export async function restoreBackup(dir: string, targets: RestoreTargets, option
     const progress = new Progress('restoring stored files', manifest.files.length, bytes, sink);
     for (const s of manifest.storages) created.mkdir(targets.storages[s.name]!);
     for (const d of manifest.dirs) created.mkdir(path.join(targets.storages[d.storage]!, d.path), d.mode & 0o777);
+    /** The first restored file of each content, time and mode that may be shared. */
+    const restored = new Map<string, string>();
     for (const f of manifest.files) {
       const to = path.join(targets.storages[f.storage]!, f.path);
       created.mkdir(path.dirname(to));
       created.file(to);
-      await copyChecked(path.join(dir, backupPathOf(manifest, f)), to, f, f);
+      const share = targets.shareable?.(f.storage, f.path) ? `${f.storage}\0${f.sha256}\0${f.size}\0${f.mtimeMs}\0${f.mode}` : null;
+      const same = share === null ? undefined : restored.get(share);
+      if (same !== undefined) fs.linkSync(same, to);
+      else {
+        await copyChecked(path.join(dir, backupPathOf(manifest, f)), to, f, f);
+        if (share !== null) restored.set(share, to);
+      }
       progress.advance(f.size);
     }
     progress.done();
