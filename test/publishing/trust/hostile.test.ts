@@ -148,6 +148,26 @@ for (const target of dialects()) {
       assert.equal(baitHits, 0, 'no URL named by a token was fetched');
     });
 
+    test("a product's credential is refused on another product's release routes", async () => {
+      const r = await exchange(server.url, { token: await issuer.sign(githubClaims(AUDIENCE)) });
+      assert.equal(r.status, 200, JSON.stringify(r.json));
+      for (const [method, url] of [
+        ['POST', '/api/products/gitlab-nodes/labels/5.4/release'],
+        ['POST', '/api/products/gitlab-nodes/labels/5.4/rollback'],
+        ['GET', '/api/products/gitlab-nodes/labels'],
+      ] as const) {
+        const res = await fetch(`${server.url}${url}`, {
+          method,
+          headers: { authorization: `Bearer ${r.json.token}`, ...(method === 'POST' ? { 'content-type': 'application/json' } : {}) },
+          ...(method === 'POST' ? { body: '{}' } : {}),
+        });
+        assert.equal(res.status, 401, `${method} ${url}`);
+      }
+      // Its own product's routes take it.
+      const own = await fetch(`${server.url}/api/products/csv-nodes/labels`, { headers: { authorization: `Bearer ${r.json.token}` } });
+      assert.equal(own.status, 200);
+    });
+
     test("one CI's token never matches the other CI's binding, even with the same ids and path", async () => {
       // A GitLab project whose path and id equal the GitHub binding's repository and id.
       const gitlab = await issuer.sign(gitlabClaims(AUDIENCE, { project_path: 'octo-org/csv-nodes', project_id: '690002541', namespace_id: '9919' }));
