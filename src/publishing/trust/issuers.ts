@@ -1,10 +1,45 @@
-import { createRemoteJWKSet, type JWTVerifyGetKey } from 'jose';
+import { createRemoteJWKSet, customFetch, type JWTVerifyGetKey } from 'jose';
 
 /** How long a discovery document is used before it is read again (keys have their own cache). */
 const DISCOVERY_TTL_MS = 60 * 60_000;
 /** Failed discovery reads are retried no sooner than this: a down issuer is not hammered. */
 const DISCOVERY_RETRY_MS = 10_000;
 const FETCH_TIMEOUT_MS = 5000;
+/**
+ * Largest discovery document or JWKS read (GitHub's are under 2 KiB): a broken or hostile
+ * issuer streaming for the whole time limit must not fill the memory of the web part.
+ */
+export const MAX_ISSUER_DOCUMENT_BYTES = 256 * 1024;
+
+/**
+ * fetch() whose answer body is read here, up to MAX_ISSUER_DOCUMENT_BYTES (a TypeError past
+ * that, as fetch gives for a broken connection), and handed on as a new Response.
+ */
+async function boundedFetch(url: string | URL, init: RequestInit): Promise<Response> {
+  const res = await fetch(url, init);
+  const declared = Number(res.headers.get('content-length') ?? 0);
+  const tooLarge = () => new TypeError(`the answer of ${String(url)} is larger than ${MAX_ISSUER_DOCUMENT_BYTES} bytes`);
+  if (declared > MAX_ISSUER_DOCUMENT_BYTES) {
+    await res.body?.cancel().catch(() => {});
+    throw tooLarge();
+  }
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  if (res.body) {
+    const reader = res.body.getReader();
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      size += value.byteLength;
+      if (size > MAX_ISSUER_DOCUMENT_BYTES) {
+        await reader.cancel().catch(() => {});
+        throw tooLarge();
+      }
+      chunks.push(value);
+    }
+  }
+  return new Response(res.status === 204 || res.status === 304 ? null : Buffer.concat(chunks), { status: res.status, headers: res.headers });
+}
 
 /** https, or http on a loopback address (config.ts refuses other issuers at start-up). */
 export function allowedOidcUrl(raw: string): boolean {
@@ -39,7 +74,7 @@ export function issuerKeys(options: IssuerKeysOptions = {}) {
   const cache = new Map<string, { keys: JWTVerifyGetKey; jwksUri: string; until: number } | { failedUntil: number; error: Error }>();
 
   async function discover(issuer: string): Promise<string> {
-    const res = await fetch(`${issuer}/.well-known/openid-configuration`, {
+    const res = await boundedFetch(`${issuer}/.well-known/openid-configuration`, {
       signal: AbortSignal.timeout(FETCH_TIMEOUT_MS),
       redirect: 'error',
       headers: { accept: 'application/json' },
@@ -69,6 +104,7 @@ export function issuerKeys(options: IssuerKeysOptions = {}) {
                 timeoutDuration: FETCH_TIMEOUT_MS,
                 cooldownDuration: options.jwksCooldownMs ?? 1000,
                 cacheMaxAge: options.jwksMaxAgeMs ?? 10 * 60_000,
+                [customFetch]: boundedFetch,
               });
         cache.set(issuer, { keys, jwksUri, until: now + DISCOVERY_TTL_MS });
         return keys;
