@@ -128,6 +128,8 @@ async function stop(child: ChildProcess): Promise<void> {
 /** The download host's URL path of a stored file `<product>/<area>/<path>` (downloads/paths.ts). */
 function downloadPath(key: string): string {
   const [product, area, ...rest] = key.split('/').map(encodeURIComponent);
+  // A kept release of a label: `<product>/releases/<label>/<n>/…` is served at `/<product>/<label>@<n>/…`.
+  if (area === 'releases') return `/${product}/${rest[0]}@${rest[1]}/${rest.slice(2).join('/')}`;
   return area === 'update-site' ? `/${product}/${rest.join('/')}` : `/${area}/${product}/${rest.join('/')}`;
 }
 
@@ -303,8 +305,20 @@ for (const target of dialects()) {
           const stored = filesBelow(src.config.publishing.storageDir, id);
           assert.ok(stored.length > 3, `${id} has files`);
           for (const rel of stored) {
+            const source = path.join(src.config.publishing.storageDir, rel);
+            if (fs.lstatSync(source).isSymbolicLink()) {
+              // A label's release pointer: the restored deployment serves the same release.
+              assert.equal(fs.readlinkSync(path.join(restoredConfig.publishing.storageDir, rel)), fs.readlinkSync(source), rel);
+              continue;
+            }
             const got = await bytes(`${served.dl}${downloadPath(rel)}`);
             assert.equal(got.status, 200, rel);
+            const generated = /^[^/]+\/update-site\/([^/]+)\/(p2\.index|compositeContent\.xml|compositeArtifacts\.xml)$/.exec(rel);
+            if (generated && fs.existsSync(path.join(restoredConfig.publishing.storageDir, rel.split('/')[0]!, 'releases', generated[1]!, 'current'))) {
+              // A released label's root sends P2 clients to its current release (downloads/releases.ts).
+              if (generated[2] === 'p2.index') assert.match(got.body.toString(), /compositeContent\.xml/, rel);
+              continue;
+            }
             assert.ok(got.body.equals(fs.readFileSync(path.join(src.config.publishing.storageDir, rel))), `bytes of ${rel}`);
           }
         }
