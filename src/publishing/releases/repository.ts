@@ -10,6 +10,7 @@ export interface ReleasesRepository {
   setCounts(productId: string, label: string, number: number, counts: { files: number; bytes: number }): Promise<void>;
   markReleased(productId: string, label: string, number: number, releasedAt: string, releasedBy: string | null): Promise<void>;
   remove(productId: string, label: string, number: number): Promise<void>;
+  markRefused(productId: string, label: string, number: number): Promise<void>;
   find(productId: string, label: string, number: number): Promise<ReleaseRow | undefined>;
   forProduct(productId: string): Promise<ReleaseRow[]>;
   forLabel(productId: string, label: string): Promise<ReleaseRow[]>;
@@ -80,6 +81,10 @@ export function releasesRepository(db: Kysely<PublishingDB>): ReleasesRepository
         .where('label', '=', label)
         .where('number', '=', number)
         .execute();
+    },
+
+    async markRefused(productId: string, label: string, number: number): Promise<void> {
+      await db.updateTable('label_releases').set({ status: 'refused' }).where('product_id', '=', productId).where('label', '=', label).where('number', '=', number).execute();
     },
 
     async remove(productId: string, label: string, number: number): Promise<void> {

@@ -86,10 +86,13 @@ export function releasesService({ storage, repo, keep, now = () => new Date() }:
     let kept = cur === null ? 0 : 1;
     for (const row of rows) {
       if (row.number === cur) continue;
+      if (row.status === 'refused') continue;
       const drop = row.status === 'released' ? ++kept > keep : row.created_at < staleBefore;
       if (!drop) continue;
       await storage.removeTree(releaseKeys.tree(productId, label, row.number));
-      await r.remove(productId, label, row.number);
+      // A stale candidate keeps its row as refused: its number is never given to another copy.
+      if (row.status === 'released') await r.remove(productId, label, row.number);
+      else await r.markRefused(productId, label, row.number);
     }
   }
 
@@ -135,10 +138,14 @@ export function releasesService({ storage, repo, keep, now = () => new Date() }:
       }
     },
 
-    /** A candidate that did not pass: its copy goes, the current release stays. */
+    /**
+     * A candidate that did not pass: its copy goes, the current release stays. Its number stays
+     * taken (refused): `<label>@<n>/` served this copy while it was crawled, and must never name
+     * another one.
+     */
     async discard(c: Candidate): Promise<void> {
       await storage.removeTree(releaseKeys.tree(c.productId, c.label, c.number));
-      await repo.remove(c.productId, c.label, c.number);
+      await repo.markRefused(c.productId, c.label, c.number);
     },
 
     /**

@@ -3,13 +3,15 @@ import { type Kysely, type Migration, sql } from 'kysely';
 /**
  * Releases of a label (issue 18 part 1). A release is an immutable copy of `update-site/<label>/`
  * taken when an upload is complete; downloaders get the label's current release, which moves in
- * one step. `candidate`: copied and being crawled; `released`: it passed and was (or is) current.
+ * one step. `candidate`: copied and being crawled; `released`: it passed and was (or is) current;
+ * `refused`: its crawl found problems and its copy is gone (the row keeps the number taken, so a
+ * `<label>@<n>/` address never names two different copies).
  */
 export interface LabelReleasesTable {
   product_id: string;
   label: string;
   number: number;
-  status: 'candidate' | 'released';
+  status: 'candidate' | 'released' | 'refused';
   created_at: string;
   /** When it became current (null while a candidate). */
   released_at: string | null;

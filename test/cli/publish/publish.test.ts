@@ -202,13 +202,22 @@ for (const target of dialects()) {
       const both = await publish('broken-ext', site, vendorEnv(work, { PIER_EDIT_TOKEN: creds.editToken, PIER_SFTP_PASSWORD: 'wrong' }));
       assert.equal(both.code, 3, both.stderr);
 
-      // A feature jar changed after the build: the crawl only checks that features exist; the
-      // publish's own pass over every artifact compares sizes and checksums.
+      // A feature jar changed after the build: the crawl compares the size of artifacts it does
+      // not read; the publish's own pass over every artifact also compares checksums.
       const feature = makeSite(work, 'feature');
       fs.appendFileSync(path.join(feature, 'features/org.example.feature_1.2.0.v20260101.jar'), 'x');
       const f = await publish('broken-ext', feature, secrets(creds));
       assert.equal(f.code, 3, f.stderr + f.stdout);
-      assert.match(f.stderr, /checksum_mismatch: size \(\d+ bytes, metadata says \d+\) of org\.example\.feature_1\.2\.0\.v20260101 differs/);
+      assert.match(f.stderr, /checksum_mismatch: artifact org\.eclipse\.update\.feature\/org\.example\.feature\/1\.2\.0\.v20260101 has \d+ bytes where the artifacts metadata says \d+/);
+      // The same size, other bytes: only the publish's checksum pass sees it.
+      const flipped = makeSite(work, 'flipped');
+      const jar = path.join(flipped, 'features/org.example.feature_1.2.0.v20260101.jar');
+      const bytes = fs.readFileSync(jar);
+      bytes[bytes.length - 1] = (bytes[bytes.length - 1] as number) ^ 0xff;
+      fs.writeFileSync(jar, bytes);
+      const same = await publish('broken-ext', flipped, secrets(creds));
+      assert.equal(same.code, 3, same.stderr + same.stdout);
+      assert.match(same.stderr, /checksum_mismatch: (sha-256|md5) of org\.example\.feature_1\.2\.0\.v20260101/);
       assert.equal((await stack.stored('broken-ext', '5.4')).size, 0);
 
       // Metadata that does not parse: fatal, refused as well.

@@ -27,46 +27,49 @@ for (const dialect of dialects()) {
       const folder = path.join(storageDir, 'orphan-nodes/update-site/5.4');
       fs.mkdirSync(folder, { recursive: true });
       fs.writeFileSync(path.join(folder, 'content.xml'), 'new upload');
-      const orphan = path.join(storageDir, 'orphan-nodes/releases/5.4/1');
+      const orphanAt = (n: number) => path.join(storageDir, `orphan-nodes/releases/5.4/${n}`);
+      let orphan = orphanAt(1);
       fs.mkdirSync(orphan, { recursive: true });
       fs.writeFileSync(path.join(orphan, 'content.xml'), 'restored without its record');
       fs.writeFileSync(path.join(orphan, 'stale.jar'), 'x');
       const releases = releasesService({ storage: localStorage(storageDir), repo: releasesRepository(d.db), keep: 3 });
       for (let attempt = 0; attempt < 2; attempt++) {
         const c = await releases.candidate('orphan-nodes', '5.4', 1);
-        assert.equal(c.number, 1);
+        assert.equal(c.number, attempt + 1);
         assert.deepEqual(fs.readdirSync(orphan), ['content.xml'], 'only what the upload folder holds');
         assert.equal(fs.readFileSync(path.join(orphan, 'content.xml'), 'utf8'), 'new upload');
         if (attempt === 1) {
           assert.equal(await releases.release(c, { kind: 'vendor' }), true);
           continue;
         }
-        // Refused; then a folder without a record at the same number again.
+        // Refused (its number stays taken); then a folder without a record at the next number.
         await releases.discard(c);
+        assert.equal(fs.existsSync(orphan), false);
+        orphan = orphanAt(2);
         fs.mkdirSync(orphan);
         fs.writeFileSync(path.join(orphan, 'stale.jar'), 'x');
       }
-      assert.equal(releases.current('orphan-nodes', '5.4'), 1);
+      assert.equal(releases.current('orphan-nodes', '5.4'), 2);
 
       // The label's current release itself without a record (its pointer restored with it):
       // recorded as released, kept as served, and the next copy takes the next number.
-      const served = path.join(storageDir, 'orphan-nodes/releases/5.4/2');
+      const served = orphanAt(3);
       fs.mkdirSync(served);
       fs.writeFileSync(path.join(served, 'content.xml'), 'served, no record');
-      fs.symlinkSync('2', path.join(storageDir, 'orphan-nodes/releases/5.4/.pier-tmp-pointer'));
+      fs.symlinkSync('3', path.join(storageDir, 'orphan-nodes/releases/5.4/.pier-tmp-pointer'));
       fs.renameSync(path.join(storageDir, 'orphan-nodes/releases/5.4/.pier-tmp-pointer'), path.join(storageDir, 'orphan-nodes/releases/5.4/current'));
       const next = await releases.candidate('orphan-nodes', '5.4', 2);
-      assert.equal(next.number, 3);
+      assert.equal(next.number, 4);
       assert.equal(fs.readFileSync(path.join(served, 'content.xml'), 'utf8'), 'served, no record');
-      assert.equal(releases.current('orphan-nodes', '5.4'), 2, 'still what downloaders get');
+      assert.equal(releases.current('orphan-nodes', '5.4'), 3, 'still what downloaders get');
       const listed = (await releases.list('orphan-nodes'))[0]!;
       assert.deepEqual(
         listed.releases.map((r) => [r.number, r.files]),
-        [[2, 1], [1, 1]],
+        [[3, 1], [2, 1]],
       );
       assert.equal(await releases.release(next, { kind: 'vendor' }), true);
-      assert.equal(releases.current('orphan-nodes', '5.4'), 3);
-      assert.equal(fs.readFileSync(path.join(storageDir, 'orphan-nodes/releases/5.4/3/content.xml'), 'utf8'), 'new upload');
+      assert.equal(releases.current('orphan-nodes', '5.4'), 4);
+      assert.equal(fs.readFileSync(path.join(storageDir, 'orphan-nodes/releases/5.4/4/content.xml'), 'utf8'), 'new upload');
     } finally {
       await d.close();
       await db.drop();

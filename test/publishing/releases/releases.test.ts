@@ -110,6 +110,8 @@ for (const dialect of dialects()) {
       await put(v2.dir);
       const fourth = await api(web.url, creds.editToken, 'POST', '/api/products/csv-nodes/labels/5.4/release');
       assert.equal(fourth.status, 200, JSON.stringify(fourth.json));
+      assert.equal(fourth.json.release.number, 4, 'the refused copy kept its number: @3 never names another copy');
+      assert.equal((await fetchBytes(`${label}@3/content.xml`)).status, 404);
       const listed = await api(web.url, creds.editToken, 'GET', '/api/products/csv-nodes/labels');
       assert.equal(listed.status, 200);
       const l = listed.json.labels.find((x: { label: string }) => x.label === '5.4');
