@@ -9,9 +9,9 @@
  * At the label's root the download host answers `p2.index`, `compositeContent.xml` and
  * `compositeArtifacts.xml` itself: a P2 client reads the index first (it asks for it before any
  * other file) and is sent to the immutable `/<product>/<label>@<n>/` of the current release, where
- * every further file it reads belongs to that one release. The artifact composite lists every kept
- * release, the current one first: a client that loaded the metadata of release n just before the
- * label moved to n+1 (or back) still finds n's artifacts.
+ * every further file it reads belongs to that one release. The artifact composite lists the current
+ * release and the two before it: a client that loaded the metadata of release n just before the
+ * label moved to n+1 still finds n's artifacts.
  */
 import { createHash } from 'node:crypto';
 import type { Storage } from '../../infra/storage.js';
@@ -27,6 +27,9 @@ export interface GeneratedFile {
 }
 
 export type LabelAnswer = { key: string } | { generated: GeneratedFile };
+
+/** Earlier releases still answered through the label's address (an install spans seconds, not releases). */
+const EARLIER_SERVED = 2;
 
 const P2_INDEX = 'p2.index';
 const CONTENT = 'compositeContent.xml';
@@ -66,13 +69,18 @@ export function labelReleases(storage: Storage, downloadUrl?: string) {
   const releaseUrl = (productId: string, label: string, n: number) =>
     base ? `${base}/${encodeURIComponent(productId)}/${encodeURIComponent(label)}@${n}/` : `../${encodeURIComponent(label)}@${n}/`;
 
-  /** Kept release numbers of a label, newest first. */
-  async function kept(productId: string, label: string): Promise<number[]> {
+  /**
+   * The releases before `current` that clients may still be reading from, newest first: at most
+   * EARLIER_SERVED of them (each costs a lookup on a miss and a child in the artifact composite).
+   * Never a later one: a copy still being crawled, or a release rolled back from.
+   */
+  async function earlierReleases(productId: string, label: string, current: number): Promise<number[]> {
     const names = (await storage.listNames(releaseKeys.folder(productId, label))) ?? [];
     return names
       .map((n) => releaseNumberOf(n))
-      .filter((n): n is number => n !== null)
-      .sort((a, b) => b - a);
+      .filter((n): n is number => n !== null && n < current)
+      .sort((a, b) => b - a)
+      .slice(0, EARLIER_SERVED);
   }
 
   async function generate(productId: string, label: string, name: string, current: number): Promise<GeneratedFile> {
@@ -86,7 +94,7 @@ export function labelReleases(storage: Storage, downloadUrl?: string) {
     } else if (name === CONTENT) {
       text = composite('metadata', title, [releaseUrl(productId, label, current)], modifiedMs);
     } else {
-      const others = (await kept(productId, label)).filter((n) => n !== current);
+      const others = await earlierReleases(productId, label, current);
       text = composite('artifact', title, [current, ...others].map((n) => releaseUrl(productId, label, n)), modifiedMs);
     }
     const data = Buffer.from(text);
@@ -119,7 +127,7 @@ export function labelReleases(storage: Storage, downloadUrl?: string) {
       if (!inLabel || inLabel.release !== null || inLabel.rest === '') return [];
       const current = this.current(t.productId, inLabel.label);
       if (current === null) return [];
-      return (await kept(t.productId, inLabel.label)).filter((n) => n !== current).map((n) => `${releaseKeys.tree(t.productId, inLabel.label, n)}/${inLabel.rest}`);
+      return (await earlierReleases(t.productId, inLabel.label, current)).map((n) => `${releaseKeys.tree(t.productId, inLabel.label, n)}/${inLabel.rest}`);
     },
   };
 }
