@@ -100,7 +100,7 @@ export function createDownloadServer(options: {
   downloadUrl?: string;
 }): DownloadServer {
   const { storage, log } = options;
-  const releases = labelReleases(storage, options.downloadUrl);
+  const releases = labelReleases(storage, options.downloadUrl, options.freshMs);
   const cache = new FileCache(options.cacheBytes ?? CACHE_BYTES, options.freshMs);
   /** Parsed URL paths (parsing is pure): repeated requests skip the decoding and checks. */
   const targets = new Map<string, DownloadTarget>();
