@@ -169,7 +169,7 @@ export function crawlerService({
 
   /**
    * Crawls one label and stores the result. With `claim`, another process's fresh crawl of the
-   * same label wins and nothing is done (returns false). A label with no files left is not
+   * same label wins and nothing is done (returns null). A label with no files left is not
    * fetched: its crawl is `removedLabel` (no nodes).
    */
   async function crawlLabel(
@@ -210,10 +210,10 @@ export function crawlerService({
       // Only the product's own folder: a composite child elsewhere on the download host is another vendor's.
       result = present ? await isolated.crawl(crawled, `${downloadUrl}/${encodeURIComponent(productId)}/`) : removedLabel(url, l);
     } catch (e) {
-      if (candidate) await releases?.discard(candidate);
       if (closing) {
         // Cut short by a shutdown: nothing is recorded against the upload, and the label is
         // crawled again at the next start.
+        if (candidate) await releases?.discard(candidate);
         timer?.();
         await crawls.handBack(productId, l, startedAt);
         return null;
