@@ -7,6 +7,9 @@ import { hostCounts } from '../infra/metrics/hosts.js';
 import { FailureLimiter, type FailureLimiterOptions } from '../infra/failure-limiter.js';
 import { createHttpApp, type HttpApp } from '../infra/http.js';
 import { isolatedRenderer, type RenderHold } from './content/isolated-render.js';
+import { releaseNodesRepository } from './changes/repository.js';
+import { registerChangesRoutes } from './changes/routes.js';
+import { changesService } from './changes/service.js';
 import { type AutoCrawl, startAutoCrawl } from './crawler/auto.js';
 import { crawlsRepository } from './crawler/repository.js';
 import { type CrawlerService, crawlerService } from './crawler/service.js';
@@ -28,6 +31,7 @@ import { releasesService } from './releases/service.js';
 import { type ProductService, productService } from './products/service.js';
 import { PageAnswers } from './web/page-answers.js';
 import { databasePageChanges } from './web/page-changes.js';
+import { changesPages } from './web/changes-pages.js';
 import { MAX_FACTORY_LENGTH, PAGE_CSP, registerPageRoutes } from './web/routes.js';
 import { type PagesService, pagesService } from './web/service.js';
 import { trustRepository } from './trust/repository.js';
@@ -89,11 +93,14 @@ export async function createPublishingService(config: Config, options: Publishin
   const files = productFilesReader(filesRepository(database.db));
   const crawls = crawlsRepository(database.db, database.dialect);
   const releases = releasesService({ storage: localStorage(config.publishing.storageDir), repo: releasesRepository(database.db), keep: config.publishing.releasesKept });
+  const snapshots = releaseNodesRepository(database.db);
+  const nodeChanges = changesService({ snapshots, files, products: repo, current: releases.current });
   const crawler = crawlerService({
     crawls,
     products: repo,
     files,
     releases,
+    snapshots,
     downloadUrl: config.publishing.downloadUrl,
     // The app (and its logger) is built below; crawls run only after start-up.
     log: { error: (o, msg) => app.log.error(o, msg) },
@@ -109,13 +116,15 @@ export async function createPublishingService(config: Config, options: Publishin
     hold: options.renderHold,
   });
   const changes = databasePageChanges(database, options.pageFreshMs);
+  const site = { name: 'Pier', baseUrl: config.publishing.baseUrl, downloadUrl: config.publishing.downloadUrl };
   const pages = pagesService({
+    nodeChanges: { service: nodeChanges, pages: changesPages({ service: nodeChanges, changes, site }) },
     renderer,
     repo,
     files,
     crawls,
     changes,
-    site: { name: 'Pier', baseUrl: config.publishing.baseUrl, downloadUrl: config.publishing.downloadUrl },
+    site,
   });
   const app = createHttpApp({
     appName: 'web',
@@ -138,6 +147,7 @@ export async function createPublishingService(config: Config, options: Publishin
   registerProductRoutes(app, { products, limiter, crawler });
   registerTrustRoutes(app, { trust, limiter });
   registerReleaseRoutes(app, { products, limiter, crawler, releases, trust });
+  registerChangesRoutes(app, { products, limiter, changes: nodeChanges });
   registerInfoRoutes(app, config);
   // SHA-256 of stored files for `pier publish`, cached by storage version (files/manifest.ts).
   registerManifestRoutes(app, { products, limiter, manifests: fileManifests(localStorage(config.publishing.storageDir)) });

@@ -7,6 +7,8 @@
  * drops its nodes.
  */
 import { ConflictError, NotFoundError } from '../../infra/errors.js';
+import type { ReleaseNodesRepository } from '../changes/repository.js';
+import { signaturesOf } from '../changes/signature.js';
 import type { ProductFilesReader } from '../files/reader.js';
 import { isLabel } from '../files/tree.js';
 import type { ProductRow, ProductsRepository } from '../products/repository.js';
@@ -44,6 +46,8 @@ export interface CrawlerServiceDeps {
    * it the label's current release when it installs. Without it, the folder is crawled as is.
    */
   releases?: ReleasesService;
+  /** Node snapshots of releases (issue 20): written when a copy is released, for the changes page. */
+  snapshots?: Pick<ReleaseNodesRepository, 'save'>;
   limits?: CrawlLimits;
   /** Memory and wall-time limits of the worker thread crawls run in. */
   isolation?: IsolationLimits;
@@ -125,6 +129,7 @@ export function crawlerService({
   files,
   downloadUrl,
   releases,
+  snapshots,
   limits = DEFAULT_CRAWL_LIMITS,
   isolation = DEFAULT_ISOLATION,
   log,
@@ -226,7 +231,14 @@ export function crawlerService({
     let released = false;
     if (candidate && releases) {
       if (blocksRelease(result)) await releases.discard(candidate);
-      else released = await releases.release(candidate, by);
+      else {
+        released = await releases.release(candidate, by);
+        // Kept also when a newer release became current first: it is a release all the same.
+        await snapshots?.save(productId, l, candidate.number, signaturesOf(nodeRows(productId, row.name, l, result)), now().toISOString()).catch((e: unknown) => {
+          // The release stands; only comparisons with it are missing (the operators' log says why).
+          log?.error({ err: e, productId, label: l, release: candidate?.number }, 'storing the node snapshot of a release failed');
+        });
+      }
     }
     if (!present) await releases?.withdraw(productId, l);
     // A copy that did not become current keeps the current release's nodes in the catalog.

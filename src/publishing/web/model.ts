@@ -53,6 +53,8 @@ export interface ProductPageModel {
   feedUrl: string | null;
   /** Nodes of the best crawled label, grouped by named category path; null before any crawl. */
   nodes: { label: string; groups: NodeGroup[] } | null;
+  /** The changes page (issue 20), when there are two labels or a label with an earlier release. */
+  changesUrl?: string;
 }
 
 export interface NodeListItem {

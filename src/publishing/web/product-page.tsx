@@ -207,6 +207,7 @@ function Install(props: { m: ProductPageModel }) {
               ) : null,
             )}
           </ul>
+          {m.changesUrl ? <p class="changes-link"><a href={m.changesUrl}>What changed</a> between labels and releases</p> : null}
           {anySite ? <p id="copy-status" class="sr-only" aria-live="polite" /> : null}
         </>
       ) : (

@@ -4,6 +4,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { HttpApp } from '../../infra/http.js';
+import { ChangesQuery } from '../changes/schemas.js';
 import { STATIC_ASSETS } from './assets.js';
 import type { PageAnswers } from './page-answers.js';
 import type { PageChanges } from './page-changes.js';
@@ -119,6 +120,15 @@ export function registerPageRoutes(app: HttpApp, pages: PagesService, options: P
     const seq = await changes.current();
     const s = await pages.productFeed(req.params.id);
     if (!s) return notFound(reply, `There is no live extension "${req.params.id}".`);
+    return send(req, reply, seq, s, revalidate);
+  });
+
+  app.get('/product/:id/changes', { schema: { params: ProductParams, querystring: ChangesQuery } }, async (req, reply) => {
+    const seq = await changes.current();
+    const s = await pages.changesPage(req.params.id, { from: req.query.from, to: req.query.to });
+    if (!s) return notFound(reply, `There is no extension "${req.params.id}".`);
+    // A value naming nothing, or malformed: said on a page, never filed for the fast path.
+    if (s.status) return reply.code(s.status).header('content-security-policy', PAGE_CSP).header('cache-control', 'no-cache').type(s.type).send(s.body);
     return send(req, reply, seq, s, revalidate);
   });
 

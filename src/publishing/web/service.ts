@@ -23,6 +23,8 @@ import type { ProductFilesReader } from '../files/reader.js';
 import type { ProductFields } from '../products/fields.js';
 import type { ProductRow, ProductsRepository } from '../products/repository.js';
 import type { PageChanges } from './page-changes.js';
+import type { ChangesService } from '../changes/service.js';
+import type { ChangesAnswer, ChangesPages } from './changes-pages.js';
 import { CatalogPage } from './catalog-page.js';
 import type { CatalogCard, CatalogPageModel, NodePageModel, NodeSearchModel, ProductPageModel, SiteInfo } from './model.js';
 import { NodePage } from './node-page.js';
@@ -43,6 +45,8 @@ export interface PagesServiceDeps {
   renderer: ContentRenderer;
   /** Whether anything pages depend on changed (the database's page change counter). */
   changes: PageChanges;
+  /** What changed between labels (issue 20): the changes page and the product page's link to it. */
+  nodeChanges?: { pages: ChangesPages; service: Pick<ChangesService, 'comparable'> };
   /** Products kept rendered at once (least recently used are dropped). */
   cacheSize?: number;
   /** A page whose render failed is not tried again for its same data before this long, ms. */
@@ -106,7 +110,7 @@ function parseFields(row: ProductRow): ProductFields {
 
 export const NODE_SEARCH_LIMIT = 100;
 
-export function pagesService({ repo, site, files, crawls, renderer, changes, cacheSize = 500, failureRetryMs = 10 * 60_000, nodeCacheBytes = 32 * 1024 * 1024, now = Date.now }: PagesServiceDeps) {
+export function pagesService({ repo, site, files, crawls, renderer, changes, nodeChanges, cacheSize = 500, failureRetryMs = 10 * 60_000, nodeCacheBytes = 32 * 1024 * 1024, now = Date.now }: PagesServiceDeps) {
   const cache = new Map<string, Rendered>();
   const building = new Map<string, Promise<Rendered>>();
   // Renders that failed, per product, by the key of the data they failed on: content built to
@@ -140,6 +144,7 @@ export function pagesService({ repo, site, files, crawls, renderer, changes, cac
         break;
       }
     }
+    if (await nodeChanges?.service.comparable(id)) model.changesUrl = `/product/${id}/changes`;
     return { key, seq, state: row.state, updatedAt: row.updated_at, input, model };
   }
 
@@ -369,6 +374,14 @@ export function pagesService({ repo, site, files, crawls, renderer, changes, cac
       if (!p) return null;
       p.r.page ??= served(renderDocument(ProductPage({ site, m: p.r.model })), HTML);
       return marked(p.r.page, p.provisional);
+    },
+
+    /** What changed between two labels or releases (changes-pages.ts), like the product page also while hidden; null: no such product. */
+    async changesPage(id: string, query: { from?: string; to?: string }): Promise<ChangesAnswer | null> {
+      const p = await product(id);
+      if (!p || !nodeChanges) return null;
+      const s = await nodeChanges.pages.page(p.r, query);
+      return s.status ? s : marked(s, p.provisional);
     },
 
     /** The icon as uploaded (SVG sanitized again on the way out) and its version tag, or null. */

@@ -1,0 +1,72 @@
+import type { Kysely } from 'kysely';
+import type { PublishingDB } from '../db.js';
+import type { NodeRowLike, NodeSignature } from './signature.js';
+
+/** A release whose node snapshot is kept. */
+export interface SnapshotKey {
+  label: string;
+  number: number;
+}
+
+/** SQL of release node snapshots (changes/tables.ts). */
+export function releaseNodesRepository(db: Kysely<PublishingDB>) {
+  return {
+    /** Stores (or replaces) the node snapshot of a release; its label_releases row must exist. */
+    async save(productId: string, label: string, number: number, nodes: readonly NodeSignature[], createdAt: string): Promise<void> {
+      const json = JSON.stringify(nodes);
+      await db
+        .insertInto('release_nodes')
+        .values({ product_id: productId, label, number, nodes: json, created_at: createdAt })
+        .onConflict((oc) => oc.columns(['product_id', 'label', 'number']).doUpdateSet({ nodes: json, created_at: createdAt }))
+        .execute();
+    },
+
+    /** The snapshot of a kept, released release (a candidate's or a refused copy's never counts). */
+    async find(productId: string, label: string, number: number): Promise<NodeSignature[] | undefined> {
+      const row = await db
+        .selectFrom('release_nodes as n')
+        .innerJoin('label_releases as r', (j) => j.onRef('r.product_id', '=', 'n.product_id').onRef('r.label', '=', 'n.label').onRef('r.number', '=', 'n.number'))
+        .select('n.nodes')
+        .where('n.product_id', '=', productId)
+        .where('n.label', '=', label)
+        .where('n.number', '=', number)
+        .where('r.status', '=', 'released')
+        .executeTakeFirst();
+      return row ? (JSON.parse(row.nodes) as NodeSignature[]) : undefined;
+    },
+
+    /** The columns of a label's crawled nodes a signature reads (not the icons). */
+    async labelNodes(productId: string, label: string): Promise<NodeRowLike[]> {
+      const rows = await db
+        .selectFrom('crawl_nodes')
+        .select(['factory_class', 'name', 'deprecated', 'data'])
+        .where('product_id', '=', productId)
+        .where('label', '=', label)
+        .execute();
+      return rows.map((r) => ({ ...r, deprecated: Number(r.deprecated) }));
+    },
+
+    /** Factory classes of the product's crawled nodes in any label: the nodes that have a page. */
+    async crawledFactories(productId: string): Promise<Set<string>> {
+      const rows = await db.selectFrom('crawl_nodes').select('factory_class').distinct().where('product_id', '=', productId).execute();
+      return new Set(rows.map((r) => r.factory_class));
+    },
+
+    /** Every kept, released release of the product with a snapshot, by label, newest first. */
+    async list(productId: string): Promise<SnapshotKey[]> {
+      const rows = await db
+        .selectFrom('release_nodes as n')
+        .innerJoin('label_releases as r', (j) => j.onRef('r.product_id', '=', 'n.product_id').onRef('r.label', '=', 'n.label').onRef('r.number', '=', 'n.number'))
+        .select(['n.label', 'n.number'])
+        .where('n.product_id', '=', productId)
+        .where('r.status', '=', 'released')
+        .orderBy('n.label')
+        .orderBy('n.number', 'desc')
+        .execute();
+      // PostgreSQL may return integers of a join as strings.
+      return rows.map((r) => ({ label: r.label, number: Number(r.number) }));
+    },
+  };
+}
+
+export type ReleaseNodesRepository = ReturnType<typeof releaseNodesRepository>;

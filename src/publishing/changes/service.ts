@@ -1,0 +1,153 @@
+/**
+ * What changed between two labels of a product, or between a label and one of its kept
+ * releases (issue 20, "What changed between two labels"). A side is named `<label>` (the nodes
+ * of the label's latest crawl, what its update site offers now) or `<label>@<n>` (the node
+ * snapshot kept for release n, which must be kept and released). Defaults: `to` is the
+ * recommended label (the one named like the current platform release, else the highest, as on
+ * the product page); `from` is the release of `to` before it, else the next lower label.
+ */
+import { AppError, ValidationError } from '../../infra/errors.js';
+import type { ProductFilesReader } from '../files/reader.js';
+import { isLabel, MAX_LABEL_LENGTH } from '../files/tree.js';
+import type { ProductsRepository } from '../products/repository.js';
+import { diffNodes, type NodesDiff } from './diff.js';
+import type { ReleaseNodesRepository } from './repository.js';
+import { type NodeSignature, signaturesOf } from './signature.js';
+
+/** One side of a comparison. */
+export interface Side {
+  label: string;
+  /** The release's number; null: the label as crawled now. */
+  release: number | null;
+  /** How it is written in `from`/`to`: `5.4` or `5.4@2`. */
+  value: string;
+}
+
+export interface Comparison {
+  from: Side;
+  to: Side;
+  diff: NodesDiff;
+}
+
+/** What can be compared: every label (best first) and its kept releases (newest first). */
+export interface ChangeSources {
+  labels: {
+    label: string;
+    /** Its update-site folder holds files (it was crawled); false: only kept releases are left of it. */
+    uploaded: boolean;
+    recommended: boolean;
+    current: number | null;
+    releases: number[];
+  }[];
+}
+
+/** The value names no label or release of the product (404, naming the parameter). */
+export class UnknownSideError extends AppError {
+  constructor(field: 'from' | 'to', detail: string) {
+    super(404, 'not_found', 'Not found', detail, [{ field, message: detail }]);
+    this.name = 'UnknownSideError';
+  }
+}
+
+/** Longest `from`/`to` value: a label, `@`, a release number of up to 9 digits. */
+export const MAX_SIDE_LENGTH = MAX_LABEL_LENGTH + 10;
+const SIDE = /^([^@]+)(?:@([1-9][0-9]{0,8}))?$/;
+
+/** Parses `<label>` or `<label>@<n>`; anything else is a 400 naming the parameter. */
+export function parseSide(field: 'from' | 'to', value: string): { label: string; release: number | null } {
+  const m = value.length <= MAX_SIDE_LENGTH ? SIDE.exec(value) : null;
+  if (!m || !isLabel(m[1] as string)) {
+    const message = 'expected a label (letters, digits, ".", "_", "-") or <label>@<release number>';
+    throw new ValidationError(`${field}: ${message}`, [{ field, message }]);
+  }
+  return { label: m[1] as string, release: m[2] === undefined ? null : Number(m[2]) };
+}
+
+/** Numeric-aware descending order ("5.10" above "5.9"), as the product page orders labels. */
+const labelsDesc = (a: string, b: string) => b.localeCompare(a, 'en', { numeric: true });
+
+export interface ChangesServiceDeps {
+  snapshots: ReleaseNodesRepository;
+  files: Pick<ProductFilesReader, 'listLabels'>;
+  products: Pick<ProductsRepository, 'getSetting'>;
+  /** The label's current release (releases/service.ts `current`); absent: labels have none. */
+  current?: (productId: string, label: string) => number | null;
+}
+
+export function changesService({ snapshots, files, products, current = () => null }: ChangesServiceDeps) {
+  async function sources(productId: string): Promise<ChangeSources> {
+    const [uploaded, kept, release] = await Promise.all([files.listLabels(productId), snapshots.list(productId), products.getSetting('platform_release')]);
+    // Labels with an update-site folder (the ones crawled); a label whose folder is gone still
+    // offers the releases kept of it.
+    const names = new Set(uploaded.filter((l) => l.files > 0).map((l) => l.label));
+    const live = [...names];
+    for (const k of kept) names.add(k.label);
+    const sorted = [...names].sort(labelsDesc);
+    const recommended = live.includes(release ?? '') ? (release as string) : (live.sort(labelsDesc)[0] ?? null);
+    const labels = sorted.map((label) => ({
+      label,
+      uploaded: live.includes(label),
+      recommended: label === recommended,
+      current: current(productId, label),
+      releases: kept.filter((k) => k.label === label).map((k) => k.number),
+    }));
+    return { labels: [...labels.filter((l) => l.recommended), ...labels.filter((l) => !l.recommended)] };
+  }
+
+  async function nodesOf(productId: string, field: 'from' | 'to', side: { label: string; release: number | null }, src: ChangeSources): Promise<NodeSignature[]> {
+    const l = src.labels.find((x) => x.label === side.label);
+    if (side.release === null) {
+      if (!l?.uploaded) throw new UnknownSideError(field, `the product has no label "${side.label}"`);
+      return signaturesOf(await snapshots.labelNodes(productId, side.label));
+    }
+    const nodes = l?.releases.includes(side.release) ? await snapshots.find(productId, side.label, side.release) : undefined;
+    if (!nodes) throw new UnknownSideError(field, `label "${side.label}" has no kept release ${side.release} (kept: ${l?.releases.join(', ') || 'none'})`);
+    return nodes;
+  }
+
+  /** The default `from` for `to`: its release before, else the next lower label; null: none. */
+  function earlier(to: { label: string; release: number | null }, src: ChangeSources): { label: string; release: number | null } | null {
+    const l = src.labels.find((x) => x.label === to.label);
+    const before = to.release ?? l?.current ?? null;
+    const previous = before === null ? undefined : l?.releases.find((n) => n < before);
+    if (previous !== undefined) return { label: to.label, release: previous };
+    const lower = src.labels.map((x) => x.label).filter((x) => labelsDesc(x, to.label) > 0).sort(labelsDesc)[0];
+    return lower === undefined ? null : { label: lower, release: null };
+  }
+
+  const value = (s: { label: string; release: number | null }): Side => ({ ...s, value: s.release === null ? s.label : `${s.label}@${s.release}` });
+
+  return {
+    sources,
+
+    /**
+     * Compares `from` with `to` (either may be missing: see the defaults above). `missing` names
+     * the side that has no default (no label at all, or nothing earlier than `to`).
+     */
+    async compare(productId: string, query: { from?: string; to?: string }): Promise<{ sources: ChangeSources } & ({ comparison: Comparison } | { missing: 'from' | 'to' })> {
+      // Both are parsed first: a malformed value is a 400 whatever the product holds.
+      const askedTo = query.to ? parseSide('to', query.to) : null;
+      const askedFrom = query.from ? parseSide('from', query.from) : null;
+      const src = await sources(productId);
+      const recommended = src.labels.find((l) => l.recommended);
+      const to = askedTo ?? (recommended ? { label: recommended.label, release: null } : null);
+      if (!to) return { sources: src, missing: 'to' };
+      const toNodes = await nodesOf(productId, 'to', to, src);
+      const from = askedFrom ?? earlier(to, src);
+      if (!from) return { sources: src, missing: 'from' };
+      const fromNodes = await nodesOf(productId, 'from', from, src);
+      return { sources: src, comparison: { from: value(from), to: value(to), diff: diffNodes(fromNodes, toNodes) } };
+    },
+
+    /** Factory classes that have a node page now (a node removed everywhere has none). */
+    pagedNodes: (productId: string) => snapshots.crawledFactories(productId),
+
+    /** Whether the product has two things to compare: two labels, or a label with an earlier release. */
+    async comparable(productId: string): Promise<boolean> {
+      const src = await sources(productId);
+      return src.labels.filter((l) => l.uploaded).length >= 2 || src.labels.some((l) => l.releases.some((n) => n !== l.current));
+    },
+  };
+}
+
+export type ChangesService = ReturnType<typeof changesService>;
