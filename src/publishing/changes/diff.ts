@@ -89,6 +89,12 @@ function optionChanges(from: OptionGroup[], to: OptionGroup[]): NodeChange[] {
   return out;
 }
 
+/** An option or port on both sides whose text differs. */
+function editedItem(a: Record<string, string> | undefined, b: Record<string, string> | undefined): boolean {
+  if (!a || !b) return false;
+  return Object.keys(a).some((k) => k in b && a[k] !== b[k]);
+}
+
 /** What changed in one node from `a` to `b` (empty: nothing a user would notice). */
 export function nodeChanges(a: NodeSignature, b: NodeSignature): NodeChange[] {
   const out: NodeChange[] = [];
@@ -97,7 +103,7 @@ export function nodeChanges(a: NodeSignature, b: NodeSignature): NodeChange[] {
   if (a.deprecated && !b.deprecated) out.push({ kind: 'undeprecated' });
   out.push(...portChanges('input', a.inPorts, b.inPorts), ...portChanges('output', a.outPorts, b.outPorts));
   out.push(...optionChanges(a.options, b.options));
-  if (a.descriptionHash !== b.descriptionHash) out.push({ kind: 'description' });
+  if (a.descriptionHash !== b.descriptionHash || editedItem(a.itemHashes, b.itemHashes)) out.push({ kind: 'description' });
   return out;
 }
 

@@ -36,8 +36,10 @@ export interface NodeSignature {
   inPorts: PortSignature[];
   outPorts: PortSignature[];
   options: OptionGroup[];
-  /** SHA-256 (base64url, 22 characters) of the description's texts; null without a description. */
+  /** SHA-256 (base64url, 22 characters) of the description's own texts; null without a description. */
   descriptionHash: string | null;
+  /** Short hashes of each option's and port's text (`option:<name>`, `in:#<index>`, `out:group:<id>`); absent without a description. */
+  itemHashes?: Record<string, string>;
 }
 
 /** The fields of a crawl_nodes row the signature reads (crawler/service.ts nodeRows). */
@@ -78,23 +80,42 @@ function options(d: NodeDescription): OptionGroup[] {
   return groups;
 }
 
+const hash = (v: unknown) => createHash('sha256').update(JSON.stringify(v)).digest('base64url').slice(0, 22);
+
 /**
- * The description's texts, without what the signature holds on its own (name, ports' and
- * options' names) and without how it was stored (schema generation, markup flag, icon path).
+ * The description's own texts (short description, intro, tab descriptions, views, keywords),
+ * without what the signature holds on its own (name, ports' and options' names) and without how
+ * it was stored (schema generation, markup flag, icon path).
  */
 function descriptionHash(d: NodeDescription): string {
-  const texts = (list: unknown) => (Array.isArray(list) ? list.map((x) => str((x as { description?: unknown }).description)) : []);
-  const body = [
+  return hash([
     str(d.shortDescription),
     str(d.intro),
-    texts(d.options),
-    Array.isArray(d.tabs) ? d.tabs.map((t) => [str(t.description), texts(t.options)]) : [],
-    texts(d.inPorts),
-    texts(d.outPorts),
+    Array.isArray(d.tabs) ? d.tabs.map((t) => str(t.description)) : [],
     Array.isArray(d.views) ? d.views.map((v) => [str(v.name), str(v.description)]) : [],
     Array.isArray(d.keywords) ? d.keywords.map(str) : [],
-  ];
-  return createHash('sha256').update(JSON.stringify(body)).digest('base64url').slice(0, 22);
+  ]);
+}
+
+/**
+ * A short hash of each option's and port's text, by option name and port position or group: an
+ * edited text counts as a description change, while a new option's or port's text does not
+ * (its addition says it).
+ */
+function itemHashes(d: NodeDescription): Record<string, string> {
+  const out: Record<string, string> = {};
+  const put = (key: string, text: unknown) => {
+    if (!(key in out)) out[key] = hash(str(text)).slice(0, 8);
+  };
+  const opts = (list: unknown) => {
+    if (Array.isArray(list)) for (const o of list as { name?: unknown; description?: unknown }[]) put(`option:${str(o.name)}`, o.description);
+  };
+  opts(d.options);
+  if (Array.isArray(d.tabs)) for (const t of d.tabs) opts(t.options);
+  for (const [side, list] of [['in', d.inPorts], ['out', d.outPorts]] as const) {
+    ports(list).forEach((p, i) => put(`${side}:${p.group === null ? `#${p.index}` : `group:${p.group}`}`, (list as NodePort[])[i]?.description));
+  }
+  return out;
 }
 
 /** The signature of a crawled node row (stored by the crawler; its `data` is our own JSON). */
@@ -115,6 +136,7 @@ export function signatureOfRow(row: NodeRowLike): NodeSignature {
     outPorts: d ? ports(d.outPorts) : [],
     options: d ? options(d) : [],
     descriptionHash: d ? descriptionHash(d) : null,
+    ...(d ? { itemHashes: itemHashes(d) } : {}),
   };
 }
 

@@ -66,7 +66,7 @@ function Bucket(props: { m: ChangesPageModel; id: string; title: string; badge: 
           <li key={n.factoryClass}>
             <NodeName m={m} n={n} />
             {'changes' in n && n.changes.length ? (
-              <ul>
+              <ul class="change-details">
                 {n.changes.map((c, i) => (
                   <li key={i}>{describeChange(c)}</li>
                 ))}
