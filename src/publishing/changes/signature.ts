@@ -113,7 +113,11 @@ function itemHashes(d: NodeDescription): Record<string, string> {
   opts(d.options);
   if (Array.isArray(d.tabs)) for (const t of d.tabs) opts(t.options);
   for (const [side, list] of [['in', d.inPorts], ['out', d.outPorts]] as const) {
-    ports(list).forEach((p, i) => put(`${side}:${p.group === null ? `#${p.index}` : `group:${p.group}`}`, (list as NodePort[])[i]?.description));
+    const sigs = ports(list);
+    for (let i = 0; i < sigs.length; i++) {
+      const p = sigs[i] as PortSignature;
+      put(`${side}:${p.group === null ? `#${p.index}` : `group:${p.group}`}`, (list as NodePort[])[i]?.description);
+    }
   }
   return out;
 }

@@ -175,6 +175,14 @@ test('signatures of crawled rows: ports with positions and groups, options by ta
   assert.equal(same.descriptionHash, s.descriptionHash, 'the schema generation is not the text');
   const edited = signatureOfRow({ ...row, data: JSON.stringify({ categoryNames: ['Example'], description: { ...description, intro: '<p>New intro</p>' } }) });
   assert.notEqual(edited.descriptionHash, s.descriptionHash);
+  // An option's edited text is a description change; a new option's text is only its addition.
+  const withData = (d: object) => signatureOfRow({ ...row, data: JSON.stringify({ categoryNames: ['Example'], description: { ...description, ...d } }) });
+  const reworded = withData({ options: [{ name: 'Fail on error', description: 'Stops at once.' }] });
+  assert.deepEqual(diffNodes([s], [reworded]).changed[0]!.changes.map(describeChange), ['Description text changed']);
+  const grown = withData({ options: [...description.options, { name: 'Threads', description: 'How many.' }] });
+  assert.deepEqual(diffNodes([s], [grown]).changed[0]!.changes.map(describeChange), ['Option “Threads” added (outside tabs)']);
+  const portText = withData({ outPorts: [{ index: 0, name: 'Output table', description: 'Other result.', dynamicGroup: null }] });
+  assert.deepEqual(diffNodes([s], [portText]).changed[0]!.changes.map(describeChange), ['Description text changed']);
   // A row without a description, or whose data is not JSON, still has a signature.
   assert.deepEqual(signatureOfRow({ ...row, data: '{' }).inPorts, []);
   assert.equal(signatureOfRow({ ...row, data: JSON.stringify({ description: null }) }).descriptionHash, null);
