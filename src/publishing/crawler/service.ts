@@ -231,14 +231,17 @@ export function crawlerService({
     let released = false;
     if (candidate && releases) {
       if (blocksRelease(result)) await releases.discard(candidate);
-      else {
-        released = await releases.release(candidate, by);
-        // Kept also when a newer release became current first: it is a release all the same.
-        await snapshots?.save(productId, l, candidate.number, signaturesOf(nodeRows(productId, row.name, l, result)), now().toISOString()).catch((e: unknown) => {
-          // The release stands; only comparisons with it are missing (the operators' log says why).
-          log?.error({ err: e, productId, label: l, release: candidate?.number }, 'storing the node snapshot of a release failed');
-        });
-      }
+      else released = await releases.release(candidate, by);
+    }
+    // The nodes of the release just crawled, kept for comparisons (issue 20): a candidate that
+    // passed (also when a newer one became current first: a release all the same), or the current
+    // release crawled again (a rollback, a re-crawl: releases made before snapshots were kept).
+    const snapshotOf = candidate ? (blocksRelease(result) ? null : candidate.number) : present && !result.summary.fatal ? (releases?.current(productId, l) ?? null) : null;
+    if (snapshotOf !== null && snapshots) {
+      await snapshots.save(productId, l, snapshotOf, signaturesOf(nodeRows(productId, row.name, l, result)), now().toISOString()).catch((e: unknown) => {
+        // The release stands; only comparisons with it are missing (the operators' log says why).
+        log?.error({ err: e, productId, label: l, release: snapshotOf }, 'storing the node snapshot of a release failed');
+      });
     }
     if (!present) await releases?.withdraw(productId, l);
     // A copy that did not become current keeps the current release's nodes in the catalog.

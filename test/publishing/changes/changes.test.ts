@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
+import { openPublishingDatabase } from '../../../src/publishing/db.js';
 import { dialects, tempDir } from '../../helpers/db.js';
 import { freePort } from '../../helpers/net.js';
 import { buildSite, descriptionXml, exampleSpec, type NodeSpec, type SiteSpec } from '../../helpers/p2-fixtures.js';
@@ -186,6 +187,20 @@ for (const dialect of dialects()) {
         assert.match(freshHtml, /<option value="5\.4@2">5\.4 release 2 \(current\)<\/option>/);
         const vs53 = await (await fetch(`${web.url}/product/gadgets/changes?from=5.3&to=5.4%401`)).text();
         assert.match(vs53, /1 added, 1 removed, 1 deprecated, 2 changed, 0 unchanged/);
+
+        // A release without a snapshot (made before they were kept) gets one when it is crawled again.
+        const database = await openPublishingDatabase(db.url);
+        try {
+          await database.db.deleteFrom('release_nodes').where('product_id', '=', 'gadgets').where('label', '=', '5.4').where('number', '=', 2).execute();
+        } finally {
+          await database.close();
+        }
+        assert.equal((await api(web.url, token, 'GET', '/api/products/gadgets/changes?from=5.4@1&to=5.4@2')).status, 404);
+        const again = await api(web.url, token, 'POST', '/api/products/gadgets/labels/5.4/release');
+        assert.equal(again.json.unchanged, true, JSON.stringify(again.json));
+        const restored = await api(web.url, token, 'GET', '/api/products/gadgets/changes?from=5.4@1&to=5.4@2');
+        assert.equal(restored.status, 200, JSON.stringify(restored.json));
+        assert.deepEqual(restored.json.changed, second.json.changed);
 
         // Hostile values: a clear 4xx naming the parameter, never a 5xx.
         const hostile: [string, number, string | null][] = [
