@@ -79,11 +79,11 @@ export function changesService({ snapshots, files, products, current = () => nul
     const [uploaded, kept, release] = await Promise.all([files.listLabels(productId), snapshots.list(productId), products.getSetting('platform_release')]);
     // Labels with an update-site folder (the ones crawled); a label whose folder is gone still
     // offers the releases kept of it.
-    const names = new Set(uploaded.filter((l) => l.files > 0).map((l) => l.label));
-    const live = [...names];
-    for (const k of kept) names.add(k.label);
-    const sorted = [...names].sort(labelsDesc);
-    const recommended = live.includes(release ?? '') ? (release as string) : (live.sort(labelsDesc)[0] ?? null);
+    const live = uploaded.filter((l) => l.files > 0).map((l) => l.label).sort(labelsDesc);
+    const sorted = [...new Set([...live, ...kept.map((k) => k.label)])].sort(labelsDesc);
+    // As the product page recommends (web/presenter.ts installLabels): the label named like the
+    // current platform release, else the highest.
+    const recommended = release !== undefined && live.includes(release) ? release : (live[0] ?? null);
     const labels = sorted.map((label) => ({
       label,
       uploaded: live.includes(label),
@@ -111,7 +111,10 @@ export function changesService({ snapshots, files, products, current = () => nul
     const before = to.release ?? l?.current ?? null;
     const previous = before === null ? undefined : l?.releases.find((n) => n < before);
     if (previous !== undefined) return { label: to.label, release: previous };
-    const lower = src.labels.map((x) => x.label).filter((x) => labelsDesc(x, to.label) > 0).sort(labelsDesc)[0];
+    const lower = src.labels
+      .filter((x) => x.uploaded && labelsDesc(x.label, to.label) > 0)
+      .map((x) => x.label)
+      .sort(labelsDesc)[0];
     return lower === undefined ? null : { label: lower, release: null };
   }
 
