@@ -38,6 +38,7 @@ async function withProducts<T>(
       releases,
       downloadUrl: config.publishing.downloadUrl,
       isolation: { maxMemoryMb: config.publishing.crawlMaxMemoryMb, timeoutMs: config.publishing.crawlTimeoutSeconds * 1000 },
+      platformCorePrefixes: config.publishing.platformCorePrefixes,
     });
     try {
       const trust = trustService({ repo: trustRepository(database.db), products: repo, oidc: config.publishing.oidc });

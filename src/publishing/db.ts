@@ -3,6 +3,7 @@ import { openMigratedDatabase } from '../infra/database/index.js';
 import { MAX_LABEL_LENGTH } from './files/tree.js';
 import { labelReleasesMigration, type ReleasesTables } from './releases/tables.js';
 import { type TrustTables, trustedPublishingMigration } from './trust/tables.js';
+import { platformRangesMigration } from './crawler/platform-tables.js';
 
 export interface ProductsTable {
   id: string;
@@ -85,6 +86,8 @@ export interface CrawlsTable {
   problems: string;
   /** JSON InstallableUnit[]. */
   units: string;
+  /** The label's platform range, OSGi notation (migration 0012); null: none found, or not crawled since. */
+  platform_range?: string | null;
 }
 
 /**
@@ -525,6 +528,7 @@ const migrations: Record<string, Migration> = {
   },
   '0010_label_releases': labelReleasesMigration,
   '0011_trusted_publishing': trustedPublishingMigration,
+  '0012_platform_ranges': platformRangesMigration,
 };
 
 /** The ordered migrations (tests migrate part of the way to check a backfill). */
