@@ -8,6 +8,7 @@ import { buildSite, type SiteSpec } from '../../helpers/p2-fixtures.js';
 import { type RunningPublishing, startPublishing } from '../../helpers/publishing.js';
 import { needsTool } from '../../helpers/tools.js';
 import { openSshSftp, type Stack, startStack } from '../sftp/stack.js';
+import { launchChromium, screenshotPath } from './browser.js';
 
 /** A site of one feature whose bundles require `org.knime.*` units at the given ranges. */
 function siteRequiring(label: string, ...requirements: [string, string][]): SiteSpec {
@@ -168,5 +169,40 @@ for (const target of dialects()) {
         assert.ok(!r.text.includes('<b>'), 'the value is escaped');
       }
     });
+
+    // Screenshots once (the markup is the same on both databases).
+    if (target.name === 'sqlite') {
+      test('in Chromium at 1280 and 390 px, light and dark: the ranges beside the URLs, and the filter form without JavaScript', async () => {
+        assert.equal((await pier('staff', 'set-release', '5.4')).code, 0);
+        const browser = await launchChromium();
+        try {
+          for (const width of [1280, 390]) {
+            for (const colorScheme of ['light', 'dark'] as const) {
+              const context = await browser.newContext({ viewport: { width, height: 900 }, colorScheme, javaScriptEnabled: false });
+              const p = await context.newPage();
+              await p.goto(`${web.url}/product/widgets`);
+              const row = p.locator('li.label-row.recommended');
+              assert.equal(await row.locator('.label-name').innerText(), '5.2');
+              assert.equal(await row.locator('.label-works').innerText(), 'Works with platform 5.1 – 5.4');
+              assert.equal(await row.locator('.label-why').isVisible(), true);
+              const overflow = await p.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+              assert.equal(overflow, 0, `no horizontal scroll at ${width}px`);
+              await row.scrollIntoViewIfNeeded();
+              await p.screenshot({ path: screenshotPath(`platform-ranges-product-${width}-${colorScheme}`), fullPage: true });
+              // The catalog's filter is a plain form: it works with JavaScript off.
+              await p.goto(`${web.url}/?q=widgets`);
+              await p.locator('#works').fill('5.3');
+              await Promise.all([p.waitForURL(/works=5\.3/), p.getByRole('button', { name: 'Filter' }).click()]);
+              assert.equal(new URL(p.url()).searchParams.get('q'), 'widgets', 'the search words are kept');
+              assert.equal(await p.locator('a.card').count(), 1);
+              await p.screenshot({ path: screenshotPath(`platform-ranges-catalog-${width}-${colorScheme}`), fullPage: true });
+              await context.close();
+            }
+          }
+        } finally {
+          await browser.close();
+        }
+      });
+    }
   });
 }
