@@ -174,8 +174,8 @@ const isCore = (name: string, prefixes: readonly string[]) => prefixes.some((p) 
  * The label's platform range: the intersection of the ranges its own units (not units that are
  * themselves core units, such as a copy of a platform bundle shipped along) require, not
  * optionally, of core units (`org.eclipse.equinox.p2.iu` or `osgi.bundle` names starting with a
- * core prefix). A requirement whose range does not parse is left out. When two requirements
- * cannot both hold, the range is null and each such pair is named.
+ * core prefix). A requirement whose range does not parse is left out. When the requirements
+ * cannot all hold, the range is null and the pairs that show it are named (at most 20).
  */
 export function platformRange(units: readonly RequiringUnit[], prefixes: readonly string[] = DEFAULT_CORE_PREFIXES): PlatformRangeResult {
   const wanted: { unit: string; requirement: string; text: string; range: VersionRange }[] = [];
@@ -188,23 +188,46 @@ export function platformRange(units: readonly RequiringUnit[], prefixes: readonl
     }
   }
   if (wanted.length === 0) return { range: null, conflicts: [] };
+  let acc: VersionRange | null = wanted[0]!.range;
+  for (const w of wanted.slice(1)) acc = acc && intersect(acc, w.range);
+  if (acc) return { range: printRange(acc), conflicts: [] };
+  // Empty: on a line, intervals with no common point always include a disjoint pair, and the
+  // one ending first or the one starting last is in such a pair (Helly's theorem in one
+  // dimension). Naming the pairs with those two keeps this linear in the requirements, however
+  // many a hostile site lists.
+  let first = 0;
+  let last = 0;
+  wanted.forEach((w, i) => {
+    if (endsBefore(w.range, wanted[first]!.range)) first = i;
+    if (startsAfter(w.range, wanted[last]!.range)) last = i;
+  });
   const conflicts: RangeConflict[] = [];
   const seen = new Set<string>();
-  for (let i = 0; i < wanted.length && conflicts.length < 20; i++) {
-    for (let j = i + 1; j < wanted.length && conflicts.length < 20; j++) {
-      const x = wanted[i]!;
-      const y = wanted[j]!;
-      if (intersect(x.range, y.range) !== null) continue;
-      const key = [x.unit, x.text, y.unit, y.text].join('\u0000');
+  for (const p of [first, last]) {
+    for (let i = 0; i < wanted.length && conflicts.length < 20; i++) {
+      if (intersect(wanted[i]!.range, wanted[p]!.range) !== null) continue;
+      const [x, y] = i < p ? [wanted[i]!, wanted[p]!] : [wanted[p]!, wanted[i]!];
+      const key = [x.unit, x.requirement, x.text, y.unit, y.requirement, y.text].join('\u0000');
       if (seen.has(key)) continue;
       seen.add(key);
       conflicts.push({ a: { unit: x.unit, requirement: x.requirement, range: x.text }, b: { unit: y.unit, requirement: y.requirement, range: y.text } });
     }
   }
-  if (conflicts.length > 0) return { range: null, conflicts };
-  let acc: VersionRange | null = wanted[0]!.range;
-  for (const w of wanted.slice(1)) acc = acc && intersect(acc, w.range);
-  return { range: acc ? printRange(acc) : null, conflicts };
+  return { range: null, conflicts };
+}
+
+/** `a`'s upper end is below `b`'s (no upper end: above all). */
+function endsBefore(a: VersionRange, b: VersionRange): boolean {
+  if (a.max === null) return false;
+  if (b.max === null) return true;
+  const c = compareVersions(a.max, b.max);
+  return c < 0 || (c === 0 && !a.maxInclusive && b.maxInclusive);
+}
+
+/** `a`'s lower end is above `b`'s. */
+function startsAfter(a: VersionRange, b: VersionRange): boolean {
+  const c = compareVersions(a.min, b.min);
+  return c > 0 || (c === 0 && !a.minInclusive && b.minInclusive);
 }
 
 /** A label name that reads as a platform release (`5.2`, `5.2.1`) the range leaves out; null otherwise. */

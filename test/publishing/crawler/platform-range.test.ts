@@ -179,6 +179,32 @@ test('requirements that cannot both hold: no range, and each pair named', () => 
   ]);
 });
 
+test('any set of requirements: a range exactly when they have a common version; otherwise disjoint pairs named', () => {
+  fc.assert(
+    fc.property(fc.array(range, { minLength: 1, maxLength: 8 }), fc.array(version, { maxLength: 20 }), (ranges, probes) => {
+      const units = ranges.map((r, i) => unit(`com.vendor.u${i}`, [['osgi.bundle', 'org.knime.core', printRange(r)]]));
+      const out = platformRange(units);
+      const all = ranges.reduce<VersionRange | null>((acc, r) => acc && intersect(acc, r), ranges[0]!);
+      assert.equal(out.range === null, all === null);
+      if (out.range !== null) {
+        for (const v of probes) assert.equal(contains(parseRange(out.range)!, v), ranges.every((r) => contains(r, v)));
+        assert.deepEqual(out.conflicts, []);
+      } else {
+        assert.ok(out.conflicts.length > 0);
+        for (const c of out.conflicts) assert.equal(intersect(parseRange(c.a.range)!, parseRange(c.b.range)!), null, JSON.stringify(c));
+      }
+    }),
+    { numRuns: 3000 },
+  );
+});
+
+test('a hostile number of conflicting requirements is handled in one pass, and at most 20 pairs are named', () => {
+  const units = Array.from({ length: 50_000 }, (_, i) => unit(`com.vendor.u${i}`, [['osgi.bundle', 'org.knime.core', `[${i}.0.0,${i}.1.0)`]]));
+  const out = platformRange(units);
+  assert.equal(out.range, null);
+  assert.equal(out.conflicts.length, 20);
+});
+
 test('a label name that reads as a release the range leaves out', () => {
   assert.equal(contradictsLabel('5.2', '[5.3.0,6.0.0)'), true);
   assert.equal(contradictsLabel('5.3', '[5.3.0,6.0.0)'), false);
