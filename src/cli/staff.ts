@@ -5,6 +5,7 @@ import { localStorage } from '../infra/storage-local.js';
 import { UsageError } from '../infra/errors.js';
 import { crawlsRepository } from '../publishing/crawler/repository.js';
 import { type CrawlerService, crawlerService, type LabelCrawl } from '../publishing/crawler/service.js';
+import { platformReleases } from '../publishing/crawler/platform-range.js';
 import { openPublishingDatabase } from '../publishing/db.js';
 import { productFilesReader } from '../publishing/files/reader.js';
 import { filesRepository } from '../publishing/files/repository.js';
@@ -112,6 +113,7 @@ function crawlLines(crawls: LabelCrawl[]): string[] {
           ].join(', ')}`,
         ]
       : []),
+    ...(c.platformRange ? [`    works with platform ${platformReleases(c.platformRange)} (${c.platformRange})`] : []),
     ...c.problems.map((p) => `    ${p.severity.padEnd(7)} ${p.code.padEnd(20)} ${p.where}${p.line ? `:${p.line}` : ''}  ${p.message}`),
   ]);
 }

@@ -192,10 +192,14 @@ export function crawlerService({
     }));
   }
 
-  /** Every crawled label of a product with its platform range (GET /api/products/<id>). */
+  /**
+   * Every crawled label of a product that still has its update-site folder, with its platform
+   * range (GET /api/products/<id>); a label being crawled again keeps its last range meanwhile.
+   */
   async function platformLabels(productId: string): Promise<LabelPlatform[]> {
+    const present = new Set(await crawlableLabels(productId));
     return (await crawls.forProduct(productId))
-      .filter((c) => c.status === 'finished' || c.platform_range)
+      .filter((c) => c.finished_at !== null && present.has(c.label))
       .map((c) => ({ label: c.label, url: c.url, platformRange: c.platform_range ?? null, platformReleases: platformReleases(c.platform_range ?? null) }));
   }
 

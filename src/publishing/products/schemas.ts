@@ -56,7 +56,7 @@ export const ProductLabelSchema = Type.Object({
 
 /** GET /api/products/:id */
 export const ProductResponse = Type.Object(
-  { ...productProperties, labels: Type.Array(ProductLabelSchema, { description: 'every crawled label, with its platform range' }) },
+  { ...productProperties, labels: Type.Array(ProductLabelSchema, { description: 'every crawled label that has an update-site folder, with its platform range' }) },
   { description: 'The product and its page fields' },
 );
 

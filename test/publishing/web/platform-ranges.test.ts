@@ -117,6 +117,11 @@ for (const target of dialects()) {
       assert.equal(named.length, 1, JSON.stringify(of('6.0').problems));
       assert.match(named[0]!.message, /"6\.0" reads as platform release 6\.0, but its units require \[5\.3\.0,5\.4\.0\) \(5\.3\)/);
       for (const l of ['5.2', '5.3']) assert.deepEqual(of(l).problems.filter((p) => p.code.startsWith('platform_range')), [], l);
+
+      // Staff see it too.
+      const show = await pier('staff', 'show', 'widgets');
+      assert.equal(show.code, 0, show.stderr);
+      assert.match(show.stdout, /crawl of 5\.2: finished [^\n]*\n[^\n]*\n    works with platform 5\.1 – 5\.4 \(\[5\.1\.0,5\.5\.0\)\)\n/);
     });
 
     test('the product page shows each range beside its URL and recommends the label that works with the platform release', async () => {
