@@ -121,7 +121,7 @@ for (const target of dialects()) {
       // Staff see it too.
       const show = await pier('staff', 'show', 'widgets');
       assert.equal(show.code, 0, show.stderr);
-      assert.match(show.stdout, /crawl of 5\.2: finished [^\n]*\n[^\n]*\n    works with platform 5\.1 – 5\.4 \(\[5\.1\.0,5\.5\.0\)\)\n/);
+      assert.match(show.stdout, /crawl of 5\.2: finished [^\n]*\n[^\n]*\n {4}works with platform 5\.1 – 5\.4 \(\[5\.1\.0,5\.5\.0\)\)\n/);
     });
 
     test('the product page shows each range beside its URL and recommends the label that works with the platform release', async () => {
