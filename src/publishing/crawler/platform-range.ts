@@ -28,7 +28,9 @@ export interface VersionRange {
 export const DEFAULT_CORE_PREFIXES: readonly string[] = ['org.knime.'];
 
 const NUMBER = /^(0|[1-9][0-9]{0,8})$/;
-const QUALIFIER = /^[A-Za-z0-9_-]{1,256}$/;
+// OSGi sets no length; build stamps are a few dozen characters. The cap keeps any printed range
+// within 191 characters, what the crawls table and the worker's result check (result.ts) take.
+const QUALIFIER = /^[A-Za-z0-9_-]{1,64}$/;
 
 /** `1`, `1.2`, `1.2.3`, `1.2.3.q`; null for anything else. */
 export function parseVersion(text: string): OsgiVersion | null {

@@ -165,6 +165,12 @@ test('a label\'s platform range: the intersection of what its own units require 
   ]);
   assert.deepEqual(r, { range: '[5.1.0,5.4.0)', conflicts: [] });
   assert.deepEqual(platformRange([unit('com.example.a', [['osgi.bundle', 'org.eclipse.ui', '3.0.0']])]), { range: null, conflicts: [] });
+  // A range that does not parse (here a qualifier past 64 characters) is left out, never stored.
+  const long = `${'9'.repeat(9)}.${'9'.repeat(9)}.${'9'.repeat(9)}.${'q'.repeat(64)}`;
+  assert.equal(platformRange([unit('com.example.a', [['osgi.bundle', 'org.knime.core', `[1.0.0.${'q'.repeat(65)},2.0.0)`]])]).range, null);
+  const widest = platformRange([unit('com.example.a', [['osgi.bundle', 'org.knime.core', `(${long},${long}]`.replace('(', '[')]])]).range!;
+  assert.equal(widest, `[${long},${long}]`);
+  assert.ok(widest.length <= 200 && checkCrawlResult({ url: 'http://x/', units: [], nodes: [], categories: [], nodeSets: [], problems: [], platformRange: widest }, DEFAULT_CRAWL_LIMITS));
   assert.deepEqual(platformRange([unit('org.vendor.a', [['osgi.bundle', 'com.example.core', '[1.0.0,2.0.0)']])], ['com.example.']), { range: '[1.0.0,2.0.0)', conflicts: [] });
 });
 
