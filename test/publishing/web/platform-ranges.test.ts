@@ -48,6 +48,7 @@ for (const target of dialects()) {
     let work: string;
     let env: NodeJS.ProcessEnv;
     let token: string;
+    let sftpCreds: { username: string; password: string };
     const pier = (...args: string[]) =>
       new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
         // Asynchronous: the download host the CLI crawls runs in this process.
@@ -71,6 +72,7 @@ for (const target of dialects()) {
       env = { ...process.env, PIER_DATA_DIR: stack.dataDir, PIER_DATABASE_URL: db.url, PIER_DOWNLOAD_URL: stack.downloads.url, PIER_STORAGE_DIR: stack.storageDir, PIER_LOG_LEVEL: 'silent' };
       const creds = await stack.register('widgets');
       token = creds.editToken;
+      sftpCreds = creds.sftp;
       const puts: string[] = [];
       for (const [label, reqs] of Object.entries(LABELS)) {
         buildSite(path.join(work, label), siteRequiring(label, ...reqs));
@@ -209,5 +211,27 @@ for (const target of dialects()) {
         }
       });
     }
+
+    test('a new crawl that changes a range shows on the product page and in the catalog at once (the page caches follow crawls)', async () => {
+      assert.equal((await pier('staff', 'set-release', '5.4')).code, 0);
+      // Rendered and cached with the old ranges first.
+      assert.match((await page('/product/widgets')).text, /<li class="label-row recommended"><div class="label-head"><span class="label-name">5\.2<\/span>/);
+      assert.equal((await page('/?works=5.5')).text.includes('href="/product/widgets"'), false);
+
+      fs.rmSync(path.join(work, '5.3'), { recursive: true, force: true });
+      buildSite(path.join(work, '5.3'), siteRequiring('5.3', ['org.knime.core', '[5.3.0,5.6.0)']));
+      // The new metadata over the old (the bundle jar it keeps is the same bytes).
+      const put = await openSshSftp(stack.sftp.port, sftpCreds, ['content.xml', 'artifacts.jar'].map((f) => `put ${path.join(work, '5.3', f)} /update-site/5.3/${f}`));
+      assert.equal(put.code, 0, put.stderr);
+      const crawl = await pier('staff', 'crawl', 'widgets', '--label', '5.3');
+      assert.equal(crawl.code, 0, crawl.stderr);
+
+      const p = await page('/product/widgets');
+      assert.match(
+        p.text,
+        /<li class="label-row recommended"><div class="label-head"><span class="label-name">5\.3<\/span><span class="pill">Recommended<\/span><span class="label-works" title="\[5\.3\.0,5\.6\.0\)">Works with platform 5\.3 – 5\.5<\/span>/,
+      );
+      assert.equal((await page('/?works=5.5')).text.includes('href="/product/widgets"'), true);
+    });
   });
 }
