@@ -6,6 +6,7 @@ import { UsageError } from '../infra/errors.js';
 import { releaseNodesRepository } from '../publishing/changes/repository.js';
 import { crawlsRepository } from '../publishing/crawler/repository.js';
 import { type CrawlerService, crawlerService, type LabelCrawl } from '../publishing/crawler/service.js';
+import { platformReleases } from '../publishing/crawler/platform-range.js';
 import { openPublishingDatabase } from '../publishing/db.js';
 import { productFilesReader } from '../publishing/files/reader.js';
 import { filesRepository } from '../publishing/files/repository.js';
@@ -41,6 +42,7 @@ async function withProducts<T>(
       snapshots: releaseNodesRepository(database.db),
       downloadUrl: config.publishing.downloadUrl,
       isolation: { maxMemoryMb: config.publishing.crawlMaxMemoryMb, timeoutMs: config.publishing.crawlTimeoutSeconds * 1000 },
+      platformCorePrefixes: config.publishing.platformCorePrefixes,
     });
     try {
       const trust = trustService({ repo: trustRepository(database.db), products: repo, oidc: config.publishing.oidc });
@@ -114,6 +116,7 @@ function crawlLines(crawls: LabelCrawl[]): string[] {
           ].join(', ')}`,
         ]
       : []),
+    ...(c.platformRange ? [`    works with platform ${platformReleases(c.platformRange)} (${c.platformRange})`] : []),
     ...c.problems.map((p) => `    ${p.severity.padEnd(7)} ${p.code.padEnd(20)} ${p.where}${p.line ? `:${p.line}` : ''}  ${p.message}`),
   ]);
 }

@@ -64,6 +64,8 @@ export interface Config {
     crawlMaxMemoryMb: number;
     /** Wall time one crawl of one label may take (PIER_CRAWL_TIMEOUT_SECONDS, default 600). */
     crawlTimeoutSeconds: number;
+    /** Name prefixes of the platform's core units, for labels' platform ranges (PIER_PLATFORM_CORE_PREFIXES, default `org.knime.`). */
+    platformCorePrefixes: string[];
     /** Wall time rendering one product page's Markdown may take (PIER_PAGE_RENDER_TIMEOUT_SECONDS, default 10). */
     pageRenderTimeoutSeconds: number;
     /**
@@ -283,6 +285,18 @@ function trustProxy(env: Env, name: string): TrustProxy {
   return entries;
 }
 
+/** Comma-separated unit name prefixes (`org.knime.`): each a dotted name start, nothing else. */
+function corePrefixes(env: Env, name: string): string[] {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '') return ['org.knime.'];
+  const entries = raw.split(',').map((x) => x.trim()).filter(Boolean);
+  if (entries.length === 0 || entries.length > 32) throw new ConfigError(name, 'expected 1 to 32 comma-separated unit name prefixes, such as org.knime.');
+  for (const e of entries) {
+    if (!/^[A-Za-z0-9_][A-Za-z0-9_.-]{0,199}$/.test(e)) throw new ConfigError(name, `"${e}" is not a unit name prefix (letters, digits, ".", "_", "-"), such as org.knime.`);
+  }
+  return entries;
+}
+
 /** PIER_METRICS_PORT / PIER_METRICS_HOST; `taken` are the parts' own ports, which it cannot share. */
 function metricsSettings(env: Env, taken: number[]): Config['metrics'] {
   const raw = env.PIER_METRICS_PORT;
@@ -358,6 +372,7 @@ export function loadConfig(env: Env = process.env): Config {
       releasesKept: releasesKept(env),
       crawlMaxMemoryMb: mebibytes(env, 'PIER_CRAWL_MAX_MEMORY_MB', 512, 32, 16_384),
       crawlTimeoutSeconds: seconds(env, 'PIER_CRAWL_TIMEOUT_SECONDS', 600, 1, 86_400),
+      platformCorePrefixes: corePrefixes(env, 'PIER_PLATFORM_CORE_PREFIXES'),
       pageRenderTimeoutSeconds: seconds(env, 'PIER_PAGE_RENDER_TIMEOUT_SECONDS', 10, 1, 600),
       pageRenderWorkers: count(env, 'PIER_PAGE_RENDER_WORKERS', os.availableParallelism() >= 2 ? 2 : 1, 64),
       pageRenderBudgetSeconds: seconds(env, 'PIER_PAGE_RENDER_BUDGET_SECONDS', 30, 1, 86_400),

@@ -4,6 +4,7 @@ import { type ChangesTables, releaseNodesMigration } from './changes/tables.js';
 import { MAX_LABEL_LENGTH } from './files/tree.js';
 import { labelReleasesMigration, type ReleasesTables } from './releases/tables.js';
 import { type TrustTables, trustedPublishingMigration } from './trust/tables.js';
+import { platformRangesMigration } from './crawler/platform-tables.js';
 
 export interface ProductsTable {
   id: string;
@@ -86,6 +87,8 @@ export interface CrawlsTable {
   problems: string;
   /** JSON InstallableUnit[]. */
   units: string;
+  /** The label's platform range, OSGi notation (migration 0012); null: none found, or not crawled since. */
+  platform_range?: string | null;
 }
 
 /**
@@ -526,6 +529,7 @@ const migrations: Record<string, Migration> = {
   },
   '0010_label_releases': labelReleasesMigration,
   '0011_trusted_publishing': trustedPublishingMigration,
+  '0012_platform_ranges': platformRangesMigration,
   '0013_release_nodes': releaseNodesMigration,
 };
 

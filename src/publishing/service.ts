@@ -105,6 +105,7 @@ export async function createPublishingService(config: Config, options: Publishin
     // The app (and its logger) is built below; crawls run only after start-up.
     log: { error: (o, msg) => app.log.error(o, msg) },
     isolation: { maxMemoryMb: config.publishing.crawlMaxMemoryMb, timeoutMs: config.publishing.crawlTimeoutSeconds * 1000 },
+    platformCorePrefixes: config.publishing.platformCorePrefixes,
   });
   const renderer = isolatedRenderer({
     timeoutMs: config.publishing.pageRenderTimeoutSeconds * 1000,

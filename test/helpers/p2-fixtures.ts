@@ -43,6 +43,8 @@ export interface BundleSpec {
   osFilter?: string;
   /** Makes the bundle a fragment of this host (Fragment-Host, the `osgi.fragment` capability). */
   fragmentHost?: string;
+  /** `<requires>` of the bundle's unit (Require-Bundle as the P2 publisher writes it). */
+  requires?: { namespace: string; name: string; range: string; optional?: boolean }[];
   /** Verbatim plugin.xml (broken variants). */
   rawPluginXml?: string;
   /** Extra jar entries (hostile variants). */
@@ -192,6 +194,7 @@ export function buildSite(dir: string, spec: SiteSpec): BuiltSite {
     units.push(`  <unit id='${b.id}' version='${b.version}'>
     ${props({ 'org.eclipse.equinox.p2.name': b.id, ...(b.id.endsWith('.source') ? { 'org.eclipse.equinox.p2.type.source': 'true' } : {}) })}
     <provides size='${b.fragmentHost ? 4 : 3}'><provided namespace='org.eclipse.equinox.p2.iu' name='${b.id}' version='${b.version}'/><provided namespace='osgi.bundle' name='${b.id}' version='${b.version}'/><provided namespace='org.eclipse.equinox.p2.eclipse.type' name='bundle' version='1.0.0'/>${b.fragmentHost ? `<provided namespace='osgi.fragment' name='${b.fragmentHost}' version='${b.version}'/>` : ''}</provides>
+    ${b.requires ? `<requires size='${b.requires.length}'>${b.requires.map((r) => `<required namespace='${x(r.namespace)}' name='${x(r.name)}' range='${x(r.range)}'${r.optional ? " optional='true'" : ''}/>`).join('')}</requires>` : ''}
     ${b.osFilter ? `<filter>${x(b.osFilter)}</filter>` : ''}
     <artifacts size='1'><artifact classifier='osgi.bundle' id='${b.id}' version='${b.version}'/></artifacts>
     <touchpoint id='org.eclipse.equinox.p2.osgi' version='1.0.0'/>

@@ -257,7 +257,8 @@ for (const target of dialects()) {
       assert.ok((warnings as { field: string; message: string }[]).some((w) => w.field === 'text'), JSON.stringify(warnings));
       assert.deepEqual(Object.keys(view.fields).sort(), Object.keys(all).sort());
       const read = await call('GET', `/api/products/${PRODUCT}`);
-      assert.deepEqual(read.json, { ...view, warnings: [] });
+      // GET also lists the crawled labels with their platform ranges (none crawled here).
+      assert.deepEqual(read.json, { ...view, warnings: [], labels: [] });
       // A raster icon replaces the SVG one: iconBase64 is answered too.
       const png = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
       const raster = await call('PATCH', `/api/products/${PRODUCT}`, { iconBase64: png });

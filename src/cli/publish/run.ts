@@ -90,6 +90,7 @@ function printCrawl(out: Output, crawl: LabelCrawl | null): void {
   if (!crawl) return;
   const s = crawl.summary;
   if (s) out.line(`crawl: ${plural(s.units, 'unit')}, ${plural(s.features, 'feature')}, ${plural(s.bundles, 'bundle')}, ${plural(s.nodes, 'node')}, ${plural(crawl.problems.length, 'problem')}`);
+  if (crawl.platformRange) out.line(`platform range: ${crawl.platformRange}`);
   for (const p of crawl.problems) out.line(`  ${p.severity} ${p.code}: ${p.message}${p.where ? ` (${p.where}${p.line ? `:${p.line}` : ''})` : ''}`);
 }
 

@@ -12,6 +12,8 @@ export interface CrawlJob {
   url: string;
   scope: string;
   limits: CrawlLimits;
+  /** PIER_PLATFORM_CORE_PREFIXES. */
+  corePrefixes: readonly string[];
 }
 
 export type CrawlReply = { ok: true; result: unknown } | { ok: false; message: string };
@@ -20,7 +22,7 @@ const port = parentPort;
 if (port) {
   port.on('message', (job: CrawlJob) => {
     // Descriptions and icons are sanitized here, once per crawl, never on the serving loop.
-    crawlRepository(job.url, job.limits, job.scope).then((r) => sanitizeCrawlResult(r, job.limits)).then(
+    crawlRepository(job.url, job.limits, job.scope, job.corePrefixes).then((r) => sanitizeCrawlResult(r, job.limits)).then(
       (result) => port.postMessage({ ok: true, result } satisfies CrawlReply),
       (e: unknown) => port.postMessage({ ok: false, message: e instanceof Error ? e.message : String(e) } satisfies CrawlReply),
     );

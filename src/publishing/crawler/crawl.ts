@@ -18,6 +18,7 @@ import {
 import { type CrawlProblem, ProblemList } from './problems.js';
 import { readKnimeYml, readPythonModule } from './python-extension.js';
 import { describePlatformFilter, unionPlatforms } from './platform-filter.js';
+import { DEFAULT_CORE_PREFIXES, platformRange } from './platform-range.js';
 import { describeUnit, type InstallableUnit, mayHoldNodes } from './units.js';
 import { DEFAULT_MAX_XML_ELEMENTS, parseXml, XmlProblem } from './xml.js';
 
@@ -90,6 +91,8 @@ export interface CrawlResult {
   nodeSets: { bundle: string; factoryClass: string }[];
   problems: CrawlProblem[];
   summary: CrawlSummary;
+  /** Platform releases the label installs into, OSGi notation (platform-range.ts); null: none found. */
+  platformRange: string | null;
 }
 
 const ICON_TYPES: Record<string, string> = { '.png': 'image/png', '.gif': 'image/gif', '.svg': 'image/svg+xml', '.jpg': 'image/jpeg' };
@@ -109,7 +112,13 @@ async function pool<T>(items: T[], n: number, fn: (t: T) => Promise<void>): Prom
  * `scope` (a URL prefix ending in `/`, the product's folder on the download host) confines every
  * fetch of the crawl, composite children included; without it the crawl stays on the origin.
  */
-export async function crawlRepository(url: string, crawlLimits: CrawlLimits = DEFAULT_CRAWL_LIMITS, scope?: string): Promise<CrawlResult> {
+export async function crawlRepository(
+  url: string,
+  crawlLimits: CrawlLimits = DEFAULT_CRAWL_LIMITS,
+  scope?: string,
+  /** Name prefixes of the platform's core units (PIER_PLATFORM_CORE_PREFIXES). */
+  corePrefixes: readonly string[] = DEFAULT_CORE_PREFIXES,
+): Promise<CrawlResult> {
   const base = url.endsWith('/') ? url : `${url}/`;
   // Every fetch of this crawl stays on the label's own host and shares one request budget.
   const limits: CrawlLimits = { ...crawlLimits, origin: new URL(base).origin, budget: { left: crawlLimits.maxRequests }, ...(scope ? { scope } : {}) };
@@ -119,6 +128,15 @@ export async function crawlRepository(url: string, crawlLimits: CrawlLimits = DE
     problems.add({ severity: 'fatal', code: 'metadata_unreadable', message: 'no readable P2 metadata (content.jar, content.xml, content.xml.xz or a composite)', where: base });
   }
   const units = repo.units.map(describeUnit);
+  const platform = platformRange(repo.units, corePrefixes);
+  for (const c of platform.conflicts) {
+    problems.add({
+      severity: 'warning',
+      code: 'platform_range_conflict',
+      message: `${c.a.unit} requires ${c.a.requirement} ${c.a.range} and ${c.b.unit} requires ${c.b.requirement} ${c.b.range}: no platform release satisfies both, so the label cannot be installed as a whole`,
+      where: `${c.a.unit} / ${c.b.unit}`,
+    });
+  }
   const categories: DeclaredCategory[] = [];
   const nodeSets: { bundle: string; factoryClass: string }[] = [];
   const nodes: CrawledNode[] = [];
@@ -239,6 +257,7 @@ export async function crawlRepository(url: string, crawlLimits: CrawlLimits = DE
     categories: categories.map((c) => ({ ...c, fullPath: categoryFullPath(c) })),
     nodeSets,
     problems: list,
+    platformRange: platform.range,
   };
   return { ...result, summary: summarize(result) };
 }

@@ -7,6 +7,7 @@
 import { keptWorker } from '../../infra/kept-worker.js';
 import type { CrawlLimits, CrawlResult } from './crawl.js';
 import type { CrawlJob, CrawlReply } from './crawl-worker.js';
+import { DEFAULT_CORE_PREFIXES } from './platform-range.js';
 import { checkCrawlResult } from './result.js';
 
 export interface IsolationLimits {
@@ -37,7 +38,11 @@ export interface IsolatedCrawler {
 /** Nice value of the crawl thread: crawls yield the CPU to serving. */
 const CRAWL_NICE = 10;
 
-export function isolatedCrawler(limits: CrawlLimits, isolation: IsolationLimits = DEFAULT_ISOLATION): IsolatedCrawler {
+export function isolatedCrawler(
+  limits: CrawlLimits,
+  isolation: IsolationLimits = DEFAULT_ISOLATION,
+  corePrefixes: readonly string[] = DEFAULT_CORE_PREFIXES,
+): IsolatedCrawler {
   const worker = keptWorker<CrawlJob>({
     entry: new URL('./crawl-worker.ts', import.meta.url),
     maxMemoryMb: isolation.maxMemoryMb,
@@ -57,7 +62,7 @@ export function isolatedCrawler(limits: CrawlLimits, isolation: IsolationLimits 
   return {
     // One crawl at a time per worker: a limit ends the worker and only that crawl with it.
     crawl: (url, scope) =>
-      worker.run({ url, scope, limits }, (reply) => {
+      worker.run({ url, scope, limits, corePrefixes }, (reply) => {
         const r = reply as CrawlReply;
         if (!r.ok) throw new Error(r.message);
         return checkCrawlResult(r.result, limits);

@@ -7,6 +7,7 @@
 import xz from 'xz-decompress';
 import { type FetchLimits, FetchProblem, fetchBytes, withinScope } from './fetcher.js';
 import { JarProblem, openJar } from './jar.js';
+import type { UnitRequirement } from './platform-range.js';
 import type { ProblemList } from './problems.js';
 import { child, childElements, parseXml, type XmlElement, XmlProblem } from './xml.js';
 
@@ -15,6 +16,8 @@ export interface RawUnit {
   version: string;
   properties: Map<string, string>;
   provides: { namespace: string; name: string }[];
+  /** `<requires>`: what the unit needs installed with it (the label's platform range comes from these). */
+  requires: UnitRequirement[];
   filter: string | null;
   license: string | null;
   copyright: string | null;
@@ -162,6 +165,7 @@ function readUnits(root: XmlElement): RawUnit[] {
     version: u.attrs.version ?? '0.0.0',
     properties: props(u),
     provides: childElements(child(u, 'provides'), 'provided').map((p) => ({ namespace: p.attrs.namespace ?? '', name: p.attrs.name ?? '' })),
+    requires: readRequires(u),
     filter: elementText(child(u, 'filter')),
     license: elementText(child(child(u, 'licenses'), 'license')),
     copyright: elementText(child(u, 'copyright')),
@@ -171,6 +175,33 @@ function readUnits(root: XmlElement): RawUnit[] {
       version: a.attrs.version ?? '',
     })),
   }));
+}
+
+/**
+ * A unit's `<requires>`: `<required namespace name range>` (optional and greedy attributes, an
+ * optional `<filter>` child), as P2 publishers write for bundles and features. The newer
+ * `<requiredProperties namespace match>` form is kept with its match as the name and no range:
+ * real metadata uses it only for the execution environment (`osgi.ee`), never for a platform unit.
+ */
+function readRequires(u: XmlElement): UnitRequirement[] {
+  const requires = child(u, 'requires');
+  const plain = childElements(requires, 'required').map((r) => ({
+    namespace: r.attrs.namespace ?? '',
+    name: r.attrs.name ?? '',
+    range: r.attrs.range ?? '0.0.0',
+    optional: r.attrs.optional === 'true',
+    greedy: r.attrs.greedy !== 'false',
+    filter: elementText(child(r, 'filter')) || null,
+  }));
+  const properties = childElements(requires, 'requiredProperties').map((r) => ({
+    namespace: r.attrs.namespace ?? '',
+    name: r.attrs.match ?? '',
+    range: '',
+    optional: r.attrs.optional === 'true',
+    greedy: r.attrs.greedy !== 'false',
+    filter: elementText(child(r, 'filter')) || null,
+  }));
+  return [...plain, ...properties];
 }
 
 /** `(& (classifier=osgi.bundle) (format=packed))` → pairs; enough for the rules build tools write. */

@@ -19,7 +19,9 @@ export interface CrawlProblem {
     | 'node_duplicate'
     | 'label_removed'
     | 'description_truncated'
-    | 'icon_refused';
+    | 'icon_refused'
+    | 'platform_range_conflict'
+    | 'platform_range_label';
   message: string;
   /** URL or `bundle!entry` the problem is about. */
   where: string;

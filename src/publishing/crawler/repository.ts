@@ -32,7 +32,8 @@ export function crawlsRepository(db: Kysely<PublishingDB>, dialect: DialectName)
 
     /**
      * Stores a finished crawl and replaces the label's nodes (null keeps the previous ones), in
-     * one transaction: readers see the old or the new index, never a mix.
+     * one transaction: readers see the old or the new index, never a mix. The platform range goes
+     * with the nodes: a crawl that keeps the old nodes keeps the old range too.
      */
     async finish(row: CrawlRow, nodes: CrawlNodeRow[] | null): Promise<void> {
       await db.transaction().execute(async (trx) => {
@@ -53,10 +54,24 @@ export function crawlsRepository(db: Kysely<PublishingDB>, dialect: DialectName)
               summary: row.summary,
               problems: row.problems,
               units: row.units,
+              ...(nodes ? { platform_range: row.platform_range ?? null } : {}),
             }),
           )
           .execute();
       });
+    },
+
+    /** Each finished, crawled label's platform range among `productIds` (the catalog's "works with" filter). */
+    async platformRanges(productIds: readonly string[]): Promise<{ product_id: string; label: string; platform_range: string }[]> {
+      if (productIds.length === 0) return [];
+      const rows = await db
+        .selectFrom('crawls')
+        .select(['product_id', 'label', 'platform_range'])
+        .where('product_id', 'in', productIds)
+        .where('status', '=', 'finished')
+        .where('platform_range', 'is not', null)
+        .execute();
+      return rows.flatMap((r) => (r.platform_range ? [{ product_id: r.product_id, label: r.label, platform_range: r.platform_range }] : []));
     },
 
     /**

@@ -5,6 +5,7 @@
  */
 import type { CrawlLimits, CrawlResult } from './crawl.js';
 import { summarize } from './crawl.js';
+import { parseRange } from './platform-range.js';
 
 /** Most of each a label may index; far above any real site, low enough to store in one go. */
 export const RESULT_CAPS = { units: 100_000, nodes: 20_000, categories: 20_000, nodeSets: 20_000, problems: 500, stringChars: 1024 * 1024 };
@@ -67,6 +68,10 @@ export function checkCrawlResult(value: unknown, limits: CrawlLimits): CrawlResu
   for (const p of list(value, 'problems', RESULT_CAPS.problems)) {
     strings(p, 'problem', ['code', 'message', 'where']);
     if (!['fatal', 'error', 'warning'].includes(p.severity as string)) throw new InvalidCrawlResult('problem.severity is not fatal, error or warning');
+  }
+  // An OSGi range is short; anything else in its place is refused rather than stored and shown.
+  if (value.platformRange !== null && (typeof value.platformRange !== 'string' || value.platformRange.length > 200 || parseRange(value.platformRange) === null)) {
+    throw new InvalidCrawlResult('platformRange is not null or an OSGi version range');
   }
   const r = value as unknown as CrawlResult;
   return { ...r, summary: summarize(r) };

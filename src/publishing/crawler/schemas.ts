@@ -47,6 +47,10 @@ export const LabelCrawlSchema = Type.Object(
     stale: Type.Boolean({ description: 'the label\'s files changed after this crawl started: a new crawl is due' }),
     summary: Type.Unsafe<Static<typeof CrawlSummarySchema> | null>({ ...CrawlSummarySchema, type: ['object', 'null'] }),
     problems: Type.Array(CrawlProblemSchema),
+    platformRange: Type.Unsafe<string | null>({
+      type: ['string', 'null'],
+      description: 'platform releases the label installs into, OSGi range notation (e.g. `[4.3.0,6.0.0)`); null when no unit requires a core unit of the platform',
+    }),
   },
   { description: 'The latest crawl of one label' },
 );

@@ -18,6 +18,7 @@ import { CrawlAborted, DEFAULT_ISOLATION, type IsolationLimits, isolatedCrawler 
 import { type CrawlOutcome, crawlMetrics } from './metrics.js';
 import type { CrawlProblem } from './problems.js';
 import { NODE_SANITIZER_VERSION } from './sanitize-node.js';
+import { contradictsLabel, DEFAULT_CORE_PREFIXES, platformReleases } from './platform-range.js';
 import type { CrawlNodeRow, CrawlRow, CrawlsRepository } from './repository.js';
 
 /** A running crawl not finished after this long is taken as abandoned (its process died). */
@@ -33,6 +34,17 @@ export interface LabelCrawl {
   stale: boolean;
   summary: CrawlSummary | null;
   problems: CrawlProblem[];
+  /** The label's platform range (OSGi notation), null when none was found or before a crawl computed one. */
+  platformRange: string | null;
+}
+
+/** A crawled label as the product's JSON lists it (issue 20). */
+export interface LabelPlatform {
+  label: string;
+  url: string;
+  platformRange: string | null;
+  /** `platformRange` as releases, for people ("5.1 – 5.3"). */
+  platformReleases: string | null;
 }
 
 export interface CrawlerServiceDeps {
@@ -51,6 +63,8 @@ export interface CrawlerServiceDeps {
   limits?: CrawlLimits;
   /** Memory and wall-time limits of the worker thread crawls run in. */
   isolation?: IsolationLimits;
+  /** Name prefixes of the platform's core units (PIER_PLATFORM_CORE_PREFIXES). */
+  platformCorePrefixes?: readonly string[];
   /** Where failures of ours (not of the site) are logged for operators. */
   log?: { error(o: object, msg: string): void };
   now?: () => Date;
@@ -84,6 +98,7 @@ function emptyCrawl(url: string, problem: CrawlProblem): CrawlResult {
     categories: [],
     nodeSets: [],
     problems: [problem],
+    platformRange: null,
     summary: { units: 0, features: 0, bundles: 0, categories: 0, nodes: 0, nodeSets: 0, problems: 1, fatal: problem.severity === 'fatal' },
   };
 }
@@ -101,6 +116,24 @@ function failedCrawl(url: string, e: unknown): CrawlResult {
  */
 function removedLabel(url: string, label: string): CrawlResult {
   return emptyCrawl(url, { severity: 'warning', code: 'label_removed', message: `update-site/${label}/ holds no files: its nodes were removed from the node catalog`, where: url });
+}
+
+/**
+ * A label named as a platform release (`5.2`, `5.2.1`) whose metadata does not install into that
+ * release: worth a warning, the name tells users otherwise.
+ */
+function labelNameChecked(r: CrawlResult, label: string): CrawlResult {
+  if (!contradictsLabel(label, r.platformRange)) return r;
+  const problems: CrawlProblem[] = [
+    ...r.problems,
+    {
+      severity: 'warning',
+      code: 'platform_range_label',
+      message: `the label "${label}" reads as platform release ${label}, but its units require ${r.platformRange} (${platformReleases(r.platformRange)}), which leaves ${label} out`,
+      where: r.url,
+    },
+  ];
+  return { ...r, problems, summary: { ...r.summary, problems: problems.length } };
 }
 
 function nodeRows(productId: string, productName: string, label: string, r: CrawlResult): CrawlNodeRow[] {
@@ -132,11 +165,12 @@ export function crawlerService({
   snapshots,
   limits = DEFAULT_CRAWL_LIMITS,
   isolation = DEFAULT_ISOLATION,
+  platformCorePrefixes = DEFAULT_CORE_PREFIXES,
   log,
   now = () => new Date(),
 }: CrawlerServiceDeps) {
   // Crawls run in a worker thread: vendor input never blocks or exhausts the serving process.
-  const isolated = isolatedCrawler(limits, isolation);
+  const isolated = isolatedCrawler(limits, isolation, platformCorePrefixes);
   const metrics = crawlMetrics();
   /** Set by `close`: a crawl that fails from then on was cut short, not wrong (see `crawlLabel`). */
   let closing = false;
@@ -159,7 +193,19 @@ export function crawlerService({
       stale: Number(c.files_seq) < (changed.get(c.label) ?? 0),
       summary: c.status === 'finished' ? (JSON.parse(c.summary) as CrawlSummary) : null,
       problems: JSON.parse(c.problems) as CrawlProblem[],
+      platformRange: c.platform_range ?? null,
     }));
+  }
+
+  /**
+   * Every crawled label of a product that still has its update-site folder, with its platform
+   * range (GET /api/products/<id>); a label being crawled again keeps its last range meanwhile.
+   */
+  async function platformLabels(productId: string): Promise<LabelPlatform[]> {
+    const present = new Set(await crawlableLabels(productId));
+    return (await crawls.forProduct(productId))
+      .filter((c) => c.finished_at !== null && present.has(c.label))
+      .map((c) => ({ label: c.label, url: c.url, platformRange: c.platform_range ?? null, platformReleases: platformReleases(c.platform_range ?? null) }));
   }
 
   /** Labels that have an update-site folder (an archive alone is not a repository users can add). */
@@ -246,6 +292,7 @@ export function crawlerService({
     if (!present) await releases?.withdraw(productId, l);
     // A copy that did not become current keeps the current release's nodes in the catalog.
     const keepsNodes = result.summary.fatal || (candidate !== null && !released);
+    result = labelNameChecked(result, l);
     const record = (r: CrawlResult) => ({
       product_id: productId,
       label: l,
@@ -257,6 +304,7 @@ export function crawlerService({
       summary: JSON.stringify(r.summary),
       problems: JSON.stringify(r.problems),
       units: JSON.stringify(r.units),
+      platform_range: r.platformRange,
     });
     try {
       // A fatal crawl (no readable metadata: a broken upload, or the download host down) keeps
@@ -277,6 +325,7 @@ export function crawlerService({
 
   return {
     report,
+    platformLabels,
     crawlableLabels,
     archiveOnlyLabels,
     /** Ends the crawl worker (after the crawl in progress). */

@@ -66,7 +66,7 @@ export function registerProductRoutes(app: HttpApp, { products, limiter, crawler
       onRequest: authenticate,
     },
     async (req) => {
-    return { ...products.view(req.product!), warnings: [] };
+    return { ...products.view(req.product!), warnings: [], labels: await crawler.platformLabels(req.product!.id) };
     },
   );
 

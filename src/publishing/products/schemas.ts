@@ -43,8 +43,22 @@ const productProperties = {
   warnings: Type.Array(FieldProblemSchema, { description: 'accepted, but worth a look (e.g. a placeholder left in the text)' }),
 };
 
+/** A crawled label and the platform releases it installs into (issue 20). */
+export const ProductLabelSchema = Type.Object({
+  label: Type.String(),
+  url: Type.String({ description: 'the label\'s update site on the download host' }),
+  platformRange: Type.Unsafe<string | null>({
+    type: ['string', 'null'],
+    description: 'OSGi version range of the platform releases the label installs into (e.g. `[4.3.0,6.0.0)`), from the version ranges its units require of the platform\'s core units; null when none does',
+  }),
+  platformReleases: Type.Unsafe<string | null>({ type: ['string', 'null'], description: 'the same as people read it, e.g. `5.1 – 5.3`, `5.2 and later`' }),
+});
+
 /** GET /api/products/:id */
-export const ProductResponse = Type.Object(productProperties, { description: 'The product and its page fields' });
+export const ProductResponse = Type.Object(
+  { ...productProperties, labels: Type.Array(ProductLabelSchema, { description: 'every crawled label that has an update-site folder, with its platform range' }) },
+  { description: 'The product and its page fields' },
+);
 
 /** PATCH /api/products/:id */
 export const PatchResponse = Type.Object(

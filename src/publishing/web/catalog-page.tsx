@@ -1,20 +1,41 @@
 import { Icon, Layout } from './layout.js';
 import type { CatalogPageModel, SiteInfo } from './model.js';
 
-function pageHref(query: string, page: number): string {
+function pageHref(query: string, page: number, works = ''): string {
   const params = new URLSearchParams();
   if (query) params.set('q', query);
+  if (works) params.set('works', works);
   if (page > 1) params.set('page', String(page));
   const s = params.toString();
   return s ? `/?${s}` : '/';
 }
 
+/**
+ * "Works with <release>" (issue 20): a plain GET form, so it needs no script; it carries the
+ * search words along and starts again at page 1.
+ */
+function WorksFilter(props: { query: string; works: string }) {
+  return (
+    <form class="works-filter" action="/" method="get">
+      {props.query ? <input type="hidden" name="q" value={props.query} /> : null}
+      <label for="works">Works with platform release</label>
+      <input id="works" name="works" value={props.works} placeholder="e.g. 5.3" inputMode="decimal" pattern="[0-9]{1,4}\.[0-9]{1,4}(\.[0-9]{1,4})?" maxLength={14} size={8} />
+      <button type="submit" class="button secondary">Filter</button>
+      {props.works ? <a href={pageHref(props.query, 1)}>Any release</a> : null}
+    </form>
+  );
+}
+
 export function CatalogPage(props: { site: SiteInfo; m: CatalogPageModel }) {
   const { site, m } = props;
-  const searching = m.query !== '';
-  const heading = searching
-    ? `${m.total} ${m.total === 1 ? 'extension matches' : 'extensions match'} “${m.query}”`
-    : 'Extensions';
+  const works = m.works ?? '';
+  const searching = m.query !== '' || works !== '';
+  const worksText = works ? ` working with platform ${works}` : '';
+  const heading = m.query !== ''
+    ? `${m.total} ${m.total === 1 ? 'extension matches' : 'extensions match'} “${m.query}”${worksText}`
+    : works
+      ? `${m.total} ${m.total === 1 ? 'extension works' : 'extensions work'} with platform ${works}`
+      : 'Extensions';
   return (
     <Layout
       site={site}
@@ -22,7 +43,7 @@ export function CatalogPage(props: { site: SiteInfo; m: CatalogPageModel }) {
       head={{
         title: searching ? `Search: ${m.query} · ${site.name}` : `${site.name}: extensions`,
         description: `Extensions for the analytics platform, installable from their update sites.`,
-        canonical: `${site.baseUrl}${pageHref(m.query, m.page)}`,
+        canonical: `${site.baseUrl}${pageHref(m.query, m.page, works)}`,
         // Search result pages are not worth indexing; the catalog itself is.
         noindex: searching,
       }}
@@ -37,6 +58,7 @@ export function CatalogPage(props: { site: SiteInfo; m: CatalogPageModel }) {
           ) : (
             <p>Browse extensions and install them from their update sites.</p>
           )}
+          <WorksFilter query={m.query} works={works} />
         </div>
         {m.cards.length ? (
           <ul class="cards">
@@ -58,7 +80,7 @@ export function CatalogPage(props: { site: SiteInfo; m: CatalogPageModel }) {
         {m.pages > 1 ? (
           <nav class="pagination" aria-label="Pages">
             {m.page > 1 ? (
-              <a class="page-step" href={pageHref(m.query, m.page - 1)} rel="prev">
+              <a class="page-step" href={pageHref(m.query, m.page - 1, works)} rel="prev">
                 ← Previous
               </a>
             ) : null}
@@ -66,7 +88,7 @@ export function CatalogPage(props: { site: SiteInfo; m: CatalogPageModel }) {
               Page {m.page} of {m.pages}
             </span>
             {m.page < m.pages ? (
-              <a class="page-step" href={pageHref(m.query, m.page + 1)} rel="next">
+              <a class="page-step" href={pageHref(m.query, m.page + 1, works)} rel="next">
                 Next →
               </a>
             ) : null}

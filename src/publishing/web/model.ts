@@ -25,6 +25,12 @@ export interface InstallLabel {
   archiveUrl: string | null;
   archiveBytes: number;
   lastUploadAt: string | null;
+  /** Platform releases the label installs into, from its latest crawl (OSGi range); null: unknown. */
+  platformRange?: string | null;
+  /** The same as people read it ("5.1 – 5.3"). */
+  platformReleases?: string | null;
+  /** Why the recommended label is recommended (null on the others). */
+  why?: string | null;
 }
 
 export interface WorkflowFile {
@@ -108,6 +114,8 @@ export interface CatalogCard {
 
 export interface CatalogPageModel {
   query: string;
+  /** The "works with" release filter (`?works=5.3`), `""` for none. */
+  works?: string;
   cards: CatalogCard[];
   total: number;
   page: number;

@@ -4,6 +4,7 @@ import { createHash } from 'node:crypto';
 import type { RenderedContent } from '../content/product-content.js';
 import type { FileEntry, LabelSummary } from '../files/reader.js';
 import type { ProductFields } from '../products/fields.js';
+import { platformReleases, rangeContains } from '../crawler/platform-range.js';
 import { normalizeHex, readableOn, textColorOn } from './colors.js';
 import type { CatalogCard, Colors, InstallLabel, NodeGroup, ProductPageModel, SiteInfo, WorkflowFile } from './model.js';
 
@@ -71,7 +72,8 @@ function compareLabelsDesc(a: string, b: string): number {
 
 /**
  * The labels to offer, best first: the one equal to the current platform release is
- * recommended, else the highest (issue 7).
+ * recommended; else the highest whose platform range (`ranges`, from the latest crawls) holds
+ * that release (issue 20); else the highest (issue 7).
  *
  * A label is offered when its folder `update-site/<label>/` has files (an update site the
  * platform adds by URL) or when it has the archive `update-site/<label>.zip` (spec area A
@@ -85,9 +87,21 @@ export function installLabels(
   productId: string,
   labels: ProductFilesView['labels'],
   release: string | null,
+  /** Each crawled label's platform range (OSGi notation). */
+  ranges: ReadonlyMap<string, string | null> = new Map(),
 ): InstallLabel[] {
   const sorted = labels.filter((l) => l.files > 0 || l.hasArchive).sort((a, b) => compareLabelsDesc(a.label, b.label));
-  const recommended = sorted.find((l) => l.label === release)?.label ?? sorted[0]?.label ?? null;
+  const named = sorted.find((l) => l.label === release)?.label;
+  const fits = release ? sorted.find((l) => rangeContains(ranges.get(l.label) ?? '', release))?.label : undefined;
+  const recommended = named ?? fits ?? sorted[0]?.label ?? null;
+  const why =
+    named !== undefined
+      ? `Built for the current platform release, ${release}.`
+      : fits !== undefined
+        ? `Works with the current platform release, ${release}.`
+        : sorted.length > 1
+          ? 'The newest label.'
+          : null;
   const base = `${site.downloadUrl}/${productId}`;
   const rows = sorted.map((l) => ({
     label: l.label,
@@ -96,6 +110,9 @@ export function installLabels(
     archiveUrl: l.hasArchive ? `${base}/${l.label}.zip` : null,
     archiveBytes: l.archiveBytes,
     lastUploadAt: l.lastUploadAt,
+    platformRange: ranges.get(l.label) ?? null,
+    platformReleases: platformReleases(ranges.get(l.label) ?? null),
+    why: l.label === recommended ? why : null,
   }));
   return [...rows.filter((r) => r.recommended), ...rows.filter((r) => !r.recommended)];
 }
@@ -107,6 +124,8 @@ export function productPageModel(
   files: ProductFilesView | null,
   /** `renderProductContent` of the fields, with PAGE_IDS reserved (made off the serving loop). */
   content: RenderedContent,
+  /** Each crawled label's platform range (OSGi notation). */
+  ranges: ReadonlyMap<string, string | null> = new Map(),
 ): ProductPageModel {
   const f = p.fields;
   const colors = productColors(p.id, f.style);
@@ -131,7 +150,7 @@ export function productPageModel(
       ? { version: content.latest.version, date: content.latest.date, color: badgeColor, text: textColorOn([badgeColor]) }
       : null,
     content,
-    labels: files ? installLabels(site, p.id, files.labels, release) : null,
+    labels: files ? installLabels(site, p.id, files.labels, release, ranges) : null,
     workflows,
     contact: f.contact ?? null,
     feedUrl: p.state === 'live' ? `/product/${p.id}/releases.atom` : null,

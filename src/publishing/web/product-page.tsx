@@ -121,6 +121,16 @@ function ArchiveSteps() {
   );
 }
 
+/** The platform releases a label installs into, from its metadata (issue 20); nothing when unknown. */
+function PlatformReleases(props: { l: InstallLabel }) {
+  const { l } = props;
+  return l.platformReleases ? (
+    <span class="label-works" title={l.platformRange ?? undefined}>
+      Works with platform {l.platformReleases}
+    </span>
+  ) : null;
+}
+
 /** A label with an update site: its URL to add in the platform, and the archive when there is one. */
 function UpdateSiteRow(props: { l: InstallLabel & { url: string } }) {
   const { l } = props;
@@ -129,7 +139,9 @@ function UpdateSiteRow(props: { l: InstallLabel & { url: string } }) {
       <div class="label-head">
         <span class="label-name">{l.label}</span>
         {l.recommended ? <span class="pill">Recommended</span> : null}
+        <PlatformReleases l={l} />
       </div>
+      {l.why ? <p class="label-why">{l.why}</p> : null}
       <div class="url-line">
         <code class="url" id={`url-${l.label}`}>
           {l.url}
@@ -160,7 +172,9 @@ function ArchiveRow(props: { l: InstallLabel & { archiveUrl: string }; steps: bo
         <span class="label-name">{l.label}</span>
         {l.recommended ? <span class="pill">Recommended</span> : null}
         <span class="pill muted">Archive only</span>
+        <PlatformReleases l={l} />
       </div>
+      {l.why ? <p class="label-why">{l.why}</p> : null}
       <p class="archive-line">
         <a class="button" href={l.archiveUrl}>
           Download {l.label}.zip

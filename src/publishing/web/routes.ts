@@ -9,6 +9,7 @@ import { STATIC_ASSETS } from './assets.js';
 import type { PageAnswers } from './page-answers.js';
 import type { PageChanges } from './page-changes.js';
 import type { PagesService, Served } from './service.js';
+import { RELEASE_PATTERN } from '../crawler/platform-range.js';
 
 /**
  * Pages run no inline script and load nothing from elsewhere except images vendors link in
@@ -33,6 +34,8 @@ const CatalogQuery = Type.Object(
   {
     q: Type.Optional(Type.String({ maxLength: 200 })),
     page: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,4}$' })),
+    // "Works with" a platform release (`5.3`, `5.3.1`): checked in the handler, which answers a page.
+    works: Type.Optional(Type.String({ maxLength: 200 })),
     // The icon URL's version tag: any value, it only busts caches.
   },
   { additionalProperties: true },
@@ -89,7 +92,12 @@ export function registerPageRoutes(app: HttpApp, pages: PagesService, options: P
 
   app.get('/', { schema: { querystring: CatalogQuery } }, async (req, reply) => {
     const seq = await changes.current();
-    const { served } = await pages.catalog((req.query.q ?? '').trim(), Number(req.query.page ?? 1));
+    const works = (req.query.works ?? '').trim();
+    if (works !== '' && !RELEASE_PATTERN.test(works)) {
+      const s = pages.badRequest(`"works" must be a platform release such as 5.3 or 5.3.1, not "${works}".`);
+      return reply.code(400).header('content-security-policy', PAGE_CSP).header('cache-control', 'no-cache').type(s.type).send(s.body);
+    }
+    const { served } = await pages.catalog((req.query.q ?? '').trim(), Number(req.query.page ?? 1), works);
     return send(req, reply, seq, served, revalidate);
   });
 

@@ -19,6 +19,8 @@ import type { NodeDescription } from '../crawler/node-description.js';
 import { type CrawlNodeRow, type CrawlsRepository, searchWords } from '../crawler/repository.js';
 import { NODE_SANITIZER_VERSION, sanitizeNode } from '../crawler/sanitize-node.js';
 import { DEFAULT_CRAWL_LIMITS } from '../crawler/crawl.js';
+import { rangeContains } from '../crawler/platform-range.js';
+import { BadRequestPage } from './bad-request-page.js';
 import type { ProductFilesReader } from '../files/reader.js';
 import type { ProductFields } from '../products/fields.js';
 import type { ProductRow, ProductsRepository } from '../products/repository.js';
@@ -132,7 +134,8 @@ export function pagesService({ repo, site, files, crawls, renderer, changes, nod
     const filesView: ProductFilesView = { labels, workflows };
     const input: ProductInput = { id: row.id, state: row.state, fields: parseFields(row) };
     const content = await renderer.render(input.fields, release, PAGE_IDS, id);
-    const model = productPageModel(site, input, release, filesView, content);
+    const ranges = new Map((await crawls.forProduct(id)).map((c) => [c.label, c.platform_range ?? null] as const));
+    const model = productPageModel(site, input, release, filesView, content, ranges);
     // Nodes of the best label that has been crawled: recommended first (issue 7's order).
     // Only labels with an update site: an archive alone is never crawled, and nodes left from
     // a folder since deleted would point users at an update site that no longer exists.
@@ -230,6 +233,8 @@ export function pagesService({ repo, site, files, crawls, renderer, changes, nod
     /** Folded name, and name + description: what search matches. */
     name: string;
     text: string;
+    /** Platform ranges of the product's crawled labels (the "works with" filter). */
+    ranges: string[];
   }
   const catalogIndex = new Map<string, IndexEntry>();
   /** The last list of live products and the change counter read before it was made. */
@@ -253,6 +258,8 @@ export function pagesService({ repo, site, files, crawls, renderer, changes, nod
       if (!nodeNames.has(n.product_id)) nodeNames.set(n.product_id, new Set());
       nodeNames.get(n.product_id)!.add(n.name);
     }
+    const ranges = new Map<string, string[]>();
+    for (const r of await crawls.platformRanges(staleIds)) ranges.set(r.product_id, [...(ranges.get(r.product_id) ?? []), r.platform_range]);
     for (const row of await repo.findLive(staleIds)) {
       const fields = parseFields(row);
       const s = stale.find((x) => x.id === row.id)!;
@@ -263,6 +270,7 @@ export function pagesService({ repo, site, files, crawls, renderer, changes, nod
         card: catalogCard({ id: row.id, state: row.state, fields }),
         name: fold(fields.name),
         text: fold(`${fields.name}\n${fields.description ?? ''}\n${[...(nodeNames.get(row.id) ?? [])].join('\n')}`),
+        ranges: ranges.get(row.id) ?? [],
       });
     }
     const live = new Set(stamps.map((s) => s.id));
@@ -429,9 +437,10 @@ export function pagesService({ repo, site, files, crawls, renderer, changes, nod
     },
 
     /** Catalog of live products, optionally searched (every word must match name or description). */
-    async catalog(query: string, page: number): Promise<{ served: Served; model: CatalogPageModel }> {
+    async catalog(query: string, page: number, works = ''): Promise<{ served: Served; model: CatalogPageModel }> {
       const words = fold(query).split(/\s+/).filter(Boolean);
-      const all = (await liveProducts()).filter((p) => words.every((w) => p.text.includes(w)));
+      // `works` (a validated release): products with a crawled label whose platform range holds it.
+      const all = (await liveProducts()).filter((p) => words.every((w) => p.text.includes(w)) && (works === '' || p.ranges.some((r) => rangeContains(r, works))));
       all.sort((a, b) => {
         // Name hits first when searching, then by name.
         if (words.length) {
@@ -444,7 +453,7 @@ export function pagesService({ repo, site, files, crawls, renderer, changes, nod
       const pages = Math.max(1, Math.ceil(all.length / CATALOG_PAGE_SIZE));
       const current = Math.min(Math.max(1, page), pages);
       const slice = all.slice((current - 1) * CATALOG_PAGE_SIZE, current * CATALOG_PAGE_SIZE);
-      const model: CatalogPageModel = { query, cards: slice.map((p) => p.card), total: all.length, page: current, pages };
+      const model: CatalogPageModel = { query, works, cards: slice.map((p) => p.card), total: all.length, page: current, pages };
       return { served: served(renderDocument(CatalogPage({ site, m: model })), HTML), model };
     },
 
@@ -514,6 +523,10 @@ export function pagesService({ repo, site, files, crawls, renderer, changes, nod
 
     notFound(what: string): Served {
       return served(renderDocument(NotFoundPage({ site, what })), HTML);
+    },
+
+    badRequest(what: string): Served {
+      return served(renderDocument(BadRequestPage({ site, what })), HTML);
     },
   };
 }
