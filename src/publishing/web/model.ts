@@ -1,5 +1,6 @@
 // What the pages show, computed once per product (presenter.ts) and rendered by the TSX views.
 import type { RenderedContent } from '../content/product-content.js';
+import type { LabelNoticeView } from '../notices/view.js';
 
 export interface SiteInfo {
   name: string;
@@ -25,6 +26,8 @@ export interface InstallLabel {
   archiveUrl: string | null;
   archiveBytes: number;
   lastUploadAt: string | null;
+  /** Set while the label is deprecated (issue 20); withdrawn labels are not offered at all. */
+  notice: LabelNoticeView | null;
 }
 
 export interface WorkflowFile {
@@ -89,6 +92,8 @@ export interface NodePageModel {
   description: import('../crawler/node-description.js').NodeDescription | null;
   /** Platforms whose users get this node; null: every platform. */
   platforms: string[] | null;
+  /** The deprecation notice of the label the page installs from (issue 20). */
+  labelNotice?: LabelNoticeView | null;
 }
 
 export interface NodeSearchModel {

@@ -4,6 +4,8 @@ import { createHash } from 'node:crypto';
 import type { RenderedContent } from '../content/product-content.js';
 import type { FileEntry, LabelSummary } from '../files/reader.js';
 import type { ProductFields } from '../products/fields.js';
+import type { LabelNotices } from '../notices/notices.js';
+import { isWithdrawn, labelNoticeView } from '../notices/view.js';
 import { normalizeHex, readableOn, textColorOn } from './colors.js';
 import type { CatalogCard, Colors, InstallLabel, NodeGroup, ProductPageModel, SiteInfo, WorkflowFile } from './model.js';
 
@@ -85,8 +87,11 @@ export function installLabels(
   productId: string,
   labels: ProductFilesView['labels'],
   release: string | null,
+  /** The product's label notices: withdrawn labels are not offered (nor recommended), deprecated ones carry their notice. */
+  notices?: LabelNotices,
 ): InstallLabel[] {
-  const sorted = labels.filter((l) => l.files > 0 || l.hasArchive).sort((a, b) => compareLabelsDesc(a.label, b.label));
+  const sorted = labels.filter((l) => (l.files > 0 || l.hasArchive) && !isWithdrawn(notices, l.label)).sort((a, b) => compareLabelsDesc(a.label, b.label));
+  const offered = new Set(sorted.map((l) => l.label));
   const recommended = sorted.find((l) => l.label === release)?.label ?? sorted[0]?.label ?? null;
   const base = `${site.downloadUrl}/${productId}`;
   const rows = sorted.map((l) => ({
@@ -96,6 +101,7 @@ export function installLabels(
     archiveUrl: l.hasArchive ? `${base}/${l.label}.zip` : null,
     archiveBytes: l.archiveBytes,
     lastUploadAt: l.lastUploadAt,
+    notice: labelNoticeView(l.label, notices?.[l.label], offered),
   }));
   return [...rows.filter((r) => r.recommended), ...rows.filter((r) => !r.recommended)];
 }
@@ -131,7 +137,7 @@ export function productPageModel(
       ? { version: content.latest.version, date: content.latest.date, color: badgeColor, text: textColorOn([badgeColor]) }
       : null,
     content,
-    labels: files ? installLabels(site, p.id, files.labels, release) : null,
+    labels: files ? installLabels(site, p.id, files.labels, release, f.labels) : null,
     workflows,
     contact: f.contact ?? null,
     feedUrl: p.state === 'live' ? `/product/${p.id}/releases.atom` : null,

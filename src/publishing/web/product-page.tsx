@@ -2,6 +2,8 @@ import type { JSX } from 'preact';
 import type { RenderedRelease } from '../content/product-content.js';
 import { Icon, Layout } from './layout.js';
 import type { InstallLabel, ProductPageModel, SiteInfo } from './model.js';
+import { LabelNotice, RecommendedNotice } from './label-notice.js';
+import { labelAnchor } from '../notices/view.js';
 
 /** Ids the page itself uses; vendor headings get other ids (content/product-content.ts). */
 export const PAGE_IDS = ['main', 'install', 'nodes', 'overview', 'changelog', 'faq', 'workflows', 'license', 'contact', 'copy-status', 'site-search'];
@@ -125,11 +127,12 @@ function ArchiveSteps() {
 function UpdateSiteRow(props: { l: InstallLabel & { url: string } }) {
   const { l } = props;
   return (
-    <li class={l.recommended ? 'label-row recommended' : 'label-row'}>
+    <li class={l.recommended ? 'label-row recommended' : 'label-row'} id={labelAnchor(l.label)}>
       <div class="label-head">
         <span class="label-name">{l.label}</span>
         {l.recommended ? <span class="pill">Recommended</span> : null}
       </div>
+      <LabelNotice notice={l.notice} />
       <div class="url-line">
         <code class="url" id={`url-${l.label}`}>
           {l.url}
@@ -155,12 +158,13 @@ function UpdateSiteRow(props: { l: InstallLabel & { url: string } }) {
 function ArchiveRow(props: { l: InstallLabel & { archiveUrl: string }; steps: boolean }) {
   const { l, steps } = props;
   return (
-    <li class={l.recommended ? 'label-row archive-only recommended' : 'label-row archive-only'}>
+    <li class={l.recommended ? 'label-row archive-only recommended' : 'label-row archive-only'} id={labelAnchor(l.label)}>
       <div class="label-head">
         <span class="label-name">{l.label}</span>
         {l.recommended ? <span class="pill">Recommended</span> : null}
         <span class="pill muted">Archive only</span>
       </div>
+      <LabelNotice notice={l.notice} />
       <p class="archive-line">
         <a class="button" href={l.archiveUrl}>
           Download {l.label}.zip
@@ -349,6 +353,7 @@ export function ProductPage(props: { site: SiteInfo; m: ProductPageModel }) {
           </p>
         </div>
       ) : null}
+      <RecommendedNotice labels={m.labels} />
       <Hero m={m} />
       <div class="page">
         <Toc entries={tocEntries(m)} />
