@@ -160,10 +160,27 @@ export function productService({ repo, publishing, trust, now = () => new Date()
     return row && ok ? { product: row, publisher: null } : null;
   }
 
+  /**
+   * Label notices' rules that need the product (notices/notices.ts), for the notices that pass
+   * the body's own rules, so they are listed with the body's problems in one answer.
+   */
+  async function labelRules(row: ProductRow, body: unknown): Promise<(fields: ProductFields) => FieldProblem[]> {
+    const sent = typeof body === 'object' && body !== null ? (body as { labels?: unknown }).labels : undefined;
+    if (sent === undefined || sent === null) return () => [];
+    const notices = validateLabelsPatch(sent, []);
+    const uploaded = new Set(uploadedLabels ? await uploadedLabels(row.id) : []);
+    return (fields) => labelNoticeProblems(fields.labels, notices, uploaded);
+  }
+
   return {
     pageUrl,
     view,
     validate,
+
+    /** The label notice problems of a body the route schema refused (listed with the schema's). */
+    async labelProblems(row: ProductRow, body: unknown): Promise<FieldProblem[]> {
+      return (await labelRules(row, body))(parseFields(row));
+    },
 
     async register(id: string, init: { name: string; icon?: string }): Promise<IssuedCredentials> {
       const problem = productIdProblem(id);
@@ -256,11 +273,7 @@ export function productService({ repo, publishing, trust, now = () => new Date()
       options: { dryRun: boolean; clientAddress: string; publisher?: Publisher | null; staff?: boolean },
     ): Promise<{ product: ProductView; warnings: FieldProblem[]; changedFields: FieldName[] }> {
       const checked = await validate(body);
-      // Label notices' rules that need the product (notices/notices.ts), for the notices that
-      // pass the body's own rules: listed with the body's problems in one answer.
-      const sentLabels = body.labels !== undefined && body.labels !== null ? validateLabelsPatch(body.labels, []) : null;
-      const uploaded = sentLabels ? new Set(uploadedLabels ? await uploadedLabels(row.id) : []) : null;
-      const labelProblems = (fields: ProductFields) => (sentLabels && uploaded ? labelNoticeProblems(fields.labels, sentLabels, uploaded) : []);
+      const labelProblems = await labelRules(row, body);
       const contextual = labelProblems(parseFields(row));
       if (!checked.ok || contextual.length) throw invalidPatch([...(checked.ok ? [] : checked.errors), ...contextual]);
       const release = (await repo.getSetting(RELEASE_KEY)) ?? null;
