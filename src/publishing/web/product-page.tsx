@@ -127,10 +127,11 @@ function ArchiveSteps() {
 function UpdateSiteRow(props: { l: InstallLabel & { url: string } }) {
   const { l } = props;
   return (
-    <li class={l.recommended ? 'label-row recommended' : 'label-row'} id={labelAnchor(l.label)}>
+    <li class={l.recommended ? 'label-row recommended' : 'label-row'}>
       <div class="label-head">
         <span class="label-name">{l.label}</span>
         {l.recommended ? <span class="pill">Recommended</span> : null}
+        <span class="label-anchor" id={labelAnchor(l.label)} />
       </div>
       <LabelNotice notice={l.notice} />
       <div class="url-line">
@@ -158,11 +159,12 @@ function UpdateSiteRow(props: { l: InstallLabel & { url: string } }) {
 function ArchiveRow(props: { l: InstallLabel & { archiveUrl: string }; steps: boolean }) {
   const { l, steps } = props;
   return (
-    <li class={l.recommended ? 'label-row archive-only recommended' : 'label-row archive-only'} id={labelAnchor(l.label)}>
+    <li class={l.recommended ? 'label-row archive-only recommended' : 'label-row archive-only'}>
       <div class="label-head">
         <span class="label-name">{l.label}</span>
         {l.recommended ? <span class="pill">Recommended</span> : null}
         <span class="pill muted">Archive only</span>
+        <span class="label-anchor" id={labelAnchor(l.label)} />
       </div>
       <LabelNotice notice={l.notice} />
       <p class="archive-line">

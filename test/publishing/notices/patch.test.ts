@@ -177,6 +177,7 @@ for (const target of dialects()) {
       assert.ok(!html.includes(`${DOWNLOAD_URL}/${ID}/4.7`), 'the withdrawn label is not offered');
       assert.ok(html.includes(`${DOWNLOAD_URL}/${ID}/5.2`) && html.includes(`${DOWNLOAD_URL}/${ID}/5.3`));
       const entry = html.slice(html.indexOf('id="label:5.2"'));
+      assert.ok(entry.length < html.length, 'the 5.2 entry has its anchor');
       assert.match(entry.slice(0, entry.indexOf('</li>')), /class="label-notice"[^]*Deprecated[^]*Use 5\.3: it fixes the tokenizer on long texts\.[^]*<a href="#label:5\.3">5\.3<\/a>/);
       assert.ok(html.includes('id="label:5.3"'), 'the link target exists');
       assert.ok(!html.includes('The recommended label'), 'the recommended 5.3 is not deprecated');
