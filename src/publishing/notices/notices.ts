@@ -50,6 +50,8 @@ const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v ===
 /** Field names quote a hostile key shortly. */
 const keyOf = (label: string) => (label.length > 128 ? `${label.slice(0, 128)}…` : label);
 const absent = (v: unknown) => v === undefined || v === null || v === '';
+/** A label's entry, never an inherited property: "constructor" is a valid label name. */
+export const own = <T>(map: Record<string, T> | undefined, label: string): T | undefined => (map && Object.hasOwn(map, label) ? map[label] : undefined);
 
 /**
  * The body's own rules for `labels` (the route schema checked JSON types; this checks again, as
@@ -130,7 +132,7 @@ export function validateLabelsPatch(value: unknown, errors: FieldProblem[]): Lab
   // A replacement withdrawn by this same body (the stored ones are the service's check).
   for (const [label, notice] of Object.entries(out)) {
     const r = notice?.replacement;
-    if (r !== undefined && out[r]?.status === 'withdrawn') {
+    if (r !== undefined && own(out, r)?.status === 'withdrawn') {
       errors.push({ field: `labels.${label}.replacement`, message: `"${r}" is withdrawn in this same change; name a label that is still offered` });
     }
   }
@@ -164,7 +166,7 @@ export function mergeLabelNotices(current: LabelNotices | undefined, patch: Labe
       delete next[label];
       continue;
     }
-    const before = next[label];
+    const before = own(next, label);
     next[label] = { ...notice, since: before && before.status === notice.status ? before.since : at };
   }
   return Object.keys(next).length ? next : undefined;
@@ -191,24 +193,24 @@ export function labelNoticeProblems(current: LabelNotices | undefined, patch: La
     if (r === undefined) continue;
     if (!uploaded.has(r)) problems.push({ field: `labels.${label}.replacement`, message: `no label "${r}" has been uploaded` });
     // Same-body withdrawals were reported by validateLabelsPatch.
-    else if (merged[r]?.status === 'withdrawn' && patch[r]?.status !== 'withdrawn') {
+    else if (own(merged, r)?.status === 'withdrawn' && own(patch, r)?.status !== 'withdrawn') {
       problems.push({ field: `labels.${label}.replacement`, message: `"${r}" is withdrawn; name a label that is still offered` });
     }
   }
   // Withdrawing a label that a stored notice names as its replacement.
   for (const [label, notice] of Object.entries(merged)) {
     const r = notice.replacement;
-    if (r === undefined || sent.has(label) || !sent.has(r) || merged[r]?.status !== 'withdrawn') continue;
+    if (r === undefined || sent.has(label) || !sent.has(r) || own(merged, r)?.status !== 'withdrawn') continue;
     problems.push({ field: `labels.${r}.status`, message: `"${r}" is the replacement named by label "${label}"; change that notice first or in the same change` });
   }
   // Cycles: a → b → … → a. Only those passing through a label of this body are this body's fault.
   const reported = new Set<string>();
   for (const start of sent) {
     const path: string[] = [start];
-    let at = merged[start]?.replacement;
+    let at = own(merged, start)?.replacement;
     while (at !== undefined && !path.includes(at)) {
       path.push(at);
-      at = merged[at]?.replacement;
+      at = own(merged, at)?.replacement;
     }
     if (at === start && !reported.has(start)) {
       for (const l of path) reported.add(l);

@@ -1,6 +1,6 @@
 // What pages show of a label's notice (notices.ts): pure, used by the page presenter.
 import type { FeedNotice } from '../content/feeds.js';
-import type { LabelNotice, LabelNotices } from './notices.js';
+import { type LabelNotice, type LabelNotices, own } from './notices.js';
 
 /** A deprecated label's notice as pages show it (a withdrawn label is not shown at all). */
 export interface LabelNoticeView {
@@ -16,7 +16,7 @@ export interface LabelNoticeView {
 export const labelAnchor = (label: string) => `label:${label}`;
 
 export function isWithdrawn(notices: LabelNotices | undefined, label: string): boolean {
-  return notices?.[label]?.status === 'withdrawn';
+  return own(notices, label)?.status === 'withdrawn';
 }
 
 /** The view of `label`'s notice among the `offered` labels, or null when it is not deprecated. */

@@ -4,7 +4,7 @@ import { createHash } from 'node:crypto';
 import type { RenderedContent } from '../content/product-content.js';
 import type { FileEntry, LabelSummary } from '../files/reader.js';
 import type { ProductFields } from '../products/fields.js';
-import type { LabelNotices } from '../notices/notices.js';
+import { type LabelNotices, own } from '../notices/notices.js';
 import { isWithdrawn, labelNoticeView } from '../notices/view.js';
 import { normalizeHex, readableOn, textColorOn } from './colors.js';
 import type { CatalogCard, Colors, InstallLabel, NodeGroup, ProductPageModel, SiteInfo, WorkflowFile } from './model.js';
@@ -101,7 +101,7 @@ export function installLabels(
     archiveUrl: l.hasArchive ? `${base}/${l.label}.zip` : null,
     archiveBytes: l.archiveBytes,
     lastUploadAt: l.lastUploadAt,
-    notice: labelNoticeView(l.label, notices?.[l.label], offered),
+    notice: labelNoticeView(l.label, own(notices, l.label), offered),
   }));
   return [...rows.filter((r) => r.recommended), ...rows.filter((r) => !r.recommended)];
 }

@@ -108,6 +108,14 @@ describe('the install list with notices', () => {
     assert.equal(rows[2]!.notice?.replacement, null, '4.5 is not offered: no link');
   });
 
+  test('labels named like inherited properties are plain labels', () => {
+    const rows = installLabels(site, 'p', [label('constructor'), label('toString')], null, { toString: notice('deprecated', 'constructor') });
+    assert.deepEqual(rows.map((r) => [r.label, r.notice?.replacement ?? null]), [['toString', 'constructor'], ['constructor', null]]);
+    const sent = validateLabelsPatch({ constructor: { status: 'deprecated', replacement: 'toString' } }, []);
+    assert.deepEqual(labelNoticeProblems({}, sent, new Set(['constructor', 'toString'])), []);
+    assert.equal(Object.getOwnPropertyDescriptor(mergeLabelNotices({}, sent, 'T'), 'constructor')?.value.since, 'T');
+  });
+
   test('withdrawnOf reads only withdrawn notices, whatever the stored JSON holds', () => {
     assert.deepEqual([...withdrawnOf({ a: notice('withdrawn', 'b'), b: notice('deprecated'), c: { status: 'withdrawn', replacement: 7 } })], [['a', 'b'], ['c', null]]);
     fc.assert(fc.property(fc.jsonValue(), (v) => void withdrawnOf(v)));
