@@ -179,8 +179,9 @@ export function mergeLabelNotices(current: LabelNotices | undefined, patch: Labe
  * `update-site/<label>/` or the archive `update-site/<label>.zip`.
  *
  * A notice whose label is deleted later is kept (the label may come back with the same name and
- * the vendor's decision still holds) and shown nowhere while the label is gone; a withdrawn one
- * still answers 410 under the label's URL. It counts towards the limit until removed.
+ * the vendor's decision still holds): not shown on the pages while the label is gone, its feed
+ * entry stays, and a withdrawn one still answers 410 under the label's URL. It counts towards
+ * the limit until removed.
  */
 export function labelNoticeProblems(current: LabelNotices | undefined, patch: LabelsPatch, uploaded: ReadonlySet<string>): FieldProblem[] {
   const problems: FieldProblem[] = [];
