@@ -17,6 +17,8 @@ import { releasesRepository } from '../publishing/releases/repository.js';
 import { type LabelReleases, type ReleasesService, releasesService } from '../publishing/releases/service.js';
 import { type ProductService, productService } from '../publishing/products/service.js';
 import { trustRepository } from '../publishing/trust/repository.js';
+import { uploadedLabelsOf } from '../publishing/notices/notices.js';
+import { registerLabelNoticeCommand } from './label-notice.js';
 import { type BindingInput, type BindingView, type TrustService, trustService } from '../publishing/trust/service.js';
 
 /** Opens the same database as the server (from the environment), runs one action, closes. */
@@ -46,7 +48,8 @@ async function withProducts<T>(
     });
     try {
       const trust = trustService({ repo: trustRepository(database.db), products: repo, oidc: config.publishing.oidc });
-      return await action(productService({ repo, publishing: config.publishing, trust }), files, crawler, trust, releases);
+      const uploadedLabels = uploadedLabelsOf(productFilesReader(filesRepository(database.db)));
+      return await action(productService({ repo, publishing: config.publishing, trust, uploadedLabels }), files, crawler, trust, releases);
     } finally {
       await crawler.close();
     }
@@ -233,6 +236,8 @@ export function registerStaffCommands(program: Command): void {
         ].join('\n'),
       );
     });
+
+  registerLabelNoticeCommand(staff, (action) => withProducts((p) => action(p)));
 
   staff
     .command('rollback <product-id> <label>')

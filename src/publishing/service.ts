@@ -28,6 +28,7 @@ import { registerProductRoutes } from './products/routes.js';
 import { releasesRepository } from './releases/repository.js';
 import { registerReleaseRoutes } from './releases/routes.js';
 import { releasesService } from './releases/service.js';
+import { uploadedLabelsOf } from './notices/notices.js';
 import { type ProductService, productService } from './products/service.js';
 import { PageAnswers } from './web/page-answers.js';
 import { databasePageChanges } from './web/page-changes.js';
@@ -89,7 +90,7 @@ export async function createPublishingService(config: Config, options: Publishin
   // PATCH bodies are checked off the event loop, under the page render's time limit.
   const validator = isolatedValidator({ timeoutMs: config.publishing.pageRenderTimeoutSeconds * 1000, hold: options.validationHold });
   const trust = trustService({ repo: trustRepository(database.db), products: repo, oidc: config.publishing.oidc, now: options.trustClock });
-  const products = productService({ repo, publishing: config.publishing, validate: validator.validate, trust });
+  const products = productService({ repo, publishing: config.publishing, validate: validator.validate, trust, uploadedLabels: uploadedLabelsOf(productFilesReader(filesRepository(database.db))) });
   const files = productFilesReader(filesRepository(database.db));
   const crawls = crawlsRepository(database.db, database.dialect);
   const releases = releasesService({ storage: localStorage(config.publishing.storageDir), repo: releasesRepository(database.db), keep: config.publishing.releasesKept });

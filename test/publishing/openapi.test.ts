@@ -118,7 +118,7 @@ describe('the publishing OpenAPI document', () => {
   test('the PATCH body is the product patch schema, with the dry run in the query', () => {
     const op = doc.paths['/api/products/{id}']?.patch;
     const body = op?.requestBody?.content['application/json'] as { schema: { properties: Record<string, unknown>; additionalProperties: boolean } };
-    assert.deepEqual(Object.keys(body.schema.properties).sort(), ['changelog', 'contact', 'description', 'faq', 'icon', 'iconBase64', 'instructions', 'license', 'name', 'style', 'text']);
+    assert.deepEqual(Object.keys(body.schema.properties).sort(), ['changelog', 'contact', 'description', 'faq', 'icon', 'iconBase64', 'instructions', 'labels', 'license', 'name', 'style', 'text']);
     assert.equal(body.schema.additionalProperties, false);
     assert.ok(op?.parameters?.some((p) => p.in === 'query' && p.name === 'dryRun'));
     assert.deepEqual(Object.keys(op?.responses ?? {}).sort(), ['200', '400', '401', '404', '413', '415', '429', '503']);

@@ -13,6 +13,42 @@ export interface FeedProduct {
   /** When the product last changed (ISO); the feed's <updated> when it is newer than any release. */
   updatedAt: string;
   releases: RenderedRelease[];
+  /** Deprecated and withdrawn labels (issue 20), each an entry dated when its status changed. */
+  notices?: FeedNotice[];
+}
+
+export interface FeedNotice {
+  label: string;
+  status: 'deprecated' | 'withdrawn';
+  /** ISO 8601. */
+  since: string;
+  message: string | null;
+  replacement: { label: string; url: string } | null;
+}
+
+/** A label notice's entry: one per label and status change (its id names both, RFC 4287 §4.2.6). */
+function noticeEntry(p: FeedProduct, n: FeedNotice, withProductName: boolean) {
+  const title = `${withProductName ? `${p.name} ` : ''}${n.label} ${n.status}`;
+  let content = `<p>Label <strong>${escapeHtml(n.label)}</strong> is ${n.status}${n.status === 'withdrawn' ? ': it is no longer offered and its update site is gone' : ''}.</p>`;
+  if (n.message) content += `<p>${escapeHtml(n.message)}</p>`;
+  if (n.replacement) content += `<p>Use ${escapeHtml(n.replacement.label)} instead: <a href="${escapeHtml(n.replacement.url)}">${escapeHtml(n.replacement.url)}</a></p>`;
+  return {
+    title: escapeHtml(title),
+    id: `${p.pageUrl}#label:${n.label}:${n.status}:${n.since}`,
+    link: `${p.pageUrl}#label:${n.label}`,
+    date: new Date(n.since),
+    content: html(content),
+    author: [{ name: p.author }],
+  };
+}
+
+type Item = ReturnType<typeof entryOf>;
+
+/** Release entries and notice entries together, newest first (stable: equal dates keep their order). */
+function withNotices(items: Item[], notices: { product: FeedProduct; notice: FeedNotice }[], withProductName: boolean): Item[] {
+  if (notices.length === 0) return items;
+  const all = [...items, ...notices.map((n) => noticeEntry(n.product, n.notice, withProductName))];
+  return all.sort((a, b) => b.date.getTime() - a.date.getTime());
 }
 
 /** `]]>` cannot appear inside the CDATA sections the library writes; `>` may be escaped in HTML. */
@@ -73,7 +109,8 @@ export function productFeed(p: FeedProduct, selfUrl: string): string {
     author: { name: p.author },
     generator: 'Pier',
   });
-  for (const e of entries) feed.addItem(entryOf(e, false));
+  const notices = (p.notices ?? []).map((notice) => ({ product: p, notice }));
+  for (const item of withNotices(entries.map((e) => entryOf(e, false)), notices, false)) feed.addItem(item);
   return feed.atom1();
 }
 
@@ -90,6 +127,7 @@ export function siteFeed(products: FeedProduct[], site: { name: string; baseUrl:
     author: { name: site.name },
     generator: 'Pier',
   });
-  for (const e of entries) feed.addItem(entryOf(e, true));
+  const notices = products.flatMap((product) => (product.notices ?? []).map((notice) => ({ product, notice })));
+  for (const item of withNotices(entries.map((e) => entryOf(e, true)), notices, true)) feed.addItem(item);
   return feed.atom1();
 }

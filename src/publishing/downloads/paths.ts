@@ -90,3 +90,14 @@ export function parseDownloadPath(pathname: string): ParsedPath {
   if (isLabel(second) && (rest.length > 0 || slash || !second.endsWith('.zip'))) target.inLabel = { label: second, release: null, rest: rest.join('/') };
   return { ok: true, target };
 }
+
+/**
+ * The label a target is under (`/<product>/<label>/…`, `/<product>/<label>@<n>/…` or the archive
+ * `/<product>/<label>.zip`), or null (assets, workflows, anything else).
+ */
+export function labelOfTarget(t: DownloadTarget): string | null {
+  if (t.inLabel) return t.inLabel.label;
+  if (t.area !== 'update-site') return null;
+  const name = t.key.slice(t.productId.length + '/update-site/'.length);
+  return name.endsWith('.zip') && !name.includes('/') && isLabel(name.slice(0, -'.zip'.length)) ? name.slice(0, -'.zip'.length) : null;
+}

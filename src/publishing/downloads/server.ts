@@ -17,7 +17,8 @@ import { countNodeHttpAnswer, hostCounts } from '../../infra/metrics/hosts.js';
 import { type CachedFile, FileCache, type FileMeta } from './file-cache.js';
 import { contentTypeOf, etagOf, evaluatePreconditions, rangeOf } from './http-file.js';
 import { FOLDER_PAGE_ENTRIES, folderIndex, folderPageOf } from './index-page.js';
-import { type DownloadTarget, type ParsedPath, parseDownloadPath } from './paths.js';
+import { type DownloadTarget, labelOfTarget, type ParsedPath, parseDownloadPath } from './paths.js';
+import type { WithdrawnLabels } from '../notices/withdrawn.js';
 import { labelReleases } from './releases.js';
 import { sendRange } from './send-file.js';
 
@@ -56,9 +57,9 @@ const COMMON_HEADERS = {
   'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; sandbox",
 };
 
-function problem(res: http.ServerResponse, status: number, code: string, detail: string, head: boolean): void {
+function problem(res: http.ServerResponse, status: number, code: string, detail: string, head: boolean, extra?: Record<string, string>): void {
   const requestId = res.getHeader(REQUEST_ID_HEADER);
-  const body = JSON.stringify({ type: 'about:blank', title: http.STATUS_CODES[status], status, code, detail, ...(requestId ? { requestId } : {}) });
+  const body = JSON.stringify({ type: 'about:blank', title: http.STATUS_CODES[status], status, code, detail, ...extra, ...(requestId ? { requestId } : {}) });
   res.writeHead(status, {
     ...COMMON_HEADERS,
     'content-type': 'application/problem+json; charset=utf-8',
@@ -98,12 +99,36 @@ export function createDownloadServer(options: {
   trustProxy?: TrustProxy;
   /** PIER_DOWNLOAD_URL: the address a released label's composite documents name its releases by. */
   downloadUrl?: string;
+  /** Labels their vendor withdrew (issue 20): everything under them answers 410 Gone. */
+  withdrawn?: Pick<WithdrawnLabels, 'of'>;
 }): DownloadServer {
   const { storage, log } = options;
   const releases = labelReleases(storage, options.downloadUrl, options.freshMs);
   const cache = new FileCache(options.cacheBytes ?? CACHE_BYTES, options.freshMs);
   /** Parsed URL paths (parsing is pure): repeated requests skip the decoding and checks. */
   const targets = new Map<string, DownloadTarget>();
+  const withdrawn = options.withdrawn;
+
+  /** The withdrawn label `t` is under and its replacement, or null: one Map lookup unless the product has withdrawn labels. */
+  function withdrawnLabelOf(t: DownloadTarget): { label: string; replacement: string | null } | null {
+    const labels = withdrawn?.of(t.productId);
+    if (!labels) return null;
+    const label = labelOfTarget(t);
+    const replacement = label === null ? undefined : labels.get(label);
+    return label !== null && replacement !== undefined ? { label, replacement } : null;
+  }
+
+  /**
+   * 410 Gone for a withdrawn label (RFC 9110 §15.5.11: gone on purpose, likely for good), before
+   * any precondition or range is looked at, so a client holding an ETag gets no 304 either. The
+   * body names the replacement's update site, where the vendor named one.
+   */
+  function gone(res: http.ServerResponse, t: DownloadTarget, w: { label: string; replacement: string | null }, head: boolean): void {
+    const base = options.downloadUrl ?? '';
+    const url = w.replacement === null ? null : `${base}/${t.productId}/${w.replacement}`;
+    const detail = `Label "${w.label}" of "${t.productId}" was withdrawn by its vendor.${url ? ` Use the update site ${url} (label "${w.replacement}") instead.` : ''}`;
+    problem(res, 410, 'label_withdrawn', detail, head, url && w.replacement ? { replacement: w.replacement, replacementUrl: url } : undefined);
+  }
 
   /** The request-target without its query (which nothing here reads). */
   const pathOf = (url: string) => {
@@ -130,6 +155,8 @@ export function createDownloadServer(options: {
   function currentCachedFile(url: string): CachedFile | null | Promise<CachedFile | null> {
     const parsed = targetOf(pathOf(url));
     if (!parsed.ok || parsed.target.slash) return null;
+    // A withdrawn label's files stay cached: handle() answers 410 for them.
+    if (withdrawnLabelOf(parsed.target)) return null;
     const answer = releases.resolve(parsed.target);
     if (answer instanceof Promise || 'generated' in answer) return null;
     return cache.current(answer.key, storedVersion, storage.changes());
@@ -286,6 +313,8 @@ export function createDownloadServer(options: {
     const parsed = targetOf(pathname);
     if (!parsed.ok) return problem(res, parsed.status, parsed.status === 400 ? 'invalid_path' : 'not_found', parsed.reason, head);
     const asked = parsed.target;
+    const withdrawnLabel = withdrawnLabelOf(asked);
+    if (withdrawnLabel) return gone(res, asked, withdrawnLabel, head);
     const resolved = releases.resolve(asked);
     const answer = resolved instanceof Promise ? await resolved : resolved;
     if ('generated' in answer) {

@@ -1,3 +1,5 @@
+import type { LabelNotices } from '../notices/notices.js';
+
 /** The page fields of a product as stored (spec: "Product (editable through PATCH)"). */
 export interface ProductStyle {
   color1?: string;
@@ -23,6 +25,8 @@ export interface ProductFields {
   instructions?: string;
   icon?: string;
   iconBase64?: string;
+  /** Deprecated and withdrawn labels (issue 20; notices/notices.ts). */
+  labels?: LabelNotices;
 }
 
 export type FieldName = keyof ProductFields;
@@ -39,6 +43,7 @@ export const FIELD_NAMES: readonly FieldName[] = [
   'instructions',
   'icon',
   'iconBase64',
+  'labels',
 ];
 
 export const MARKDOWN_FIELDS = ['text', 'changelog', 'license', 'faq', 'instructions'] as const;
@@ -62,6 +67,8 @@ export const FIELD_LIMITS: Record<FieldName, number> = {
   icon: 128 * KiB,
   // Base64 of a raster icon of at most 512 KiB.
   iconBase64: Math.ceil((512 * KiB) / 3) * 4,
+  // 200 notices of a 500-character message each, in any script.
+  labels: 512 * KiB,
 };
 
 export const URL_LIMIT = 2048;

@@ -10,6 +10,7 @@ import { FIELD_NAMES, type FieldName, MARKDOWN_FIELDS } from './fields.js';
 import type { ProductPatch } from './patch-schema.js';
 import type { PatchCheck, ValidatedPatch } from './patch-validation.js';
 import type { ValidateJob, ValidateReply } from './validate-worker.js';
+import { isLabelsPatch } from '../notices/notices.js';
 
 export interface ValidationLimits {
   /** Wall time one check may take, ms. */
@@ -55,7 +56,7 @@ export function checkPatchCheck(v: unknown): PatchCheck | null {
   if (!isRec(v)) return null;
   if (v.ok === false) return Array.isArray(v.errors) && v.errors.length > 0 && v.errors.every(isProblem) ? (v as unknown as PatchCheck) : null;
   if (v.ok !== true || !isRec(v.value)) return null;
-  const { set, unset, changed, warnings } = v.value as Rec;
+  const { set, unset, changed, warnings, labels } = v.value as Rec;
   const ok =
     isRec(set) &&
     Object.entries(set).every(([k, x]) => isField(k) && isSetValue(k, x)) &&
@@ -64,7 +65,8 @@ export function checkPatchCheck(v: unknown): PatchCheck | null {
     Array.isArray(changed) &&
     changed.every(isField) &&
     Array.isArray(warnings) &&
-    warnings.every(isProblem);
+    warnings.every(isProblem) &&
+    (labels === undefined || isLabelsPatch(labels));
   return ok ? { ok: true, value: v.value as unknown as ValidatedPatch } : null;
 }
 

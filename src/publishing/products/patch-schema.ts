@@ -20,6 +20,50 @@ export const StyleSchema = Type.Object(
   { additionalProperties: false },
 );
 
+/** One label's notice in a PATCH; `null` or `""` instead removes it (notices/notices.ts). */
+const LabelNoticeValue = Type.Unsafe<{ status: 'deprecated' | 'withdrawn'; message?: string | null; replacement?: string | null } | null | ''>({
+  // One schema for the three forms, so a wrong value gets one message rather than anyOf noise:
+  // `properties` apply to objects, `maxLength` to strings (only "" is a string it takes).
+  type: ['object', 'null', 'string'],
+  maxLength: 0,
+  properties: {
+    status: { type: 'string', enum: ['deprecated', 'withdrawn'], description: 'deprecated: still offered, with a banner; withdrawn: no longer offered, its URLs answer 410 Gone' },
+    message: { type: ['string', 'null'], description: 'Plain text, one paragraph, at most 500 characters' },
+    replacement: { type: ['string', 'null'], description: 'Another uploaded label of this product to use instead (not withdrawn)' },
+  },
+  required: ['status'],
+  additionalProperties: false,
+});
+
+/** `labels`: notices by label name (issue 20 "Deprecating a label"). */
+export const LabelsPatchSchema = Type.Unsafe<Record<string, Static<typeof LabelNoticeValue>> | null>({
+  type: ['object', 'null'],
+  additionalProperties: LabelNoticeValue,
+  description:
+    'Deprecate or withdraw labels: only the labels sent change; `null` or `""` removes a label\'s notice, `"labels": null` removes ' +
+    'all. A label and its replacement must be uploaded; a replacement is never withdrawn, nor leads back in a circle. At most 200 ' +
+    'labels have a notice. Withdrawn labels leave the product page and their download URLs answer 410 (within about a second); ' +
+    'their files are kept, so removing the notice undoes it. The service stamps `since` when a status changes.',
+  examples: [
+    {
+      '5.1': { status: 'deprecated', message: 'Use 5.2: it fixes the Excel reader on large sheets.', replacement: '5.2' },
+      '4.7': { status: 'withdrawn', replacement: '5.2' },
+      '4.6': null,
+    },
+  ],
+});
+
+/** A stored notice, as GET shows it inside `fields.labels`. */
+export const LabelNoticeSchema = Type.Object(
+  {
+    status: Type.Unsafe<'deprecated' | 'withdrawn'>({ type: 'string', enum: ['deprecated', 'withdrawn'] }),
+    message: Type.Optional(Type.String()),
+    replacement: Type.Optional(Type.String()),
+    since: Type.String({ format: 'date-time', description: 'when the status last changed' }),
+  },
+  { additionalProperties: false },
+);
+
 export const ContactSchema = Type.Object(
   { name: Type.String(), email: Type.String() },
   { additionalProperties: false },
@@ -39,6 +83,7 @@ export const ProductPatchSchema = Type.Object(
     instructions: text('Post-install setup (Markdown). Empty string removes it'),
     icon: text('SVG markup; sanitized. Clears iconBase64'),
     iconBase64: text('Base64 PNG, JPEG, GIF or WebP. Clears icon'),
+    labels: Type.Optional(LabelsPatchSchema),
   },
   { additionalProperties: false },
 );

@@ -5,6 +5,7 @@ import { findRelativeLinks } from '../content/markdown.js';
 import { sanitizeSvg, sniffRasterImage } from '../content/svg.js';
 import { FIELD_LIMITS, FIELD_NAMES, type FieldName, type ProductFields, type ProductStyle, URL_LIMIT } from './fields.js';
 import type { ProductPatch } from './patch-schema.js';
+import { type LabelsPatch, MAX_LABEL_NOTICES, mergeLabelNotices, validateLabelsPatch } from '../notices/notices.js';
 
 /** What a valid PATCH does: the values to set, the fields to remove, and what to tell the vendor. */
 export interface ValidatedPatch {
@@ -13,6 +14,8 @@ export interface ValidatedPatch {
   /** Every field the request touched, implied ones included (icon clears iconBase64). */
   changed: FieldName[];
   warnings: FieldProblem[];
+  /** The label notices to set (null: remove), merged into the stored ones by applyPatch. */
+  labels?: LabelsPatch;
 }
 
 export type PatchCheck = { ok: true; value: ValidatedPatch } | { ok: false; errors: FieldProblem[] };
@@ -105,6 +108,7 @@ export function validatePatch(patch: ProductPatch): PatchCheck {
   const set: Partial<ProductFields> = {};
   const unset = new Set<FieldName>();
   const changed = new Set<FieldName>();
+  let labels: LabelsPatch | undefined;
 
   for (const [key, value] of Object.entries(patch) as [FieldName, unknown][]) {
     if (value === undefined) continue;
@@ -196,6 +200,9 @@ export function validatePatch(patch: ProductPatch): PatchCheck {
         if (b64) set.iconBase64 = b64;
         break;
       }
+      case 'labels':
+        labels = validateLabelsPatch(value, errors);
+        break;
     }
   }
 
@@ -214,7 +221,7 @@ export function validatePatch(patch: ProductPatch): PatchCheck {
   }
 
   if (errors.length) return { ok: false, errors };
-  return { ok: true, value: { set, unset: [...unset], changed: [...changed], warnings } };
+  return { ok: true, value: { set, unset: [...unset], changed: [...changed], warnings, ...(labels ? { labels } : {}) } };
 }
 
 /** Problems listed in one answer: enough to fix a real body, small for a hostile one. */
@@ -251,7 +258,9 @@ export function keyCountProblem(body: unknown): FieldProblem | null {
     const value = body[key];
     if (!isPlainObject(value)) continue;
     const n = count(value);
-    if (n > MAX_KEYS) return { field: key.slice(0, 64), message: `has ${n} fields; at most ${MAX_KEYS} are read` };
+    // `labels` is keyed by label, not by field name.
+    if (key === 'labels' && n > MAX_LABEL_NOTICES) return { field: 'labels', message: `names ${n} labels; at most ${MAX_LABEL_NOTICES} may have a notice` };
+    if (key !== 'labels' && n > MAX_KEYS) return { field: key.slice(0, 64), message: `has ${n} fields; at most ${MAX_KEYS} are read` };
   }
   return null;
 }
@@ -280,11 +289,16 @@ export async function allPatchProblems(body: unknown, schemaProblems: FieldProbl
   return [...schemaProblems, ...(checked.ok ? [] : checked.errors.filter((e) => !reported.has(e.field)))];
 }
 
-/** The fields after applying a validated patch to the current ones. */
-export function applyPatch(current: ProductFields, patch: ValidatedPatch): ProductFields {
+/** The fields after applying a validated patch to the current ones; `at` stamps changed label notices. */
+export function applyPatch(current: ProductFields, patch: ValidatedPatch, at = new Date().toISOString()): ProductFields {
   const next: ProductFields = { ...current, ...patch.set };
   for (const key of patch.unset) {
     if (key !== 'name') delete next[key];
+  }
+  if (patch.labels) {
+    const labels = mergeLabelNotices(next.labels, patch.labels, at);
+    if (labels) next.labels = labels;
+    else delete next.labels;
   }
   return next;
 }

@@ -127,7 +127,9 @@ export function registerProductRoutes(app: HttpApp, { products, limiter, crawler
       const invalid = req.validationError;
       if (invalid) {
         if (invalid.validationContext !== 'body') throw invalid;
-        throw invalidPatch(await allPatchProblems(req.body, validationProblems(invalid.validation as AjvIssue[]), products.validate));
+        const listed = await allPatchProblems(req.body, validationProblems(invalid.validation as AjvIssue[]), products.validate);
+        const reported = new Set(listed.map((p) => p.field));
+        throw invalidPatch([...listed, ...(await products.labelProblems(req.product!, req.body)).filter((p) => !reported.has(p.field))]);
       }
       const dryRun = req.query.dryRun === 'true' || req.query.dryRun === '1';
       const result = await products.patch(req.product!, req.body, { dryRun, clientAddress: req.ip, publisher: req.publisher ?? null });

@@ -4,7 +4,7 @@
  * PATCH answer hold. No `anyOf` (fast-json-stringify checks every branch on each answer).
  */
 import { Type } from 'typebox';
-import { ContactSchema, StyleSchema } from './patch-schema.js';
+import { ContactSchema, LabelNoticeSchema, StyleSchema } from './patch-schema.js';
 
 export const ProductParams = Type.Object({ id: Type.String({ maxLength: 200, description: 'the product ID' }) });
 
@@ -22,6 +22,7 @@ export const ProductFieldsSchema = Type.Object(
     instructions: Type.Optional(Type.String({ description: 'Post-install setup (Markdown)' })),
     icon: Type.Optional(Type.String({ description: 'SVG markup, sanitized' })),
     iconBase64: Type.Optional(Type.String({ description: 'Base64 PNG, JPEG, GIF or WebP' })),
+    labels: Type.Optional(Type.Record(Type.String(), LabelNoticeSchema, { description: 'Deprecated and withdrawn labels, by label' })),
   },
   { additionalProperties: false },
 );

@@ -24,6 +24,7 @@ import { placeholderWarnings } from './placeholder-warnings.js';
 import type { ProductRow, ProductsRepository, RevisionRow } from './repository.js';
 import { productIdProblem } from './slug.js';
 import type { Publisher } from '../trust/claims.js';
+import { labelNoticeProblems, validateLabelsPatch } from '../notices/notices.js';
 
 export const EDIT_TOKEN_PREFIX = 'pier_et_';
 export const BEARER_CHALLENGE = 'Bearer realm="pier", charset="UTF-8"';
@@ -84,6 +85,8 @@ export interface ProductServiceDeps {
   now?: () => Date;
   /** Checks a PATCH body; the serving process passes one that runs off its event loop. */
   validate?: ValidatePatch;
+  /** The product's uploaded labels (files/reader.ts); PATCHing `labels` needs it. */
+  uploadedLabels?: (productId: string) => Promise<Iterable<string>>;
 }
 
 function parseFields(row: ProductRow): ProductFields {
@@ -95,7 +98,7 @@ function revisionId(at: Date): string {
   return `${at.getTime().toString(36).padStart(9, '0')}${randomId(4)}`;
 }
 
-export function productService({ repo, publishing, trust, now = () => new Date(), validate = validateInProcess }: ProductServiceDeps) {
+export function productService({ repo, publishing, trust, now = () => new Date(), validate = validateInProcess, uploadedLabels }: ProductServiceDeps) {
   const pageUrl = (id: string) => `${publishing.baseUrl}/product/${id}`;
 
   function view(row: ProductRow): ProductView {
@@ -157,10 +160,27 @@ export function productService({ repo, publishing, trust, now = () => new Date()
     return row && ok ? { product: row, publisher: null } : null;
   }
 
+  /**
+   * Label notices' rules that need the product (notices/notices.ts), for the notices that pass
+   * the body's own rules, so they are listed with the body's problems in one answer.
+   */
+  async function labelRules(row: ProductRow, body: unknown): Promise<(fields: ProductFields) => FieldProblem[]> {
+    const sent = typeof body === 'object' && body !== null ? (body as { labels?: unknown }).labels : undefined;
+    if (sent === undefined || sent === null) return () => [];
+    const notices = validateLabelsPatch(sent, []);
+    const uploaded = new Set(uploadedLabels ? await uploadedLabels(row.id) : []);
+    return (fields) => labelNoticeProblems(fields.labels, notices, uploaded);
+  }
+
   return {
     pageUrl,
     view,
     validate,
+
+    /** The label notice problems of a body the route schema refused (listed with the schema's). */
+    async labelProblems(row: ProductRow, body: unknown): Promise<FieldProblem[]> {
+      return (await labelRules(row, body))(parseFields(row));
+    },
 
     async register(id: string, init: { name: string; icon?: string }): Promise<IssuedCredentials> {
       const problem = productIdProblem(id);
@@ -250,24 +270,29 @@ export function productService({ repo, publishing, trust, now = () => new Date()
     async patch(
       row: ProductRow,
       body: ProductPatch,
-      options: { dryRun: boolean; clientAddress: string; publisher?: Publisher | null },
+      options: { dryRun: boolean; clientAddress: string; publisher?: Publisher | null; staff?: boolean },
     ): Promise<{ product: ProductView; warnings: FieldProblem[]; changedFields: FieldName[] }> {
       const checked = await validate(body);
-      if (!checked.ok) throw invalidPatch(checked.errors);
+      const labelProblems = await labelRules(row, body);
+      const contextual = labelProblems(parseFields(row));
+      if (!checked.ok || contextual.length) throw invalidPatch([...(checked.ok ? [] : checked.errors), ...contextual]);
       const release = (await repo.getSetting(RELEASE_KEY)) ?? null;
       const patch = { ...checked.value, warnings: [...checked.value.warnings, ...placeholderWarnings(checked.value.set, release)] };
       if (options.dryRun) {
-        const fields = applyPatch(parseFields(row), patch);
+        const fields = applyPatch(parseFields(row), patch, now().toISOString());
         return { product: { ...view(row), name: fields.name, fields }, warnings: patch.warnings, changedFields: patch.changed };
       }
       const publisher = options.publisher ?? null;
       // A trusted publish is recorded under its credential (`tp:<id>`, the id in its history).
-      const token = publisher ? `tp:${publisher.credentialId}` : row.edit_token_id;
+      const token = publisher ? `tp:${publisher.credentialId}` : options.staff ? 'staff' : row.edit_token_id;
       const updated = await repo.updateFields(row.id, (current) => {
         // The edit token may have been rotated since authentication; the fresh row decides.
         if (!publisher && current.edit_token_hash !== row.edit_token_hash) return null;
-        const fields = applyPatch(parseFields(current), patch);
+        // Another PATCH may have changed the notices since the check above.
+        const again = labelProblems(parseFields(current));
+        if (again.length) throw invalidPatch(again);
         const at = now();
+        const fields = applyPatch(parseFields(current), patch, at.toISOString());
         const changes: Record<string, unknown> = {};
         for (const k of patch.changed) changes[k] = fields[k] ?? null;
         return {
@@ -290,6 +315,11 @@ export function productService({ repo, publishing, trust, now = () => new Date()
       }
       if (publisher && trust) await trust.record(row.id, publisher, 'patch', options.clientAddress);
       return { product: view(updated), warnings: patch.warnings, changedFields: patch.changed };
+    },
+
+    /** A change made by staff without the edit token (`pier staff label-notice`), recorded as token "staff". */
+    async staffPatch(id: string, body: ProductPatch) {
+      return this.patch(await mustFind(id), body, { dryRun: false, clientAddress: 'staff', staff: true });
     },
 
     /** The product whose SFTP credentials these are, or null; reads the database every time. */

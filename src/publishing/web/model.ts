@@ -1,5 +1,6 @@
 // What the pages show, computed once per product (presenter.ts) and rendered by the TSX views.
 import type { RenderedContent } from '../content/product-content.js';
+import type { LabelNoticeView } from '../notices/view.js';
 
 export interface SiteInfo {
   name: string;
@@ -31,6 +32,8 @@ export interface InstallLabel {
   platformReleases?: string | null;
   /** Why the recommended label is recommended (null on the others). */
   why?: string | null;
+  /** Set while the label is deprecated (issue 20); withdrawn labels are not offered at all. */
+  notice: LabelNoticeView | null;
 }
 
 export interface WorkflowFile {
@@ -97,6 +100,8 @@ export interface NodePageModel {
   description: import('../crawler/node-description.js').NodeDescription | null;
   /** Platforms whose users get this node; null: every platform. */
   platforms: string[] | null;
+  /** The deprecation notice of the label the page installs from (issue 20). */
+  labelNotice?: LabelNoticeView | null;
 }
 
 export interface NodeSearchModel {

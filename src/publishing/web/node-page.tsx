@@ -1,6 +1,7 @@
 import type { NodeOption, NodePort } from '../crawler/node-description.js';
 import { Icon, Layout } from './layout.js';
 import type { NodePageModel, SiteInfo } from './model.js';
+import { LabelNotice } from './label-notice.js';
 
 /** Description markup as the crawl stored it, sanitized (crawler/sanitize-node.ts). */
 function Markup(props: { html: string }) {
@@ -87,6 +88,7 @@ export function NodePage(props: { site: SiteInfo; m: NodePageModel }) {
             </p>
           </div>
         </header>
+        <LabelNotice notice={m.labelNotice} productUrl={m.productUrl} node />
         {d?.shortDescription ? <p class="tagline">{d.shortDescription}</p> : null}
         <section class="card-section" aria-labelledby="node-install">
           <h2 id="node-install">Install</h2>

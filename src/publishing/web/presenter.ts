@@ -5,6 +5,8 @@ import type { RenderedContent } from '../content/product-content.js';
 import type { FileEntry, LabelSummary } from '../files/reader.js';
 import type { ProductFields } from '../products/fields.js';
 import { platformReleases, rangeContains } from '../crawler/platform-range.js';
+import { type LabelNotices, own } from '../notices/notices.js';
+import { isWithdrawn, labelNoticeView } from '../notices/view.js';
 import { normalizeHex, readableOn, textColorOn } from './colors.js';
 import type { CatalogCard, Colors, InstallLabel, NodeGroup, ProductPageModel, SiteInfo, WorkflowFile } from './model.js';
 
@@ -89,8 +91,11 @@ export function installLabels(
   release: string | null,
   /** Each crawled label's platform range (OSGi notation). */
   ranges: ReadonlyMap<string, string | null> = new Map(),
+  /** The product's label notices: withdrawn labels are not offered (nor recommended), deprecated ones carry their notice. */
+  notices?: LabelNotices,
 ): InstallLabel[] {
-  const sorted = labels.filter((l) => l.files > 0 || l.hasArchive).sort((a, b) => compareLabelsDesc(a.label, b.label));
+  const sorted = labels.filter((l) => (l.files > 0 || l.hasArchive) && !isWithdrawn(notices, l.label)).sort((a, b) => compareLabelsDesc(a.label, b.label));
+  const offered = new Set(sorted.map((l) => l.label));
   const named = sorted.find((l) => l.label === release)?.label;
   const fits = release ? sorted.find((l) => rangeContains(ranges.get(l.label) ?? '', release))?.label : undefined;
   const recommended = named ?? fits ?? sorted[0]?.label ?? null;
@@ -113,6 +118,7 @@ export function installLabels(
     platformRange: ranges.get(l.label) ?? null,
     platformReleases: platformReleases(ranges.get(l.label) ?? null),
     why: l.label === recommended ? why : null,
+    notice: labelNoticeView(l.label, own(notices, l.label), offered),
   }));
   return [...rows.filter((r) => r.recommended), ...rows.filter((r) => !r.recommended)];
 }
@@ -150,7 +156,7 @@ export function productPageModel(
       ? { version: content.latest.version, date: content.latest.date, color: badgeColor, text: textColorOn([badgeColor]) }
       : null,
     content,
-    labels: files ? installLabels(site, p.id, files.labels, release, ranges) : null,
+    labels: files ? installLabels(site, p.id, files.labels, release, ranges, f.labels) : null,
     workflows,
     contact: f.contact ?? null,
     feedUrl: p.state === 'live' ? `/product/${p.id}/releases.atom` : null,

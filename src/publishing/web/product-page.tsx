@@ -2,6 +2,8 @@ import type { JSX } from 'preact';
 import type { RenderedRelease } from '../content/product-content.js';
 import { Icon, Layout } from './layout.js';
 import type { InstallLabel, ProductPageModel, SiteInfo } from './model.js';
+import { LabelNotice, RecommendedNotice } from './label-notice.js';
+import { labelAnchor } from '../notices/view.js';
 
 /** Ids the page itself uses; vendor headings get other ids (content/product-content.ts). */
 export const PAGE_IDS = ['main', 'install', 'nodes', 'overview', 'changelog', 'faq', 'workflows', 'license', 'contact', 'copy-status', 'site-search'];
@@ -140,8 +142,10 @@ function UpdateSiteRow(props: { l: InstallLabel & { url: string } }) {
         <span class="label-name">{l.label}</span>
         {l.recommended ? <span class="pill">Recommended</span> : null}
         <PlatformReleases l={l} />
+        <span class="label-anchor" id={labelAnchor(l.label)} />
       </div>
       {l.why ? <p class="label-why">{l.why}</p> : null}
+      <LabelNotice notice={l.notice} />
       <div class="url-line">
         <code class="url" id={`url-${l.label}`}>
           {l.url}
@@ -173,8 +177,10 @@ function ArchiveRow(props: { l: InstallLabel & { archiveUrl: string }; steps: bo
         {l.recommended ? <span class="pill">Recommended</span> : null}
         <span class="pill muted">Archive only</span>
         <PlatformReleases l={l} />
+        <span class="label-anchor" id={labelAnchor(l.label)} />
       </div>
       {l.why ? <p class="label-why">{l.why}</p> : null}
+      <LabelNotice notice={l.notice} />
       <p class="archive-line">
         <a class="button" href={l.archiveUrl}>
           Download {l.label}.zip
@@ -364,6 +370,7 @@ export function ProductPage(props: { site: SiteInfo; m: ProductPageModel }) {
           </p>
         </div>
       ) : null}
+      <RecommendedNotice labels={m.labels} />
       <Hero m={m} />
       <div class="page">
         <Toc entries={tocEntries(m)} />

@@ -35,6 +35,7 @@ import { NotFoundPage } from './not-found-page.js';
 import { PAGE_IDS, ProductPage } from './product-page.js';
 import { catalogCard, iconVersion, nodeGroups, nodeUrl, type ProductFilesView, type ProductInput, productPageModel } from './presenter.js';
 import { renderDocument } from './render.js';
+import { feedNotices } from '../notices/view.js';
 
 export interface PagesServiceDeps {
   repo: ProductsRepository;
@@ -218,6 +219,7 @@ export function pagesService({ repo, site, files, crawls, renderer, changes, nod
       author: r.model.contact?.name ?? r.model.name,
       updatedAt: r.updatedAt,
       releases: r.model.content.changelog?.releases ?? [],
+      notices: feedNotices(r.input.fields.labels, site.downloadUrl, r.input.id),
     };
   }
 
@@ -370,6 +372,7 @@ export function pagesService({ repo, site, files, crawls, renderer, changes, nod
       iconSize: row.icon && row.icon_type !== 'image/svg+xml' ? rasterSize(Buffer.from(row.icon, 'base64')) : null,
       description: data.description,
       platforms: data.platforms ?? null,
+      labelNotice: r.model.labels?.find((l) => l.label === found.label)?.notice ?? null,
     };
   }
 

@@ -127,7 +127,7 @@ for (const target of dialects()) {
       assert.match(html, /In the platform, choose <strong>Help › Install New Software…<\/strong>, add the update site URL below and\s+select the extension\./);
       assert.match(html, /class="label-row archive-only recommended".*?No update site URL for this label\. After downloading, in the platform choose <strong>Help › Install New Software…<\/strong>, click <strong>Add…<\/strong>, then <strong>Archive…<\/strong>/s);
       const url53 = `${stack.downloads.url}/mixed/5.3`;
-      assert.ok(html.includes(`<li class="label-row"><div class="label-head"><span class="label-name">5.3</span></div><div class="url-line"><code class="url" id="url-5.3">${url53}</code><button type="button" class="button secondary copy" data-copy="${url53}" aria-describedby="url-5.3" hidden>Copy URL</button></div><p class="label-foot">Offline installation: <a href="${url53}.zip">download the archive</a>`));
+      assert.ok(html.includes(`<li class="label-row"><div class="label-head"><span class="label-name">5.3</span><span class="label-anchor" id="label:5.3"></span></div><div class="url-line"><code class="url" id="url-5.3">${url53}</code><button type="button" class="button secondary copy" data-copy="${url53}" aria-describedby="url-5.3" hidden>Copy URL</button></div><p class="label-foot">Offline installation: <a href="${url53}.zip">download the archive</a>`));
       assert.equal((html.match(/<code class="url"/g) ?? []).length, 1, 'one update-site URL: 5.3');
       assert.equal((await fetchBytes(`${url53}/p2.index`)).status, 200, 'the URL shown is an update site');
       assert.match(html, /<script src="\/static\/pier-[0-9a-f]+\.js" defer><\/script>/);

@@ -57,7 +57,7 @@ describe('installLabels', () => {
   it('offers a label uploaded only as an archive: its download link, no update-site URL; it may be the recommended one', () => {
     const labels = [label('5.9'), label('5.11', 0, true)];
     const [first, second] = installLabels(site, 'p', labels, null);
-    assert.deepEqual(first, { label: '5.11', url: null, recommended: true, archiveUrl: 'https://dl.example/p/5.11.zip', archiveBytes: 5, lastUploadAt: null, platformRange: null, platformReleases: null, why: 'The newest label.' });
+    assert.deepEqual(first, { label: '5.11', url: null, recommended: true, archiveUrl: 'https://dl.example/p/5.11.zip', archiveBytes: 5, lastUploadAt: null, platformRange: null, platformReleases: null, why: 'The newest label.', notice: null });
     assert.equal(second?.url, 'https://dl.example/p/5.9');
     assert.equal(installLabels(site, 'p', labels, '5.9')[0]?.label, '5.9', 'the platform release wins over the higher archive');
     assert.deepEqual(installLabels(site, 'p', [label('5.2', 0, false)], null), [], 'a label with neither files nor archive is not offered');
