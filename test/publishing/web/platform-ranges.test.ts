@@ -139,7 +139,7 @@ for (const target of dialects()) {
       p = await page('/product/widgets');
       assert.match(
         p.text,
-        /<li class="label-row recommended"><div class="label-head"><span class="label-name">5\.2<\/span><span class="pill">Recommended<\/span><span class="label-works" title="\[5\.1\.0,5\.5\.0\)">Works with platform 5\.1 – 5\.4<\/span><\/div><p class="label-why">Works with the current platform release, 5\.4\.<\/p>/,
+        /<li class="label-row recommended"><div class="label-head"><span class="label-name">5\.2<\/span><span class="pill">Recommended<\/span><span class="label-works" title="\[5\.1\.0,5\.5\.0\)">Works with platform 5\.1 – 5\.4<\/span><span class="label-anchor" id="label:5\.2"><\/span><\/div><p class="label-why">Works with the current platform release, 5\.4\.<\/p>/,
       );
       // A label named as the release still wins over a range.
       assert.equal((await pier('staff', 'set-release', '5.3')).code, 0);
