@@ -2,6 +2,7 @@ import { type Generated, type Kysely, type Migration, PostgresAdapter, sql } fro
 import { openMigratedDatabase } from '../infra/database/index.js';
 import { MAX_LABEL_LENGTH } from './files/tree.js';
 import { labelReleasesMigration, type ReleasesTables } from './releases/tables.js';
+import { downloadCountsMigration, type StatsTables } from './stats/tables.js';
 import { type TrustTables, trustedPublishingMigration } from './trust/tables.js';
 
 export interface ProductsTable {
@@ -140,7 +141,7 @@ export interface PageChangesTable {
 }
 
 /** Trusted publishing's tables are declared beside their repository (trust/tables.ts). */
-export interface PublishingDB extends TrustTables, ReleasesTables {
+export interface PublishingDB extends TrustTables, ReleasesTables, StatsTables {
   products: ProductsTable;
   product_revisions: ProductRevisionsTable;
   settings: SettingsTable;
@@ -525,6 +526,7 @@ const migrations: Record<string, Migration> = {
   },
   '0010_label_releases': labelReleasesMigration,
   '0011_trusted_publishing': trustedPublishingMigration,
+  '0014_download_counts': downloadCountsMigration,
 };
 
 /** The ordered migrations (tests migrate part of the way to check a backfill). */

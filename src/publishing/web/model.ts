@@ -53,6 +53,8 @@ export interface ProductPageModel {
   feedUrl: string | null;
   /** Nodes of the best crawled label, grouped by named category path; null before any crawl. */
   nodes: { label: string; groups: NodeGroup[] } | null;
+  /** Installs counted by the download host (complete days only); absent without statistics. */
+  downloads?: import('../stats/service.js').DownloadsChartModel;
 }
 
 export interface NodeListItem {

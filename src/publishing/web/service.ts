@@ -31,6 +31,7 @@ import { NotFoundPage } from './not-found-page.js';
 import { PAGE_IDS, ProductPage } from './product-page.js';
 import { catalogCard, iconVersion, nodeGroups, nodeUrl, type ProductFilesView, type ProductInput, productPageModel } from './presenter.js';
 import { renderDocument } from './render.js';
+import type { StatsService } from '../stats/service.js';
 
 export interface PagesServiceDeps {
   repo: ProductsRepository;
@@ -43,6 +44,8 @@ export interface PagesServiceDeps {
   renderer: ContentRenderer;
   /** Whether anything pages depend on changed (the database's page change counter). */
   changes: PageChanges;
+  /** Download counts for the product page's chart (complete days only: `changes` moves when a day is added, stats/page-days.ts). */
+  downloads?: Pick<StatsService, 'chart' | 'chartDay'>;
   /** Products kept rendered at once (least recently used are dropped). */
   cacheSize?: number;
   /** A page whose render failed is not tried again for its same data before this long, ms. */
@@ -106,7 +109,7 @@ function parseFields(row: ProductRow): ProductFields {
 
 export const NODE_SEARCH_LIMIT = 100;
 
-export function pagesService({ repo, site, files, crawls, renderer, changes, cacheSize = 500, failureRetryMs = 10 * 60_000, nodeCacheBytes = 32 * 1024 * 1024, now = Date.now }: PagesServiceDeps) {
+export function pagesService({ repo, site, files, crawls, renderer, changes, downloads, cacheSize = 500, failureRetryMs = 10 * 60_000, nodeCacheBytes = 32 * 1024 * 1024, now = Date.now }: PagesServiceDeps) {
   const cache = new Map<string, Rendered>();
   const building = new Map<string, Promise<Rendered>>();
   // Renders that failed, per product, by the key of the data they failed on: content built to
@@ -129,6 +132,7 @@ export function pagesService({ repo, site, files, crawls, renderer, changes, cac
     const input: ProductInput = { id: row.id, state: row.state, fields: parseFields(row) };
     const content = await renderer.render(input.fields, release, PAGE_IDS, id);
     const model = productPageModel(site, input, release, filesView, content);
+    if (downloads) model.downloads = await downloads.chart(id);
     // Nodes of the best label that has been crawled: recommended first (issue 7's order).
     // Only labels with an update site: an archive alone is never crawled, and nodes left from
     // a folder since deleted would point users at an update site that no longer exists.
@@ -154,7 +158,7 @@ export function pagesService({ repo, site, files, crawls, renderer, changes, cac
     const stamp = await repo.pageStamp(id);
     if (!stamp) return null;
     const filesStamp = await files.changeStamp(id);
-    const key = JSON.stringify([stamp.state, stamp.updated_at, stamp.release, stamp.crawled, filesStamp]);
+    const key = JSON.stringify([stamp.state, stamp.updated_at, stamp.release, stamp.crawled, filesStamp, downloads?.chartDay() ?? null]);
     if (hit?.key === key) {
       // Unchanged by what moved the counter: current as of this (later) read.
       if (seq > hit.seq) hit.seq = seq;
