@@ -34,6 +34,7 @@ for (const dialect of dialects()) {
       token = await site.register('text-tools');
       await site.register('other-ext', { name: 'Other' });
       await site.register('quiet-ext', { name: 'Quiet' });
+      await site.register('chart-demo', { name: 'Chart Demo', description: 'A product installed every day, for the screenshots' });
       host = await openPublishingDatabase(db.url);
       await downloadCountsRepository(host.db).add([
         // 26 Nov: label 5.4 installed 5 times by its update site (feature f; g is optional) and twice as an archive.
@@ -48,6 +49,12 @@ for (const dialect of dialects()) {
         inc('5.4', '2026-01-05', 'org.x.f', 100),
         // Another product's installs never show here.
         { productId: 'other-ext', label: '5.4', day: '2026-11-26', artifact: 'org.y.f', downloads: 50 },
+        // Every day of four months, weekdays busier than weekends, slowly growing.
+        ...Array.from({ length: 120 }, (_, i) => {
+          const day = new Date(Date.UTC(2026, 10, 27) - (i + 1) * 86_400_000);
+          const weekend = day.getUTCDay() === 0 || day.getUTCDay() === 6;
+          return { productId: 'chart-demo', label: '5.4', day: day.toISOString().slice(0, 10), artifact: 'org.demo.f', downloads: Math.round((weekend ? 8 : 30) * (1 + (120 - i) / 60) + ((i * 7) % 11)) };
+        }),
       ]);
     });
 
@@ -187,6 +194,8 @@ for (const dialect of dialects()) {
       describe('in Chromium', () => {
         let browser: Browser;
         before(async () => {
+          // Back to the 27th: the chart's 90 days are the demo's last 90.
+          now = TODAY_NOON;
           browser = await launchChromium();
         });
         after(async () => {
@@ -201,7 +210,7 @@ for (const dialect of dialects()) {
             test(`the chart at ${viewport.width} px (${colorScheme})`, async () => {
               const context = await browser.newContext({ viewport: { width: viewport.width, height: viewport.height }, colorScheme });
               const page = await context.newPage();
-              await page.goto(`${site.url}/product/text-tools`);
+              await page.goto(`${site.url}/product/chart-demo`);
               const chart = page.locator('section.installs');
               await chart.scrollIntoViewIfNeeded();
               const box = await page.locator('svg.installs-chart').boundingBox();
@@ -216,6 +225,7 @@ for (const dialect of dialects()) {
               // Without script the table opens by its disclosure.
               await page.locator('.installs-table summary').click();
               assert.equal(await page.locator('.installs-table tbody tr').count(), 90);
+              assert.equal(await page.locator('rect.installs-bar').count(), 90);
               await page.locator('.installs-table summary').click();
               await chart.screenshot({ path: screenshotPath(`installs-chart-${viewport.width}-${colorScheme}`) });
               await page.screenshot({ path: screenshotPath(`installs-page-${viewport.width}-${colorScheme}`), fullPage: false });
