@@ -75,6 +75,9 @@ export async function benchDownloads(): Promise<string> {
   fs.mkdirSync(path.join(site, 'plugins'), { recursive: true });
   fs.writeFileSync(path.join(site, 'content.jar'), randomBytes(2_000));
   fs.writeFileSync(path.join(site, 'plugins', 'org.example.b_1.0.0.jar'), randomBytes(30_000));
+  // A feature jar: every complete GET of it is counted (stats/counter.ts); the plug-in jar above is not.
+  fs.mkdirSync(path.join(site, 'features'), { recursive: true });
+  fs.writeFileSync(path.join(site, 'features', 'org.example.f_1.0.0.jar'), randomBytes(30_000));
   fs.symlinkSync('1', path.join(storage, 'bench-ext', 'releases', '5.4', 'current'));
   fs.mkdirSync(path.join(storage, 'bench-ext', 'update-site', '5.4'), { recursive: true });
   const fd = fs.openSync(path.join(storage, 'bench-ext', 'update-site', '5.4.zip'), 'w');
@@ -118,6 +121,8 @@ http {
   const smallFiles = [
     ['small file 2 KB', '/bench-ext/5.4/content.jar', path.join(site, 'content.jar')],
     ['jar 30 KB', '/bench-ext/5.4/plugins/org.example.b_1.0.0.jar', path.join(site, 'plugins', 'org.example.b_1.0.0.jar')],
+    // Counting's cost: the same size as the row above, each download counted (target: the same ratio within noise).
+    ['feature jar 30 KB (counted)', '/bench-ext/5.4/features/org.example.f_1.0.0.jar', path.join(site, 'features', 'org.example.f_1.0.0.jar')],
   ] as const;
   // Not references but data points: what any node:http handler can reach here at most, and
   // what a socket answering without any HTTP parsing reaches (node:http's own cost).

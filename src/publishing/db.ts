@@ -3,6 +3,7 @@ import { openMigratedDatabase } from '../infra/database/index.js';
 import { type ChangesTables, releaseNodesMigration } from './changes/tables.js';
 import { MAX_LABEL_LENGTH } from './files/tree.js';
 import { labelReleasesMigration, type ReleasesTables } from './releases/tables.js';
+import { downloadCountsMigration, type StatsTables } from './stats/tables.js';
 import { type TrustTables, trustedPublishingMigration } from './trust/tables.js';
 import { platformRangesMigration } from './crawler/platform-tables.js';
 
@@ -144,7 +145,7 @@ export interface PageChangesTable {
 }
 
 /** Trusted publishing's tables are declared beside their repository (trust/tables.ts). */
-export interface PublishingDB extends TrustTables, ReleasesTables, ChangesTables {
+export interface PublishingDB extends TrustTables, ReleasesTables, ChangesTables, StatsTables {
   products: ProductsTable;
   product_revisions: ProductRevisionsTable;
   settings: SettingsTable;
@@ -531,6 +532,7 @@ const migrations: Record<string, Migration> = {
   '0011_trusted_publishing': trustedPublishingMigration,
   '0012_platform_ranges': platformRangesMigration,
   '0013_release_nodes': releaseNodesMigration,
+  '0014_download_counts': downloadCountsMigration,
 };
 
 /** The ordered migrations (tests migrate part of the way to check a backfill). */

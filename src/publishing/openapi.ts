@@ -167,6 +167,7 @@ export async function registerPublishingOpenApi(app: HttpApp, { baseUrl, pagePol
         { name: 'files', description: 'What the vendor uploaded over SFTP' },
         { name: 'trusted publishing', description: 'Publishing from CI with its OIDC identity instead of stored secrets' },
         { name: 'publishing', description: 'Where and how to publish to this service' },
+        { name: 'stats', description: 'Installs counted by the download host, per day and label' },
       ],
       components: {
         securitySchemes: {

@@ -29,6 +29,10 @@ import { releasesRepository } from './releases/repository.js';
 import { registerReleaseRoutes } from './releases/routes.js';
 import { releasesService } from './releases/service.js';
 import { uploadedLabelsOf } from './notices/notices.js';
+import { downloadCountsRepository } from './stats/repository.js';
+import { registerStatsRoutes } from './stats/routes.js';
+import { statsService } from './stats/service.js';
+import { withChartDays } from './stats/page-days.js';
 import { type ProductService, productService } from './products/service.js';
 import { PageAnswers } from './web/page-answers.js';
 import { databasePageChanges } from './web/page-changes.js';
@@ -78,6 +82,8 @@ export interface PublishingOptions {
   pageFreshMs?: number;
   /** Tests only: the clock of trusted publishing (ID token expiry, credential lifetime). */
   trustClock?: () => Date;
+  /** Tests only: the clock of download statistics (today, and the last day the product page shows). */
+  statsClock?: () => number;
 }
 
 /** Memory for whole page answers kept for the fast path (product pages are ~20 KB). */
@@ -117,7 +123,8 @@ export async function createPublishingService(config: Config, options: Publishin
     now: options.renderClock,
     hold: options.renderHold,
   });
-  const changes = databasePageChanges(database, options.pageFreshMs);
+  const stats = statsService({ repo: downloadCountsRepository(database.db), now: options.statsClock });
+  const changes = withChartDays(databasePageChanges(database, options.pageFreshMs), stats.chartDay);
   const site = { name: 'Pier', baseUrl: config.publishing.baseUrl, downloadUrl: config.publishing.downloadUrl };
   const pages = pagesService({
     nodeChanges: { service: nodeChanges, pages: changesPages({ service: nodeChanges, changes, site }) },
@@ -126,6 +133,7 @@ export async function createPublishingService(config: Config, options: Publishin
     files,
     crawls,
     changes,
+    downloads: stats,
     site,
   });
   const app = createHttpApp({
@@ -150,6 +158,7 @@ export async function createPublishingService(config: Config, options: Publishin
   registerTrustRoutes(app, { trust, limiter });
   registerReleaseRoutes(app, { products, limiter, crawler, releases, trust });
   registerChangesRoutes(app, { products, limiter, changes: nodeChanges });
+  registerStatsRoutes(app, { products, limiter, stats });
   registerInfoRoutes(app, config);
   // SHA-256 of stored files for `pier publish`, cached by storage version (files/manifest.ts).
   registerManifestRoutes(app, { products, limiter, manifests: fileManifests(localStorage(config.publishing.storageDir)) });

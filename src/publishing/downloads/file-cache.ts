@@ -28,6 +28,8 @@ export interface FileMeta {
   headers: http.OutgoingHttpHeaders;
   /** `headers` with the whole file's length: the plain 200 answer, built once. */
   full: http.OutgoingHttpHeaders;
+  /** Whose download count a complete GET of this file adds to (stats/artifact.ts); null: none. */
+  countKey?: string | null;
 }
 
 export interface CachedFile extends FileMeta {

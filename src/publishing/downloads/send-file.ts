@@ -62,8 +62,11 @@ export interface SendOptions {
   clock?: () => bigint;
 }
 
-/** `id` names the file's content (its strong ETag will do): see "sent whole lately" above. */
-export async function sendRange(res: http.ServerResponse, reader: StoredReader, id: string, start: number, end: number, options: SendOptions = {}): Promise<void> {
+/**
+ * `id` names the file's content (its strong ETag will do): see "sent whole lately" above.
+ * Resolves true once the whole range was written to the connection, false when it was cut off.
+ */
+export async function sendRange(res: http.ServerResponse, reader: StoredReader, id: string, start: number, end: number, options: SendOptions = {}): Promise<boolean> {
   const clock = options.clock ?? process.hrtime.bigint;
   // A pipelined response queued behind another never gets 'close' from node:http when the
   // connection goes, and its writes never complete: the connection's own 'close' ends it too,
@@ -93,7 +96,7 @@ export async function sendRange(res: http.ServerResponse, reader: StoredReader, 
     for (let i = 0; position <= end && !gone; i ^= 1) {
       // The buffer's previous write must be out before it is read into again.
       await Promise.race([written[i], closed]);
-      if (gone) return;
+      if (gone) return false;
       // Sized to what is left: a small range never takes two full chunks.
       let buffer = buffers[i];
       if (!buffer) {
@@ -113,20 +116,25 @@ export async function sendRange(res: http.ServerResponse, reader: StoredReader, 
           warm.delete(id);
         }
       } else n = await reader.read(buffer, 0, length, position);
-      if (gone) return;
+      if (gone) return false;
       // The file shrank under us: the promised length cannot be sent, so the client must not
       // take what it got for the whole file.
-      if (n === 0) return void res.destroy();
+      if (n === 0) {
+        res.destroy();
+        return false;
+      }
       position += n;
       written[i] = new Promise<void>((resolve) => res.write(n === buffer.length ? buffer : buffer.subarray(0, n), () => resolve()));
     }
     await Promise.race([Promise.all(written), closed]);
-    if (gone) return;
+    if (gone) return false;
     res.end();
     // A download that met a slow read does not vouch for the file (it may not fit the cache).
     if (start === 0 && end === reader.size - 1 && !slow) rememberWarm(id);
+    return true;
   } catch {
     res.destroy();
+    return false;
   } finally {
     res.removeListener('close', onGone);
     socket.removeListener('close', onGone);

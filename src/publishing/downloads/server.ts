@@ -21,6 +21,8 @@ import { type DownloadTarget, labelOfTarget, type ParsedPath, parseDownloadPath 
 import type { WithdrawnLabels } from '../notices/withdrawn.js';
 import { labelReleases } from './releases.js';
 import { sendRange } from './send-file.js';
+import { countKeyOf } from '../stats/artifact.js';
+import type { DownloadCounter } from '../stats/counter.js';
 
 export interface DownloadLog {
   info(obj: object, msg: string): void;
@@ -101,8 +103,11 @@ export function createDownloadServer(options: {
   downloadUrl?: string;
   /** Labels their vendor withdrew (issue 20): everything under them answers 410 Gone. */
   withdrawn?: Pick<WithdrawnLabels, 'of'>;
+  /** Counts complete downloads of feature jars and archives (stats/counter.ts); none unless set. */
+  counter?: Pick<DownloadCounter, 'add'> | null;
 }): DownloadServer {
   const { storage, log } = options;
+  const counter = options.counter ?? null;
   const releases = labelReleases(storage, options.downloadUrl, options.freshMs);
   const cache = new FileCache(options.cacheBytes ?? CACHE_BYTES, options.freshMs);
   /** Parsed URL paths (parsing is pure): repeated requests skip the decoding and checks. */
@@ -239,7 +244,7 @@ export function createDownloadServer(options: {
       'cache-control': 'public, no-cache',
     };
     if (t.area === 'assets') headers['access-control-allow-origin'] = '*';
-    return { size, lastModifiedMs, etag, lastModified, headers, full: { ...headers, 'content-length': size } };
+    return { size, lastModifiedMs, etag, lastModified, headers, full: { ...headers, 'content-length': size }, countKey: counter ? countKeyOf(t.key) : null };
   }
 
   /** Answers for one file whose bytes are either in `data` (small files) or behind `reader`. */
@@ -252,6 +257,8 @@ export function createDownloadServer(options: {
       // The common case (a p2 client fetching a file): headers built once per file version.
       void reader?.close();
       res.writeHead(200, meta.full);
+      // A GET whose whole body is handed over now counts (README "Download counts"); HEAD never.
+      if (meta.countKey && !head && data) counter?.add(meta.countKey);
       return void res.end(head || !data ? undefined : data);
     }
     const precondition = conditional
@@ -281,14 +288,19 @@ export function createDownloadServer(options: {
     const headers: http.OutgoingHttpHeaders = { ...meta.headers, 'content-length': size === 0 ? 0 : end - start + 1 };
     if (range.kind === 'partial') headers['content-range'] = `bytes ${start}-${end}/${size}`;
     const status = range.kind === 'partial' ? 206 : 200;
+    // Only a 200 with the whole body counts: never a 206 (a part), a 304 or HEAD.
+    const countKey = status === 200 && !head ? (meta.countKey ?? null) : null;
     if (head || size === 0 || data) {
       void reader?.close();
       res.writeHead(status, headers);
+      if (countKey !== null && data) counter?.add(countKey);
       return void res.end(head || !data ? undefined : range.kind === 'partial' ? data.subarray(start, end + 1) : data);
     }
     res.writeHead(status, headers);
     // The strong ETag names this content (size, time, storage version): sendRange's warm-file key.
-    void sendRange(res, reader as StoredReader, etag, start, end);
+    // A large file counts once its last byte is written: a download cut off before does not.
+    const sending = sendRange(res, reader as StoredReader, etag, start, end);
+    if (countKey !== null && counter) void sending.then((complete) => complete && counter.add(countKey));
   }
 
   async function handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<unknown> {
@@ -392,6 +404,12 @@ export function createDownloadServer(options: {
       : installFastPath(server, {
           lookup: currentCachedFile,
           counts,
+          delivered: counter
+            ? (file) => {
+                const key = (file as CachedFile).countKey;
+                if (key) counter.add(key);
+              }
+            : undefined,
           requestId: fastPathRequestIds(options.trustProxy ?? false),
           served: logRequests
             ? (r, started, _socket, reqId) =>

@@ -64,6 +64,8 @@ export interface ProductPageModel {
   nodes: { label: string; groups: NodeGroup[] } | null;
   /** The changes page (issue 20), when there are two labels or a label with an earlier release. */
   changesUrl?: string;
+  /** Installs counted by the download host (complete days only); absent without statistics. */
+  downloads?: import('../stats/service.js').DownloadsChartModel;
 }
 
 export interface NodeListItem {

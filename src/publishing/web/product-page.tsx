@@ -4,6 +4,7 @@ import { Icon, Layout } from './layout.js';
 import type { InstallLabel, ProductPageModel, SiteInfo } from './model.js';
 import { LabelNotice, RecommendedNotice } from './label-notice.js';
 import { labelAnchor } from '../notices/view.js';
+import { DownloadsChart } from './downloads-chart.js';
 
 /** Ids the page itself uses; vendor headings get other ids (content/product-content.ts). */
 export const PAGE_IDS = ['main', 'install', 'nodes', 'overview', 'changelog', 'faq', 'workflows', 'license', 'contact', 'copy-status', 'site-search'];
@@ -376,6 +377,7 @@ export function ProductPage(props: { site: SiteInfo; m: ProductPageModel }) {
         <Toc entries={tocEntries(m)} />
         <div class="content">
           <Install m={m} />
+          <DownloadsChart d={m.downloads} />
           <Nodes m={m} />
           {c.textHtml ? (
             <section class="card-section" aria-label="Overview" id="overview">

@@ -36,6 +36,7 @@ import { PAGE_IDS, ProductPage } from './product-page.js';
 import { catalogCard, iconVersion, nodeGroups, nodeUrl, type ProductFilesView, type ProductInput, productPageModel } from './presenter.js';
 import { renderDocument } from './render.js';
 import { feedNotices } from '../notices/view.js';
+import type { StatsService } from '../stats/service.js';
 
 export interface PagesServiceDeps {
   repo: ProductsRepository;
@@ -50,6 +51,8 @@ export interface PagesServiceDeps {
   changes: PageChanges;
   /** What changed between labels (issue 20): the changes page and the product page's link to it. */
   nodeChanges?: { pages: ChangesPages; service: Pick<ChangesService, 'comparable'> };
+  /** Download counts for the product page's chart (complete days only: `changes` moves when a day is added, stats/page-days.ts). */
+  downloads?: Pick<StatsService, 'chart' | 'chartDay'>;
   /** Products kept rendered at once (least recently used are dropped). */
   cacheSize?: number;
   /** A page whose render failed is not tried again for its same data before this long, ms. */
@@ -113,7 +116,7 @@ function parseFields(row: ProductRow): ProductFields {
 
 export const NODE_SEARCH_LIMIT = 100;
 
-export function pagesService({ repo, site, files, crawls, renderer, changes, nodeChanges, cacheSize = 500, failureRetryMs = 10 * 60_000, nodeCacheBytes = 32 * 1024 * 1024, now = Date.now }: PagesServiceDeps) {
+export function pagesService({ repo, site, files, crawls, renderer, changes, nodeChanges, downloads, cacheSize = 500, failureRetryMs = 10 * 60_000, nodeCacheBytes = 32 * 1024 * 1024, now = Date.now }: PagesServiceDeps) {
   const cache = new Map<string, Rendered>();
   const building = new Map<string, Promise<Rendered>>();
   // Renders that failed, per product, by the key of the data they failed on: content built to
@@ -137,6 +140,7 @@ export function pagesService({ repo, site, files, crawls, renderer, changes, nod
     const content = await renderer.render(input.fields, release, PAGE_IDS, id);
     const ranges = new Map((await crawls.forProduct(id)).map((c) => [c.label, c.platform_range ?? null] as const));
     const model = productPageModel(site, input, release, filesView, content, ranges);
+    if (downloads) model.downloads = await downloads.chart(id);
     // Nodes of the best label that has been crawled: recommended first (issue 7's order).
     // Only labels with an update site: an archive alone is never crawled, and nodes left from
     // a folder since deleted would point users at an update site that no longer exists.
@@ -163,7 +167,7 @@ export function pagesService({ repo, site, files, crawls, renderer, changes, nod
     const stamp = await repo.pageStamp(id);
     if (!stamp) return null;
     const filesStamp = await files.changeStamp(id);
-    const key = JSON.stringify([stamp.state, stamp.updated_at, stamp.release, stamp.crawled, filesStamp]);
+    const key = JSON.stringify([stamp.state, stamp.updated_at, stamp.release, stamp.crawled, filesStamp, downloads?.chartDay() ?? null]);
     if (hit?.key === key) {
       // Unchanged by what moved the counter: current as of this (later) read.
       if (seq > hit.seq) hit.seq = seq;
