@@ -53,7 +53,22 @@ export interface ProductPageModel {
   feedUrl: string | null;
   /** Nodes of the best crawled label, grouped by named category path; null before any crawl. */
   nodes: { label: string; groups: NodeGroup[] } | null;
+  /** Nodes of every crawled label with an update site, best label first (issue 20); null before any crawl. */
+  nodeLabels?: LabelNodes[] | null;
 }
+
+/** One label's nodes on the product page. */
+export interface LabelNodes {
+  label: string;
+  /** The label's update site. */
+  url: string;
+  recommended: boolean;
+  count: number;
+  groups: NodeGroup[];
+}
+
+/** A raster icon's own pixel size (drawn unscaled), or null: SVG or unknown, drawn at 16 px. */
+export type IconSize = { width: number; height: number } | null;
 
 export interface NodeListItem {
   name: string;
@@ -61,6 +76,7 @@ export interface NodeListItem {
   shortDescription: string;
   deprecated: boolean;
   iconUrl: string | null;
+  iconSize?: IconSize;
 }
 
 export interface NodeGroup {
@@ -89,11 +105,40 @@ export interface NodePageModel {
   description: import('../crawler/node-description.js').NodeDescription | null;
   /** Platforms whose users get this node; null: every platform. */
   platforms: string[] | null;
+  productIconUrl: string | null;
+  productColors: Colors;
+  /** Every label with an update site that has the node, highest version first. */
+  labels: { label: string; url: string; recommended: boolean; installed: boolean }[];
+  /** Labels (ascending) whose description differs from the label before them in version order. */
+  descriptionChangedIn: string[];
+  /** A current node of the same product that replaces this deprecated one, when one can be named. */
+  replacement: { name: string; url: string } | null;
+  /** Node search over this product, and over this node's category. */
+  productSearchUrl: string;
+  categorySearchUrl: string | null;
 }
 
 export interface NodeSearchModel {
   query: string;
-  hits: { name: string; url: string; productName: string; productUrl: string; category: string; shortDescription: string }[];
+  hits: {
+    name: string;
+    url: string;
+    productName: string;
+    productUrl: string;
+    category: string;
+    shortDescription: string;
+    iconUrl?: string | null;
+    iconSize?: IconSize;
+    /** A node search for this hit's category (and product). */
+    categoryUrl?: string | null;
+  }[];
+  /** The filters as asked (a product id, a category path), or null. */
+  product?: string | null;
+  category?: string | null;
+  /** What the filters offer: live products with nodes, and indexed category paths. */
+  facets?: { products: { id: string; name: string }[]; categories: string[] };
+  /** More nodes matched than a page shows (NODE_SEARCH_LIMIT). */
+  capped?: boolean;
 }
 
 export interface CatalogCard {
@@ -102,6 +147,11 @@ export interface CatalogCard {
   description: string;
   iconUrl: string | null;
   colors: Colors;
+  /** Card facts (issue 20): the badge's version, the vendor, distinct nodes across labels, last upload or crawl. */
+  version?: string | null;
+  vendor?: string | null;
+  nodeCount?: number;
+  lastUpdate?: string | null;
 }
 
 export interface CatalogPageModel {
