@@ -58,8 +58,12 @@ export function Layout(props: {
               {site.name} <small>extensions</small>
             </a>
             <nav class="site-nav" aria-label="Site">
-              <a href="/">Extensions</a>
-              <a href="/nodes">Nodes</a>
+              <a class="nav-link" href="/">
+                Extensions
+              </a>
+              <a class="nav-link" href="/nodes">
+                Nodes
+              </a>
             </nav>
             <search class="search">
             <form action="/" method="get">

@@ -147,7 +147,11 @@ export function NodePage(props: { site: SiteInfo; m: NodePageModel }) {
                 <strong>This node is deprecated.</strong>{' '}
                 {m.replacement ? (
                   <>
-                    Use <a href={m.replacement.url}>{m.replacement.name}</a> instead.
+                    Use{' '}
+                    <a class="replacement-link" href={m.replacement.url}>
+                      {m.replacement.name}
+                    </a>{' '}
+                    instead.
                   </>
                 ) : (
                   'It stays for existing workflows; new workflows should not use it.'

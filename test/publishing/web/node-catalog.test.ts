@@ -16,7 +16,7 @@ import { patchProduct, type RunningPublishing, startPublishing } from '../../hel
 import { needsTool } from '../../helpers/tools.js';
 import { openSshSftp, type Stack, startStack } from '../sftp/stack.js';
 import { launchChromium, screenshotPath } from './browser.js';
-import { CROSSTAB, excelBundles, excelFeatures, OLD_WRITER, SHEETS, SMOOTHING, signalBundles, TAGGER, WRITER } from './node-catalog-fixtures.js';
+import { CROSSTAB, excelBundles, excelFeatures, OLD_WRITER, SHEETS, signalBundles, TAGGER, WRITER } from './node-catalog-fixtures.js';
 
 /** The sizes the issue asks for: a desktop and a phone (390 px, an iPhone 12–15's CSS width). */
 const SIZES = [
@@ -169,7 +169,7 @@ for (const target of dialects()) {
     it('a deprecated node names its replacement; the product page lists every label’s nodes, folded, the best open', async () => {
       const old = await page(nodePath('excel', OLD_WRITER));
       assert.match(old, /<span class="badge badge-deprecated">Deprecated<\/span>/);
-      assert.ok(old.includes(`This node is deprecated.</strong> Use <a href="${nodePath('excel', WRITER)}">Excel Writer</a> instead.`));
+      assert.ok(old.includes(`This node is deprecated.</strong> Use <a class="replacement-link" href="${nodePath('excel', WRITER)}">Excel Writer</a> instead.`));
 
       const product = section(await page('/product/excel'), 'nodes');
       assert.match(text(product), /From 2 update sites: 5\.3, 5\.2\./);
