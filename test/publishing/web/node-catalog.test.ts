@@ -15,14 +15,11 @@ import { buildSite } from '../../helpers/p2-fixtures.js';
 import { patchProduct, type RunningPublishing, startPublishing } from '../../helpers/publishing.js';
 import { needsTool } from '../../helpers/tools.js';
 import { openSshSftp, type Stack, startStack } from '../sftp/stack.js';
-import { launchChromium, screenshotPath } from './browser.js';
+import { launchChromium, screenshotPath, VIEWPORTS } from './browser.js';
 import { CROSSTAB, excelBundles, excelFeatures, OLD_WRITER, SHEETS, signalBundles, TAGGER, WRITER } from './node-catalog-fixtures.js';
 
-/** The sizes the issue asks for: a desktop and a phone (390 px, an iPhone 12–15's CSS width). */
-const SIZES = [
-  { name: '1280', width: 1280, height: 900 },
-  { name: '390', width: 390, height: 844 },
-] as const;
+/** The sizes the issue asks for: 1280 and 390 px. */
+const SIZES = VIEWPORTS.filter((v) => v.width === 1280 || v.width === 390);
 
 const nodePath = (product: string, factory: string) => `/product/${product}/nodes/${encodeURIComponent(factory)}`;
 
@@ -247,7 +244,7 @@ for (const target of dialects()) {
           for (const [name, url] of pages) {
             await p.goto(`${web.url}${url}`);
             const overflow = await p.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
-            assert.equal(overflow, 0, `${name} at ${size.name} ${scheme}: ${overflow} px of horizontal overflow`);
+            assert.equal(overflow, 0, `${name} at ${size.width} px ${scheme}: ${overflow} px of horizontal overflow`);
             const icons = await p.locator('img.node-icon').evaluateAll((imgs) =>
               (imgs as HTMLImageElement[]).filter((i) => i.complete && i.naturalWidth > 0).map((i) => ({ src: i.src, natural: [i.naturalWidth, i.naturalHeight], shown: [i.clientWidth, i.clientHeight], rendering: getComputedStyle(i).imageRendering })),
             );
@@ -257,7 +254,7 @@ for (const target of dialects()) {
               assert.ok(Number.isInteger(k) && k >= 1 && i.shown[1] === i.natural[1]! * k, `${name}: ${i.src} drawn ${i.shown} for ${i.natural}`);
               assert.equal(i.rendering, 'pixelated');
             }
-            await p.screenshot({ path: screenshotPath(`nodes-${name}-${size.name}-${scheme}-${target.name}`), fullPage: true });
+            await p.screenshot({ path: screenshotPath(`nodes-${name}-${size.width}-${scheme}-${target.name}`), fullPage: true });
           }
           await ctx.close();
         }
