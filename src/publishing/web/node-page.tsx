@@ -17,7 +17,7 @@ function MarkupDd(props: { html: string }) {
  * scaling blurs and a circle clips. Pixelated rendering keeps it sharp on high-density screens.
  * An SVG (size unknown) is drawn at `fallback` px: vector art scales cleanly.
  */
-export function NodeIcon(props: { url: string | null; size: IconSize | undefined; name: string; fallback?: number }) {
+export function NodeIcon(props: { url: string | null; size: IconSize | undefined; name: string; fallback?: number; scale?: number }) {
   const fallback = props.fallback ?? 32;
   if (!props.url) {
     return (
@@ -26,7 +26,9 @@ export function NodeIcon(props: { url: string | null; size: IconSize | undefined
       </span>
     );
   }
-  const size = props.size ?? { width: fallback, height: fallback };
+  // An integer scale only (pixelated: each source pixel becomes k×k screen pixels, no blur).
+  const k = props.size && props.scale ? Math.max(1, Math.floor(props.scale)) : 1;
+  const size = props.size ? { width: props.size.width * k, height: props.size.height * k } : { width: fallback, height: fallback };
   return <img class="node-icon" src={props.url} alt="" width={size.width} height={size.height} />;
 }
 
@@ -125,7 +127,8 @@ export function NodePage(props: { site: SiteInfo; m: NodePageModel }) {
           </nav>
           <header class="node-head">
             <span class="node-icon-frame">
-              <NodeIcon url={m.iconUrl} size={m.iconSize} name={m.name} />
+              {/* 16 px artwork drawn at twice its size: the page's one large picture of the node. */}
+              <NodeIcon url={m.iconUrl} size={m.iconSize} name={m.name} scale={m.iconSize && m.iconSize.width <= 24 ? 2 : 1} />
             </span>
             <div>
               <h1>{m.name}</h1>

@@ -140,7 +140,7 @@ for (const target of dialects()) {
       assert.ok(install.includes(`value="${stack.downloads.url}/excel/5.3"`), install);
       assert.ok(install.includes(`data-copy="${stack.downloads.url}/excel/5.3"`));
       assert.ok(html.includes('<a href="/nodes?product=excel">All nodes of Excel Support</a>'));
-      assert.ok(html.includes('<a href="/nodes">Nodes</a>'), 'the header links the node search');
+      assert.ok(html.includes('<a class="nav-link" href="/nodes">Nodes</a>'), 'the header links the node search');
     });
 
     it('node page: options grouped by dialog tab, views, keywords, and an unchanged description', async () => {
