@@ -19,6 +19,9 @@ export type NodeHit = Pick<CrawlNodeRow, 'product_id' | 'label' | 'factory_class
 /** A hit with the start of its icon (base64): enough for its type and pixel size, not the bytes. */
 export type NodeSearchHit = NodeHit & Pick<CrawlNodeRow, 'icon_type'> & { icon_head: string | null };
 
+/** A node as lists show it; `icon` holds only the start of the icon's base64 (see `nodeLists`). */
+export type NodeListRow = Pick<CrawlNodeRow, 'label' | 'factory_class' | 'name' | 'category_names' | 'short_description' | 'deprecated' | 'icon_type' | 'icon'>;
+
 export interface NodeSearchFilter {
   /** `searchWords` of the query; may be empty when a filter is set. */
   words: string[];
@@ -252,6 +255,23 @@ export function crawlsRepository(db: Kysely<PublishingDB>, dialect: DialectName)
         .orderBy('n.category_names')
         .execute();
       return { products, categories: categories.map((c) => c.category_names) };
+    },
+
+    /**
+     * Every label's node list of a product (the product page shows them all, issue 20): the
+     * columns a list shows, without the stored descriptions, and only the start of each icon
+     * (its type and pixel size are in the first bytes; the icon itself is served apart).
+     */
+    async nodeLists(productId: string): Promise<NodeListRow[]> {
+      return db
+        .selectFrom('crawl_nodes')
+        .select(['label', 'factory_class', 'name', 'category_names', 'short_description', 'deprecated', 'icon_type'])
+        .select(sql<string | null>`substr(icon, 1, 64)`.as('icon'))
+        .where('product_id', '=', productId)
+        .orderBy('label')
+        .orderBy('category_names')
+        .orderBy('name')
+        .execute();
     },
 
     /** One node's rows in every label of the product that has it (node pages list them). */

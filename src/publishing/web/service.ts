@@ -16,7 +16,7 @@ import { type ContentRenderer, PageRenderFailed, RenderDeferred } from '../conte
 import { type FeedProduct, productFeed, siteFeed } from '../content/feeds.js';
 import { rasterSize, sanitizeSvg, sniffRasterImage } from '../content/svg.js';
 import type { NodeDescription } from '../crawler/node-description.js';
-import { type CrawlNodeRow, type CrawlsRepository, searchWords } from '../crawler/repository.js';
+import { type CrawlNodeRow, type CrawlsRepository, type NodeListRow, searchWords } from '../crawler/repository.js';
 import { NODE_SANITIZER_VERSION, sanitizeNode } from '../crawler/sanitize-node.js';
 import { DEFAULT_CRAWL_LIMITS } from '../crawler/crawl.js';
 import type { ProductFilesReader } from '../files/reader.js';
@@ -139,9 +139,15 @@ export function pagesService({ repo, site, files, crawls, renderer, changes, cac
     // alone is never crawled, and nodes left from a folder since deleted would point users at an
     // update site that no longer exists.
     const crawled: Parameters<typeof labelNodes>[1] = [];
+    const lists = new Map<string, NodeListRow[]>();
+    for (const n of await crawls.nodeLists(id)) {
+      const list = lists.get(n.label);
+      if (list) list.push(n);
+      else lists.set(n.label, [n]);
+    }
     for (const l of model.labels ?? []) {
       if (l.url === null) continue;
-      const rows = await crawls.nodes(id, l.label);
+      const rows = lists.get(l.label) ?? [];
       if (rows.length > 0 && !model.nodes) model.nodes = { label: l.label, groups: nodeGroups(id, rows) };
       crawled.push({ label: l.label, url: l.url, recommended: l.recommended, rows });
     }
