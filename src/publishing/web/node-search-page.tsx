@@ -83,7 +83,9 @@ export function NodeSearchPage(props: { site: SiteInfo; m: NodeSearchModel }) {
           <ul class="node-hits">
             {m.hits.map((h) => (
               <li key={h.url} class="node-hit">
-                <NodeIcon url={h.iconUrl ?? null} size={h.iconSize} name={h.name} fallback={16} />
+                <span class="node-icon-slot">
+                  <NodeIcon url={h.iconUrl ?? null} size={h.iconSize} name={h.name} fallback={16} />
+                </span>
                 <div class="node-hit-body">
                   <a class="node-hit-name" href={h.url}>
                     {h.name}

@@ -315,7 +315,9 @@ function NodeGroups(props: { groups: NodeGroup[] }) {
           <ul class="node-list">
             {g.nodes.map((n) => (
               <li key={n.url}>
-                <NodeIcon url={n.iconUrl} size={n.iconSize} name={n.name} fallback={16} />
+                <span class="node-icon-slot">
+                  <NodeIcon url={n.iconUrl} size={n.iconSize} name={n.name} fallback={16} />
+                </span>
                 <span class="node-list-text">
                   <a href={n.url}>{n.name}</a>
                   {n.deprecated ? <span class="badge badge-deprecated">Deprecated</span> : null}

@@ -190,7 +190,7 @@ for (const target of dialects()) {
       const excel = await page('/nodes?q=writer');
       assert.deepEqual(hits(excel), ['Excel Writer', 'Excel Writer (deprecated)']);
       // Each hit: icon, name, short description, product and category.
-      assert.match(excel, /<li class="node-hit"><img class="node-icon" src="[^"]*ExcelTableWriterNodeFactory\/icon" alt width="16" height="16"\/><div class="node-hit-body"><a class="node-hit-name" href="[^"]*">Excel Writer<\/a><p>Writes data tables to an Excel file\.<\/p><p class="node-hit-meta"><a href="\/product\/excel">Excel Support<\/a> · <a href="\/nodes\?product=excel&amp;category=IO\+%2F\+Excel">IO \/ Excel<\/a><\/p>/);
+      assert.match(excel, /<li class="node-hit"><span class="node-icon-slot"><img class="node-icon" src="[^"]*ExcelTableWriterNodeFactory\/icon" alt width="16" height="16"\/><\/span><div class="node-hit-body"><a class="node-hit-name" href="[^"]*">Excel Writer<\/a><p>Writes data tables to an Excel file\.<\/p><p class="node-hit-meta"><a href="\/product\/excel">Excel Support<\/a> · <a href="\/nodes\?product=excel&amp;category=IO\+%2F\+Excel">IO \/ Excel<\/a><\/p>/);
       // A filter without words lists its nodes.
       assert.deepEqual(hits(await page('/nodes?product=signals')), ['Signal Smoothing']);
       assert.deepEqual(hits(await page(`/nodes?category=${encodeURIComponent('IO / Excel')}`)).sort(), ['Excel Writer', 'Excel Writer (deprecated)', 'Read Excel Sheet Names (Labs)', 'Sheet Tagger']);
