@@ -16,6 +16,21 @@ export function searchWords(query: string): string[] {
 
 export type NodeHit = Pick<CrawlNodeRow, 'product_id' | 'label' | 'factory_class' | 'name' | 'product_name' | 'category_names' | 'short_description'>;
 
+/** A hit with the start of its icon (base64): enough for its type and pixel size, not the bytes. */
+export type NodeSearchHit = NodeHit & Pick<CrawlNodeRow, 'icon_type'> & { icon_head: string | null };
+
+/** A node as lists show it; `icon` holds only the start of the icon's base64 (see `nodeLists`). */
+export type NodeListRow = Pick<CrawlNodeRow, 'label' | 'factory_class' | 'name' | 'category_names' | 'short_description' | 'deprecated' | 'icon_type' | 'icon'>;
+
+export interface NodeSearchFilter {
+  /** `searchWords` of the query; may be empty when a filter is set. */
+  words: string[];
+  /** A product id, or null for every product. */
+  product: string | null;
+  /** A named category path as stored (`A / B`), or null for every category. */
+  category: string | null;
+}
+
 export function crawlsRepository(db: Kysely<PublishingDB>, dialect: DialectName) {
   return {
     /** Marks a crawl of the label as running (replacing the state, keeping the last nodes until it finishes). */
@@ -195,6 +210,88 @@ export function crawlsRepository(db: Kysely<PublishingDB>, dialect: DialectName)
         ORDER BY bm25(crawl_nodes_fts), n.name, n.product_id, n.label DESC
         LIMIT ${limit}`.execute(db);
       return r.rows;
+    },
+
+    /**
+     * Node search with filters (issue 20 "Node pages and discovery"): the full-text match of
+     * `search` when there are words, narrowed in SQL to one product and/or one category path
+     * (the category and everything below it); without words, a filter alone lists its nodes by
+     * name. `limit` bounds every answer. Live products only, like `search`.
+     */
+    async searchNodes(filter: NodeSearchFilter, limit: number): Promise<NodeSearchHit[]> {
+      const { words, product, category } = filter;
+      if (words.length === 0 && product === null && category === null) return [];
+      const cols = sql`n.product_id, n.label, n.factory_class, n.name, n.product_name, n.category_names, n.short_description, n.icon_type, substr(n.icon, 1, 64) AS icon_head`;
+      // A category matches itself and its subcategories: "A / B" selects "A / B" and "A / B / C",
+      // compared as a prefix with substr (no LIKE, so % and _ in a name are plain characters).
+      const where = [sql`p.state = 'live'`];
+      if (product !== null) where.push(sql`n.product_id = ${product}`);
+      if (category !== null) where.push(sql`(n.category_names = ${category} OR substr(n.category_names, 1, ${[...category].length + 3}) = ${`${category} / `})`);
+      const filters = sql.join(where, sql` AND `);
+      let r: { rows: NodeSearchHit[] };
+      if (words.length === 0) {
+        r = await sql<NodeSearchHit>`SELECT ${cols} FROM crawl_nodes n JOIN products p ON p.id = n.product_id
+          WHERE ${filters} ORDER BY n.name, n.product_id, n.factory_class, n.label DESC LIMIT ${limit}`.execute(db);
+      } else if (dialect === 'postgres') {
+        const q = words.map((w) => `${w}:*`).join(' & ');
+        r = await sql<NodeSearchHit>`SELECT ${cols} FROM crawl_nodes n JOIN products p ON p.id = n.product_id
+          WHERE ${filters} AND n.search @@ to_tsquery('simple', ${q})
+          ORDER BY ts_rank(n.search, to_tsquery('simple', ${q})) DESC, n.name, n.product_id, n.label DESC
+          LIMIT ${limit}`.execute(db);
+      } else {
+        const match = words.map((w) => `"${w.replace(/"/g, '""')}"*`).join(' ');
+        r = await sql<NodeSearchHit>`SELECT ${cols}
+          FROM crawl_nodes_fts f JOIN crawl_nodes n ON n.rowid = f.rowid JOIN products p ON p.id = n.product_id
+          WHERE crawl_nodes_fts MATCH ${match} AND ${filters}
+          ORDER BY bm25(crawl_nodes_fts), n.name, n.product_id, n.label DESC
+          LIMIT ${limit}`.execute(db);
+      }
+      return r.rows;
+    },
+
+    /** What the node search's filters offer: live products that have nodes, and their category paths. */
+    async searchFacets(): Promise<{ products: { id: string; name: string }[]; categories: string[] }> {
+      const products = await db
+        .selectFrom('crawl_nodes as n')
+        .innerJoin('products as p', 'p.id', 'n.product_id')
+        .select(['p.id', 'p.name'])
+        .where('p.state', '=', 'live')
+        .distinct()
+        .orderBy('p.name')
+        .orderBy('p.id')
+        .execute();
+      const categories = await db
+        .selectFrom('crawl_nodes as n')
+        .innerJoin('products as p', 'p.id', 'n.product_id')
+        .select('n.category_names')
+        .where('p.state', '=', 'live')
+        .where('n.category_names', '!=', '')
+        .distinct()
+        .orderBy('n.category_names')
+        .execute();
+      return { products, categories: categories.map((c) => c.category_names) };
+    },
+
+    /**
+     * Every label's node list of a product (the product page shows them all, issue 20): the
+     * columns a list shows, without the stored descriptions, and only the start of each icon
+     * (its type and pixel size are in the first bytes; the icon itself is served apart).
+     */
+    async nodeLists(productId: string): Promise<NodeListRow[]> {
+      return db
+        .selectFrom('crawl_nodes')
+        .select(['label', 'factory_class', 'name', 'category_names', 'short_description', 'deprecated', 'icon_type'])
+        .select(sql<string | null>`substr(icon, 1, 64)`.as('icon'))
+        .where('product_id', '=', productId)
+        .orderBy('label')
+        .orderBy('category_names')
+        .orderBy('name')
+        .execute();
+    },
+
+    /** One node's rows in every label of the product that has it (node pages list them). */
+    async nodeInLabels(productId: string, factoryClass: string): Promise<CrawlNodeRow[]> {
+      return db.selectFrom('crawl_nodes').selectAll().where('product_id', '=', productId).where('factory_class', '=', factoryClass).execute();
     },
 
     /**

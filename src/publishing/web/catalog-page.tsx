@@ -1,5 +1,5 @@
 import { Icon, Layout } from './layout.js';
-import type { CatalogPageModel, SiteInfo } from './model.js';
+import type { CatalogCard, CatalogPageModel, SiteInfo } from './model.js';
 
 function pageHref(query: string, page: number, works = ''): string {
   const params = new URLSearchParams();
@@ -23,6 +23,43 @@ function WorksFilter(props: { query: string; works: string }) {
       <button type="submit" class="button secondary">Filter</button>
       {props.works ? <a href={pageHref(props.query, 1)}>Any release</a> : null}
     </form>
+  );
+}
+
+/** The day of an ISO timestamp (UTC), as the card shows it. */
+const day = (iso: string) => iso.slice(0, 10);
+
+/** Version, vendor, nodes and last update of a card (issue 20); a fact not known is left out. */
+function CardFacts(props: { c: CatalogCard }) {
+  const { c } = props;
+  if (c.nodeCount === undefined) return null;
+  return (
+    <dl class="card-facts">
+      {c.version ? (
+        <div>
+          <dt>Version</dt>
+          <dd>{c.version}</dd>
+        </div>
+      ) : null}
+      {c.vendor ? (
+        <div>
+          <dt>Vendor</dt>
+          <dd>{c.vendor}</dd>
+        </div>
+      ) : null}
+      <div>
+        <dt>Nodes</dt>
+        <dd>{c.nodeCount}</dd>
+      </div>
+      {c.lastUpdate ? (
+        <div>
+          <dt>Updated</dt>
+          <dd>
+            <time datetime={c.lastUpdate}>{day(c.lastUpdate)}</time>
+          </dd>
+        </div>
+      ) : null}
+    </dl>
   );
 }
 
@@ -68,6 +105,7 @@ export function CatalogPage(props: { site: SiteInfo; m: CatalogPageModel }) {
                   <Icon url={c.iconUrl} name={c.name} size={56} />
                   <h2>{c.name}</h2>
                   {c.description ? <p>{c.description}</p> : null}
+                  <CardFacts c={c} />
                 </a>
               </li>
             ))}

@@ -57,6 +57,14 @@ export function Layout(props: {
               </span>
               {site.name} <small>extensions</small>
             </a>
+            <nav class="site-nav" aria-label="Site">
+              <a class="nav-link" href="/">
+                Extensions
+              </a>
+              <a class="nav-link" href="/nodes">
+                Nodes
+              </a>
+            </nav>
             <search class="search">
             <form action="/" method="get">
               <label class="sr-only" for="site-search">
@@ -74,6 +82,7 @@ export function Layout(props: {
         <footer class="site-footer">
           <div class="wrap">
             <a href="/">All extensions</a>
+            <a href="/nodes">Node search</a>
             <a href="/releases.atom">Release feed</a>
             <a href="/sitemap.xml">Sitemap</a>
             <a href="/api/docs">API</a>

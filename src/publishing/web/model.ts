@@ -66,7 +66,22 @@ export interface ProductPageModel {
   changesUrl?: string;
   /** Installs counted by the download host (complete days only); absent without statistics. */
   downloads?: import('../stats/service.js').DownloadsChartModel;
+  /** Nodes of every crawled label with an update site, best label first (issue 20); null before any crawl. */
+  nodeLabels?: LabelNodes[] | null;
 }
+
+/** One label's nodes on the product page. */
+export interface LabelNodes {
+  label: string;
+  /** The label's update site. */
+  url: string;
+  recommended: boolean;
+  count: number;
+  groups: NodeGroup[];
+}
+
+/** A raster icon's own pixel size (drawn unscaled), or null: SVG or unknown, drawn at 16 px. */
+export type IconSize = { width: number; height: number } | null;
 
 export interface NodeListItem {
   name: string;
@@ -74,6 +89,7 @@ export interface NodeListItem {
   shortDescription: string;
   deprecated: boolean;
   iconUrl: string | null;
+  iconSize?: IconSize;
 }
 
 export interface NodeGroup {
@@ -104,11 +120,40 @@ export interface NodePageModel {
   platforms: string[] | null;
   /** The deprecation notice of the label the page installs from (issue 20). */
   labelNotice?: LabelNoticeView | null;
+  productIconUrl: string | null;
+  productColors: Colors;
+  /** Every label with an update site that has the node, highest version first. */
+  labels: { label: string; url: string; recommended: boolean; installed: boolean }[];
+  /** Labels (ascending) whose description differs from the label before them in version order. */
+  descriptionChangedIn: string[];
+  /** A current node of the same product that replaces this deprecated one, when one can be named. */
+  replacement: { name: string; url: string } | null;
+  /** Node search over this product, and over this node's category. */
+  productSearchUrl: string;
+  categorySearchUrl: string | null;
 }
 
 export interface NodeSearchModel {
   query: string;
-  hits: { name: string; url: string; productName: string; productUrl: string; category: string; shortDescription: string }[];
+  hits: {
+    name: string;
+    url: string;
+    productName: string;
+    productUrl: string;
+    category: string;
+    shortDescription: string;
+    iconUrl?: string | null;
+    iconSize?: IconSize;
+    /** A node search for this hit's category (and product). */
+    categoryUrl?: string | null;
+  }[];
+  /** The filters as asked (a product id, a category path), or null. */
+  product?: string | null;
+  category?: string | null;
+  /** What the filters offer: live products with nodes, and indexed category paths. */
+  facets?: { products: { id: string; name: string }[]; categories: string[] };
+  /** More nodes matched than a page shows (NODE_SEARCH_LIMIT). */
+  capped?: boolean;
 }
 
 export interface CatalogCard {
@@ -117,6 +162,11 @@ export interface CatalogCard {
   description: string;
   iconUrl: string | null;
   colors: Colors;
+  /** Card facts (issue 20): the badge's version, the vendor, distinct nodes across labels, last upload or crawl. */
+  version?: string | null;
+  vendor?: string | null;
+  nodeCount?: number;
+  lastUpdate?: string | null;
 }
 
 export interface CatalogPageModel {

@@ -5,6 +5,8 @@ import type { InstallLabel, ProductPageModel, SiteInfo } from './model.js';
 import { LabelNotice, RecommendedNotice } from './label-notice.js';
 import { labelAnchor } from '../notices/view.js';
 import { DownloadsChart } from './downloads-chart.js';
+import type { NodeGroup } from './model.js';
+import { NodeIcon } from './node-page.js';
 
 /** Ids the page itself uses; vendor headings get other ids (content/product-content.ts). */
 export const PAGE_IDS = ['main', 'install', 'nodes', 'overview', 'changelog', 'faq', 'workflows', 'license', 'contact', 'copy-status', 'site-search'];
@@ -283,29 +285,72 @@ function Release(props: { r: RenderedRelease }) {
   );
 }
 
-/** The product's nodes grouped by category (issue 11), shown also while the page is hidden. */
+/**
+ * The product's nodes (issue 11), shown also while the page is hidden: every crawled label's,
+ * best first, grouped by category (issue 20). Many nodes, or more than one label, fold into
+ * <details> per label (no script needed), the best label open.
+ */
 function Nodes(props: { m: ProductPageModel }) {
-  const nodes = props.m.nodes;
-  if (!nodes) return null;
+  const { m } = props;
+  const lists = m.nodeLabels ?? (m.nodes ? [{ label: m.nodes.label, url: '', recommended: true, count: m.nodes.groups.reduce((n, g) => n + g.nodes.length, 0), groups: m.nodes.groups }] : []);
+  if (!lists.length) return null;
+  const folded = lists.length > 1 || lists.some((l) => l.count > NODE_LIST_OPEN_MAX);
   return (
     <section class="card-section" aria-labelledby="nodes">
       <h2 id="nodes">Nodes</h2>
-      <p class="hint">From update site {nodes.label}.</p>
-      {nodes.groups.map((g) => (
+      {lists.length === 1 ? (
+        <p class="hint">From update site {lists[0]!.label}.</p>
+      ) : (
+        <p class="hint">
+          From {lists.length} update sites: {lists.map((l) => l.label).join(', ')}.
+        </p>
+      )}
+      <p class="node-list-search">
+        <a href={`/nodes?product=${encodeURIComponent(m.id)}`}>Search the nodes of {m.name}</a>
+      </p>
+      {lists.map((l, i) =>
+        folded ? (
+          <details key={l.label} class="node-label" open={i === 0}>
+            <summary>
+              <span class="label-name">{l.label}</span> <span class="node-count">{l.count === 1 ? '1 node' : `${l.count} nodes`}</span>
+              {l.recommended ? <span class="pill">Recommended</span> : null}
+            </summary>
+            <NodeGroups groups={l.groups} />
+          </details>
+        ) : (
+          <NodeGroups key={l.label} groups={l.groups} />
+        ),
+      )}
+    </section>
+  );
+}
+
+/** A label holding more nodes than this is folded (issue 20: "collapsible when there are many"). */
+const NODE_LIST_OPEN_MAX = 12;
+
+function NodeGroups(props: { groups: NodeGroup[] }) {
+  return (
+    <>
+      {props.groups.map((g) => (
         <div key={g.category} class="node-group">
           <h3>{g.category}</h3>
           <ul class="node-list">
             {g.nodes.map((n) => (
               <li key={n.url}>
-                <a href={n.url}>{n.name}</a>
-                {n.deprecated ? <span class="badge badge-deprecated">Deprecated</span> : null}
-                {n.shortDescription ? <span class="node-short"> — {n.shortDescription}</span> : null}
+                <span class="node-icon-slot">
+                  <NodeIcon url={n.iconUrl} size={n.iconSize} name={n.name} fallback={16} />
+                </span>
+                <span class="node-list-text">
+                  <a href={n.url}>{n.name}</a>
+                  {n.deprecated ? <span class="badge badge-deprecated">Deprecated</span> : null}
+                  {n.shortDescription ? <span class="node-short"> — {n.shortDescription}</span> : null}
+                </span>
               </li>
             ))}
           </ul>
         </div>
       ))}
-    </section>
+    </>
   );
 }
 

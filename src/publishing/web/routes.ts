@@ -47,7 +47,15 @@ const NodeParams = Type.Object({
   // A Java class name: the node's stable id inside its product.
   factory: Type.String({ minLength: 1, maxLength: MAX_FACTORY_LENGTH }),
 });
-const NodeSearchQuery = Type.Object({ q: Type.Optional(Type.String({ maxLength: 200 })) }, { additionalProperties: true });
+const NodeSearchQuery = Type.Object(
+  {
+    q: Type.Optional(Type.String({ maxLength: 200 })),
+    // Filters (issue 20): a product id and a named category path, as the page's selects send them.
+    product: Type.Optional(Type.String({ maxLength: 200 })),
+    category: Type.Optional(Type.String({ maxLength: 1000 })),
+  },
+  { additionalProperties: true },
+);
 const IconQuery = Type.Object({ v: Type.Optional(Type.String({ maxLength: 64 })) }, { additionalProperties: true });
 
 /** What the page routes need beside the pages service. */
@@ -156,7 +164,7 @@ export function registerPageRoutes(app: HttpApp, pages: PagesService, options: P
 
   app.get('/nodes', { schema: { querystring: NodeSearchQuery } }, async (req, reply) => {
     const seq = await changes.current();
-    const { served } = await pages.nodeSearch((req.query.q ?? '').trim());
+    const { served } = await pages.nodeSearch((req.query.q ?? '').trim(), { product: req.query.product?.trim(), category: req.query.category?.trim() });
     return send(req, reply, seq, served, revalidate);
   });
 

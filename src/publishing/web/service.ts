@@ -16,7 +16,7 @@ import { type ContentRenderer, PageRenderFailed, RenderDeferred } from '../conte
 import { type FeedProduct, productFeed, siteFeed } from '../content/feeds.js';
 import { rasterSize, sanitizeSvg, sniffRasterImage } from '../content/svg.js';
 import type { NodeDescription } from '../crawler/node-description.js';
-import { type CrawlNodeRow, type CrawlsRepository, searchWords } from '../crawler/repository.js';
+import { type CrawlNodeRow, type CrawlsRepository, type NodeListRow, searchWords } from '../crawler/repository.js';
 import { NODE_SANITIZER_VERSION, sanitizeNode } from '../crawler/sanitize-node.js';
 import { DEFAULT_CRAWL_LIMITS } from '../crawler/crawl.js';
 import { rangeContains } from '../crawler/platform-range.js';
@@ -37,6 +37,7 @@ import { catalogCard, iconVersion, nodeGroups, nodeUrl, type ProductFilesView, t
 import { renderDocument } from './render.js';
 import { feedNotices } from '../notices/view.js';
 import type { StatsService } from '../stats/service.js';
+import { compareLabelsAsc, descriptionChangedIn, distinctNodes, iconSizeOf, labelNodes, nodeSearchHref, replacementFor, vendorOf } from './node-presenter.js';
 
 export interface PagesServiceDeps {
   repo: ProductsRepository;
@@ -89,7 +90,11 @@ interface Rendered {
   feed?: Served;
   badge?: Served;
   icon?: Served | null;
+  /** What the product's catalog card says beside its name (issue 20). */
+  facts: CardFacts;
 }
+
+type CardFacts = Pick<CatalogCard, 'version' | 'vendor' | 'nodeCount' | 'lastUpdate'>;
 
 export const CATALOG_PAGE_SIZE = 24;
 
@@ -141,19 +146,27 @@ export function pagesService({ repo, site, files, crawls, renderer, changes, nod
     const ranges = new Map((await crawls.forProduct(id)).map((c) => [c.label, c.platform_range ?? null] as const));
     const model = productPageModel(site, input, release, filesView, content, ranges);
     if (downloads) model.downloads = await downloads.chart(id);
-    // Nodes of the best label that has been crawled: recommended first (issue 7's order).
-    // Only labels with an update site: an archive alone is never crawled, and nodes left from
-    // a folder since deleted would point users at an update site that no longer exists.
+    // Nodes of every label that has been crawled, the best first (recommended first: issue 7's
+    // order); `nodes` keeps the best one's alone. Only labels with an update site: an archive
+    // alone is never crawled, and nodes left from a folder since deleted would point users at an
+    // update site that no longer exists.
+    const crawled: Parameters<typeof labelNodes>[1] = [];
+    const lists = new Map<string, NodeListRow[]>();
+    for (const n of await crawls.nodeLists(id)) {
+      const list = lists.get(n.label);
+      if (list) list.push(n);
+      else lists.set(n.label, [n]);
+    }
     for (const l of model.labels ?? []) {
       if (l.url === null) continue;
-      const rows = await crawls.nodes(id, l.label);
-      if (rows.length > 0) {
-        model.nodes = { label: l.label, groups: nodeGroups(id, rows) };
-        break;
-      }
+      const rows = lists.get(l.label) ?? [];
+      if (rows.length > 0 && !model.nodes) model.nodes = { label: l.label, groups: nodeGroups(id, rows) };
+      crawled.push({ label: l.label, url: l.url, recommended: l.recommended, rows });
     }
+    model.nodeLabels = model.nodes ? labelNodes(id, crawled) : null;
     if (await nodeChanges?.service.comparable(id)) model.changesUrl = `/product/${id}/changes`;
-    return { key, seq, state: row.state, updatedAt: row.updated_at, input, model };
+    const facts = await cardFacts(id, model);
+    return { key, seq, state: row.state, updatedAt: row.updated_at, input, model, facts };
   }
 
   /**
@@ -343,6 +356,27 @@ export function pagesService({ repo, site, files, crawls, renderer, changes, nod
     return pending;
   }
 
+  /**
+   * A catalog card's facts: the badge's version (the changelog's newest release), the vendor (the
+   * provider of the best crawled label's features, else the contact name), the distinct nodes
+   * across labels, and the newest upload or crawl.
+   */
+  async function cardFacts(id: string, model: ProductPageModel): Promise<CardFacts> {
+    const runs = await crawls.forProduct(id);
+    let vendor: string | null = null;
+    for (const l of model.labels ?? []) {
+      vendor = vendorOf(runs.find((c) => c.label === l.label)?.units);
+      if (vendor) break;
+    }
+    const times = [...(model.labels ?? []).map((l) => l.lastUploadAt), ...runs.map((c) => c.finished_at)].filter((t): t is string => !!t);
+    return {
+      version: model.badge?.version ?? null,
+      vendor: vendor ?? model.contact?.name ?? null,
+      nodeCount: model.nodeLabels ? distinctNodes(model.nodeLabels) : 0,
+      lastUpdate: times.length ? times.reduce((a, b) => (a > b ? a : b)) : null,
+    };
+  }
+
   /** The node's row from the label the product page shows (recommended first), sanitized. */
   async function findNodeRow(r: Rendered, id: string, factoryClass: string): Promise<{ row: CrawlNodeRow; label: string; installUrl: string } | null> {
     for (const l of r.model.labels ?? []) {
@@ -355,8 +389,16 @@ export function pagesService({ repo, site, files, crawls, renderer, changes, nod
   }
 
   /** A node page's model: the stored description is already sanitized HTML (crawler/sanitize-node.ts). */
-  function nodeModel(r: Rendered, id: string, found: { row: CrawlNodeRow; label: string; installUrl: string }): NodePageModel {
+  function nodeModel(r: Rendered, id: string, found: { row: CrawlNodeRow; label: string; installUrl: string }, all: CrawlNodeRow[]): NodePageModel {
     const { row } = found;
+    // The labels the product page offers (with an update site) that have this node.
+    const offered = (r.model.labels ?? []).filter((l): l is typeof l & { url: string } => l.url !== null);
+    const inLabel = new Map(all.map((n) => [n.label, n]));
+    const labels = offered
+      .filter((l) => inLabel.has(l.label))
+      .map((l) => ({ label: l.label, url: l.url, recommended: l.recommended, installed: l.label === found.label }))
+      .sort((a, b) => compareLabelsAsc(b.label, a.label));
+    const everyNode = (r.model.nodeLabels ?? []).flatMap((l) => l.groups.flatMap((g) => g.nodes));
     const data = JSON.parse(row.data) as { categoryNames: string[]; description: NodeDescription | null; platforms?: string[] | null };
     const url = nodeUrl(id, row.factory_class);
     return {
@@ -377,7 +419,26 @@ export function pagesService({ repo, site, files, crawls, renderer, changes, nod
       description: data.description,
       platforms: data.platforms ?? null,
       labelNotice: r.model.labels?.find((l) => l.label === found.label)?.notice ?? null,
+      productIconUrl: r.model.iconUrl,
+      productColors: r.model.colors,
+      labels,
+      descriptionChangedIn: descriptionChangedIn(labels.map((l) => inLabel.get(l.label)!)),
+      replacement: row.deprecated === 1 ? replacementFor({ name: row.name, url }, everyNode) : null,
+      productSearchUrl: nodeSearchHref({ product: id }),
+      categorySearchUrl: row.category_names ? nodeSearchHref({ product: id, category: row.category_names }) : null,
     };
+  }
+
+  /**
+   * Cards with their facts, taken from each product's rendering (kept until the product changes);
+   * a product that cannot be rendered now keeps its plain card.
+   */
+  async function withFacts(cards: CatalogCard[]): Promise<CatalogCard[]> {
+    const settled = await Promise.allSettled(cards.map((c) => product(c.id)));
+    return cards.map((c, i) => {
+      const s = settled[i]!;
+      return s.status === 'fulfilled' && s.value ? { ...c, ...s.value.r.facts } : c;
+    });
   }
 
   return {
@@ -460,7 +521,7 @@ export function pagesService({ repo, site, files, crawls, renderer, changes, nod
       const pages = Math.max(1, Math.ceil(all.length / CATALOG_PAGE_SIZE));
       const current = Math.min(Math.max(1, page), pages);
       const slice = all.slice((current - 1) * CATALOG_PAGE_SIZE, current * CATALOG_PAGE_SIZE);
-      const model: CatalogPageModel = { query, works, cards: slice.map((p) => p.card), total: all.length, page: current, pages };
+      const model: CatalogPageModel = { query, works, cards: await withFacts(slice.map((p) => p.card)), total: all.length, page: current, pages };
       return { served: served(renderDocument(CatalogPage({ site, m: model })), HTML), model };
     },
 
@@ -471,7 +532,10 @@ export function pagesService({ repo, site, files, crawls, renderer, changes, nod
       const { r } = p;
       const s = await cachedNode(r, JSON.stringify(['page', id, factoryClass]), async () => {
         const found = await findNodeRow(r, id, factoryClass);
-        return found ? served(renderDocument(NodePage({ site, m: nodeModel(r, id, found) })), HTML) : null;
+        if (!found) return null;
+        // Every label's copy, sanitized alike, so that comparing descriptions compares content.
+        const all = await Promise.all((await crawls.nodeInLabels(id, factoryClass)).map((n) => sanitizedRow(n)));
+        return served(renderDocument(NodePage({ site, m: nodeModel(r, id, found, all) })), HTML);
       });
       return marked(s, p.provisional);
     },
@@ -492,24 +556,46 @@ export function pagesService({ repo, site, files, crawls, renderer, changes, nod
       return marked(s, p.provisional);
     },
 
-    /** Full-text node search over live products (one hit per product and node, best label first). */
-    async nodeSearch(query: string): Promise<{ served: Served; model: NodeSearchModel }> {
-      const hits = await crawls.search(searchWords(query), NODE_SEARCH_LIMIT);
+    /**
+     * Node search over live products (one hit per product and node, best label first): full text,
+     * narrowed by product and category (issue 20); a filter without words lists its nodes. At
+     * most NODE_SEARCH_LIMIT hits, with a note when more matched.
+     */
+    async nodeSearch(query: string, filter: { product?: string | null; category?: string | null } = {}): Promise<{ served: Served; model: NodeSearchModel }> {
+      const product = filter.product || null;
+      const category = filter.category || null;
+      // Every label's copy of a node is a row: ask for more than a page so that duplicates
+      // folded below still leave a full page, and one more to tell that more matched.
+      const hits = await crawls.searchNodes({ words: searchWords(query), product, category }, NODE_SEARCH_LIMIT * 4 + 1);
       const seen = new Set<string>();
-      const model: NodeSearchModel = { query, hits: [] };
+      const facets = await crawls.searchFacets();
+      // Sorted here: the databases' collations differ (SQLite compares bytes).
+      const byText = (a: string, b: string) => a.localeCompare(b, 'en', { sensitivity: 'base' }) || (a < b ? -1 : a > b ? 1 : 0);
+      facets.products.sort((a, b) => byText(a.name, b.name) || byText(a.id, b.id));
+      facets.categories.sort(byText);
+      const model: NodeSearchModel = { query, hits: [], product, category, facets, capped: false };
       for (const h of hits) {
         const k = `${h.product_id}\u0000${h.factory_class}`;
         if (seen.has(k)) continue;
         seen.add(k);
+        if (model.hits.length === NODE_SEARCH_LIMIT) {
+          model.capped = true;
+          break;
+        }
+        const url = nodeUrl(h.product_id, h.factory_class);
         model.hits.push({
           name: h.name,
-          url: nodeUrl(h.product_id, h.factory_class),
+          url,
           productName: h.product_name,
           productUrl: `/product/${h.product_id}`,
           category: h.category_names,
           shortDescription: h.short_description,
+          iconUrl: h.icon_head ? `${url}/icon` : null,
+          iconSize: iconSizeOf({ icon: h.icon_head, icon_type: h.icon_type }),
+          categoryUrl: h.category_names ? nodeSearchHref({ product: h.product_id, category: h.category_names }) : null,
         });
       }
+      if (hits.length === NODE_SEARCH_LIMIT * 4 + 1) model.capped = true;
       return { served: served(renderDocument(NodeSearchPage({ site, m: model })), HTML), model };
     },
 

@@ -45,7 +45,7 @@ for (const target of dialects()) {
         child.on('close', (code) => resolve({ code, stdout, stderr }));
       });
     const hits = async (q: string) =>
-      [...(await (await fetch(`${web.url}/nodes?q=${encodeURIComponent(q)}`)).text()).matchAll(/<li><a href="([^"]*)">/g)].map((m) => m[1]).sort();
+      [...(await (await fetch(`${web.url}/nodes?q=${encodeURIComponent(q)}`)).text()).matchAll(/<a class="node-hit-name" href="([^"]*)">/g)].map((m) => m[1]).sort();
     const page = async () => (await fetch(`${web.url}/product/gadgets`)).text();
     const nodesOf = async (label: string) => {
       const database = await openPublishingDatabase(db.url);

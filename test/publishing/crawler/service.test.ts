@@ -127,7 +127,7 @@ for (const target of dialects()) {
       const nodes = page.body.slice(page.body.indexOf('id="nodes"'), page.body.indexOf('</section>', page.body.indexOf('id="nodes"')));
       // Groups by named category path, sorted; the DTD node sits one level deeper.
       assert.deepEqual([...nodes.matchAll(/<h3>([^<]*)<\/h3>/g)].map((m) => m[1]), ['community / Example', 'community / Example / Input/Output']);
-      assert.deepEqual([...nodes.matchAll(/<a href="([^"]*)">([^<]*)<\/a>/g)].map((m) => [m[2], m[1]]), [
+      assert.deepEqual([...nodes.matchAll(/<a href="(\/product\/[^"]*)">([^<]*)<\/a>/g)].map((m) => [m[2], m[1]]), [
         ['Widget Joiner', '/product/widgets/nodes/org.example.nodes.JoinerNodeFactory'],
         ['Widget Learner', '/product/widgets/nodes/org.example.nodes.LearnerNodeFactory'],
         ['Widget Predictor', '/product/widgets/nodes/org.example.nodes.PredictorNodeFactory'],
@@ -141,10 +141,10 @@ for (const target of dialects()) {
         'Widget Learner does v3.1 things.',
         'Widget Learner intro paragraph.',
         '<dt>Column</dt><dd class="node-markup">The column to use.</dd>',
-        'Additional tables (dynamic, group Inputs)',
-        '<dt>0: Output table</dt>',
-        'Category: community / Example',
-        `${stack.downloads.url}/widgets/5.4</code>`,
+        '<span class="port-name">Additional tables</span> <span class="pill muted port-group">Dynamic port group “Inputs”</span>',
+        '<dt><span class="port-index">0</span><span class="port-name">Output table</span></dt>',
+        '<dt>Category</dt><dd>community / Example</dd>',
+        `value="${stack.downloads.url}/widgets/5.4"`,
         '<a href="/product/widgets">widgets</a>',
         'src="/product/widgets/nodes/org.example.nodes.LearnerNodeFactory/icon"',
       ]) assert.ok(node.body.includes(want), `node page shows ${want}`);
@@ -153,7 +153,7 @@ for (const target of dialects()) {
       assert.ok(Buffer.from(await icon.arrayBuffer()).equals(PNG));
       assert.equal((await text('/product/widgets/nodes/org.example.Nope')).status, 404);
 
-      const hits = async (q: string) => [...(await text(`/nodes?q=${encodeURIComponent(q)}`)).body.matchAll(/<li><a href="([^"]*)">/g)].map((m) => m[1]);
+      const hits = async (q: string) => [...(await text(`/nodes?q=${encodeURIComponent(q)}`)).body.matchAll(/<a class="node-hit-name" href="([^"]*)">/g)].map((m) => m[1]);
       assert.deepEqual(await hits('frobnicator'), [], 'hidden products are not searched');
       assert.equal((await pier('staff', 'enable', 'widgets')).code, 0);
       assert.deepEqual(await hits('frobnicator'), ['/product/widgets/nodes/org.example.nodes.CsvReaderNodeFactory']);

@@ -162,7 +162,7 @@ for (const target of dialects()) {
       await page.close();
     });
 
-    it('draws the 16 px node icon at its own size, square and pixelated, not scaled or clipped', async () => {
+    it('draws the 16 px node icon at an integer multiple of its size (2×), square and pixelated, never blurred or clipped', async () => {
       const page = await browser.newPage({ deviceScaleFactor: 2 });
       await page.goto(nodeUrl(RICH));
       const icon = page.locator('.node-head img');
@@ -170,7 +170,7 @@ for (const target of dialects()) {
         const s = getComputedStyle(img);
         return { natural: [img.naturalWidth, img.naturalHeight], shown: [img.clientWidth, img.clientHeight], radius: s.borderRadius, rendering: s.imageRendering };
       });
-      assert.deepEqual(got, { natural: [16, 16], shown: [16, 16], radius: '0px', rendering: 'pixelated' });
+      assert.deepEqual(got, { natural: [16, 16], shown: [32, 32], radius: '0px', rendering: 'pixelated' });
       await page.close();
     });
   });

@@ -17,8 +17,9 @@
       button.textContent = ok ? 'Copied' : 'Press Ctrl+C';
       if (status) status.textContent = ok ? 'Update site URL copied to the clipboard' : 'Copying failed; select the URL and copy it';
       if (!ok) {
-        const code = button.parentElement?.querySelector('code');
-        if (code) window.getSelection()?.selectAllChildren(code);
+        const field = button.parentElement?.querySelector('input, code');
+        if (field instanceof HTMLInputElement) field.select();
+        else if (field) window.getSelection()?.selectAllChildren(field);
       }
       setTimeout(() => {
         button.textContent = label;
