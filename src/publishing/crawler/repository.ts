@@ -29,6 +29,8 @@ export interface NodeSearchFilter {
   product: string | null;
   /** A named category path as stored (`A / B`), or null for every category. */
   category: string | null;
+  /** Only these labels of these products (the "works with" filter), or null/absent for every label. */
+  labels?: readonly { product: string; label: string }[] | null;
 }
 
 export function crawlsRepository(db: Kysely<PublishingDB>, dialect: DialectName) {
@@ -220,13 +222,17 @@ export function crawlsRepository(db: Kysely<PublishingDB>, dialect: DialectName)
      */
     async searchNodes(filter: NodeSearchFilter, limit: number): Promise<NodeSearchHit[]> {
       const { words, product, category } = filter;
-      if (words.length === 0 && product === null && category === null) return [];
+      const labels = filter.labels ?? null;
+      if (words.length === 0 && product === null && category === null && labels === null) return [];
+      if (labels !== null && labels.length === 0) return [];
       const cols = sql`n.product_id, n.label, n.factory_class, n.name, n.product_name, n.category_names, n.short_description, n.icon_type, substr(n.icon, 1, 64) AS icon_head`;
       // A category matches itself and its subcategories: "A / B" selects "A / B" and "A / B / C",
       // compared as a prefix with substr (no LIKE, so % and _ in a name are plain characters).
       const where = [sql`p.state = 'live'`];
       if (product !== null) where.push(sql`n.product_id = ${product}`);
       if (category !== null) where.push(sql`(n.category_names = ${category} OR substr(n.category_names, 1, ${[...category].length + 3}) = ${`${category} / `})`);
+      // Row values against a VALUES list: the one form of "pair IN list" both databases take.
+      if (labels !== null) where.push(sql`(n.product_id, n.label) IN (VALUES ${sql.join(labels.map((l) => sql`(${l.product}, ${l.label})`))})`);
       const filters = sql.join(where, sql` AND `);
       let r: { rows: NodeSearchHit[] };
       if (words.length === 0) {

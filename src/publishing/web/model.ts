@@ -147,9 +147,10 @@ export interface NodeSearchModel {
     /** A node search for this hit's category (and product). */
     categoryUrl?: string | null;
   }[];
-  /** The filters as asked (a product id, a category path), or null. */
+  /** The filters as asked (a product id, a category path, a platform release), or null. */
   product?: string | null;
   category?: string | null;
+  works?: string | null;
   /** What the filters offer: live products with nodes, and indexed category paths. */
   facets?: { products: { id: string; name: string }[]; categories: string[] };
   /** More nodes matched than a page shows (NODE_SEARCH_LIMIT). */

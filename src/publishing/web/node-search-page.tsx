@@ -10,11 +10,12 @@ export function NodeSearchPage(props: { site: SiteInfo; m: NodeSearchModel }) {
   const { site, m } = props;
   const product = m.product ?? null;
   const category = m.category ?? null;
+  const works = m.works ?? null;
   const facets = m.facets ?? { products: [], categories: [] };
-  const filtered = product !== null || category !== null;
+  const filtered = product !== null || category !== null || works !== null;
   const asked = m.query !== '' || filtered;
   const productName = product !== null ? (facets.products.find((p) => p.id === product)?.name ?? product) : null;
-  const title = m.query ? `Nodes: ${m.query}` : productName ? `Nodes of ${productName}` : category ? `Nodes in ${category}` : 'Node search';
+  const title = m.query ? `Nodes: ${m.query}` : productName ? `Nodes of ${productName}` : category ? `Nodes in ${category}` : works ? `Nodes for platform release ${works}` : 'Node search';
   return (
     <Layout site={site} head={{ title: `${title} · ${site.name}`, canonical: `${site.baseUrl}/nodes`, noindex: asked }}>
       <div class="wrap node-search">
@@ -59,6 +60,10 @@ export function NodeSearchPage(props: { site: SiteInfo; m: NodeSearchModel }) {
                   </option>
                 ) : null}
               </select>
+            </div>
+            <div class="field">
+              <label for="node-works">Works with platform release</label>
+              <input id="node-works" name="works" value={works ?? ''} placeholder="e.g. 5.3" inputMode="decimal" pattern="[0-9]{1,4}\.[0-9]{1,4}(\.[0-9]{1,4})?" maxLength={14} size={8} />
             </div>
             <div class="field field-submit">
               <button type="submit" class="button">

@@ -53,6 +53,7 @@ const NodeSearchQuery = Type.Object(
     // Filters (issue 20): a product id and a named category path, as the page's selects send them.
     product: Type.Optional(Type.String({ maxLength: 200 })),
     category: Type.Optional(Type.String({ maxLength: 1000 })),
+    works: Type.Optional(Type.String({ maxLength: 200 })),
   },
   { additionalProperties: true },
 );
@@ -98,13 +99,16 @@ export function registerPageRoutes(app: HttpApp, pages: PagesService, options: P
     return reply.code(404).header('content-security-policy', PAGE_CSP).header('cache-control', 'no-cache').type(s.type).send(s.body);
   };
 
+  /** The catalog's and the node search's "works with" value is not a release: a 400 page naming it. */
+  const badWorks = (reply: FastifyReply, works: string) => {
+    const s = pages.badRequest(`"works" must be a platform release such as 5.3 or 5.3.1, not "${works}".`);
+    return reply.code(400).header('content-security-policy', PAGE_CSP).header('cache-control', 'no-cache').type(s.type).send(s.body);
+  };
+
   app.get('/', { schema: { querystring: CatalogQuery } }, async (req, reply) => {
     const seq = await changes.current();
     const works = (req.query.works ?? '').trim();
-    if (works !== '' && !RELEASE_PATTERN.test(works)) {
-      const s = pages.badRequest(`"works" must be a platform release such as 5.3 or 5.3.1, not "${works}".`);
-      return reply.code(400).header('content-security-policy', PAGE_CSP).header('cache-control', 'no-cache').type(s.type).send(s.body);
-    }
+    if (works !== '' && !RELEASE_PATTERN.test(works)) return badWorks(reply, works);
     const { served } = await pages.catalog((req.query.q ?? '').trim(), Number(req.query.page ?? 1), works);
     return send(req, reply, seq, served, revalidate);
   });
@@ -164,7 +168,9 @@ export function registerPageRoutes(app: HttpApp, pages: PagesService, options: P
 
   app.get('/nodes', { schema: { querystring: NodeSearchQuery } }, async (req, reply) => {
     const seq = await changes.current();
-    const { served } = await pages.nodeSearch((req.query.q ?? '').trim(), { product: req.query.product?.trim(), category: req.query.category?.trim() });
+    const works = (req.query.works ?? '').trim();
+    if (works !== '' && !RELEASE_PATTERN.test(works)) return badWorks(reply, works);
+    const { served } = await pages.nodeSearch((req.query.q ?? '').trim(), { product: req.query.product?.trim(), category: req.query.category?.trim(), works });
     return send(req, reply, seq, served, revalidate);
   });
 

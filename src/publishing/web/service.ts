@@ -254,6 +254,8 @@ export function pagesService({ repo, site, files, crawls, renderer, changes, nod
     text: string;
     /** Platform ranges of the product's crawled labels (the "works with" filter). */
     ranges: string[];
+    /** The same by label (the node search's "works with" filter). */
+    labelRanges: { label: string; range: string }[];
   }
   const catalogIndex = new Map<string, IndexEntry>();
   /** The last list of live products and the change counter read before it was made. */
@@ -277,8 +279,8 @@ export function pagesService({ repo, site, files, crawls, renderer, changes, nod
       if (!nodeNames.has(n.product_id)) nodeNames.set(n.product_id, new Set());
       nodeNames.get(n.product_id)!.add(n.name);
     }
-    const ranges = new Map<string, string[]>();
-    for (const r of await crawls.platformRanges(staleIds)) ranges.set(r.product_id, [...(ranges.get(r.product_id) ?? []), r.platform_range]);
+    const ranges = new Map<string, { label: string; range: string }[]>();
+    for (const r of await crawls.platformRanges(staleIds)) ranges.set(r.product_id, [...(ranges.get(r.product_id) ?? []), { label: r.label, range: r.platform_range }]);
     for (const row of await repo.findLive(staleIds)) {
       const fields = parseFields(row);
       const s = stale.find((x) => x.id === row.id)!;
@@ -289,7 +291,8 @@ export function pagesService({ repo, site, files, crawls, renderer, changes, nod
         card: catalogCard({ id: row.id, state: row.state, fields }),
         name: fold(fields.name),
         text: fold(`${fields.name}\n${fields.description ?? ''}\n${[...(nodeNames.get(row.id) ?? [])].join('\n')}`),
-        ranges: ranges.get(row.id) ?? [],
+        ranges: (ranges.get(row.id) ?? []).map((r) => r.range),
+        labelRanges: ranges.get(row.id) ?? [],
       });
     }
     const live = new Set(stamps.map((s) => s.id));
@@ -561,19 +564,24 @@ export function pagesService({ repo, site, files, crawls, renderer, changes, nod
      * narrowed by product and category (issue 20); a filter without words lists its nodes. At
      * most NODE_SEARCH_LIMIT hits, with a note when more matched.
      */
-    async nodeSearch(query: string, filter: { product?: string | null; category?: string | null } = {}): Promise<{ served: Served; model: NodeSearchModel }> {
+    async nodeSearch(query: string, filter: { product?: string | null; category?: string | null; works?: string | null } = {}): Promise<{ served: Served; model: NodeSearchModel }> {
       const product = filter.product || null;
       const category = filter.category || null;
+      const works = filter.works || null;
+      // "Works with <release>" (a validated release): the labels of live products whose platform range holds it.
+      const labels = works
+        ? (await liveProducts()).flatMap((p) => p.labelRanges.filter((r) => rangeContains(r.range, works)).map((r) => ({ product: p.id, label: r.label })))
+        : null;
       // Every label's copy of a node is a row: ask for more than a page so that duplicates
       // folded below still leave a full page, and one more to tell that more matched.
-      const hits = await crawls.searchNodes({ words: searchWords(query), product, category }, NODE_SEARCH_LIMIT * 4 + 1);
+      const hits = await crawls.searchNodes({ words: searchWords(query), product, category, labels }, NODE_SEARCH_LIMIT * 4 + 1);
       const seen = new Set<string>();
       const facets = await crawls.searchFacets();
       // Sorted here: the databases' collations differ (SQLite compares bytes).
       const byText = (a: string, b: string) => a.localeCompare(b, 'en', { sensitivity: 'base' }) || (a < b ? -1 : a > b ? 1 : 0);
       facets.products.sort((a, b) => byText(a.name, b.name) || byText(a.id, b.id));
       facets.categories.sort(byText);
-      const model: NodeSearchModel = { query, hits: [], product, category, facets, capped: false };
+      const model: NodeSearchModel = { query, hits: [], product, category, works, facets, capped: false };
       for (const h of hits) {
         const k = `${h.product_id}\u0000${h.factory_class}`;
         if (seen.has(k)) continue;

@@ -65,6 +65,17 @@ for (const target of dialects()) {
 
     const search = (q: string, product: string | null, category: string | null) => repo.searchNodes({ words: searchWords(q), product, category }, 50);
 
+    test('a labels filter (the "works with" release) selects exactly those labels of those products, live ones only', async () => {
+      const pairs = async (labels: { product: string; label: string }[], q = '') =>
+        [...new Set((await repo.searchNodes({ words: searchWords(q), product: null, category: null, labels }, 500)).map((h) => `${h.product_id}@${h.label}`))].sort();
+      assert.deepEqual(await pairs([{ product: 'alpha', label: '5.3' }]), ['alpha@5.3']);
+      assert.deepEqual(await pairs([{ product: 'alpha', label: '5.2' }, { product: 'beta', label: '5.3' }]), ['alpha@5.2', 'beta@5.3']);
+      assert.deepEqual(await pairs([{ product: 'alpha', label: '5.2' }, { product: 'beta', label: '5.3' }], 'node 3'), ['alpha@5.2', 'beta@5.3']);
+      assert.deepEqual(await pairs([{ product: 'ghost', label: '5.3' }]), [], 'hidden products are never listed');
+      assert.deepEqual(await pairs([]), [], 'no label fits: nothing');
+      assert.deepEqual(await pairs([{ product: "alpha' OR 1=1 --", label: '5.3' }, { product: 'alpha', label: "5.3'" }]), [], 'values are bound, not SQL');
+    });
+
     test('a category selects itself and what is below it, as text; a product filter selects that product', async () => {
       const cats = async (category: string, product: string | null = null) => [...new Set((await search('', product, category)).map((h) => h.category_names))].sort();
       assert.deepEqual(await cats('IO'), ['IO', 'IO / Excel', 'IO / Excel / Legacy']);

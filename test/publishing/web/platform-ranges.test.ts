@@ -16,6 +16,14 @@ function siteRequiring(label: string, ...requirements: [string, string][]): Site
   const bundles = requirements.map(([name, range], i) => ({
     id: `com.vendor.widgets.b${i}`,
     version: v,
+    // The node search's "works with" filter: a node every label has, and one of this label only.
+    nodes:
+      i === 0
+        ? [
+            { factoryClass: 'com.vendor.widgets.WidgetReaderNodeFactory', categoryPath: '/community', name: 'Widget Reader', shortDescription: 'Reads widgets.', schema: 'v4.1' as const },
+            { factoryClass: `com.vendor.widgets.Only${label.replace('.', '')}NodeFactory`, categoryPath: '/community', name: `Widget Only ${label}`, shortDescription: 'One label.', schema: 'v4.1' as const },
+          ]
+        : [],
     requires: [
       { namespace: 'osgi.bundle', name, range },
       { namespace: 'osgi.bundle', name: 'org.eclipse.core.runtime', range: '[3.7.0,4.0.0)' },
@@ -173,6 +181,27 @@ for (const target of dialects()) {
         assert.equal(r.status, 400, bad);
         assert.match(r.type ?? '', /^text\/html/);
         assert.ok(r.text.includes('<h1>Bad request</h1>') && r.text.includes('platform release such as 5.3'), bad);
+        assert.ok(!r.text.includes('<b>'), 'the value is escaped');
+      }
+    });
+
+    test('the node search filters by "works with <release>": nodes of the labels whose range holds it, alone or with words', async () => {
+      const hits = (t: string) => [...t.matchAll(/<a class="node-hit-name" href="[^"]*">([^<]+)<\/a>/g)].map((m) => m[1]).sort();
+      const search = async (q: string) => {
+        const r = await page(`/nodes?${q}`);
+        assert.equal(r.status, 200, `${q}: ${r.text.slice(0, 300)}`);
+        return hits(r.text);
+      };
+      // 5.3 fits labels 5.2, 5.3 and 6.0 (label 5.1 has no range, its own node never shows).
+      assert.deepEqual(await search('works=5.3'), ['Widget Only 5.2', 'Widget Only 5.3', 'Widget Only 6.0', 'Widget Reader']);
+      assert.deepEqual(await search('works=5.4.1'), ['Widget Only 5.2', 'Widget Reader'], 'only label 5.2 reaches 5.4');
+      assert.deepEqual(await search('works=5.5'), []);
+      assert.deepEqual(await search('works=5.3&q=only'), ['Widget Only 5.2', 'Widget Only 5.3', 'Widget Only 6.0']);
+      assert.deepEqual(await search('q=only'), ['Widget Only 5.1', 'Widget Only 5.2', 'Widget Only 5.3', 'Widget Only 6.0'], 'without the filter: every label');
+      assert.match((await page('/nodes?works=5.3')).text, /<input id="node-works" name="works" value="5\.3"/);
+      for (const bad of ['abc', '5', '<b>', '5.3.1.2']) {
+        const r = await page(`/nodes?works=${encodeURIComponent(bad)}`);
+        assert.equal(r.status, 400, bad);
         assert.ok(!r.text.includes('<b>'), 'the value is escaped');
       }
     });
