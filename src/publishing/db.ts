@@ -1,5 +1,6 @@
 import { type Generated, type Kysely, type Migration, PostgresAdapter, sql } from 'kysely';
 import { openMigratedDatabase } from '../infra/database/index.js';
+import { createPageChangeTriggers, type WatchedTable } from './page-change-triggers.js';
 import { type ChangesTables, releaseNodesMigration } from './changes/tables.js';
 import { MAX_LABEL_LENGTH } from './files/tree.js';
 import { labelReleasesMigration, type ReleasesTables } from './releases/tables.js';
@@ -490,7 +491,7 @@ const migrations: Record<string, Migration> = {
     async up(db: Kysely<unknown>) {
       await sql`CREATE TABLE page_changes (id integer PRIMARY KEY, seq bigint NOT NULL)`.execute(db);
       await sql`INSERT INTO page_changes (id, seq) VALUES (1, 1)`.execute(db);
-      const watched: [table: string, events: string[]][] = [
+      const watched: WatchedTable[] = [
         ['products', ['INSERT', 'UPDATE', 'DELETE']],
         ['settings', ['INSERT', 'UPDATE', 'DELETE']],
         ['product_files', ['INSERT', 'UPDATE', 'DELETE']],
@@ -498,9 +499,7 @@ const migrations: Record<string, Migration> = {
         ['crawl_nodes', ['INSERT', 'DELETE']],
       ];
       if (db.getExecutor().adapter instanceof PostgresAdapter) {
-        // Deferred to COMMIT and once per transaction (a transaction-local flag): the counter's
-        // row is locked only while the transaction commits, so writers of different products
-        // wait on it for a commit at most, and never while holding it wait for another lock.
+        // Once per transaction (a transaction-local flag), run at COMMIT by the deferred triggers.
         await sql`CREATE FUNCTION pier_page_changed() RETURNS trigger LANGUAGE plpgsql AS $$
           BEGIN
             IF coalesce(current_setting('pier.page_changed', true), '') <> '1' THEN
@@ -509,23 +508,8 @@ const migrations: Record<string, Migration> = {
             END IF;
             RETURN NULL;
           END $$`.execute(db);
-        for (const [table, events] of watched) {
-          await sql
-            .raw(`CREATE CONSTRAINT TRIGGER page_changes_${table} AFTER ${events.join(' OR ')} ON ${table}
-              DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION pier_page_changed()`)
-            .execute(db);
-        }
-      } else {
-        // SQLite has one writer at a time: a plain row trigger cannot wait on anyone.
-        for (const [table, events] of watched) {
-          for (const event of events) {
-            await sql
-              .raw(`CREATE TRIGGER page_changes_${table}_${event.toLowerCase()} AFTER ${event} ON ${table} BEGIN
-                UPDATE page_changes SET seq = seq + 1 WHERE id = 1; END`)
-              .execute(db);
-          }
-        }
       }
+      await createPageChangeTriggers(db, watched);
     },
   },
   '0010_label_releases': labelReleasesMigration,

@@ -1,4 +1,5 @@
-import { type Kysely, type Migration, PostgresAdapter, sql } from 'kysely';
+import { type Kysely, type Migration, sql } from 'kysely';
+import { createPageChangeTriggers } from '../page-change-triggers.js';
 
 /**
  * The nodes of one release of a label (issue 20, "What changed between two labels"): a compact
@@ -34,26 +35,9 @@ export const releaseNodesMigration: Migration = {
     // The changes page compares releases: a snapshot written or dropped, and a release made,
     // refused or pruned, must move the page change counter (migration 0009) like any other
     // write the public pages are built from.
-    const watched: [table: string, events: string[]][] = [
+    await createPageChangeTriggers(db, [
       ['release_nodes', ['INSERT', 'DELETE']],
       ['label_releases', ['INSERT', 'UPDATE', 'DELETE']],
-    ];
-    if (db.getExecutor().adapter instanceof PostgresAdapter) {
-      for (const [table, events] of watched) {
-        await sql
-          .raw(`CREATE CONSTRAINT TRIGGER page_changes_${table} AFTER ${events.join(' OR ')} ON ${table}
-            DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION pier_page_changed()`)
-          .execute(db);
-      }
-    } else {
-      for (const [table, events] of watched) {
-        for (const event of events) {
-          await sql
-            .raw(`CREATE TRIGGER page_changes_${table}_${event.toLowerCase()} AFTER ${event} ON ${table} BEGIN
-              UPDATE page_changes SET seq = seq + 1 WHERE id = 1; END`)
-            .execute(db);
-        }
-      }
-    }
+    ]);
   },
 };
