@@ -6,6 +6,7 @@
  * recommended label (the one named like the current platform release, else the highest, as on
  * the product page); `from` is the release of `to` before it, else the next lower label.
  */
+import { withdrawnInFields } from '../notices/notices.js';
 import { AppError, ValidationError } from '../../infra/errors.js';
 import type { ProductFilesReader } from '../files/reader.js';
 import { isLabel, MAX_LABEL_LENGTH } from '../files/tree.js';
@@ -69,18 +70,24 @@ const labelsDesc = (a: string, b: string) => b.localeCompare(a, 'en', { numeric:
 export interface ChangesServiceDeps {
   snapshots: ReleaseNodesRepository;
   files: Pick<ProductFilesReader, 'listLabels'>;
-  products: Pick<ProductsRepository, 'getSetting'>;
+  products: Pick<ProductsRepository, 'getSetting' | 'find'>;
   /** The label's current release (releases/service.ts `current`); absent: labels have none. */
   current?: (productId: string, label: string) => number | null;
 }
 
 export function changesService({ snapshots, files, products, current = () => null }: ChangesServiceDeps) {
   async function sources(productId: string): Promise<ChangeSources> {
-    const [uploaded, kept, release] = await Promise.all([files.listLabels(productId), snapshots.list(productId), products.getSetting('platform_release')]);
+    const [uploaded, kept, release, row] = await Promise.all([
+      files.listLabels(productId),
+      snapshots.list(productId),
+      products.getSetting('platform_release'),
+      products.find(productId),
+    ]);
     // Labels with an update-site folder (the ones crawled); a label whose folder is gone still
-    // offers the releases kept of it.
-    const live = uploaded.filter((l) => l.files > 0).map((l) => l.label).sort(labelsDesc);
-    const sorted = [...new Set([...live, ...kept.map((k) => k.label)])].sort(labelsDesc);
+    // offers the releases kept of it. A withdrawn label is offered nowhere (its URL is gone).
+    const withdrawn = row ? withdrawnInFields(row.fields) : new Map<string, string | null>();
+    const live = uploaded.filter((l) => l.files > 0 && !withdrawn.has(l.label)).map((l) => l.label).sort(labelsDesc);
+    const sorted = [...new Set([...live, ...kept.map((k) => k.label)])].filter((l) => !withdrawn.has(l)).sort(labelsDesc);
     // As the product page recommends (web/presenter.ts installLabels): the label named like the
     // current platform release, else the highest.
     const recommended = release !== undefined && live.includes(release) ? release : (live[0] ?? null);

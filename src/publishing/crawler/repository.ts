@@ -31,6 +31,8 @@ export interface NodeSearchFilter {
   category: string | null;
   /** Only these labels of these products (the "works with" filter), or null/absent for every label. */
   labels?: readonly { product: string; label: string }[] | null;
+  /** Never these labels of these products (withdrawn ones). */
+  exceptLabels?: readonly { product: string; label: string }[];
 }
 
 export function crawlsRepository(db: Kysely<PublishingDB>, dialect: DialectName) {
@@ -233,6 +235,8 @@ export function crawlsRepository(db: Kysely<PublishingDB>, dialect: DialectName)
       if (category !== null) where.push(sql`(n.category_names = ${category} OR substr(n.category_names, 1, ${[...category].length + 3}) = ${`${category} / `})`);
       // Row values against a VALUES list: the one form of "pair IN list" both databases take.
       if (labels !== null) where.push(sql`(n.product_id, n.label) IN (VALUES ${sql.join(labels.map((l) => sql`(${l.product}, ${l.label})`))})`);
+      const except = filter.exceptLabels ?? [];
+      if (except.length > 0) where.push(sql`(n.product_id, n.label) NOT IN (VALUES ${sql.join(except.map((l) => sql`(${l.product}, ${l.label})`))})`);
       const filters = sql.join(where, sql` AND `);
       let r: { rows: NodeSearchHit[] };
       if (words.length === 0) {

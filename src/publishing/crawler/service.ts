@@ -6,6 +6,7 @@
  * its files (label_changes, migration 0005); a crawl of a label whose files are all gone
  * drops its nodes.
  */
+import { withdrawnInFields } from '../notices/notices.js';
 import { ConflictError, NotFoundError } from '../../infra/errors.js';
 import type { ReleaseNodesRepository } from '../changes/repository.js';
 import { signaturesOf } from '../changes/signature.js';
@@ -208,9 +209,15 @@ export function crawlerService({
       .map((c) => ({ label: c.label, url: c.url, platformRange: c.platform_range ?? null, platformReleases: platformReleases(c.platform_range ?? null) }));
   }
 
-  /** Labels that have an update-site folder (an archive alone is not a repository users can add). */
+  /**
+   * Labels that have an update-site folder (an archive alone is not a repository users can add),
+   * except withdrawn ones: the download host answers 410 for them, so they are not crawled, and
+   * their last crawl neither lists their nodes nor keeps the product from going live.
+   */
   async function crawlableLabels(productId: string): Promise<string[]> {
-    return (await files.listLabels(productId)).filter((l) => l.files > 0).map((l) => l.label);
+    const row = await products.find(productId);
+    const withdrawn = row ? withdrawnInFields(row.fields) : new Map<string, string | null>();
+    return (await files.listLabels(productId)).filter((l) => l.files > 0 && !withdrawn.has(l.label)).map((l) => l.label);
   }
 
   /** Labels uploaded only as `update-site/<label>.zip`: listed on the page for download, never crawled. */
@@ -232,6 +239,8 @@ export function crawlerService({
     copy = true,
   ): Promise<CrawlDone | null> {
     const productId = row.id;
+    // A withdrawn label answers 410 on the download host: nothing to read until its notice goes.
+    if (withdrawnInFields(row.fields).has(l)) return null;
     const url = `${downloadUrl}/${encodeURIComponent(productId)}/${encodeURIComponent(l)}/`;
     const filesSeq = Number((await files.changeStamp(productId)) ?? 0);
     const startedAt = now().toISOString();
@@ -345,7 +354,11 @@ export function crawlerService({
     async crawl(productId: string, label?: string, by: ReleasedBy = { kind: 'staff' }): Promise<LabelCrawl[]> {
       const row = await product(productId);
       const labels = await crawlableLabels(productId);
-      const gone = (await report(productId)).filter((c) => !labels.includes(c.label) && c.stale).map((c) => c.label);
+      const withdrawn = withdrawnInFields(row.fields);
+      const gone = (await report(productId)).filter((c) => !labels.includes(c.label) && !withdrawn.has(c.label) && c.stale).map((c) => c.label);
+      if (label !== undefined && withdrawn.has(label)) {
+        throw new ConflictError(`label "${label}" of product "${productId}" is withdrawn: it is not crawled until its notice is removed (pier staff label-notice ${productId} ${label} --clear)`, 'label_withdrawn');
+      }
       if (label !== undefined && !labels.includes(label) && !gone.includes(label)) {
         const archived = (await archiveOnlyLabels(productId)).includes(label);
         throw new NotFoundError(
@@ -445,9 +458,11 @@ export function crawlerService({
         }
         return [];
       });
-      // A label removed (or renamed away) after its crawl still has that crawl's nodes indexed.
+      // A label removed (or renamed away) after its crawl still has that crawl's nodes indexed
+      // (a withdrawn one's are not shown anywhere).
+      const withdrawn = withdrawnInFields((await product(productId)).fields);
       for (const c of crawled) {
-        if (!labels.includes(c.label) && c.stale) blockers.push(`label ${c.label} was removed after its latest crawl began (${c.startedAt}) and its nodes are still listed: ${recrawl}`);
+        if (!labels.includes(c.label) && !withdrawn.has(c.label) && c.stale) blockers.push(`label ${c.label} was removed after its latest crawl began (${c.startedAt}) and its nodes are still listed: ${recrawl}`);
       }
       return blockers;
     },

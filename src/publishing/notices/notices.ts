@@ -40,9 +40,12 @@ export const MAX_LABEL_NOTICES = 200;
 /** Characters (code points) of a message. */
 export const MAX_NOTICE_MESSAGE = 500;
 
-// Tab, line feed and carriage return are whitespace of a pasted paragraph; the others are not text.
+// Tab, line feed and carriage return are whitespace of a pasted paragraph; the others are not text,
+// nor are invisible characters and bidirectional controls, which could make a banner read other
+// than it is (zero-width U+200B–U+200F, U+2060–U+2064, U+FEFF; embeddings and isolates U+202A–U+202E,
+// U+2066–U+2069).
 // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it finds
-const CONTROL = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u2028\u2029]/;
+const CONTROL = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\ufeff]/;
 const PARAGRAPH_BREAK = /\n[ \t\r]*\n/;
 const NOTICE_KEYS = new Set(['status', 'message', 'replacement']);
 
@@ -52,6 +55,10 @@ const keyOf = (label: string) => (label.length > 128 ? `${label.slice(0, 128)}�
 const absent = (v: unknown) => v === undefined || v === null || v === '';
 /** A label's entry, never an inherited property: "constructor" is a valid label name. */
 export const own = <T>(map: Record<string, T> | undefined, label: string): T | undefined => (map && Object.hasOwn(map, label) ? map[label] : undefined);
+/** Sets a label's own entry: an assignment to "__proto__" (a valid label name) would set the prototype instead. */
+const setOwn = <M extends Record<string, unknown>>(map: M, label: string, value: M[string]): void => {
+  Object.defineProperty(map, label, { value, enumerable: true, writable: true, configurable: true });
+};
 
 /**
  * The body's own rules for `labels` (the route schema checked JSON types; this checks again, as
@@ -77,7 +84,7 @@ export function validateLabelsPatch(value: unknown, errors: FieldProblem[]): Lab
     }
     // Spec-wide PATCH rule: null or "" removes.
     if (notice === null || notice === '') {
-      out[label] = null;
+      setOwn(out, label, null);
       continue;
     }
     if (!isPlainObject(notice)) {
@@ -127,7 +134,7 @@ export function validateLabelsPatch(value: unknown, errors: FieldProblem[]): Lab
         ok = false;
       } else target = replacement;
     }
-    if (ok) out[label] = { status: status as LabelStatus, ...(text ? { message: text } : {}), ...(target ? { replacement: target } : {}) };
+    if (ok) setOwn(out, label, { status: status as LabelStatus, ...(text ? { message: text } : {}), ...(target ? { replacement: target } : {}) });
   }
   // A replacement withdrawn by this same body (the stored ones are the service's check).
   for (const [label, notice] of Object.entries(out)) {
@@ -167,7 +174,7 @@ export function mergeLabelNotices(current: LabelNotices | undefined, patch: Labe
       continue;
     }
     const before = own(next, label);
-    next[label] = { ...notice, since: before && before.status === notice.status ? before.since : at };
+    setOwn(next, label, { ...notice, since: before && before.status === notice.status ? before.since : at });
   }
   return Object.keys(next).length ? next : undefined;
 }
@@ -224,6 +231,15 @@ export function labelNoticeProblems(current: LabelNotices | undefined, patch: La
 }
 
 /** The withdrawn labels among stored notices, with their replacement (for the download host). */
+/** The withdrawn labels of a product row's stored fields (JSON), as `withdrawnOf` reads them. */
+export function withdrawnInFields(fieldsJson: string): Map<string, string | null> {
+  try {
+    return withdrawnOf((JSON.parse(fieldsJson) as { labels?: unknown }).labels);
+  } catch {
+    return new Map();
+  }
+}
+
 export function withdrawnOf(notices: unknown): Map<string, string | null> {
   const out = new Map<string, string | null>();
   if (!isPlainObject(notices)) return out;

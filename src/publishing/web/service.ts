@@ -9,6 +9,7 @@
 // (DESIGN "Changes made by another process"). Because keys are read before the content, a
 // change racing a render can only make the cached copy look older than it is (re-rendered
 // next time), never newer.
+import { withdrawnInFields } from '../notices/notices.js';
 import { createHash } from 'node:crypto';
 import { versionBadge } from '../content/badge.js';
 import { ServiceUnavailableError } from '../../infra/errors.js';
@@ -256,6 +257,8 @@ export function pagesService({ repo, site, files, crawls, renderer, changes, nod
     ranges: string[];
     /** The same by label (the node search's "works with" filter). */
     labelRanges: { label: string; range: string }[];
+    /** Labels the vendor withdrew: their nodes and ranges are offered nowhere. */
+    withdrawn: string[];
   }
   const catalogIndex = new Map<string, IndexEntry>();
   /** The last list of live products and the change counter read before it was made. */
@@ -284,6 +287,8 @@ export function pagesService({ repo, site, files, crawls, renderer, changes, nod
     for (const row of await repo.findLive(staleIds)) {
       const fields = parseFields(row);
       const s = stale.find((x) => x.id === row.id)!;
+      const withdrawn = withdrawnInFields(row.fields);
+      const labelRanges = (ranges.get(row.id) ?? []).filter((r) => !withdrawn.has(r.label));
       // Node names are part of the search text: the catalog finds products by their nodes too.
       catalogIndex.set(row.id, {
         stamp: stampOf({ updated_at: row.updated_at, crawled: s.crawled }),
@@ -291,8 +296,9 @@ export function pagesService({ repo, site, files, crawls, renderer, changes, nod
         card: catalogCard({ id: row.id, state: row.state, fields }),
         name: fold(fields.name),
         text: fold(`${fields.name}\n${fields.description ?? ''}\n${[...(nodeNames.get(row.id) ?? [])].join('\n')}`),
-        ranges: (ranges.get(row.id) ?? []).map((r) => r.range),
-        labelRanges: ranges.get(row.id) ?? [],
+        ranges: labelRanges.map((r) => r.range),
+        labelRanges,
+        withdrawn: [...withdrawn.keys()],
       });
     }
     const live = new Set(stamps.map((s) => s.id));
@@ -569,12 +575,15 @@ export function pagesService({ repo, site, files, crawls, renderer, changes, nod
       const category = filter.category || null;
       const works = filter.works || null;
       // "Works with <release>" (a validated release): the labels of live products whose platform range holds it.
+      const live = await liveProducts();
       const labels = works
-        ? (await liveProducts()).flatMap((p) => p.labelRanges.filter((r) => rangeContains(r.range, works)).map((r) => ({ product: p.id, label: r.label })))
+        ? live.flatMap((p) => p.labelRanges.filter((r) => rangeContains(r.range, works)).map((r) => ({ product: p.id, label: r.label })))
         : null;
+      // Nodes of withdrawn labels are left out (their update sites answer 410).
+      const exceptLabels = live.flatMap((p) => p.withdrawn.map((label) => ({ product: p.id, label })));
       // Every label's copy of a node is a row: ask for more than a page so that duplicates
       // folded below still leave a full page, and one more to tell that more matched.
-      const hits = await crawls.searchNodes({ words: searchWords(query), product, category, labels }, NODE_SEARCH_LIMIT * 4 + 1);
+      const hits = await crawls.searchNodes({ words: searchWords(query), product, category, labels, exceptLabels }, NODE_SEARCH_LIMIT * 4 + 1);
       const seen = new Set<string>();
       const facets = await crawls.searchFacets();
       // Sorted here: the databases' collations differ (SQLite compares bytes).

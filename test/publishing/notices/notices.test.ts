@@ -46,6 +46,9 @@ describe('validateLabelsPatch', () => {
     assert.equal(ok('a\r\n\r\nb'), null);
     assert.equal(ok('a\u0000'), null);
     assert.equal(ok('a\u2028b'), null);
+    for (const invisible of ['\u200b', '\u200f', '\u202a', '\u202e', '\u2066', '\u2069', '\u2060', '\ufeff']) {
+      assert.equal(ok(`Use 5.3${invisible} now`), null, `U+${invisible.codePointAt(0)!.toString(16)} (invisible or bidirectional) is refused`);
+    }
     assert.equal(ok('   '), '', 'blank means no message');
   });
 });
@@ -114,6 +117,21 @@ describe('the install list with notices', () => {
     const sent = validateLabelsPatch({ constructor: { status: 'deprecated', replacement: 'toString' } }, []);
     assert.deepEqual(labelNoticeProblems({}, sent, new Set(['constructor', 'toString'])), []);
     assert.equal(Object.getOwnPropertyDescriptor(mergeLabelNotices({}, sent, 'T'), 'constructor')?.value.since, 'T');
+  });
+
+  test('a label named "__proto__" gets its own notice (an assignment would set the prototype and lose it)', () => {
+    // As the staff CLI and a stored row give it: JSON.parse makes "__proto__" an own key.
+    const errors: FieldProblem[] = [];
+    const sent = validateLabelsPatch(JSON.parse('{"__proto__": {"status": "withdrawn", "replacement": "5.2"}}'), errors);
+    assert.deepEqual(errors, []);
+    assert.equal(Object.getOwnPropertyDescriptor(sent, '__proto__')?.value.status, 'withdrawn');
+    const stored = mergeLabelNotices({}, sent, 'T');
+    assert.equal(Object.getPrototypeOf(stored), Object.prototype, 'the prototype is untouched');
+    const text = JSON.stringify(stored);
+    assert.match(text, /"__proto__":\{"status":"withdrawn"/);
+    assert.deepEqual([...withdrawnOf(JSON.parse(text))], [['__proto__', '5.2']]);
+    const cleared = mergeLabelNotices(JSON.parse(text) as LabelNotices, validateLabelsPatch(JSON.parse('{"__proto__": null}'), []), 'U');
+    assert.equal(cleared, undefined);
   });
 
   test('withdrawnOf reads only withdrawn notices, whatever the stored JSON holds', () => {

@@ -262,5 +262,33 @@ for (const target of dialects()) {
       );
       assert.equal((await page('/?works=5.5')).text.includes('href="/product/widgets"'), true);
     });
+
+    test('a withdrawn label is offered nowhere: not crawled, not in the works-with filter, node search or changes page, and it never keeps the product from going live', async () => {
+      assert.equal((await page('/?works=5.1')).text.includes('href="/product/widgets"'), true, 'only label 5.2 works with 5.1');
+      assert.match((await page('/product/widgets/changes')).text, /<option value="5\.2"/);
+      const patch = await fetch(`${web.url}/api/products/widgets`, {
+        method: 'PATCH',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ labels: { '5.2': { status: 'withdrawn', replacement: '5.3' } } }),
+      });
+      assert.equal(patch.status, 200, await patch.text());
+      assert.equal((await page('/?works=5.1')).text.includes('href="/product/widgets"'), false);
+      const hits = [...(await page('/nodes?q=only')).text.matchAll(/<a class="node-hit-name" href="[^"]*">([^<]+)<\/a>/g)].map((m) => m[1]).sort();
+      assert.deepEqual(hits, ['Widget Only 5.1', 'Widget Only 5.3', 'Widget Only 6.0']);
+      assert.doesNotMatch((await page('/product/widgets/changes')).text, /<option value="5\.2"/);
+
+      // Its files change: still not crawled, and going live does not wait for it.
+      const put = await openSshSftp(stack.sftp.port, sftpCreds, [`put ${path.join(work, '5.3', 'content.xml')} /update-site/5.2/content.xml`]);
+      assert.equal(put.code, 0, put.stderr);
+      const all = await pier('staff', 'crawl', 'widgets');
+      assert.equal(all.code, 0, all.stderr);
+      assert.doesNotMatch(all.stdout, /crawl of 5\.2/);
+      const one = await pier('staff', 'crawl', 'widgets', '--label', '5.2');
+      assert.notEqual(one.code, 0);
+      assert.match(one.stderr, /label "5\.2" of product "widgets" is withdrawn/);
+      assert.equal((await pier('staff', 'disable', 'widgets')).code, 0);
+      const enable = await pier('staff', 'enable', 'widgets');
+      assert.equal(enable.code, 0, enable.stderr);
+    });
   });
 }
