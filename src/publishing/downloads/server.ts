@@ -108,6 +108,20 @@ export function createDownloadServer(options: {
 }): DownloadServer {
   const { storage, log } = options;
   const counter = options.counter ?? null;
+  /**
+   * What each connection has counted. A connection counts a file once: a P2 client fetches each
+   * feature it installs once, and a client pipelining GETs it never reads cannot add thousands a
+   * second (answers are counted when handed to the socket, not when the client reads them).
+   */
+  const countedOn = new WeakMap<object, Set<string>>();
+  function count(socket: object | null, key: string): void {
+    if (!counter || !socket) return;
+    let seen = countedOn.get(socket);
+    if (!seen) countedOn.set(socket, (seen = new Set()));
+    if (seen.has(key)) return;
+    seen.add(key);
+    counter.add(key);
+  }
   const releases = labelReleases(storage, options.downloadUrl, options.freshMs);
   const cache = new FileCache(options.cacheBytes ?? CACHE_BYTES, options.freshMs);
   /** Parsed URL paths (parsing is pure): repeated requests skip the decoding and checks. */
@@ -258,7 +272,7 @@ export function createDownloadServer(options: {
       void reader?.close();
       res.writeHead(200, meta.full);
       // A GET whose whole body is handed over now counts (README "Download counts"); HEAD never.
-      if (meta.countKey && !head && data) counter?.add(meta.countKey);
+      if (meta.countKey && !head && data) count(req.socket, meta.countKey);
       return void res.end(head || !data ? undefined : data);
     }
     const precondition = conditional
@@ -293,14 +307,14 @@ export function createDownloadServer(options: {
     if (head || size === 0 || data) {
       void reader?.close();
       res.writeHead(status, headers);
-      if (countKey !== null && data) counter?.add(countKey);
+      if (countKey !== null && data) count(req.socket, countKey);
       return void res.end(head || !data ? undefined : range.kind === 'partial' ? data.subarray(start, end + 1) : data);
     }
     res.writeHead(status, headers);
     // The strong ETag names this content (size, time, storage version): sendRange's warm-file key.
     // A large file counts once its last byte is written: a download cut off before does not.
     const sending = sendRange(res, reader as StoredReader, etag, start, end);
-    if (countKey !== null && counter) void sending.then((complete) => complete && counter.add(countKey));
+    if (countKey !== null && counter) void sending.then((complete) => complete && count(req.socket, countKey));
   }
 
   async function handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<unknown> {
@@ -405,9 +419,9 @@ export function createDownloadServer(options: {
           lookup: currentCachedFile,
           counts,
           delivered: counter
-            ? (file) => {
+            ? (file, socket) => {
                 const key = (file as CachedFile).countKey;
-                if (key) counter.add(key);
+                if (key) count(socket, key);
               }
             : undefined,
           requestId: fastPathRequestIds(options.trustProxy ?? false),
