@@ -117,7 +117,10 @@ export function createDownloadServer(options: {
   function count(socket: object | null, key: string): void {
     if (!counter || !socket) return;
     let seen = countedOn.get(socket);
-    if (!seen) countedOn.set(socket, (seen = new Set()));
+    if (!seen) {
+      seen = new Set();
+      countedOn.set(socket, seen);
+    }
     if (seen.has(key)) return;
     seen.add(key);
     counter.add(key);
