@@ -220,7 +220,8 @@ export function crawlsRepository(db: Kysely<PublishingDB>, dialect: DialectName)
      * Node search with filters (issue 20 "Node pages and discovery"): the full-text match of
      * `search` when there are words, narrowed in SQL to one product and/or one category path
      * (the category and everything below it); without words, a filter alone lists its nodes by
-     * name. `limit` bounds every answer. Live products only, like `search`.
+     * name. One hit per product and node (the copy in its highest matching label), so `limit`
+     * counts distinct nodes. Live products only, like `search`.
      */
     async searchNodes(filter: NodeSearchFilter, limit: number): Promise<NodeSearchHit[]> {
       const { words, product, category } = filter;
@@ -238,22 +239,30 @@ export function crawlsRepository(db: Kysely<PublishingDB>, dialect: DialectName)
       const except = filter.exceptLabels ?? [];
       if (except.length > 0) where.push(sql`(n.product_id, n.label) NOT IN (VALUES ${sql.join(except.map((l) => sql`(${l.product}, ${l.label})`))})`);
       const filters = sql.join(where, sql` AND `);
+      // Every label's copy of a node is a row: numbered within (product, node) from the highest
+      // label down, so that only the highest matching label's copy is kept and the LIMIT counts
+      // distinct nodes (filters apply first). A window function: SQLite 3.25+ and PostgreSQL.
+      const best = sql`ROW_NUMBER() OVER (PARTITION BY n.product_id, n.factory_class ORDER BY n.label DESC) AS pick`;
+      const out = sql`h.product_id, h.label, h.factory_class, h.name, h.product_name, h.category_names, h.short_description, h.icon_type, h.icon_head`;
       let r: { rows: NodeSearchHit[] };
       if (words.length === 0) {
-        r = await sql<NodeSearchHit>`SELECT ${cols} FROM crawl_nodes n JOIN products p ON p.id = n.product_id
-          WHERE ${filters} ORDER BY n.name, n.product_id, n.factory_class, n.label DESC LIMIT ${limit}`.execute(db);
+        r = await sql<NodeSearchHit>`SELECT ${out} FROM (SELECT ${cols}, ${best} FROM crawl_nodes n JOIN products p ON p.id = n.product_id
+          WHERE ${filters}) h
+          WHERE h.pick = 1 ORDER BY h.name, h.product_id, h.factory_class LIMIT ${limit}`.execute(db);
       } else if (dialect === 'postgres') {
         const q = words.map((w) => `${w}:*`).join(' & ');
-        r = await sql<NodeSearchHit>`SELECT ${cols} FROM crawl_nodes n JOIN products p ON p.id = n.product_id
-          WHERE ${filters} AND n.search @@ to_tsquery('simple', ${q})
-          ORDER BY ts_rank(n.search, to_tsquery('simple', ${q})) DESC, n.name, n.product_id, n.label DESC
+        r = await sql<NodeSearchHit>`SELECT ${out} FROM (SELECT ${cols}, ts_rank(n.search, to_tsquery('simple', ${q})) AS score, ${best}
+          FROM crawl_nodes n JOIN products p ON p.id = n.product_id
+          WHERE ${filters} AND n.search @@ to_tsquery('simple', ${q})) h
+          WHERE h.pick = 1 ORDER BY h.score DESC, h.name, h.product_id, h.factory_class
           LIMIT ${limit}`.execute(db);
       } else {
         const match = words.map((w) => `"${w.replace(/"/g, '""')}"*`).join(' ');
-        r = await sql<NodeSearchHit>`SELECT ${cols}
+        // bm25() is refused next to a window function: scored in a subquery of its own first.
+        r = await sql<NodeSearchHit>`SELECT ${out} FROM (SELECT n.*, ${best} FROM (SELECT ${cols}, bm25(crawl_nodes_fts) AS score
           FROM crawl_nodes_fts f JOIN crawl_nodes n ON n.rowid = f.rowid JOIN products p ON p.id = n.product_id
-          WHERE crawl_nodes_fts MATCH ${match} AND ${filters}
-          ORDER BY bm25(crawl_nodes_fts), n.name, n.product_id, n.label DESC
+          WHERE crawl_nodes_fts MATCH ${match} AND ${filters}) n) h
+          WHERE h.pick = 1 ORDER BY h.score, h.name, h.product_id, h.factory_class
           LIMIT ${limit}`.execute(db);
       }
       return r.rows;

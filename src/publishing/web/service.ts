@@ -566,7 +566,7 @@ export function pagesService({ repo, site, files, crawls, renderer, changes, nod
     },
 
     /**
-     * Node search over live products (one hit per product and node, best label first): full text,
+     * Node search over live products (one hit per product and node, the copy in its highest label): full text,
      * narrowed by product and category (issue 20); a filter without words lists its nodes. At
      * most NODE_SEARCH_LIMIT hits, with a note when more matched.
      */
@@ -581,24 +581,15 @@ export function pagesService({ repo, site, files, crawls, renderer, changes, nod
         : null;
       // Nodes of withdrawn labels are left out (their update sites answer 410).
       const exceptLabels = live.flatMap((p) => p.withdrawn.map((label) => ({ product: p.id, label })));
-      // Every label's copy of a node is a row: ask for more than a page so that duplicates
-      // folded below still leave a full page, and one more to tell that more matched.
-      const hits = await crawls.searchNodes({ words: searchWords(query), product, category, labels, exceptLabels }, NODE_SEARCH_LIMIT * 4 + 1);
-      const seen = new Set<string>();
+      // One hit per product and node (deduplicated in SQL); one more than a page tells that more matched.
+      const hits = await crawls.searchNodes({ words: searchWords(query), product, category, labels, exceptLabels }, NODE_SEARCH_LIMIT + 1);
       const facets = await crawls.searchFacets();
       // Sorted here: the databases' collations differ (SQLite compares bytes).
       const byText = (a: string, b: string) => a.localeCompare(b, 'en', { sensitivity: 'base' }) || (a < b ? -1 : a > b ? 1 : 0);
       facets.products.sort((a, b) => byText(a.name, b.name) || byText(a.id, b.id));
       facets.categories.sort(byText);
-      const model: NodeSearchModel = { query, hits: [], product, category, works, facets, capped: false };
-      for (const h of hits) {
-        const k = `${h.product_id}\u0000${h.factory_class}`;
-        if (seen.has(k)) continue;
-        seen.add(k);
-        if (model.hits.length === NODE_SEARCH_LIMIT) {
-          model.capped = true;
-          break;
-        }
+      const model: NodeSearchModel = { query, hits: [], product, category, works, facets, capped: hits.length > NODE_SEARCH_LIMIT };
+      for (const h of hits.slice(0, NODE_SEARCH_LIMIT)) {
         const url = nodeUrl(h.product_id, h.factory_class);
         model.hits.push({
           name: h.name,
@@ -612,7 +603,6 @@ export function pagesService({ repo, site, files, crawls, renderer, changes, nod
           categoryUrl: h.category_names ? nodeSearchHref({ product: h.product_id, category: h.category_names }) : null,
         });
       }
-      if (hits.length === NODE_SEARCH_LIMIT * 4 + 1) model.capped = true;
       return { served: served(renderDocument(NodeSearchPage({ site, m: model })), HTML), model };
     },
 
