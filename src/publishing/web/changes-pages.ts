@@ -11,7 +11,7 @@ import { ChangesErrorPage, ChangesPage } from './changes-page.js';
 import type { ProductPageModel, SiteInfo } from './model.js';
 import type { PageChanges } from './page-changes.js';
 import { renderDocument } from './render.js';
-import type { Served } from './service.js';
+import type { Served } from './model.js';
 
 /** Answers kept at once (least recently used dropped first); one is a few KB. */
 const KEPT = 500;

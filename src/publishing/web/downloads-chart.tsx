@@ -1,5 +1,5 @@
 import type { DownloadsChartModel } from '../stats/service.js';
-import { formatDate } from './product-page.js';
+import { formatDate } from './dates.js';
 
 /** Chart drawing units: one bar slot per day, bars scaled to the busiest day. */
 const SLOT = 10;

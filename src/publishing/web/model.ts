@@ -179,3 +179,15 @@ export interface CatalogPageModel {
   page: number;
   pages: number;
 }
+
+/** An answer as kept and sent: encoded bytes, content type and entity tag. */
+export interface Served {
+  body: Buffer;
+  type: string;
+  etag: string;
+  /**
+   * An older version, served while the current one cannot be rendered (its render is deferred by
+   * the render-time budget): correct for its own version, never to be filed as the current answer.
+   */
+  provisional?: true;
+}

@@ -1,5 +1,6 @@
 import type { JSX } from 'preact';
 import type { RenderedRelease } from '../content/product-content.js';
+import { formatDate } from './dates.js';
 import { Icon, Layout } from './layout.js';
 import type { InstallLabel, ProductPageModel, SiteInfo } from './model.js';
 import { LabelNotice, RecommendedNotice } from './label-notice.js';
@@ -108,13 +109,6 @@ function formatBytes(n: number): string {
   return `${v >= 10 ? v.toFixed(0) : v.toFixed(1)} ${units[u]}`;
 }
 
-const MONTHS = ['January', 'February', 'March', 'April', 'May', 'June', 'July', 'August', 'September', 'October', 'November', 'December'];
-
-/** "1 May 2024" from "2024-05-01", independent of the server's locale. */
-export function formatDate(iso: string): string {
-  const [y, mo, d] = iso.slice(0, 10).split('-').map(Number);
-  return `${d} ${MONTHS[(mo ?? 1) - 1]} ${y}`;
-}
 
 /** The platform's dialog path for an archived update site (Eclipse p2 "Add Repository" › "Archive…"). */
 function ArchiveSteps() {

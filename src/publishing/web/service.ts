@@ -29,7 +29,7 @@ import type { PageChanges } from './page-changes.js';
 import type { ChangesService } from '../changes/service.js';
 import type { ChangesAnswer, ChangesPages } from './changes-pages.js';
 import { CatalogPage } from './catalog-page.js';
-import type { CatalogCard, CatalogPageModel, NodePageModel, NodeSearchModel, ProductPageModel, SiteInfo } from './model.js';
+import type { CatalogCard, CatalogPageModel, NodePageModel, NodeSearchModel, ProductPageModel, SiteInfo, Served } from './model.js';
 import { NodePage } from './node-page.js';
 import { NodeSearchPage } from './node-search-page.js';
 import { NotFoundPage } from './not-found-page.js';
@@ -67,16 +67,7 @@ export interface PagesServiceDeps {
 /** An icon stored before migration 0008 larger than this (the crawler's limit) is not shown. */
 const STORED_ICON_MAX_BYTES = DEFAULT_CRAWL_LIMITS.maxIconBytes;
 
-export interface Served {
-  body: Buffer;
-  type: string;
-  etag: string;
-  /**
-   * An older version, served while the current one cannot be rendered (its render is deferred by
-   * the render-time budget): correct for its own version, never to be filed as the current answer.
-   */
-  provisional?: true;
-}
+export type { Served } from './model.js';
 
 interface Rendered {
   key: string;
