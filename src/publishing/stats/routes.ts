@@ -14,7 +14,12 @@ const StatsQuery = Type.Object(
   {
     from: Type.Optional(Type.String({ ...DATE, description: `first day (UTC, YYYY-MM-DD, inclusive); default: ${DEFAULT_DAYS - 1} days before \`to\`` })),
     to: Type.Optional(Type.String({ ...DATE, description: 'last day (UTC, YYYY-MM-DD, inclusive); default: today (UTC)' })),
-    top: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_TOP, description: `how many of the most installed labels get a series of their own (default ${DEFAULT_TOP}); the rest are summed into \`other\`` })),
+    top: Type.Optional(
+      Type.String({
+        pattern: '^(0|[1-9][0-9]?)$',
+        description: `0-${MAX_TOP}: how many of the most installed labels get a series of their own (default ${DEFAULT_TOP}); the rest are summed into \`other\``,
+      }),
+    ),
     label: Type.Optional(Type.String({ maxLength: 128, description: 'give this label a series of its own instead of the most installed ones; every other label is summed into `other`' })),
   },
   { additionalProperties: false },
@@ -76,6 +81,9 @@ export function registerStatsRoutes(app: HttpApp, { products, limiter, stats }: 
       },
       onRequest: vendorAuthentication(products, limiter),
     },
-    async (req) => stats.report(req.product!.id, req.query as Query),
+    async (req) => {
+      const { top, ...query } = req.query as Omit<Query, 'top'> & { top?: string };
+      return stats.report(req.product!.id, top === undefined ? query : { ...query, top: Number(top) });
+    },
   );
 }
