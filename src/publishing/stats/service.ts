@@ -22,8 +22,11 @@ export const DEFAULT_DAYS = 90;
 export const MAX_DAYS = 366;
 /** Labels given a series of their own when the query does not say. */
 export const DEFAULT_TOP = 10;
-/** The most labels one report gives a series of their own. */
-export const MAX_TOP = 25;
+/**
+ * The most labels one report gives a series of their own: with the day totals and `other`, a
+ * report reads and answers at most (MAX_TOP + 2) × MAX_DAYS entries (about 4,400).
+ */
+export const MAX_TOP = 10;
 /** Days the product page's chart shows. */
 export const CHART_DAYS = 90;
 /**

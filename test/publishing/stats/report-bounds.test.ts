@@ -43,12 +43,17 @@ function counted(repo: InstallsRepository): { repo: InstallsRepository; rows(): 
       rows += r.length;
       return r;
     });
+  const one = (p: Promise<number>) =>
+    p.then((n) => {
+      rows++;
+      return n;
+    });
   return {
     repo: {
       days: (...a) => count(repo.days(...a)),
-      totalThrough: (...a) => repo.totalThrough(...a).then((n) => (rows++, n)),
+      totalThrough: (...a) => one(repo.totalThrough(...a)),
       topLabels: (...a) => count(repo.topLabels(...a)),
-      labelTotal: (...a) => repo.labelTotal(...a).then((n) => (rows++, n)),
+      labelTotal: (...a) => one(repo.labelTotal(...a)),
       labelDays: (...a) => count(repo.labelDays(...a)),
     },
     rows: () => rows,
