@@ -4,8 +4,9 @@
 // vendor (bench/hostile-attack.ts, its own process) at once has an xz-bomb label and a
 // pure-Python label with a quadratic-looking module crawled by the automatic crawl (re-uploaded
 // after each crawl), stores a changelog of 2,000 items citing 2,000 link reference definitions
-// and asks for its page after each PATCH, and holds every SFTP handle it may while sending
-// OPENs the cap refuses and listing a folder of 5,000 entries over and over.
+// and asks for its page after each PATCH, holds every SFTP handle it may while sending
+// OPENs the cap refuses and listing a folder of 5,000 entries over and over, and asks for the
+// stats of 300 labels installed every day of a year in a loop (bench/hostile-stats.ts).
 //
 // The load is open-loop at a fixed rate (BENCH_HOSTILE_RATE, 200 req/s: a 4 KiB asset, every
 // tenth request a 1 MiB one) and each latency counts from the request's scheduled time, so a

@@ -4,8 +4,8 @@
 // counted below), and the product page's chart reads the same rolled-up days.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import type { Database } from '../../../src/infra/database/index.js';
-import { openPublishingDatabase, type PublishingDB } from '../../../src/publishing/db.js';
+import { type Database, migrate, openDatabase } from '../../../src/infra/database/index.js';
+import { openPublishingDatabase, type PublishingDB, publishingMigrations } from '../../../src/publishing/db.js';
 import { formatDay, parseDay } from '../../../src/publishing/stats/days.js';
 import { type InstallsRepository, installsRepository } from '../../../src/publishing/stats/installs-repository.js';
 import { type CountIncrement, downloadCountsRepository } from '../../../src/publishing/stats/repository.js';
@@ -176,6 +176,40 @@ for (const dialect of dialects()) {
       assert.equal(totals.length, 3 * LABELS);
       assert.equal(sum(totals), sum(labelDays));
       assert.equal(sum(days), sum(labelDays));
+    });
+  });
+}
+
+for (const dialect of dialects()) {
+  describe(`the installs rolled up from counts stored before (${dialect.name})`, () => {
+    test('the migration fills them from download_counts', async () => {
+      const handle = await dialect.create();
+      const database = openDatabase<PublishingDB>(handle.url);
+      try {
+        await migrate(database.db, 'pier', Object.fromEntries(Object.entries(publishingMigrations).filter(([name]) => name < '0015')));
+        const row = (label: string, day: string, artifact: string, downloads: number) => ({ product_id: 'p', label, day, artifact, downloads });
+        await database.db
+          .insertInto('download_counts')
+          .values([row('5.4', '2026-11-26', 'f', 5), row('5.4', '2026-11-26', 'g', 3), row('5.4', '2026-11-26', '#archive', 2), row('5.5', '2026-11-26', 'f', 1), row('5.4', '2026-11-20', 'f', 4)])
+          .execute();
+        await migrate(database.db, 'pier', publishingMigrations);
+        const installs = installsRepository(database.db);
+        assert.deepEqual(await installs.days('p', '2026-11-01', '2026-11-30'), [
+          { day: '2026-11-20', installs: 4 },
+          { day: '2026-11-26', installs: 8 },
+        ]);
+        assert.deepEqual(await installs.topLabels('p', 5), [
+          { label: '5.4', installs: 11 },
+          { label: '5.5', installs: 1 },
+        ]);
+        // Later counts add to what the migration filled in.
+        await downloadCountsRepository(database.db).add([{ productId: 'p', label: '5.4', day: '2026-11-26', artifact: 'f', downloads: 1 }]);
+        assert.deepEqual(await installs.labelDays('p', ['5.4'], '2026-11-26', '2026-11-26'), [{ label: '5.4', day: '2026-11-26', installs: 8 }]);
+        assert.equal(await installs.totalThrough('p', '2026-11-30'), 13);
+      } finally {
+        await database.close();
+        await handle.drop();
+      }
     });
   });
 }
