@@ -102,7 +102,8 @@ for (const dialect of dialects()) {
     });
 
     const flush = () => Promise.all(hosts.map((h) => h.counter.flush()));
-    const [one, two] = [0, 1].map((i) => () => hosts[i] as (typeof hosts)[number]);
+    const one = () => hosts[0] as (typeof hosts)[number];
+    const two = () => hosts[1] as (typeof hosts)[number];
 
     test('one client opening a new connection per download counts once, on either path; other clients count once each', async () => {
       const base = one().url;
