@@ -75,7 +75,7 @@ export async function benchDownloads(): Promise<string> {
   fs.mkdirSync(path.join(site, 'plugins'), { recursive: true });
   fs.writeFileSync(path.join(site, 'content.jar'), randomBytes(2_000));
   fs.writeFileSync(path.join(site, 'plugins', 'org.example.b_1.0.0.jar'), randomBytes(30_000));
-  // A feature jar: every complete GET of it is counted (stats/counter.ts); the plug-in jar above is not.
+  // A feature jar: every complete GET of it goes to the counter (stats/counter.ts: once per client and day); the plug-in jar above does not.
   fs.mkdirSync(path.join(site, 'features'), { recursive: true });
   fs.writeFileSync(path.join(site, 'features', 'org.example.f_1.0.0.jar'), randomBytes(30_000));
   fs.symlinkSync('1', path.join(storage, 'bench-ext', 'releases', '5.4', 'current'));

@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import ssh2 from 'ssh2';
 import { call, connectSftp, hostileChangelog, putFile } from './hostile-fixtures.js';
+import { seedStats, statsAttack, statsReport } from './hostile-stats.js';
 
 export interface AttackPlan {
   /** How long the attack lasts after `go`. */
@@ -18,7 +19,9 @@ export interface AttackPlan {
   token: string;
   username: string;
   password: string;
-  attacks: ('crawl' | 'page' | 'sftp')[];
+  attacks: ('crawl' | 'page' | 'sftp' | 'stats')[];
+  /** The server's publishing database (the stats attack seeds its counts there). */
+  databaseUrl: string;
   /** Local folders of the hostile labels and the files to upload from each. */
   labels: { label: string; dir: string; files: string[]; reupload: string[] }[];
   changelogItems: number;
@@ -50,6 +53,7 @@ const report = {
   },
   page: { patches: 0, refused: null as string | null, renders: 0, longestMs: 0, waitingMs: 0, error: null as string | null },
   sftp: { held: 0, refusedOpens: 0, acceptedOpens: 0, readdirs: 0, listings: 0, error: null as string | null },
+  stats: statsReport(),
 };
 
 /** What the attacks were waiting for when the deadline came (reported with how long). */
@@ -216,6 +220,7 @@ const [uploader, abuser] = await Promise.all([
         return { conn, dirs: await holdHandles(conn.sftp) };
       })
     : null,
+  wanted.has('stats') ? attempt('stats', () => seedStats(plan, report.stats)) : null,
 ]);
 process.stdout.write('ready\n');
 // Without `go` (the bench ended early) there is nothing to do: leave.
@@ -237,4 +242,5 @@ await Promise.all([
   uploader && attempt('crawl', () => crawlAttack(uploader.sftp)),
   wanted.has('page') && attempt('page', pageAttack),
   abuser && attempt('sftp', () => sftpAttack(abuser.conn.sftp, abuser.dirs)),
+  wanted.has('stats') && attempt('stats', () => statsAttack(plan, live, report.stats)),
 ]);

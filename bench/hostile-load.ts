@@ -4,8 +4,9 @@
 // vendor (bench/hostile-attack.ts, its own process) at once has an xz-bomb label and a
 // pure-Python label with a quadratic-looking module crawled by the automatic crawl (re-uploaded
 // after each crawl), stores a changelog of 2,000 items citing 2,000 link reference definitions
-// and asks for its page after each PATCH, and holds every SFTP handle it may while sending
-// OPENs the cap refuses and listing a folder of 5,000 entries over and over.
+// and asks for its page after each PATCH, holds every SFTP handle it may while sending
+// OPENs the cap refuses and listing a folder of 5,000 entries over and over, and asks for the
+// stats of 300 labels installed every day of a year in a loop (bench/hostile-stats.ts).
 //
 // The load is open-loop at a fixed rate (BENCH_HOSTILE_RATE, 200 req/s: a 4 KiB asset, every
 // tenth request a 1 MiB one) and each latency counts from the request's scheduled time, so a
@@ -21,6 +22,7 @@ import http from 'node:http';
 import path from 'node:path';
 import type { AttackPlan } from './hostile-attack.js';
 import { buildPythonSite, buildXzBomb, connectSftp, mkdirMany, putFile, type SftpConnection } from './hostile-fixtures.js';
+import { statsLine } from './hostile-stats.js';
 import { freePort, pierCli, tempDir } from './lib.js';
 
 const SECONDS = Number(process.env.BENCH_HOSTILE_SECONDS ?? 10);
@@ -28,7 +30,7 @@ const RATE = Number(process.env.BENCH_HOSTILE_RATE ?? 200);
 const GRACE_S = Number(process.env.BENCH_HOSTILE_GRACE ?? 5);
 const FOLDER_ENTRIES = Number(process.env.BENCH_HOSTILE_FOLDER_ENTRIES ?? 5_000);
 /** Which attacks run together (a subset helps find which one hurts). */
-const ATTACKS = (process.env.BENCH_HOSTILE_ATTACKS ?? 'crawl,page,sftp').split(',') as AttackPlan['attacks'];
+const ATTACKS = (process.env.BENCH_HOSTILE_ATTACKS ?? 'crawl,page,sftp,stats').split(',') as AttackPlan['attacks'];
 const CHANGELOG_ITEMS = 2_000;
 const PYTHON_MODULE_BYTES = 100 * 1024;
 const TARGET = 2;
@@ -259,6 +261,7 @@ export async function benchHostileLoad(): Promise<string> {
       username: hostile.sftp.username,
       password: hostile.sftp.password,
       attacks: ATTACKS,
+      databaseUrl: path.join(work, 'data', 'pier.sqlite'),
       labels,
       changelogItems: CHANGELOG_ITEMS,
       smallFile: '/assets/f.bin',
@@ -297,6 +300,7 @@ export async function benchHostileLoad(): Promise<string> {
           `  page: ${r.page.patches} PATCHes stored, ${r.page.renders} page GETs answered${r.page.renders ? ` (slowest ${(r.page.longestMs / 1000).toFixed(1)} s)` : ''}${r.page.waitingMs ? `, one GET unanswered after ${(r.page.waitingMs / 1000).toFixed(1)} s` : ''}${r.page.refused ? `; PATCH refused: ${r.page.refused}` : ''}${r.page.error ? `; stopped: ${r.page.error}` : ''}`,
         ATTACKS.includes('sftp') &&
           `  sftp: ${r.sftp.held} handles held, ${r.sftp.refusedOpens} OPENs refused, ${r.sftp.acceptedOpens} accepted over the cap, ${r.sftp.readdirs} READDIRs, ${r.sftp.listings} full listings${r.sftp.error ? `; stopped: ${r.sftp.error}` : ''}`,
+        ATTACKS.includes('stats') && statsLine(r.stats),
       ].filter((l): l is string => typeof l === 'string');
     } catch {
       what = ['  the attacker process reported nothing'];

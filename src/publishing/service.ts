@@ -29,7 +29,7 @@ import { releasesRepository } from './releases/repository.js';
 import { registerReleaseRoutes } from './releases/routes.js';
 import { releasesService } from './releases/service.js';
 import { uploadedLabelsOf } from './notices/notices.js';
-import { downloadCountsRepository } from './stats/repository.js';
+import { installsRepository } from './stats/installs-repository.js';
 import { registerStatsRoutes } from './stats/routes.js';
 import { statsService } from './stats/service.js';
 import { withChartDays } from './stats/page-days.js';
@@ -123,7 +123,7 @@ export async function createPublishingService(config: Config, options: Publishin
     now: options.renderClock,
     hold: options.renderHold,
   });
-  const stats = statsService({ repo: downloadCountsRepository(database.db), now: options.statsClock });
+  const stats = statsService({ repo: installsRepository(database.db), now: options.statsClock });
   const changes = withChartDays(databasePageChanges(database, options.pageFreshMs), stats.chartDay);
   const site = { name: 'Pier', baseUrl: config.publishing.baseUrl, downloadUrl: config.publishing.downloadUrl };
   const pages = pagesService({

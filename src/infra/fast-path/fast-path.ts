@@ -41,7 +41,7 @@ export interface FastPathOptions {
   /** Where answers sent here are counted (infra/metrics/hosts.ts); null or absent while metrics are off. */
   counts?: HostCounts | null;
   /** Called after the whole answer to each GET sent here was handed to `socket` (the download host counts downloads with it). */
-  delivered?(answer: FastAnswer, socket: net.Socket): void;
+  delivered?(answer: FastAnswer, socket: net.Socket, request: SimpleRequest): void;
   /** Called after each answer sent here (the request log line); `socket` is the client's connection. */
   served?(request: SimpleRequest, startedNs: bigint, socket: net.Socket, requestId: string | null): void;
   /**
@@ -276,7 +276,7 @@ export function installFastPath(server: http.Server, options: FastPathOptions): 
               counts.fastAnswers++;
               counts.fastBytes += Array.isArray(answer) ? answer[0].length + answer[1].length : answer.length;
             }
-            if (r.method === 'GET') options.delivered?.(file, socket);
+            if (r.method === 'GET') options.delivered?.(file, socket, r);
             options.served?.(r, started, socket, requestId);
             if (last) return finish(() => socket.end(() => socket.destroy()));
             if (socket.writableNeedDrain) {

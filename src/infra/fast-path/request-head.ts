@@ -12,7 +12,8 @@
  *   absolute-form, no "*", no spaces, no bytes >= 0x80, no leading empty lines);
  * - field-name: 1*tchar; field-value: VCHAR, SP and HTAB only (no obs-text, no obs-fold, no
  *   bare CR or LF, no whitespace before the colon);
- * - exactly one Host; at most one Connection, whose value is `keep-alive` or `close`;
+ * - exactly one Host; at most one Connection, whose value is `keep-alive` or `close`; at most
+ *   one X-Request-Id and one X-Forwarded-For (node:http joins repeated ones; left to it);
  * - none of the fields that give a request a body or change its answer or its connection:
  *   Content-Length, Transfer-Encoding, Expect, Upgrade, Proxy-Connection, Range, If-Range,
  *   If-None-Match, If-Modified-Since, If-Match, If-Unmodified-Since;
@@ -32,6 +33,8 @@ export interface SimpleRequest {
   close: boolean;
   /** The X-Request-Id value sent (a proxy's id for the request), null when none. */
   requestId: string | null;
+  /** The X-Forwarded-For value sent (the addresses proxies forwarded for), null when none. */
+  forwardedFor: string | null;
   /** Offset just past the head's final CRLF CRLF. */
   end: number;
 }
@@ -81,7 +84,7 @@ const HEAD_END = Buffer.from('\r\n\r\n', 'latin1');
 
 /** The field names looked at below, by length: every other name is skipped without a string. */
 const NAMED = new Map<number, string[]>();
-for (const name of [...REFUSED, 'host', 'connection', 'x-request-id']) NAMED.set(name.length, [...(NAMED.get(name.length) ?? []), name]);
+for (const name of [...REFUSED, 'host', 'connection', 'x-request-id', 'x-forwarded-for']) NAMED.set(name.length, [...(NAMED.get(name.length) ?? []), name]);
 
 /** The field name at buf[start, end) if it is one of NAMED (ASCII case-insensitive), else null. */
 function knownName(buf: Buffer, start: number, end: number): string | null {
@@ -128,6 +131,8 @@ export function parseSimpleHead(buf: Buffer, start: number): HeadResult {
   let close = false;
   let requestId: string | null = null;
   let requestIds = 0;
+  let forwardedFor: string | null = null;
+  let forwardedFors = 0;
   while (i < headEnd + 2) {
     if (++fields > MAX_HEADER_FIELDS) return 'other';
     const nameStart = i;
@@ -153,9 +158,12 @@ export function parseSimpleHead(buf: Buffer, start: number): HeadResult {
     } else if (name === 'x-request-id') {
       requestIds++;
       requestId = buf.toString('latin1', valueStart, valueEnd);
+    } else if (name === 'x-forwarded-for') {
+      forwardedFors++;
+      forwardedFor = buf.toString('latin1', valueStart, valueEnd);
     }
   }
-  // node:http joins repeated X-Request-Id fields with ", "; such a head is left to it.
-  if (hosts !== 1 || connections > 1 || requestIds > 1) return 'other';
-  return { method, target, close, requestId, end: headEnd + 4 };
+  // node:http joins repeated X-Request-Id and X-Forwarded-For fields with ", "; such a head is left to it.
+  if (hosts !== 1 || connections > 1 || requestIds > 1 || forwardedFors > 1) return 'other';
+  return { method, target, close, requestId, forwardedFor, end: headEnd + 4 };
 }

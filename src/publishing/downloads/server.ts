@@ -22,6 +22,8 @@ import type { WithdrawnLabels } from '../notices/withdrawn.js';
 import { labelReleases } from './releases.js';
 import { sendRange } from './send-file.js';
 import { countKeyOf } from '../stats/artifact.js';
+import { countedClient } from '../stats/client.js';
+import { clientAddressResolver } from '../../infra/client-address.js';
 import type { DownloadCounter } from '../stats/counter.js';
 
 export interface DownloadLog {
@@ -108,22 +110,16 @@ export function createDownloadServer(options: {
 }): DownloadServer {
   const { storage, log } = options;
   const counter = options.counter ?? null;
+  const clientOf = clientAddressResolver(options.trustProxy ?? false);
   /**
-   * What each connection has counted. A connection counts a file once: a P2 client fetches each
-   * feature it installs once, and a client pipelining GETs it never reads cannot add thousands a
-   * second (answers are counted when handed to the socket, not when the client reads them).
+   * Counts a complete download for the client: the peer, or the address a trusted proxy names
+   * (PIER_TRUST_PROXY, the web app's rule). The counter counts a file once per client and day
+   * (stats/counter.ts), so neither pipelined GETs nor a new connection per download add more.
    */
-  const countedOn = new WeakMap<object, Set<string>>();
-  function count(socket: object | null, key: string): void {
-    if (!counter || !socket) return;
-    let seen = countedOn.get(socket);
-    if (!seen) {
-      seen = new Set();
-      countedOn.set(socket, seen);
-    }
-    if (seen.has(key)) return;
-    seen.add(key);
-    counter.add(key);
+  function count(peer: string | undefined, forwardedFor: string | readonly string[] | null | undefined, key: string): void {
+    if (!counter) return;
+    const address = clientOf(peer, forwardedFor);
+    if (address !== undefined) counter.add(key, countedClient(address));
   }
   const releases = labelReleases(storage, options.downloadUrl, options.freshMs);
   const cache = new FileCache(options.cacheBytes ?? CACHE_BYTES, options.freshMs);
@@ -275,7 +271,7 @@ export function createDownloadServer(options: {
       void reader?.close();
       res.writeHead(200, meta.full);
       // A GET whose whole body is handed over now counts (README "Download counts"); HEAD never.
-      if (meta.countKey && !head && data) count(req.socket, meta.countKey);
+      if (meta.countKey && !head && data) count(req.socket.remoteAddress, req.headers['x-forwarded-for'], meta.countKey);
       return void res.end(head || !data ? undefined : data);
     }
     const precondition = conditional
@@ -310,14 +306,18 @@ export function createDownloadServer(options: {
     if (head || size === 0 || data) {
       void reader?.close();
       res.writeHead(status, headers);
-      if (countKey !== null && data) count(req.socket, countKey);
+      if (countKey !== null && data) count(req.socket.remoteAddress, req.headers['x-forwarded-for'], countKey);
       return void res.end(head || !data ? undefined : range.kind === 'partial' ? data.subarray(start, end + 1) : data);
     }
     res.writeHead(status, headers);
     // The strong ETag names this content (size, time, storage version): sendRange's warm-file key.
     // A large file counts once its last byte is written: a download cut off before does not.
     const sending = sendRange(res, reader as StoredReader, etag, start, end);
-    if (countKey !== null && counter) void sending.then((complete) => complete && count(req.socket, countKey));
+    if (countKey !== null && counter) {
+      // Read now: a socket that has closed by the time the last byte is out no longer says its peer.
+      const peer = req.socket.remoteAddress;
+      void sending.then((complete) => complete && count(peer, req.headers['x-forwarded-for'], countKey));
+    }
   }
 
   async function handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<unknown> {
@@ -422,9 +422,9 @@ export function createDownloadServer(options: {
           lookup: currentCachedFile,
           counts,
           delivered: counter
-            ? (file, socket) => {
+            ? (file, socket, request) => {
                 const key = (file as CachedFile).countKey;
-                if (key) count(socket, key);
+                if (key) count(socket.remoteAddress, request.forwardedFor, key);
               }
             : undefined,
           requestId: fastPathRequestIds(options.trustProxy ?? false),

@@ -4,7 +4,7 @@ import type { HttpApp } from '../../infra/http.js';
 import { problems, VENDOR_SECURITY } from '../openapi.js';
 import type { ProductService } from '../products/service.js';
 import { vendorAuthentication } from '../trust/vendor-auth.js';
-import { DEFAULT_DAYS, MAX_DAYS, type StatsService } from './service.js';
+import { DEFAULT_DAYS, DEFAULT_TOP, MAX_DAYS, MAX_TOP, type StatsQuery as Query, type StatsService } from './service.js';
 
 const ProductParams = Type.Object({ id: Type.String({ maxLength: 200 }) });
 
@@ -14,28 +14,45 @@ const StatsQuery = Type.Object(
   {
     from: Type.Optional(Type.String({ ...DATE, description: `first day (UTC, YYYY-MM-DD, inclusive); default: ${DEFAULT_DAYS - 1} days before \`to\`` })),
     to: Type.Optional(Type.String({ ...DATE, description: 'last day (UTC, YYYY-MM-DD, inclusive); default: today (UTC)' })),
+    top: Type.Optional(
+      Type.String({
+        pattern: '^(0|[1-9][0-9]?)$',
+        description: `0-${MAX_TOP}: how many of the most installed labels get a series of their own (default ${DEFAULT_TOP}); the rest are summed into \`other\``,
+      }),
+    ),
+    label: Type.Optional(Type.String({ maxLength: 128, description: 'give this label a series of its own instead of the most installed ones; every other label is summed into `other`' })),
   },
   { additionalProperties: false },
 );
 
 const DaySchema = Type.Object({
   day: Type.String({ format: 'date', description: 'UTC day' }),
-  installs: Type.Integer({ minimum: 0 }),
+  installs: Type.Integer({ minimum: 1 }),
 });
+
+const Days = (description: string) => Type.Array(DaySchema, { maxItems: MAX_DAYS, description: `${description}: days of the range with installs only, oldest first` });
 
 const StatsAnswer = Type.Object({
   productId: Type.String(),
   from: Type.String({ format: 'date' }),
   to: Type.String({ format: 'date' }),
   total: Type.Integer({ minimum: 0, description: 'installs of every label over the range' }),
-  days: Type.Array(DaySchema, { description: 'every day of the range, oldest first, zeros included: installs of all labels' }),
+  days: Days('installs of all labels'),
   labels: Type.Array(
     Type.Object({
       label: Type.String(),
-      total: Type.Integer({ minimum: 0 }),
-      days: Type.Array(DaySchema, { description: 'every day of the range, oldest first, zeros included' }),
+      total: Type.Integer({ minimum: 0, description: 'installs in the range' }),
+      allTime: Type.Integer({ minimum: 0, description: 'every install of the label so far (what orders the labels)' }),
+      days: Days('installs of this label'),
     }),
-    { description: 'labels installed at least once in the range, most installed first' },
+    { maxItems: MAX_TOP, description: 'the `top` labels with the most installs of all, most first (or the one `label` names)' },
+  ),
+  other: Type.Object(
+    {
+      total: Type.Integer({ minimum: 0, description: 'installs of every label not in `labels`, over the range' }),
+      days: Days('installs of every label not in `labels`'),
+    },
+    { description: 'every label not in `labels`, summed' },
   ),
 });
 
@@ -45,17 +62,17 @@ export interface StatsRoutesOptions {
   stats: StatsService;
 }
 
-/** `GET /api/products/:id/stats`: the vendor's download counts (issue 20, README "Download counts"). */
+/** `GET /api/products/:id/stats`: the vendor's download counts (README "Download counts"). */
 export function registerStatsRoutes(app: HttpApp, { products, limiter, stats }: StatsRoutesOptions): void {
   app.get(
     '/api/products/:id/stats',
     {
       schema: {
         tags: ['stats'],
-        summary: 'Installs per day and label, counted by the download host',
+        summary: 'Installs per day, of the most installed labels and of the rest, counted by the download host',
         description:
-          "A label's installs on a day are the downloads of its most-downloaded feature jar plus the downloads of its archive (`<label>.zip`): one install or update fetches each feature once. Only complete GETs answered 200 count (no HEAD, 304, 206 or error). Today's counts are at most a few seconds behind. " +
-          `The range is at most ${MAX_DAYS} days.`,
+          "A label's installs on a day are the downloads of its most-downloaded feature jar plus the downloads of its archive (`<label>.zip`): one install or update fetches each feature once. Only complete GETs answered 200 count (no HEAD, 304, 206 or error), a file once per client and UTC day. Today's counts are at most a few seconds behind. " +
+          `The range is at most ${MAX_DAYS} days; series list days with installs only; at most ${MAX_TOP} labels get a series of their own, every other label is summed into \`other\`.`,
         operationId: 'getProductStats',
         security: VENDOR_SECURITY,
         params: ProductParams,
@@ -64,6 +81,9 @@ export function registerStatsRoutes(app: HttpApp, { products, limiter, stats }: 
       },
       onRequest: vendorAuthentication(products, limiter),
     },
-    async (req) => stats.report(req.product!.id, req.query as { from?: string; to?: string }),
+    async (req) => {
+      const { top, ...query } = req.query as Omit<Query, 'top'> & { top?: string };
+      return stats.report(req.product!.id, top === undefined ? query : { ...query, top: Number(top) });
+    },
   );
 }

@@ -1,16 +1,32 @@
 /**
- * Download statistics (issue 20 "Download counts"): installs per day and label for the vendor
+ * Download statistics (README "Download counts"): installs per day and label for the vendor
  * (`GET /api/products/<id>/stats`), and the product page's total and 90-day chart. What counts
  * as an install is decided where downloads are counted (stats/artifact.ts, repository.ts).
+ *
+ * Every answer is bounded whatever the number of labels and the days they were installed on: a
+ * report covers at most MAX_DAYS days, lists days with installs only, and gives a series to at
+ * most MAX_TOP labels (the most installed of all, or the one asked for), every other label
+ * summed into one `other` series; it reads the rolled-up installs (stats/tables.ts) through
+ * their keys, at most (top + 2) × MAX_DAYS rows, so it costs the serving loop little.
  */
 import { ValidationError } from '../../infra/errors.js';
+import { isLabel } from '../files/tree.js';
 import { dayOf, formatDay, parseDay } from './days.js';
-import type { DownloadCountsRepository } from './repository.js';
+import type { DayInstalls, InstallsRepository } from './installs-repository.js';
+
+export type { DayInstalls } from './installs-repository.js';
 
 /** Days the report covers when `from` is not given: the last 90 through `to`. */
 export const DEFAULT_DAYS = 90;
-/** The longest range one report covers (about ten years): bounds the answer's size. */
-export const MAX_DAYS = 3660;
+/** The longest range one report covers (a leap year): bounds every series of the answer. */
+export const MAX_DAYS = 366;
+/** Labels given a series of their own when the query does not say. */
+export const DEFAULT_TOP = 10;
+/**
+ * The most labels one report gives a series of their own: with the day totals and `other`, a
+ * report reads and answers at most (MAX_TOP + 2) × MAX_DAYS entries (about 4,400).
+ */
+export const MAX_TOP = 10;
 /** Days the product page's chart shows. */
 export const CHART_DAYS = 90;
 /**
@@ -21,18 +37,34 @@ export const CHART_DAYS = 90;
  */
 export const DAY_SETTLED_MS = 60_000;
 
-export interface DayInstalls {
-  day: string;
-  installs: number;
+export interface LabelSeries {
+  label: string;
+  /** Installs in the range. */
+  total: number;
+  /** Every install of the label so far: what orders the labels. */
+  allTime: number;
+  /** Days of the range with installs, oldest first. */
+  days: DayInstalls[];
 }
 
 export interface StatsReport {
   productId: string;
   from: string;
   to: string;
+  /** Installs of every label in the range. */
   total: number;
+  /** Days of the range with installs (all labels), oldest first. */
   days: DayInstalls[];
-  labels: { label: string; total: number; days: DayInstalls[] }[];
+  labels: LabelSeries[];
+  /** Every label not in `labels`, summed: its installs in the range and its days with installs. */
+  other: { total: number; days: DayInstalls[] };
+}
+
+export interface StatsQuery {
+  from?: string;
+  to?: string;
+  top?: number;
+  label?: string;
 }
 
 /** The product page's chart: complete days only (see DAY_SETTLED_MS). */
@@ -65,56 +97,63 @@ export function statsRange(query: { from?: string; to?: string }, today: number)
   return { from, to };
 }
 
-/** Every day of from…to with its installs (0 when none). */
-function series(from: number, to: number, installs: Map<string, number>): DayInstalls[] {
+/** The labels a report gives a series of their own: the one asked for, or the `top` most installed. */
+function checkedLabelQuery(query: StatsQuery): { top: number; label: string | null } {
+  const top = query.top ?? DEFAULT_TOP;
+  if (!Number.isInteger(top) || top < 0 || top > MAX_TOP) throw new ValidationError(`top must be a whole number from 0 to ${MAX_TOP}`, [{ field: 'top', message: `${String(top).slice(0, 20)} is not 0…${MAX_TOP}` }]);
+  if (query.label !== undefined && !isLabel(query.label)) throw new ValidationError('label must be a label name', [{ field: 'label', message: 'letters, digits, ".", "_" and "-", at most 128' }]);
+  return { top, label: query.label ?? null };
+}
+
+/** Every day of from…to with its installs (0 when none): the chart's bars, a fixed CHART_DAYS of them. */
+function filled(from: number, to: number, sparse: readonly DayInstalls[]): DayInstalls[] {
+  const byDay = new Map(sparse.map((d) => [d.day, d.installs]));
   const days: DayInstalls[] = [];
   for (let d = from; d <= to; d++) {
     const day = formatDay(d);
-    days.push({ day, installs: installs.get(day) ?? 0 });
+    days.push({ day, installs: byDay.get(day) ?? 0 });
   }
   return days;
 }
 
+const sum = (days: readonly DayInstalls[]) => days.reduce((a, d) => a + d.installs, 0);
+
 export interface StatsService {
-  report(productId: string, query: { from?: string; to?: string }): Promise<StatsReport>;
+  report(productId: string, query: StatsQuery): Promise<StatsReport>;
   chart(productId: string): Promise<DownloadsChartModel>;
   /** The last complete day the product page shows now (see DAY_SETTLED_MS), as a day number (days.ts). */
   chartDay(): number;
 }
 
-export function statsService({ repo, now = Date.now }: { repo: DownloadCountsRepository; now?: () => number }): StatsService {
+export function statsService({ repo, now = Date.now }: { repo: InstallsRepository; now?: () => number }): StatsService {
   const chartDay = () => dayOf(now() - DAY_SETTLED_MS) - 1;
   return {
     async report(productId, query) {
-      const { from, to } = statsRange(query, dayOf(now()));
-      const rows = await repo.installs(productId, formatDay(from), formatDay(to));
-      const total = new Map<string, number>();
-      const byLabel = new Map<string, Map<string, number>>();
-      for (const r of rows) {
-        total.set(r.day, (total.get(r.day) ?? 0) + r.installs);
-        let days = byLabel.get(r.label);
-        if (!days) {
-          days = new Map();
-          byLabel.set(r.label, days);
-        }
-        days.set(r.day, r.installs);
+      const range = statsRange(query, dayOf(now()));
+      const { top, label } = checkedLabelQuery(query);
+      const [from, to] = [formatDay(range.from), formatDay(range.to)];
+      const shown = label === null ? await repo.topLabels(productId, top) : [{ label, installs: await repo.labelTotal(productId, label) }];
+      const [days, labelDays] = await Promise.all([repo.days(productId, from, to), repo.labelDays(productId, shown.map((l) => l.label), from, to)]);
+      const byLabel = new Map<string, DayInstalls[]>(shown.map((l) => [l.label, []]));
+      const shownOn = new Map<string, number>();
+      for (const r of labelDays) {
+        byLabel.get(r.label)?.push({ day: r.day, installs: r.installs });
+        shownOn.set(r.day, (shownOn.get(r.day) ?? 0) + r.installs);
       }
-      const sum = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);
-      const labels = [...byLabel]
-        .map(([label, days]) => ({ label, total: sum(days), days: series(from, to, days) }))
-        .sort((a, b) => b.total - a.total || (a.label < b.label ? -1 : a.label > b.label ? 1 : 0));
-      return { productId, from: formatDay(from), to: formatDay(to), total: sum(total), days: series(from, to, total), labels };
+      const labels = shown.map((l) => {
+        const series = byLabel.get(l.label) ?? [];
+        return { label: l.label, total: sum(series), allTime: l.installs, days: series };
+      });
+      const otherDays = days.map((d) => ({ day: d.day, installs: d.installs - (shownOn.get(d.day) ?? 0) })).filter((d) => d.installs > 0);
+      const total = sum(days);
+      return { productId, from, to, total, days, labels, other: { total: sum(otherDays), days: otherDays } };
     },
 
     async chart(productId) {
       const through = chartDay();
-      const [rows, total] = await Promise.all([
-        repo.installs(productId, formatDay(through - (CHART_DAYS - 1)), formatDay(through)),
-        repo.totalInstalls(productId, formatDay(through)),
-      ]);
-      const perDay = new Map<string, number>();
-      for (const r of rows) perDay.set(r.day, (perDay.get(r.day) ?? 0) + r.installs);
-      return { total, days: series(through - (CHART_DAYS - 1), through, perDay), through: formatDay(through) };
+      const first = through - (CHART_DAYS - 1);
+      const [days, total] = await Promise.all([repo.days(productId, formatDay(first), formatDay(through)), repo.totalThrough(productId, formatDay(through))]);
+      return { total, days: filled(first, through, days), through: formatDay(through) };
     },
 
     chartDay,

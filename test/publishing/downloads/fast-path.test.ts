@@ -249,8 +249,9 @@ describe('download host fast path: byte-identical to node:http', () => {
 
   test('the head recogniser accepts only plain GET/HEAD heads', () => {
     const ok = (s: string) => parseSimpleHead(Buffer.from(s, 'latin1'), 0);
-    assert.deepEqual(ok(get(jar)), { method: 'GET', target: jar, close: false, requestId: null, end: get(jar).length });
+    assert.deepEqual(ok(get(jar)), { method: 'GET', target: jar, close: false, requestId: null, forwardedFor: null, end: get(jar).length });
     assert.equal((ok(get(jar, 'X-Request-Id:  abc-123 \r\n')) as { requestId: string }).requestId, 'abc-123');
+    assert.equal((ok(get(jar, 'x-forwarded-for: 203.0.113.1, 10.0.0.2 \r\n')) as { forwardedFor: string }).forwardedFor, '203.0.113.1, 10.0.0.2');
     assert.equal((ok(closing(jar)) as { close: boolean }).close, true);
     assert.equal(ok(get(jar).slice(0, -2)), 'incomplete');
     for (const bad of [
@@ -260,6 +261,7 @@ describe('download host fast path: byte-identical to node:http', () => {
       get(jar, 'If-None-Match: *\r\n'),
       get(jar, 'Host: again\r\n'),
       get(jar, 'X-Request-Id: a\r\nx-request-id: b\r\n'),
+      get(jar, 'X-Forwarded-For: a\r\nx-forwarded-for: b\r\n'),
       get(jar, 'Connection: upgrade\r\n'),
       get(jar, 'X-Fold: a\r\n b\r\n'),
       get(jar, 'X-Bad : a\r\n'),

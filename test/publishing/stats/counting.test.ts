@@ -16,6 +16,7 @@ import { createDownloadServer, type DownloadServer } from '../../../src/publishi
 import { ARCHIVE } from '../../../src/publishing/stats/artifact.js';
 import { type DownloadCounter, downloadCounter } from '../../../src/publishing/stats/counter.js';
 import { formatDay, parseDay } from '../../../src/publishing/stats/days.js';
+import { installsRepository } from '../../../src/publishing/stats/installs-repository.js';
 import { downloadCountsRepository } from '../../../src/publishing/stats/repository.js';
 import { dialects, tempDir } from '../../helpers/db.js';
 import { hasTool } from '../../helpers/tools.js';
@@ -30,10 +31,11 @@ async function rows(database: Database<PublishingDB>, productId = 'p1'): Promise
   return out;
 }
 
-function request(base: string, p: string, init: { method?: string; headers?: Record<string, string> } = {}): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer }> {
+/** One request on a connection of its own, from `from` (a loopback address: each is another client) or 127.0.0.1. */
+function request(base: string, p: string, init: { method?: string; headers?: Record<string, string>; from?: string } = {}): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer }> {
   const u = new URL(base);
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: u.hostname, port: u.port, path: p, method: init.method ?? 'GET', headers: init.headers ?? {}, agent: false }, (res) => {
+    const req = http.request({ host: u.hostname, port: u.port, path: p, method: init.method ?? 'GET', headers: init.headers ?? {}, agent: false, localAddress: init.from ?? '127.0.0.1' }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c) => chunks.push(c));
       res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
@@ -43,11 +45,11 @@ function request(base: string, p: string, init: { method?: string; headers?: Rec
   });
 }
 
-/** `n` GETs of `p` pipelined on one keep-alive connection; resolves with the raw bytes once all n answers are in. */
-function pipelined(base: string, p: string, n: number, method = 'GET'): Promise<string> {
+/** `n` GETs of `p` pipelined on one keep-alive connection from `from`; resolves with the raw bytes once all n answers are in. */
+function pipelined(base: string, p: string, n: number, method = 'GET', from = '127.0.0.1'): Promise<string> {
   const u = new URL(base);
   return new Promise((resolve, reject) => {
-    const socket = net.connect(Number(u.port), u.hostname);
+    const socket = net.connect({ port: Number(u.port), host: u.hostname, localAddress: from });
     let got = Buffer.alloc(0);
     socket.on('data', (c) => {
       got = Buffer.concat([got, c]);
@@ -151,33 +153,38 @@ for (const dialect of dialects()) {
       assert.equal(archive.body.length, bigArchive.length);
       assert.equal((await request(base, '/p1/5.5/features/org.x.f_2.0.0.jar')).status, 200);
       assert.equal((await request(base, '/p1/5.5@1/features/org.x.f_2.0.0.jar')).status, 200);
-      // A changed file (If-None-Match not matching) is a whole new download: it counts.
+      // A changed file (If-None-Match not matching) is a whole new download: it counts, for another client.
+      assert.equal((await request(base, '/p1/5.4/features/org.x.g_1.0.0.jar', { headers: { 'if-none-match': '"old"' }, from: '127.0.0.2' })).status, 200);
+      // The same client again, on a new connection: a file counts once per client and day.
       assert.equal((await request(base, '/p1/5.4/features/org.x.g_1.0.0.jar', { headers: { 'if-none-match': '"old"' } })).status, 200);
       await counter.flush();
-      assert.deepEqual(await rows(database), { '5.4 org.x.f': 1, '5.4 org.x.g': 2, [`5.4 ${ARCHIVE}`]: 1, '5.5 org.x.f': 2 });
+      // 5.5's feature by both its addresses is one file of one client.
+      assert.deepEqual(await rows(database), { '5.4 org.x.f': 1, '5.4 org.x.g': 2, [`5.4 ${ARCHIVE}`]: 1, '5.5 org.x.f': 1 });
     });
 
-    test('the fast path counts its GETs, a file once per connection, and no HEAD', async () => {
+    test('the fast path counts its GETs, a file once per client and day, and no HEAD', async () => {
       const before = (await rows(database))['5.4 org.x.f'] ?? 0;
-      // The first GET puts the jar in memory (node:http answers it); the fast path answers the rest.
+      // The first GET puts the jar in memory (node:http answers it; counted for 127.0.0.1 before).
       assert.equal((await request(base, jar)).status, 200);
       fastAnswers.length = 0;
       // 50 GETs pipelined on one connection (answers counted as they are handed over, read or
-      // not) count once; a second connection's count once more; HEADs never.
-      await pipelined(base, jar, 50);
-      await pipelined(base, jar, 50);
-      await pipelined(base, jar, 20, 'HEAD');
+      // not) count once; the same client's second connection adds nothing, another client's
+      // connection counts once more; HEADs never.
+      await pipelined(base, jar, 50, 'GET', '127.0.0.3');
+      await pipelined(base, jar, 50, 'GET', '127.0.0.3');
+      await pipelined(base, jar, 50, 'GET', '127.0.0.4');
+      await pipelined(base, jar, 20, 'HEAD', '127.0.0.5');
       // Answered before node:http (its log line says so).
-      assert.ok(fastAnswers.filter((p) => p === jar).length >= 119, `fast answers: ${fastAnswers.length}`);
+      assert.ok(fastAnswers.filter((p) => p === jar).length >= 169, `fast answers: ${fastAnswers.length}`);
       await counter.flush();
-      assert.equal((await rows(database))['5.4 org.x.f'], before + 3);
+      assert.equal((await rows(database))['5.4 org.x.f'], before + 2);
     });
 
     test('an archive download cut off before its last byte does not count', async () => {
       const was = (await rows(database))[`5.4 ${ARCHIVE}`];
       const u = new URL(base);
       await new Promise<void>((resolve, reject) => {
-        const socket = net.connect(Number(u.port), u.hostname);
+        const socket = net.connect({ port: Number(u.port), host: u.hostname, localAddress: '127.0.0.6' });
         socket.once('data', () => {
           // Some of the answer arrived: the client goes away without reading the rest.
           socket.destroy();
@@ -186,28 +193,29 @@ for (const dialect of dialects()) {
         socket.on('error', reject);
         socket.write('GET /p1/5.4.zip HTTP/1.1\r\nHost: x\r\n\r\n');
       });
-      // The server sees the connection go; a complete download afterwards is counted as usual.
-      assert.equal((await request(base, '/p1/5.4.zip')).body.length, bigArchive.length);
+      // The server sees the connection go; another client's complete download afterwards is counted as usual.
+      assert.equal((await request(base, '/p1/5.4.zip', { from: '127.0.0.7' })).body.length, bigArchive.length);
       await counter.flush();
       assert.equal((await rows(database))[`5.4 ${ARCHIVE}`], (was ?? 0) + 1);
     });
 
     if (hasTool('curl')) {
-      test('curl downloads count like any client, a file once per connection', async () => {
+      test('curl downloads count like any client, a file once per client and day', async () => {
         const was = (await rows(database))['5.4 org.x.g'] ?? 0;
         const url = `${base}/p1/5.4/features/org.x.g_1.0.0.jar`;
         // Asynchronously: the server answers on this process's event loop.
-        assert.equal((await promisify(execFile)('curl', ['-s', url, url], { encoding: 'utf8' })).stdout, 'gg');
-        await promisify(execFile)('curl', ['-s', '-o', '/dev/null', url]);
-        await promisify(execFile)('curl', ['-sI', url]);
+        assert.equal((await promisify(execFile)('curl', ['-s', '--interface', '127.0.0.8', url, url], { encoding: 'utf8' })).stdout, 'gg');
+        await promisify(execFile)('curl', ['-s', '--interface', '127.0.0.8', '-o', '/dev/null', url]);
+        await promisify(execFile)('curl', ['-s', '--interface', '127.0.0.9', '-o', '/dev/null', url]);
+        await promisify(execFile)('curl', ['-sI', '--interface', '127.0.0.10', url]);
         await counter.flush();
-        assert.equal((await rows(database))['5.4 org.x.g'], was + 2, 'two GETs on one connection count once, a third curl once more');
+        assert.equal((await rows(database))['5.4 org.x.g'], was + 2, 'three GETs of one client count once, another client once more, a HEAD not');
       });
     }
   });
 
   describe(`download counts across a restart (${dialect.name})`, () => {
-    test('a graceful close writes what was counted; a second host adds to it', async () => {
+    test('a graceful close writes what was counted; a second host adds to it, and knows what the first counted', async () => {
       const db = await dialect.create();
       const dataDir = tempDir('pier-counts-host-');
       const storageDir = path.join(dataDir, 'storage');
@@ -216,18 +224,22 @@ for (const dialect of dialects()) {
       const check = await openPublishingDatabase(db.url);
       try {
         const one = await startDownloads(config, { port: 0 });
-        for (let i = 0; i < 3; i++) assert.equal((await request(one.url, '/p1/5.4/features/org.x.g_1.0.0.jar')).status, 200);
+        for (const from of ['127.0.0.1', '127.0.0.2', '127.0.0.3']) assert.equal((await request(one.url, '/p1/5.4/features/org.x.g_1.0.0.jar', { from })).status, 200);
         // Well within the flush interval: only the final flush on close can have written these.
         await one.close();
         assert.deepEqual(await rows(check), { '5.4 org.x.g': 3 });
         const two = await startDownloads(config, { port: 0 });
-        assert.equal((await request(two.url, '/p1/5.4/features/org.x.g_1.0.0.jar')).status, 200);
+        // Counted by the first host today: not again.
+        assert.equal((await request(two.url, '/p1/5.4/features/org.x.g_1.0.0.jar', { from: '127.0.0.2' })).status, 200);
+        assert.equal((await request(two.url, '/p1/5.4/features/org.x.g_1.0.0.jar', { from: '127.0.0.4' })).status, 200);
         assert.equal((await request(two.url, '/p1/5.4/features/org.x.f_1.0.0.v1.jar')).status, 200);
         await two.close();
         assert.deepEqual(await rows(check), { '5.4 org.x.g': 4, '5.4 org.x.f': 1 });
         const today = formatDay(Math.floor(Date.now() / 86_400_000));
-        const installs = await downloadCountsRepository(check.db).installs('p1', today, today);
-        assert.deepEqual(installs, [{ label: '5.4', day: today, installs: 4 }]);
+        const installs = installsRepository(check.db);
+        assert.deepEqual(await installs.labelDays('p1', ['5.4'], today, today), [{ label: '5.4', day: today, installs: 4 }]);
+        assert.deepEqual(await installs.days('p1', today, today), [{ day: today, installs: 4 }]);
+        assert.deepEqual(await installs.topLabels('p1', 5), [{ label: '5.4', installs: 4 }]);
       } finally {
         await check.close();
         await db.drop();
@@ -248,20 +260,22 @@ for (const dialect of dialects()) {
       await db?.drop();
     });
 
-    test('a failed flush keeps its increments for the next one, and logs', async () => {
+    test('a failed flush keeps its downloads for the next one, and logs', async () => {
       const real = downloadCountsRepository(database.db);
       let failures = 1;
       const errors: string[] = [];
       const counter = downloadCounter({
-        repo: { add: async (rows) => (failures-- > 0 ? Promise.reject(new Error('database away')) : real.add(rows)) },
+        repo: { ...real, addFirst: async (rows) => (failures-- > 0 ? Promise.reject(new Error('database away')) : real.addFirst(rows)) },
         log: { error: (_o, msg) => errors.push(msg) },
         flushMs: 60_000,
       });
-      counter.add('p2\u00005.4\u0000org.x.f');
-      counter.add('p2\u00005.4\u0000org.x.f');
+      counter.add('p2\u00005.4\u0000org.x.f', 'c1');
+      counter.add('p2\u00005.4\u0000org.x.f', 'c1');
+      counter.add('p2\u00005.4\u0000org.x.f', 'c2');
       await assert.rejects(counter.flush(), /database away/);
       assert.equal(errors.length, 1);
-      counter.add('p2\u00005.4\u0000org.x.f');
+      counter.add('p2\u00005.4\u0000org.x.f', 'c2');
+      counter.add('p2\u00005.4\u0000org.x.f', 'c3');
       await counter.close();
       assert.deepEqual(await rows(database, 'p2'), { '5.4 org.x.f': 3 });
     });
@@ -269,10 +283,11 @@ for (const dialect of dialects()) {
     test('downloads are counted on the UTC day they happen, across midnight', async () => {
       let now = Date.UTC(2026, 10, 26, 23, 59, 59, 500);
       const counter = downloadCounter({ repo: downloadCountsRepository(database.db), log: silent, flushMs: 60_000, now: () => now });
-      counter.add('p3\u00005.4\u0000org.x.f');
+      counter.add('p3\u00005.4\u0000org.x.f', 'c1');
       now += 1000;
-      counter.add('p3\u00005.4\u0000org.x.f');
-      counter.add('p3\u00005.4\u0000#archive');
+      // The same client and file on the next day counts again.
+      counter.add('p3\u00005.4\u0000org.x.f', 'c1');
+      counter.add('p3\u00005.4\u0000#archive', 'c1');
       await counter.close();
       const all = await database.db.selectFrom('download_counts').selectAll().where('product_id', '=', 'p3').orderBy('day').orderBy('artifact').execute();
       assert.deepEqual(
@@ -288,7 +303,7 @@ for (const dialect of dialects()) {
 
     test('past its key limit the counter flushes at once', async () => {
       const counter = downloadCounter({ repo: downloadCountsRepository(database.db), log: silent, flushMs: 3_600_000, maxKeys: 3 });
-      for (const f of ['a', 'b', 'c']) counter.add(`p4\u00005.4\u0000${f}`);
+      for (const f of ['a', 'b', 'c']) counter.add(`p4\u00005.4\u0000${f}`, 'c1');
       // No timer is due for an hour: only the early flush writes these.
       for (let i = 0; i < 500 && Object.keys(await rows(database, 'p4')).length < 3; i++) await new Promise((r) => setTimeout(r, 10));
       assert.deepEqual(await rows(database, 'p4'), { '5.4 a': 1, '5.4 b': 1, '5.4 c': 1 });

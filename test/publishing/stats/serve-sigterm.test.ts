@@ -9,11 +9,11 @@ import { dialects, tempDir } from '../../helpers/db.js';
 import { freePort } from '../../helpers/net.js';
 
 
-/** A GET on a connection of its own; resolves with the body. */
-function getOnce(url: string): Promise<string> {
+/** A GET on a connection of its own from `from` (each loopback address is another client); resolves with the body. */
+function getOnce(url: string, from: string): Promise<string> {
   return new Promise((resolve, reject) => {
     http
-      .get(url, { agent: false }, (res) => {
+      .get(url, { agent: false, localAddress: from }, (res) => {
         let body = '';
         res.setEncoding('utf8');
         res.on('data', (c) => (body += c));
@@ -43,8 +43,8 @@ for (const dialect of dialects()) {
       try {
         for (let i = 0; i < 600 && !/downloads listening/.test(out); i++) await new Promise((r) => setTimeout(r, 100));
         assert.match(out, /downloads listening on .*own process/);
-        // Five downloads, each on a connection of its own (a connection counts a file once).
-        for (let i = 0; i < 5; i++) assert.equal(await getOnce(`http://127.0.0.1:${downloads}/p1/5.4/features/org.x.f_1.0.0.jar`), 'feature');
+        // Five clients' downloads (a file counts once per client and day).
+        for (let i = 1; i <= 5; i++) assert.equal(await getOnce(`http://127.0.0.1:${downloads}/p1/5.4/features/org.x.f_1.0.0.jar`, `127.0.0.${i}`), 'feature');
         assert.equal((await fetch(`http://127.0.0.1:${downloads}/p1/5.4/features/org.x.f_1.0.0.jar`, { method: 'HEAD' })).status, 200);
         child.kill('SIGTERM');
         assert.equal(await exited, 0, out);

@@ -67,7 +67,7 @@ for (const dialect of dialects()) {
     const stats = (query: string, auth: string | null = token) =>
       fetch(`${site.url}/api/products/text-tools/stats${query}`, { headers: auth === null ? {} : { authorization: `Bearer ${auth}` } });
 
-    test('the default range is the last 90 days through today, every day present, installs per label', async () => {
+    test('the default range is the last 90 days through today: days with installs, per label and summed', async () => {
       const res = await stats('');
       assert.equal(res.status, 200);
       const body = await json(res);
@@ -76,36 +76,61 @@ for (const dialect of dialects()) {
       assert.equal(body.to, '2026-11-27');
       // 26 Nov: max(5, 3) + 2 = 7 for 5.4, 1 for 5.5; 20 Nov: 4; today: 10.
       assert.equal(body.total, 7 + 1 + 4 + 10);
-      const days = body.days as { day: string; installs: number }[];
-      assert.equal(days.length, 90);
-      assert.deepEqual(days[0], { day: '2026-08-30', installs: 0 });
-      assert.deepEqual(days.slice(-2), [
+      // Days with installs only, oldest first.
+      assert.deepEqual(body.days, [
+        { day: '2026-11-20', installs: 4 },
         { day: '2026-11-26', installs: 8 },
         { day: '2026-11-27', installs: 10 },
       ]);
-      assert.deepEqual(days.find((d) => d.day === '2026-11-20'), { day: '2026-11-20', installs: 4 });
-      const labels = body.labels as { label: string; total: number; days: { day: string; installs: number }[] }[];
-      assert.deepEqual(
-        labels.map((l) => [l.label, l.total, l.days.length]),
-        [
-          ['5.4', 21, 90],
-          ['5.5', 1, 90],
+      // Labels by all their installs (5.4 has 100 more in January), each with its days in the range.
+      assert.deepEqual(body.labels, [
+        {
+          label: '5.4',
+          total: 21,
+          allTime: 121,
+          days: [
+            { day: '2026-11-20', installs: 4 },
+            { day: '2026-11-26', installs: 7 },
+            { day: '2026-11-27', installs: 10 },
+          ],
+        },
+        { label: '5.5', total: 1, allTime: 1, days: [{ day: '2026-11-26', installs: 1 }] },
+      ]);
+      assert.deepEqual(body.other, { total: 0, days: [] });
+    });
+
+    test('top and label choose the labels with a series of their own; the rest is summed into other', async () => {
+      const top1 = await json(await stats('?top=1'));
+      assert.deepEqual((top1.labels as { label: string }[]).map((l) => l.label), ['5.4']);
+      assert.deepEqual(top1.other, { total: 1, days: [{ day: '2026-11-26', installs: 1 }] });
+      const none = await json(await stats('?top=0'));
+      assert.deepEqual([none.labels, (none.other as { total: number }).total], [[], 22]);
+      const one = await json(await stats('?label=5.5'));
+      assert.deepEqual(one.labels, [{ label: '5.5', total: 1, allTime: 1, days: [{ day: '2026-11-26', installs: 1 }] }]);
+      assert.deepEqual(one.other, {
+        total: 21,
+        days: [
+          { day: '2026-11-20', installs: 4 },
+          { day: '2026-11-26', installs: 7 },
+          { day: '2026-11-27', installs: 10 },
         ],
-      );
-      assert.deepEqual(labels[1]?.days.at(-2), { day: '2026-11-26', installs: 1 });
+      });
+      const unknown = await json(await stats('?label=9.9'));
+      assert.deepEqual(unknown.labels, [{ label: '9.9', total: 0, allTime: 0, days: [] }]);
     });
 
     test('an explicit range', async () => {
       const body = await json(await stats('?from=2026-01-01&to=2026-01-31'));
       assert.equal(body.total, 100);
-      assert.equal((body.days as unknown[]).length, 31);
+      assert.deepEqual(body.days, [{ day: '2026-01-05', installs: 100 }]);
       const one = await json(await stats('?from=2026-11-26&to=2026-11-26'));
       assert.deepEqual(one.days, [{ day: '2026-11-26', installs: 8 }]);
       const empty = await json(await stats('?from=2020-01-01&to=2020-01-02'));
-      assert.deepEqual([empty.total, empty.labels], [0, []]);
+      // Labels come by all their installs, with nothing in a range without any.
+      assert.deepEqual([empty.total, empty.days, (empty.labels as { total: number }[]).map((l) => l.total), empty.other], [0, [], [0, 0], { total: 0, days: [] }]);
     });
 
-    test('bad dates and ranges are 400s naming the field', async () => {
+    test('bad dates, ranges, top and label are 400s naming the field', async () => {
       const cases: [string, string][] = [
         ['?from=2026-02-30', 'from'],
         ['?to=2026-13-01', 'to'],
@@ -114,7 +139,13 @@ for (const dialect of dialects()) {
         ['?from=2026-11-28&to=2026-11-27', 'from'],
         ['?from=2000-01-01', 'from'],
         ['?from=2000-01-01&to=2020-01-01', 'from'],
+        ['?from=2025-11-26', 'from'],
         ['?from=%00', 'from'],
+        ['?top=11', 'top'],
+        ['?top=-1', 'top'],
+        ['?top=x', 'top'],
+        ['?label=a%2Fb', 'label'],
+        ['?label=..', 'label'],
       ];
       for (const [query, field] of cases) {
         const res = await stats(query);
@@ -122,13 +153,13 @@ for (const dialect of dialects()) {
         assert.match(res.headers.get('content-type') ?? '', /application\/problem\+json/);
         const body = await json(res);
         assert.ok(
-          (body.errors as { field: string }[]).some((e) => e.field === field),
+          (body.errors as { field: string }[]).some((e) => e.field === field || e.field === `/${field}` || e.field === `querystring/${field}`),
           `${query}: ${JSON.stringify(body.errors)}`,
         );
       }
       assert.equal((await stats('?since=2026-01-01')).status, 400);
-      // At most 3660 days: ten years fit.
-      assert.equal((await stats('?from=2016-11-29&to=2026-11-27')).status, 200);
+      // At most 366 days: a leap year fits.
+      assert.equal((await stats('?from=2025-11-27&to=2026-11-27')).status, 200);
     });
 
     test('only the product edit token reads them', async () => {
