@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { sql } from 'kysely';
+import { CompiledQuery, sql } from 'kysely';
 import { openRunnerDatabase, type RunnerDatabase } from '../../src/runner/db/index.js';
 import { type RunListFilter, runListQuery } from '../../src/runner/runs/list-query.js';
 import { dialects } from '../helpers/db.js';
@@ -25,6 +25,8 @@ const CASES: { name: string; f: RunListFilter; keys: string[] }[] = [
   { name: 'a status', f: { ...base, status: 'queued' }, keys: ['status'] },
   { name: "a member's one project", f: { ...base, projectIds: ['p1'] }, keys: ['project_id'] },
   { name: "a member's project and a status", f: { ...base, projectIds: ['p1', 'p2'], projectId: 'p2', status: 'failed' }, keys: ['project_id', 'status'] },
+  { name: "a workflow of a member's projects", f: { ...base, projectIds: ['p1', 'p2'], workflowId: 'w1' }, keys: ['workflow_id'] },
+  { name: "who started runs in a member's projects", f: { ...base, projectIds: ['p1', 'p2', 'p3'], createdBy: 'u1' }, keys: ['created_by'] },
 ];
 const MERGED: RunListFilter = { ...base, projectIds: ['p1', 'p2', 'p3'] };
 
@@ -69,12 +71,12 @@ for (const target of dialects()) {
       assert.ok(q);
       const { sql: text, parameters } = q.compile();
       if (database.dialect === 'sqlite') {
-        const explained = await database.db.executeQuery<{ detail: string }>({ sql: `EXPLAIN QUERY PLAN ${text}`, parameters, query: q.toOperationNode() });
+        const explained = await database.db.executeQuery<{ detail: string }>(CompiledQuery.raw(`EXPLAIN QUERY PLAN ${text}`, [...parameters]));
         return { sqlite: explained.rows.map((r) => r.detail) };
       }
       return database.db.connection().execute(async (c) => {
         for (const s of ['SET enable_seqscan = off', 'SET enable_sort = off', 'SET enable_bitmapscan = off']) await sql.raw(s).execute(c);
-        const explained = await c.executeQuery<{ 'QUERY PLAN': [{ Plan: PgNode }] }>({ sql: `EXPLAIN (FORMAT JSON) ${text}`, parameters, query: q.toOperationNode() });
+        const explained = await c.executeQuery<{ 'QUERY PLAN': [{ Plan: PgNode }] }>(CompiledQuery.raw(`EXPLAIN (FORMAT JSON) ${text}`, [...parameters]));
         for (const s of ['RESET enable_seqscan', 'RESET enable_sort', 'RESET enable_bitmapscan']) await sql.raw(s).execute(c);
         return { pg: nodesOf(explained.rows[0]!['QUERY PLAN'][0].Plan) };
       });
