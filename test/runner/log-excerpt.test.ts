@@ -424,3 +424,27 @@ test('the log resource of a million empty lines stops at its line limit', async 
   assert.equal(text, '\n'.repeat(1000));
   assert.equal(truncated, true);
 });
+
+test('the log resource of one endless line reads a bounded part of it, not the whole log', async () => {
+  // 2,400 chunks of 64 KiB without a line break (a 150 MiB one-line log, as `yes | tr -d '\n'`
+  // prints): the answer is the line's end, clipped, and the read stops long before the start.
+  const chunk = 64 * 1024;
+  const total = 2_400;
+  let read = 0;
+  const source = {
+    async logsBefore(_run: string, _attempt: number, before: number, limit: number) {
+      const from = Math.min(before, total + 1) - 1;
+      const rows = Array.from({ length: Math.max(0, Math.min(limit, from)) }, (_, i) => ({ run_id: 'r', attempt: 1, seq: from - i, text: (from - i) === total ? 'x'.repeat(chunk - 3) + 'END' : 'x'.repeat(chunk), created_at: '' }));
+      read += rows.length;
+      return rows;
+    },
+  };
+  const run = { id: 'r', attempt: 1 } as Parameters<typeof readLogText>[1];
+  const budget = 2 * 1024 * 1024;
+  const { text, truncated } = await readLogText(source, run, budget, 1000);
+  assert.equal(truncated, true);
+  assert.ok(text.startsWith(CLIPPED), text.slice(0, 20));
+  assert.ok(text.endsWith('END\n'), text.slice(-20));
+  assert.ok(Buffer.byteLength(text) <= budget + 1, `${Buffer.byteLength(text)} bytes`);
+  assert.ok(read <= 400, `read ${read} of ${total} chunks`);
+});

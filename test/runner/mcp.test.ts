@@ -200,7 +200,7 @@ for (const target of dialects()) {
       const listed = await call(c, 'list_schedules', { workflowId });
       const [s] = listed.structured.schedules;
       assert.equal(s.description, 'At 06:30, on Monday through Friday');
-      assert.equal(s.nextFireTimes.length, 5);
+      assert.equal(s.nextFireTimes.length, 1, 'a list gives the stored next fire only');
       const off = await call(c, 'set_schedule_enabled', { scheduleId, enabled: false });
       assert.equal(off.structured.schedule.enabled, false);
       assert.deepEqual(off.structured.schedule.nextFireTimes, []);

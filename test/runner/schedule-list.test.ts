@@ -103,3 +103,32 @@ for (const target of dialects()) {
     });
   });
 }
+
+for (const target of dialects()) {
+  describe(`schedule lists compute no fire times (${target.name})`, () => {
+    test('lists give the stored next fire of each schedule; one schedule gives five', async () => {
+      const db = await target.create();
+      const r = await startRunner({ databaseUrl: db.url });
+      const inject = r.service.app.inject.bind(r.service.app);
+      try {
+        const admin = bearer((await inject({ method: 'POST', url: '/api/setup', payload: { setupToken: SETUP_TOKEN, email: 'root@example.com', password: PASSWORD } })).json().session.token);
+        const project = (await inject({ method: 'POST', url: '/api/projects', headers: admin, payload: { name: 'P' } })).json();
+        const upload = multipart([{ name: 'file', file: makeZip() }]);
+        const flow = (await inject({ method: 'POST', url: `/api/projects/${project.id}/workflows`, headers: { ...admin, ...upload.headers }, payload: upload.payload })).json();
+        // February's fifth Monday: once in 28 years, each later fire a long search.
+        const created = await inject({ method: 'POST', url: `/api/workflows/${flow.id}/schedules`, headers: admin, payload: { cron: '0 0 * 2 1#5' } });
+        assert.equal(created.statusCode, 201, created.body);
+        const five = created.json().nextFireTimes as string[];
+        assert.equal(five.length, 5);
+        assert.equal((await inject({ method: 'GET', url: `/api/schedules/${created.json().id}`, headers: admin })).json().nextFireTimes.length, 5);
+        for (const url of [`/api/workflows/${flow.id}/schedules`, '/api/schedules']) {
+          const [listed] = (await inject({ method: 'GET', url, headers: admin })).json().items;
+          assert.deepEqual(listed.nextFireTimes, [five[0]], url);
+        }
+      } finally {
+        await r.close();
+        await db.drop();
+      }
+    });
+  });
+}

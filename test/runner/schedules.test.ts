@@ -110,7 +110,7 @@ for (const target of dialects()) {
       await dbh.drop();
     });
 
-    test('create, read, list, change, delete; next five fire times in every answer', async () => {
+    test('create, read, list, change, delete; next five fire times in every answer of one schedule, the next in lists', async () => {
       clock.t = Date.parse('2030-01-01T00:00:00Z');
       const wf = await newWorkflow();
       const created = await createSchedule(wf, { cron: '0 9 * * MON-FRI', timeZone: 'Europe/Berlin', parameters: { rows: 10 }, requiredLabels: ['linux'] });
@@ -133,7 +133,7 @@ for (const target of dialects()) {
       const got = await inject({ method: 'GET', url: `/api/schedules/${created.id}` });
       assert.deepEqual(got.json(), created);
       const list = await inject({ method: 'GET', url: `/api/workflows/${wf}/schedules` });
-      assert.deepEqual(list.json().items, [created]);
+      assert.deepEqual(list.json().items, [{ ...created, nextFireTimes: created.nextFireTimes.slice(0, 1) }]);
 
       const disabled = await inject({ method: 'PATCH', url: `/api/schedules/${created.id}`, payload: { enabled: false, name: 'weekday mornings' } });
       assert.equal(disabled.statusCode, 200, disabled.body);

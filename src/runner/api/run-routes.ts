@@ -16,20 +16,31 @@ const LogCursor = (description: string) => Type.String({ pattern: '^(0|[1-9][0-9
 const Attempt = CounterString('only the chunks of this attempt (each attempt numbers its chunks from 1)');
 
 /** One Server-Sent Event per log event (https://html.spec.whatwg.org/multipage/server-sent-events.html). */
-function writeEvent(res: ServerResponse, e: LogEvent): void {
+/** Writes one event; false when the socket's buffer is full (wait for `drain` before the next). */
+function writeEvent(res: ServerResponse, e: LogEvent): boolean {
   switch (e.type) {
     case 'log':
-      res.write(`id: ${e.chunk.attempt}.${e.chunk.seq}\nevent: log\ndata: ${JSON.stringify(presentLog(e.chunk))}\n\n`);
-      return;
+      return res.write(`id: ${e.chunk.attempt}.${e.chunk.seq}\nevent: log\ndata: ${JSON.stringify(presentLog(e.chunk))}\n\n`);
     case 'end':
-      res.write(`event: end\ndata: ${JSON.stringify({ status: e.status })}\n\n`);
-      return;
+      return res.write(`event: end\ndata: ${JSON.stringify({ status: e.status })}\n\n`);
     case 'denied':
-      res.write(`event: error\ndata: ${JSON.stringify({ status: e.status, code: e.code, detail: e.detail })}\n\n`);
-      return;
+      return res.write(`event: error\ndata: ${JSON.stringify({ status: e.status, code: e.code, detail: e.detail })}\n\n`);
     case 'keep-alive':
-      res.write(': keep-alive\n\n');
+      return res.write(': keep-alive\n\n');
   }
+}
+
+/** Resolves once the socket has taken what was written, or is gone. */
+function drained(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
+  });
 }
 
 /** Runs: each handler validates, calls one RunsService method, presents. */
@@ -204,7 +215,7 @@ export function registerRunRoutes(app: HttpApp, ctx: RunnerContext): void {
       });
       // Access is checked before the stream starts, so a 404/403 is still a normal answer.
       const after = parseLogPosition(req.headers['last-event-id'] ?? req.query.after);
-      const events = await runs.follow(() => auth.reauthenticate(req), req.params.id, after, () => open);
+      const { events, close } = await runs.follow(() => auth.reauthenticate(req), req.params.id, after, () => open);
       reply.hijack();
       const res = reply.raw;
       res.writeHead(200, {
@@ -215,10 +226,12 @@ export function registerRunRoutes(app: HttpApp, ctx: RunnerContext): void {
         'x-accel-buffering': 'no',
       });
       try {
-        for await (const e of events) writeEvent(res, e);
+        // A client that does not read holds one event in the socket's buffer, never the log.
+        for await (const e of events) if (!writeEvent(res, e) && open) await drained(res);
       } catch (e) {
         req.log.error({ err: e }, 'log stream failed');
       } finally {
+        close();
         res.end();
       }
     },

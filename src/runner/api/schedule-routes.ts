@@ -51,7 +51,7 @@ const PatchBody = Type.Partial(Type.Object(fields), { additionalProperties: fals
 
 const ABOUT =
   'A schedule queues a run of its workflow each time its cron expression matches in its time zone, exactly once per ' +
-  'fire across all runner instances; after downtime it fires once, not once per missed time. Every answer lists the next five fire times.';
+  'fire across all runner instances; after downtime it fires once, not once per missed time. A schedule\'s own answers list its next five fire times; lists give each schedule\'s next fire time only (read one schedule for more).';
 
 /** Schedules: each handler validates, calls one SchedulesService method, presents. */
 export function registerScheduleRoutes(app: HttpApp, ctx: RunnerContext): void {

@@ -348,4 +348,22 @@ export const runnerMigrations: Record<string, Migration> = {
       await db.schema.alterTable('users').addColumn('disabled_at', 'text').execute();
     },
   },
+  '0013_run_list_indexes': {
+    async up(db: Kysely<unknown>) {
+      // Every filter of the run list is an index range that ends in the list order (created_at,
+      // id), so a page stops at its limit however many runs match (runs/list-query.ts). The
+      // single-column indexes they extend are dropped: the new ones serve their lookups too.
+      const lists: [string, string[]][] = [
+        ['runs_project_list', ['project_id']],
+        ['runs_project_status_list', ['project_id', 'status']],
+        ['runs_workflow_list', ['workflow_id']],
+        ['runs_workflow_status_list', ['workflow_id', 'status']],
+        ['runs_schedule_list', ['schedule_id']],
+        ['runs_creator_list', ['created_by']],
+        ['runs_status_list', ['status']],
+      ];
+      for (const [name, columns] of lists) await db.schema.createIndex(name).on('runs').columns([...columns, 'created_at', 'id']).execute();
+      for (const old of ['runs_project', 'runs_workflow', 'runs_queue']) await db.schema.dropIndex(old).execute();
+    },
+  },
 };

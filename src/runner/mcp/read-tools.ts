@@ -201,7 +201,7 @@ const ListedSchedule = Type.Object({ ...Schedule.properties, workflowName: Type.
 export const listSchedules = defineTool({
   name: 'list_schedules',
   title: 'List schedules',
-  description: 'Cron schedules you can see, with the expression in words and the next five times each fires (UTC; none while disabled).',
+  description: 'Cron schedules you can see, with the expression in words and the next time each fires (UTC; none while disabled).',
   access: USER_READ,
   hints: READ_ONLY,
   input: Type.Object(

@@ -1,3 +1,4 @@
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { ERROR_LINE, TailCollector } from './log-excerpt.js';
 import type { RunRow, RunsRepository } from './repository.js';
 
@@ -55,13 +56,26 @@ export async function readExcerpt(runs: LogSource, run: RunRow, input: ExcerptIn
 export async function readLogText(runs: LogSource, run: RunRow, bytes: number, lines: number): Promise<{ run: RunRow; text: string; truncated: boolean }> {
   const tail = new TailCollector({ lines, bytes });
   let attempt = run.attempt;
+  let cut = false;
   for (; attempt >= 1 && !tail.full; attempt--) {
-    await readBack(runs, run.id, attempt, tail, Number.POSITIVE_INFINITY);
+    cut = !(await readBack(runs, run.id, attempt, tail, textScanBudget(bytes, lines)));
     tail.finish(run.attempt > 1 ? `--- attempt ${attempt} ---` : undefined);
+    if (cut) break;
   }
   const kept = tail.lines();
   // Attempts not reached (the budget was spent on later ones) are left out too.
-  return { run, text: kept.length ? `${kept.join('\n')}\n` : '', truncated: tail.skipped || attempt >= 1 };
+  return { run, text: kept.length ? `${kept.join('\n')}\n` : '', truncated: tail.skipped || cut || attempt >= 1 };
+}
+
+/**
+ * How much of an attempt the whole-log read scans before it stops. Kept lines cost at least
+ * their length in bytes and one newline each, so once more than `2 * bytes + lines` characters
+ * were read without filling the budget, the oldest (pending) line is longer than the budget:
+ * it is held clipped to its end (TailCollector.hold) and its start would not be shown anyway.
+ * Without this bound a log with no line breaks was read whole for every request.
+ */
+function textScanBudget(bytes: number, lines: number): number {
+  return 2 * bytes + lines + 64;
 }
 
 /** Feeds an attempt's chunks to `tail` from the end; false when `scanBytes` ran out first. */
@@ -78,6 +92,8 @@ async function readBack(runs: LogSource, runId: string, attempt: number, tail: T
     }
     if (rows.length < PAGE) return true;
     if (scanned >= scanBytes) return false;
+    // On SQLite every page is read synchronously: let other requests in between pages.
+    await nextTurn();
   }
   return true;
 }

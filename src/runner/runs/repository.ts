@@ -1,6 +1,7 @@
 import { type ExpressionBuilder, type Kysely, type Selectable, sql, type Transaction } from 'kysely';
 import type { DialectName } from '../../infra/database/index.js';
 import type { RunLogsTable, RunnerDB, RunOutputsTable, RunsTable, RunStatus } from '../db/schema.js';
+import { runListQuery } from './list-query.js';
 
 export type RunRow = Selectable<RunsTable>;
 export type RunLogRow = Selectable<RunLogsTable>;
@@ -126,29 +127,11 @@ export class RunsRepository {
     return this.db.selectFrom('runs').selectAll().where('id', '=', id).executeTakeFirst();
   }
 
-  list(f: RunFilter): Promise<RunRow[]> {
-    let q = this.db.selectFrom('runs').selectAll();
-    if (f.memberUserId !== null) {
-      const userId = f.memberUserId;
-      q = q.where('project_id', 'in', (eb) =>
-        eb.selectFrom('project_members').select('project_id').where('user_id', '=', userId),
-      );
-    }
-    if (f.projectId) q = q.where('project_id', '=', f.projectId);
-    if (f.workflowId) q = q.where('workflow_id', '=', f.workflowId);
-    if (f.status) q = q.where('status', '=', f.status);
-    if (f.scheduleId) q = q.where('schedule_id', '=', f.scheduleId);
-    if (f.createdBy) q = q.where('created_by', '=', f.createdBy);
-    if (f.since) q = q.where('created_at', '>=', f.since);
-    if (f.until) q = q.where('created_at', '<', f.until);
-    if (f.after) {
-      const { createdAt, id } = f.after;
-      // `created_at <= x` first: a range the (created_at, id) index serves, so a page deep in the
-      // list starts where the cursor points instead of scanning every newer run (an OR alone is
-      // not a range to either planner).
-      q = q.where('created_at', '<=', createdAt).where((eb) => eb.or([eb('created_at', '<', createdAt), eb('id', '<', id)]));
-    }
-    return q.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(f.limit).execute();
+  async list(f: RunFilter): Promise<RunRow[]> {
+    const { memberUserId, ...rest } = f;
+    const projectIds =
+      memberUserId === null ? null : (await this.db.selectFrom('project_members').select('project_id').where('user_id', '=', memberUserId).orderBy('project_id').execute()).map((r) => r.project_id);
+    return (await runListQuery(this.db, { ...rest, projectIds })?.execute()) ?? [];
   }
 
   /**

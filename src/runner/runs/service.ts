@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Readable } from 'node:stream';
-import { AppError, ConflictError, NotFoundError, PayloadTooLargeError, ValidationError } from '../../infra/errors.js';
+import { ConcurrencyLimit } from '../../infra/concurrency-limit.js';
+import { AppError, ConflictError, NotFoundError, PayloadTooLargeError, TooManyRequestsError, ValidationError } from '../../infra/errors.js';
 import { nulFieldIn } from '../../infra/nul.js';
 import { randomUUID } from '../../infra/secrets.js';
 import type { Principal } from '../auth/authenticate.js';
@@ -42,6 +43,20 @@ export const LOG_STREAM_POLL_MS = 500;
 export const LOG_STREAM_RECHECK_POLLS = 4;
 /** A comment line this often keeps proxies from closing an idle stream (15 s). */
 const KEEP_ALIVE_POLLS = 30;
+/** Chunks read per look at the log (each up to the ingest's chunk size): what one stream holds. */
+const LOG_STREAM_PAGE = 500;
+/**
+ * Live log streams open at once, per user (the admin key counts as one) and in the process:
+ * each polls the database twice a second for as long as it is open, so one token's thousands of
+ * idle streams would take the process from everyone else.
+ */
+export const LOG_STREAMS = new ConcurrencyLimit(8, 512);
+
+/** A live log stream; `close` gives its place back (call it once the client is gone). */
+export interface LogFollow {
+  events: AsyncGenerator<LogEvent>;
+  close(): void;
+}
 
 export type LogEvent =
   | { type: 'log'; chunk: RunLogRow }
@@ -336,24 +351,42 @@ export class RunsService {
    * seconds the stream re-checks it and the project membership, and ends with `denied` once the
    * caller may no longer read the run. Stops when `open()` turns false (client went away).
    */
-  async follow(principal: () => Promise<Principal>, id: string, after: LogPosition, open: () => boolean): Promise<AsyncGenerator<LogEvent>> {
-    const run = await loadRun(this.d, await principal(), id, 'read');
-    return this.tail(principal, run, after, open);
+  async follow(principal: () => Promise<Principal>, id: string, after: LogPosition, open: () => boolean): Promise<LogFollow> {
+    const caller = await principal();
+    const run = await loadRun(this.d, caller, id, 'read');
+    const key = caller.type === 'user' ? caller.user.id : 'api-key';
+    if (!LOG_STREAMS.enter(key)) {
+      throw new TooManyRequestsError(`at most ${LOG_STREAMS.perCaller} live log streams per user and ${LOG_STREAMS.total} in all are open at once; close one or page with GET /api/runs/${run.id}/logs`, 5);
+    }
+    let held = true;
+    const close = () => {
+      if (held) LOG_STREAMS.leave(key);
+      held = false;
+    };
+    return { events: this.tail(principal, run, after, open), close };
   }
 
   private async *tail(principal: () => Promise<Principal>, run: RunRow, after: LogPosition, open: () => boolean): AsyncGenerator<LogEvent> {
     const id = run.id;
     for (let poll = 1; open(); poll++) {
-      const rows = await this.d.runs.logs(run.id, after, 500);
+      const rows = await this.d.runs.logs(run.id, after, LOG_STREAM_PAGE);
       for (const chunk of rows) {
         yield { type: 'log', chunk };
         after = { attempt: chunk.attempt, seq: chunk.seq };
       }
-      if (rows.length < 500) {
+      if (rows.length < LOG_STREAM_PAGE) {
         const current = await this.d.runs.findById(run.id);
         if (!current || isTerminal(current.status)) {
-          // Read once more: chunks stored just before the run ended must not be lost.
-          for (const chunk of await this.d.runs.logs(run.id, after, 10_000)) yield { type: 'log', chunk };
+          // Read on to the end: chunks stored just before the run ended must not be lost (a page
+          // at a time, so a stream never holds more than one page).
+          for (let more = LOG_STREAM_PAGE; more === LOG_STREAM_PAGE && open(); ) {
+            const rest = await this.d.runs.logs(run.id, after, LOG_STREAM_PAGE);
+            more = rest.length;
+            for (const chunk of rest) {
+              yield { type: 'log', chunk };
+              after = { attempt: chunk.attempt, seq: chunk.seq };
+            }
+          }
           yield { type: 'end', status: current?.status ?? 'deleted' };
           return;
         }
