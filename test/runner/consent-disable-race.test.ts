@@ -131,7 +131,7 @@ for (const target of dialects()) {
         // the sign-in page once the session had ended): never a 5xx.
         assert.ok([303, 403].includes(decided.status), `trial ${trial}: ${decided.status}`);
         const location = decided.headers.get('location');
-        const withCode = location !== null && location.startsWith(REDIRECT);
+        const withCode = location?.startsWith(REDIRECT) === true;
         outcomes[withCode ? 'approved' : 'refused']++;
         await setDisabled(b, false);
         for (const f of await leftovers(withCode ? location : null, verifier)) failures.push(`trial ${trial}: ${f}`);
