@@ -143,6 +143,10 @@ describe('runner web UI: projects, members, workflows and starting a run in Chro
         assert.equal(await viewerPage.getByRole('button', { name: 'Start run' }).count(), 0);
         assert.equal(await viewerPage.getByRole('button', { name: 'Delete workflow' }).count(), 0);
         await checkScreen(viewerPage, 'workflow-phone-dark-viewer');
+        // Their own address is read-only: an administrator changes it.
+        await viewerPage.goto(`${ui.base}/account`);
+        await viewerPage.getByText('Ask an administrator to change your address').waitFor();
+        assert.equal(await viewerPage.getByLabel('Email').getAttribute('readonly'), '');
         await viewerContext.close();
 
         // Settings: a project with a workflow cannot be deleted, and the page says why.
