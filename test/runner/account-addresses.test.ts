@@ -167,6 +167,28 @@ for (const target of dialects()) {
       assert.deepEqual((await inject('GET', pending, olga)).json().items, []);
     });
 
+    test('the invitation and address-proof operations are documented with their schemas', async () => {
+      const doc = (await r.service.app.inject({ method: 'GET', url: '/api/docs/json' })).json();
+      const op = (path: string, method: string) => doc.paths[path]?.[method];
+      const expected: [string, string, string, string][] = [
+        ['/api/projects/{id}/members', 'post', 'addProjectMember', '202'],
+        ['/api/projects/{id}/invitations', 'get', 'listProjectInvitations', '200'],
+        ['/api/projects/{id}/invitations/{invitationId}', 'delete', 'cancelProjectInvitation', '204'],
+        ['/api/me/invitations', 'get', 'listMyInvitations', '200'],
+        ['/api/me/invitations/{id}/accept', 'post', 'acceptInvitation', '200'],
+        ['/api/me/invitations/{id}', 'delete', 'declineInvitation', '204'],
+        ['/api/me/email/confirm', 'post', 'confirmEmail', '200'],
+      ];
+      for (const [path, method, operationId, status] of expected) {
+        assert.equal(op(path, method)?.operationId, operationId, `${method} ${path}`);
+        assert.ok(op(path, method).responses[status], `${method} ${path} documents ${status}`);
+      }
+      const invitation = op('/api/projects/{id}/members', 'post').responses['202'].content['application/json'].schema;
+      assert.deepEqual(Object.keys(invitation.properties).sort(), ['createdAt', 'emailHint', 'expiresAt', 'id', 'invitedBy', 'projectId', 'projectName', 'role']);
+      assert.ok(op('/api/me', 'patch').responses['200'].content['application/json'].schema.properties.pendingEmail);
+      assert.ok(op('/api/users/{id}', 'patch').requestBody.content['application/json'].schema.properties.email, 'administrators set addresses');
+    });
+
     test(`a project holds at most ${MAX_PENDING_INVITATIONS} pending invitations`, async () => {
       const projectId = await createProject(admin, 'Crowded');
       const invite = (i: number) => inject('POST', `/api/projects/${projectId}/members`, admin, { email: `guest${i}@example.com`, role: 'viewer' });
