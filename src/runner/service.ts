@@ -7,6 +7,7 @@ import { createHttpApp, type HttpApp } from '../infra/http.js';
 import { registerAccountRoutes } from './api/account-routes.js';
 import { DOCS_OAUTH_REDIRECT_PATH, registerOpenApi } from './api/openapi.js';
 import { registerProjectRoutes } from './api/project-routes.js';
+import { registerInvitationRoutes } from './api/invitation-routes.js';
 import { registerRunRoutes } from './api/run-routes.js';
 import { registerExecutorRoutes } from './api/executor-routes.js';
 import { registerWorkflowRoutes } from './api/workflow-routes.js';
@@ -38,6 +39,10 @@ import { LocalWorkflowStorage } from './workflows/storage.js';
 import { AccountService } from './auth/service.js';
 import { ExecutorsService } from './executors/service.js';
 import { ProjectsService } from './projects/service.js';
+import { InvitationsService } from './projects/invitations.js';
+import { InvitationsRepository } from './projects/invitations-repository.js';
+import { EmailProofsRepository } from './users/email-proofs-repository.js';
+import { type EmailSender, ProfileService } from './users/profile.js';
 import { RunsService } from './runs/service.js';
 import { WorkflowsService } from './workflows/service.js';
 import { SettingsRepository } from './settings/repository.js';
@@ -91,6 +96,11 @@ export interface RunnerServiceOptions {
   sweeper?: boolean;
   /** How long a waiting claim goes without looking at the queue when not notified (tests raise it). */
   claimRecheckMs?: number;
+  /**
+   * How the runner mails proof links of new addresses. The runner has no mail settings yet, so
+   * this is null and only administrators change addresses; tests pass a sender that keeps them.
+   */
+  emailSender?: EmailSender | null;
 }
 
 
@@ -151,7 +161,9 @@ export async function createRunnerService(config: Config, options: RunnerService
       auth,
       account: new AccountService({ users, pats, jwt, loginLimiter: new LoginLimiter(now), settings: new SettingsRepository(db), now }),
       users,
+      profile: new ProfileService({ users, proofs: new EmailProofsRepository(db), sender: options.emailSender ?? null, runnerUrl: config.runner.url, now }),
       projects: new ProjectsService({ ...scope, users, storage, outputs, now }),
+      invitations: new InvitationsService({ ...scope, invitations: new InvitationsRepository(db), now }),
       workflows: new WorkflowsService({ ...scope, storage, outputs, now }),
       runs,
       schedules: new SchedulesService({ ...scope, schedules, now }),
@@ -206,6 +218,7 @@ export async function createRunnerService(config: Config, options: RunnerService
         registerMetaRoutes(a, ctx);
         registerAccountRoutes(a, ctx);
         registerProjectRoutes(a, ctx);
+        registerInvitationRoutes(a, ctx);
         await registerWorkflowRoutes(a, ctx);
         registerRunRoutes(a, ctx);
         registerScheduleRoutes(a, ctx);

@@ -9,6 +9,7 @@ import { createRunnerService } from '../../src/runner/service.js';
 import { openRunnerDatabase } from '../../src/runner/db/index.js';
 import { JWT_SECRET_KEY } from '../../src/runner/auth/jwt.js';
 import type { RegistrationLimits } from '../../src/runner/oauth/service.js';
+import type { EmailSender } from '../../src/runner/users/profile.js';
 import { SettingsRepository } from '../../src/runner/settings/repository.js';
 
 /** The JWT secret the runner generated and keeps in its database. */
@@ -59,6 +60,8 @@ export async function startRunner(
     /** false: the scheduler and retention loops do not run on their own (call tick/prune). */
     backgroundLoops?: boolean;
     claimRecheckMs?: number;
+    /** How the runner mails (address proofs); none by default, as in production today. */
+    emailSender?: EmailSender;
   } = {},
 ): Promise<TestRunner> {
   const dataDir = opts.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'pier-runner-'));
@@ -78,6 +81,7 @@ export async function startRunner(
     registrationLimits: opts.registrationLimits,
     backgroundLoops: opts.backgroundLoops,
     claimRecheckMs: opts.claimRecheckMs,
+    emailSender: opts.emailSender,
   });
   await service.app.ready();
   return {

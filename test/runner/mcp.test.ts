@@ -58,10 +58,11 @@ for (const target of dialects()) {
       db = await target.create();
       ({ runner, base } = await listeningRunner({ databaseUrl: db.url }));
       adminJwt = await setupAdmin(base);
-      for (const email of ['editor@example.com', 'viewer@example.com']) await api(base, adminJwt, 'POST', '/api/users', { email, password: PASSWORD }, 201);
+      const ids: Record<string, string> = {};
+      for (const email of ['editor@example.com', 'viewer@example.com']) ids[email] = (await api(base, adminJwt, 'POST', '/api/users', { email, password: PASSWORD }, 201)).id;
       projectId = (await api(base, adminJwt, 'POST', '/api/projects', { name: 'Reports' }, 201)).id;
-      await api(base, adminJwt, 'POST', `/api/projects/${projectId}/members`, { email: 'editor@example.com', role: 'editor' }, 200);
-      await api(base, adminJwt, 'POST', `/api/projects/${projectId}/members`, { email: 'viewer@example.com', role: 'viewer' }, 200);
+      await api(base, adminJwt, 'PUT', `/api/projects/${projectId}/members/${ids['editor@example.com']}`, { role: 'editor' }, 200);
+      await api(base, adminJwt, 'PUT', `/api/projects/${projectId}/members/${ids['viewer@example.com']}`, { role: 'viewer' }, 200);
       const m = multipart([{ name: 'name', value: 'Monthly report' }, { name: 'file', file: knwfWithConfigurationNodes() }]);
       const wf = await fetch(`${base}/api/projects/${projectId}/workflows`, { method: 'POST', headers: { ...bearer(adminJwt), ...m.headers }, body: new Uint8Array(m.payload) });
       assert.equal(wf.status, 201);

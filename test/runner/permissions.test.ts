@@ -22,6 +22,8 @@ import { OAuthTokensRepository, PersonalTokensRepository } from '../../src/runne
 import { openRunnerDatabase, type RunnerDatabase } from '../../src/runner/db/index.js';
 import { ExecutorsRepository } from '../../src/runner/executors/repository.js';
 import { ProjectsRepository } from '../../src/runner/projects/repository.js';
+import { addressHash, addressHint } from '../../src/runner/projects/invitations.js';
+import { InvitationsRepository } from '../../src/runner/projects/invitations-repository.js';
 import { LocalRunOutputStorage } from '../../src/runner/runs/output-storage.js';
 import { RunsRepository, type RunRow } from '../../src/runner/runs/repository.js';
 import { SchedulesRepository } from '../../src/runner/schedules/repository.js';
@@ -66,6 +68,10 @@ interface Fixture {
   editorId: string;
   ownTokenId: string;
   scheduleId: string;
+  /** An invitation of the project to another address. */
+  invitationId: string;
+  /** An invitation to the caller's own address. */
+  ownInvitationId: string;
 }
 
 interface Request {
@@ -99,6 +105,11 @@ const CASES: Case[] = [
   { method: 'GET', path: '/api/me', access: IDENTITY, ok: 200 },
   { method: 'PATCH', path: '/api/me', access: SESSION_ONLY, ok: 200, request: json({ name: 'Renamed' }) },
   { method: 'PUT', path: '/api/me/password', access: SESSION_ONLY, ok: 200, request: json({ currentPassword: PASSWORD, newPassword: PASSWORD }) },
+  // No address change waits for a proof here: passing the access check means 404 (the proof itself: account-addresses.test.ts).
+  { method: 'POST', path: '/api/me/email/confirm', access: SESSION_ONLY, ok: 404, request: json({ token: 'rnr_emp_none' }) },
+  { method: 'GET', path: '/api/me/invitations', access: SESSION_ONLY, ok: 200 },
+  { method: 'POST', path: '/api/me/invitations/{id}/accept', access: SESSION_ONLY, ok: 200 },
+  { method: 'DELETE', path: '/api/me/invitations/{id}', access: SESSION_ONLY, ok: 204 },
   { method: 'GET', path: '/api/tokens', access: SESSION_ONLY, ok: 200 },
   { method: 'POST', path: '/api/tokens', access: SESSION_ONLY, ok: 201, request: json({ name: 'ci', scope: 'read' }) },
   { method: 'DELETE', path: '/api/tokens/{id}', access: SESSION_ONLY, ok: 204 },
@@ -118,7 +129,10 @@ const CASES: Case[] = [
   { method: 'PATCH', path: '/api/projects/{id}', access: USER_WRITE, ok: 200, request: json({ description: 'changed' }) },
   { method: 'DELETE', path: '/api/projects/{id}', access: USER_WRITE, ok: 204 },
   { method: 'GET', path: '/api/projects/{id}/members', access: USER_READ, ok: 200 },
-  { method: 'POST', path: '/api/projects/{id}/members', access: USER_WRITE, ok: 200, request: (f) => ({ payload: { email: f.victimEmail, role: 'viewer' } }) },
+  // The victim is no member: the address is invited (202), as any address without membership.
+  { method: 'POST', path: '/api/projects/{id}/members', access: USER_WRITE, ok: 202, request: (f) => ({ payload: { email: f.victimEmail, role: 'viewer' } }) },
+  { method: 'GET', path: '/api/projects/{id}/invitations', access: USER_READ, ok: 200 },
+  { method: 'DELETE', path: '/api/projects/{id}/invitations/{invitationId}', access: USER_WRITE, ok: 204 },
   { method: 'PUT', path: '/api/projects/{id}/members/{userId}', access: USER_WRITE, ok: 200, request: json({ role: 'viewer' }) },
   { method: 'DELETE', path: '/api/projects/{id}/members/{userId}', access: USER_WRITE, ok: 204 },
   { method: 'GET', path: '/api/projects/{id}/workflows', access: USER_READ, ok: 200 },
@@ -202,6 +216,8 @@ const PROJECT_NEEDS: Record<string, 'read' | 'write' | 'manage'> = {
   'POST /api/projects/{id}/members': 'manage',
   'PUT /api/projects/{id}/members/{userId}': 'manage',
   'DELETE /api/projects/{id}/members/{userId}': 'manage',
+  'GET /api/projects/{id}/invitations': 'manage',
+  'DELETE /api/projects/{id}/invitations/{invitationId}': 'manage',
   'GET /api/projects/{id}/workflows': 'read',
   'POST /api/projects/{id}/workflows': 'write',
   'GET /api/workflows/{id}': 'read',
@@ -236,6 +252,7 @@ function expectedForRole(need: 'read' | 'write' | 'manage', role: ProjectRoleNam
 function resolvePath(path: string, f: Fixture, method = 'GET'): string {
   const idFor = (): string => {
     if (path.startsWith('/api/users/')) return f.victimId;
+    if (path.startsWith('/api/me/invitations/')) return f.ownInvitationId;
     if (path.startsWith('/api/tokens/')) return f.ownTokenId;
     if (path.startsWith('/api/connected-apps/')) return 'rnr_cid_none';
     if (path.startsWith('/api/projects/')) return f.projectId;
@@ -251,6 +268,7 @@ function resolvePath(path: string, f: Fixture, method = 'GET'): string {
   return path
     .replace('{id}', path.includes('{id}') ? idFor() : '')
     .replace('{userId}', f.editorId)
+    .replace('{invitationId}', f.invitationId)
     .replace('{email}', 'member@example.com')
     .replace('{name}', 'report.csv')
     .replace('{version}', '1');
@@ -359,9 +377,21 @@ describe('permission table: every route × every principal', () => {
       parameters: '{}', required_labels: '[]', workflow_version: null, overlap: 'skip', next_fire_at: '2999-01-01T00:00:00.000Z',
       last_fire_at: null, last_outcome: null, last_run_id: null, created_by: memberId, created_at: now, updated_at: now,
     });
+    const invitations = new InvitationsRepository(db);
+    const invite = async (email: string) => {
+      const row = {
+        id: randomUUID(), project_id: projectId, email_hash: addressHash(email), email_hint: addressHint(email), role: 'viewer' as const,
+        invited_by: memberId, created_at: now, expires_at: '2999-01-01T00:00:00.000Z',
+      };
+      await invitations.put(row, now, 100);
+      return row.id;
+    };
+    const invitationId = await invite(`i${randomUUID()}@example.com`);
+    const ownInvitationId = await invite(p === 'jwtAdmin' ? 'admin@example.com' : 'member@example.com');
     return {
       projectId, workflowId, queuedRunId: queued.id, finishedRunId: finished.id,
       leased: { runId: leased.id, token: lease, attempt: 1 }, executorId, victimId, victimEmail, editorId, ownTokenId, scheduleId,
+      invitationId, ownInvitationId,
     };
   }
 

@@ -16,6 +16,12 @@ const PasswordChanged = Type.Object({
   notice: Type.String(),
 });
 
+/** What a profile change answers: the user, and the new address that waits for its proof. */
+const ProfileChanged = Type.Object({
+  ...User.properties,
+  pendingEmail: Nullable(Type.String(), { description: 'a new address mailed a proof link, not in effect yet; null when none' }),
+});
+
 /** Login, setup, the signed-in user's profile, password and tokens, and user administration. */
 export function registerAccountRoutes(app: HttpApp, ctx: RunnerContext): void {
   const { users, account } = ctx;
@@ -144,12 +150,39 @@ export function registerAccountRoutes(app: HttpApp, ctx: RunnerContext): void {
       schema: {
         tags: ['account'],
         summary: 'Change the profile (name, email)',
+        description:
+          'The name changes at once. A new email changes at once for administrators, who set addresses (409 when another account has it). ' +
+          'Anyone else proves the address first: the runner mails a link to it, and the address changes once the same account opens it ' +
+          '(`POST /api/me/email/confirm`; `pendingEmail` says which address waits). A runner without mail refuses the change with 403 ' +
+          '`email_change_needs_admin` (naming the field `email`) and changes nothing: ask an administrator. Sending the current address is no change.',
         operationId: 'updateMe',
         body: Type.Object({ name: Type.Optional(Name), email: Type.Optional(Email) }, { additionalProperties: false }),
-        response: { 200: User, ...errors(...PROTECTED, 409) },
+        response: { 200: ProfileChanged, ...errors(...PROTECTED, 409) },
       },
     },
-    async (req) => presentUser(await updateUser(users, userOf(req).user.id, req.body, ctx.now())),
+    async (req) => {
+      const { user, pendingEmail } = await ctx.profile.update(userOf(req).user, req.body);
+      return { ...presentUser(user), pendingEmail };
+    },
+  );
+
+  app.post(
+    '/api/me/email/confirm',
+    {
+      config: access(SESSION_ONLY),
+      schema: {
+        tags: ['account'],
+        summary: 'Prove a new email address',
+        description:
+          'With the token of the link mailed to the new address (the web UI page it opens sends it), signed in as the account that asked: ' +
+          'the address becomes the account\'s. 404 when the token is not this account\'s, was used or expired (after 24 hours); 409 when ' +
+          'another account has the address by now.',
+        operationId: 'confirmEmail',
+        body: Type.Object({ token: Type.String({ minLength: 1, maxLength: 200 }) }, { additionalProperties: false }),
+        response: { 200: User, ...errors(...PROTECTED, 404, 409) },
+      },
+    },
+    async (req) => presentUser(await ctx.profile.confirmEmail(userOf(req).user, req.body.token)),
   );
 
   app.put(
@@ -278,11 +311,12 @@ export function registerAccountRoutes(app: HttpApp, ctx: RunnerContext): void {
       config: access(ADMIN_ONLY),
       schema: {
         tags: ['users'],
-        summary: "Change a user's name or role, or disable the account",
+        summary: "Change a user's name, email or role, or disable the account",
+        description: 'Administrators set addresses: a new email takes effect at once (409 when another account has it).',
         operationId: 'updateUser',
         params: IdParams,
         body: Type.Object(
-          { name: Type.Optional(Name), role: Type.Optional(Role), disabled: Type.Optional(Type.Boolean({ description: 'true: no credential of the account works (sessions end, OAuth grants are revoked, personal tokens wait); false: enabled again' })) },
+          { name: Type.Optional(Name), email: Type.Optional(Email), role: Type.Optional(Role), disabled: Type.Optional(Type.Boolean({ description: 'true: no credential of the account works (sessions end, OAuth grants are revoked, personal tokens wait); false: enabled again' })) },
           { additionalProperties: false },
         ),
         response: { 200: User, ...errors(...PROTECTED, 404, 409) },

@@ -2,6 +2,7 @@ import { Type } from 'typebox';
 import type { PersonalTokenRow } from '../auth/repository.js';
 import type { ConnectedAppRow } from '../oauth/grants-repository.js';
 import type { ExecutorView } from '../executors/service.js';
+import type { InvitationView } from '../projects/invitations-repository.js';
 import type { MemberRow, ProjectRow, ProjectSummaryRow } from '../projects/repository.js';
 import type { RunLogRow, RunOutputRow, RunRow } from '../runs/repository.js';
 import type { ScheduleView } from '../schedules/service.js';
@@ -117,6 +118,35 @@ export const Member = Type.Object({
 
 export function presentMember(m: MemberRow) {
   return { userId: m.user_id, email: m.email, name: m.name, role: m.role, addedAt: m.created_at };
+}
+
+export const Invitation = Type.Object({
+  id: Type.String(),
+  projectId: Type.String(),
+  projectName: Type.String(),
+  emailHint: Type.String({ description: 'the invited address, masked (`n…@example.com`): only its SHA-256 is stored' }),
+  role: MemberRoleSchema,
+  invitedBy: Type.Unsafe<{ name: string; email: string } | null>({
+    type: ['object', 'null'],
+    properties: { name: Type.String(), email: Type.String() },
+    required: ['name', 'email'],
+    description: 'the owner who invited (null once their account is deleted)',
+  }),
+  createdAt: Timestamp,
+  expiresAt: Timestamp,
+});
+
+export function presentInvitation(i: InvitationView) {
+  return {
+    id: i.id,
+    projectId: i.project_id,
+    projectName: i.project_name,
+    emailHint: i.email_hint,
+    role: i.role,
+    invitedBy: i.inviter_name === null || i.inviter_email === null ? null : { name: i.inviter_name, email: i.inviter_email },
+    createdAt: i.created_at,
+    expiresAt: i.expires_at,
+  };
 }
 
 // --- workflows ----------------------------------------------------------------------------

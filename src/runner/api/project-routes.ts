@@ -3,14 +3,15 @@ import type { HttpApp } from '../../infra/http.js';
 import { USER_READ, USER_WRITE } from '../auth/access.js';
 import { access, principalOf, userOf } from '../auth/authenticate.js';
 import type { RunnerContext } from '../context.js';
-import { Member, MemberRoleSchema, Project, ProjectSummary, presentMember, presentProject, presentProjectSummary } from './presenters.js';
+import { INVITATION_TTL_DAYS, MAX_PENDING_INVITATIONS } from '../projects/invitations.js';
+import { Invitation, Member, MemberRoleSchema, Project, ProjectSummary, presentInvitation, presentMember, presentProject, presentProjectSummary } from './presenters.js';
 import { Description, Email, errors, Id, IdParams, items, Name, NoContent, PROTECTED } from './schemas.js';
 
 const MemberParams = Type.Object({ id: Id, userId: Id });
 
 /** Projects and members: each handler validates, calls one ProjectsService method, presents. */
 export function registerProjectRoutes(app: HttpApp, ctx: RunnerContext): void {
-  const { projects } = ctx;
+  const { projects, invitations } = ctx;
 
   app.get(
     '/api/projects',
@@ -115,16 +116,23 @@ export function registerProjectRoutes(app: HttpApp, ctx: RunnerContext): void {
       config: access(USER_WRITE),
       schema: {
         tags: ['projects'],
-        summary: 'Add a member by email',
+        summary: 'Invite someone by email',
         description:
-          'Adds the user with this email (or changes their role when already a member). Needs the owner role. 404 when no user has the email: administrators create accounts.',
+          'Needs the owner role. A member of the project with this address gets the role at once (200, the member). Anyone else is invited ' +
+          '(202, the invitation), whether or not an account has the address: the answer is the same either way. The account with the address ' +
+          `sees the invitation (\`GET /api/me/invitations\`) and accepts or declines it; it waits ${INVITATION_TTL_DAYS} days. Inviting the address ` +
+          `again renews it with the new role. At most ${MAX_PENDING_INVITATIONS} pending invitations per project (409 \`too_many_invitations\`).`,
         operationId: 'addProjectMember',
         params: IdParams,
         body: Type.Object({ email: Email, role: MemberRoleSchema }, { additionalProperties: false }),
-        response: { 200: Member, ...errors(...PROTECTED, 404, 409) },
+        response: { 200: Member, 202: Invitation, ...errors(...PROTECTED, 404, 409) },
       },
     },
-    async (req) => presentMember(await projects.addMemberByEmail(principalOf(req), req.params.id, req.body.email, req.body.role)),
+    async (req, reply) => {
+      const added = await invitations.addByEmail(principalOf(req), req.params.id, req.body.email, req.body.role);
+      if ('member' in added) return presentMember(added.member);
+      return reply.code(202).send(presentInvitation(added.invitation));
+    },
   );
 
   app.put(

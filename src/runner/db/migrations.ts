@@ -366,4 +366,32 @@ export const runnerMigrations: Record<string, Migration> = {
       for (const old of ['runs_project', 'runs_workflow', 'runs_queue']) await db.schema.dropIndex(old).execute();
     },
   },
+  '0014_account_addresses': {
+    async up(db: Kysely<unknown>) {
+      // Invitations to a project, keyed by the SHA-256 of the invited address (projects/
+      // invitations.ts): the account with that address sees them, whether it exists yet or not.
+      await db.schema
+        .createTable('project_invitations')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('project_id', 'text', (c) => c.notNull().references('projects.id').onDelete('cascade'))
+        .addColumn('email_hash', 'text', (c) => c.notNull())
+        .addColumn('email_hint', 'text', (c) => c.notNull())
+        .addColumn('role', 'text', (c) => c.notNull())
+        .addColumn('invited_by', 'text', (c) => c.references('users.id').onDelete('set null'))
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .addColumn('expires_at', 'text', (c) => c.notNull())
+        .addUniqueConstraint('project_invitations_address', ['project_id', 'email_hash'])
+        .execute();
+      await db.schema.createIndex('project_invitations_email').on('project_invitations').columns(['email_hash', 'expires_at']).execute();
+      // A new address waiting for its proof (users/email-change.ts): the link's token as SHA-256.
+      await db.schema
+        .createTable('email_proofs')
+        .addColumn('user_id', 'text', (c) => c.primaryKey().references('users.id').onDelete('cascade'))
+        .addColumn('email', 'text', (c) => c.notNull())
+        .addColumn('token_hash', 'text', (c) => c.notNull().unique())
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .addColumn('expires_at', 'text', (c) => c.notNull())
+        .execute();
+    },
+  },
 };

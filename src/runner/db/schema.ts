@@ -131,6 +131,30 @@ export interface ProjectMembersTable {
   created_at: string;
 }
 
+/**
+ * An owner's invitation to a project, for whoever holds the address: only its SHA-256 (of the
+ * normalized address) and a masked hint for the owners' list are kept, not the address.
+ */
+export interface ProjectInvitationsTable {
+  id: string;
+  project_id: string;
+  email_hash: string;
+  email_hint: string;
+  role: 'owner' | 'editor' | 'viewer';
+  invited_by: string | null;
+  created_at: string;
+  expires_at: string;
+}
+
+/** A user's new address, taking effect once the link sent to it is opened (token as SHA-256). */
+export interface EmailProofsTable {
+  user_id: string;
+  email: string;
+  token_hash: string;
+  created_at: string;
+  expires_at: string;
+}
+
 export interface WorkflowsTable {
   id: string;
   project_id: string;
@@ -263,6 +287,8 @@ export interface RunnerDB {
   oauth_refresh_tokens: OAuthRefreshTokensTable;
   projects: ProjectsTable;
   project_members: ProjectMembersTable;
+  project_invitations: ProjectInvitationsTable;
+  email_proofs: EmailProofsTable;
   workflows: WorkflowsTable;
   workflow_versions: WorkflowVersionsTable;
   runs: RunsTable;

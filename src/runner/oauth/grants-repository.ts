@@ -25,10 +25,20 @@ export interface ConnectedAppRow {
 export class OAuthGrantsRepository {
   constructor(private readonly db: Kysely<RunnerDB>) {}
 
-  async createGrantWithCode(grant: OAuthGrantRow, code: OAuthCodeRow): Promise<void> {
-    await this.db.transaction().execute(async (trx) => {
+  /**
+   * Stores a consent: the grant and its code, only while the user exists and is enabled; false
+   * otherwise. The user's row is locked first, as disabling takes it (UsersRepository.update
+   * writes it before revoking the user's grants in the same transaction): either the disabling
+   * waits for this grant and then revokes it, or this transaction waits for the disabling and
+   * then sees the account disabled. A check before the transaction would leave a window in which
+   * a grant made after the revocation outlives it.
+   */
+  async createGrantWithCode(grant: OAuthGrantRow, code: OAuthCodeRow): Promise<boolean> {
+    return this.db.transaction().execute(async (trx) => {
+      if (!(await holdEnabledUser(trx, grant.user_id))) return false;
       await trx.insertInto('oauth_grants').values(grant).execute();
       await trx.insertInto('oauth_codes').values(code).execute();
+      return true;
     });
   }
 
@@ -186,6 +196,23 @@ export class OAuthGrantsRepository {
       .execute();
     return rows as ConnectedAppRow[];
   }
+}
+
+/**
+ * Locks the user's row until the transaction ends and says whether the account is enabled. A
+ * no-op UPDATE takes the row lock on PostgreSQL (where it waits for a concurrent disabling and
+ * then re-reads the row, so it sees `disabled_at` set) and the write lock on SQLite, the same
+ * statement on both dialects (SQLite has no SELECT … FOR UPDATE; see projects/repository.ts
+ * lockProjects).
+ */
+async function holdEnabledUser(trx: Transaction<RunnerDB>, userId: string): Promise<boolean> {
+  const r = await trx
+    .updateTable('users')
+    .set((eb) => ({ updated_at: eb.ref('updated_at') }))
+    .where('id', '=', userId)
+    .where('disabled_at', 'is', null)
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows) === 1;
 }
 
 /**

@@ -116,13 +116,16 @@ export class OAuthService {
     return validateAuthorizationRequest(params, (id) => this.d.clients.findById(id), this.d.issuer);
   }
 
-  /** Consent given: a grant and its single-use code, sent to the client (RFC 6749 §4.1.2, RFC 9207). */
-  async approve(req: AuthorizationRequest, userId: string): Promise<string> {
+  /**
+   * Consent given: a grant and its single-use code, sent to the client (RFC 6749 §4.1.2, RFC 9207).
+   * Null when the account was disabled (or deleted) since its session was checked: no grant is made.
+   */
+  async approve(req: AuthorizationRequest, userId: string): Promise<string | null> {
     const now = this.d.now();
     const nowIso = now.toISOString();
     const code = generateToken('rnr_oac_');
     const grantId = randomUUID();
-    await this.d.grants.createGrantWithCode(
+    const created = await this.d.grants.createGrantWithCode(
       { id: grantId, user_id: userId, client_id: req.client.id, scope: req.scope, created_at: nowIso, last_used_at: nowIso, revoked_at: null },
       {
         code_hash: sha256(code), grant_id: grantId, client_id: req.client.id, redirect_uri: req.redirectUri,
@@ -130,6 +133,7 @@ export class OAuthService {
         expires_at: new Date(now.getTime() + CODE_LIFETIME_MS).toISOString(), used_at: null,
       },
     );
+    if (!created) return null;
     runnerMetrics()?.oauthGrants.inc();
     return redirectWith(req.redirectUri, { code, state: req.state }, this.d.issuer);
   }

@@ -107,6 +107,17 @@ export class ProjectsRepository {
       .execute();
   }
 
+  /** The member of the project whose account has this (normalized) address. */
+  memberByEmail(projectId: string, email: string): Promise<MemberRow | undefined> {
+    return this.db
+      .selectFrom('project_members')
+      .innerJoin('users', 'users.id', 'project_members.user_id')
+      .select(['project_members.project_id', 'project_members.user_id', 'project_members.role', 'project_members.created_at', 'users.email', 'users.name'])
+      .where('project_members.project_id', '=', projectId)
+      .where('users.email', '=', email)
+      .executeTakeFirst();
+  }
+
   async member(projectId: string, userId: string): Promise<MemberRow | undefined> {
     return (await this.members(projectId)).find((m) => m.user_id === userId);
   }

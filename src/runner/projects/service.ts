@@ -72,14 +72,6 @@ export class ProjectsService {
     return this.putMember(id, userId, role);
   }
 
-  /** As setMember, for the user with this email (owners cannot list users; they know emails). */
-  async addMemberByEmail(p: Principal, id: string, email: string, role: MemberRole): Promise<MemberRow> {
-    await loadProject(this.d, p, id, 'manage');
-    const user = await this.d.users.findByEmail(email.trim());
-    if (!user) throw new NotFoundError('no user has this email; an administrator creates accounts');
-    return this.putMember(id, user.id, role);
-  }
-
   /** Gives an existing user the role, keeping the last owner (409); the caller checked the rights. */
   private async putMember(id: string, userId: string, role: MemberRole): Promise<MemberRow> {
     if (!(await this.d.projects.setRole(id, userId, role, this.d.now().toISOString()))) {

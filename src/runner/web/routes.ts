@@ -141,6 +141,8 @@ export function registerWebRoutes(app: HttpApp, ctx: RunnerContext): void {
     // "Approve read only" grants less than asked (RFC 6749 §3.3: the token response says so).
     const approved = form.decision === 'approve' ? areq : form.decision === 'approve-read' ? { ...areq, scope: 'read' as const } : null;
     const target = approved ? await ctx.oauth.approve(approved, user.id) : ctx.oauth.deny(areq);
+    // Disabled while deciding: nothing was granted, and the client learns nothing of the account.
+    if (target === null) return html(reply, 403, errorPage('This account is disabled; an administrator can enable it again. Nothing was granted.'));
     return reply.redirect(target, 303);
   });
 

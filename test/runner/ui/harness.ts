@@ -9,6 +9,7 @@ import { createRequire } from 'node:module';
 import net from 'node:net';
 import path from 'node:path';
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import type { EmailSender } from '../../../src/runner/users/profile.js';
 import { API_KEY, SETUP_TOKEN, startRunner, TestClock, type TestRunner } from '../helpers.js';
 
 export const PASSWORD = 'a long enough password';
@@ -44,13 +45,13 @@ export interface UiRunner {
   close(): Promise<void>;
 }
 
-export async function startUiRunner(opts: { databaseUrl?: string; env?: Record<string, string>; setup?: boolean } = {}): Promise<UiRunner> {
+export async function startUiRunner(opts: { databaseUrl?: string; env?: Record<string, string>; setup?: boolean; emailSender?: EmailSender } = {}): Promise<UiRunner> {
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   // The browser lives in real time (token expiry it offers, "3 minutes ago"): so does this runner.
   const clock = new TestClock();
   clock.now = () => new Date();
-  const runner = await startRunner({ ...(opts.databaseUrl ? { databaseUrl: opts.databaseUrl } : {}), clock, env: { RUNNER_URL: base, ...opts.env } });
+  const runner = await startRunner({ ...(opts.databaseUrl ? { databaseUrl: opts.databaseUrl } : {}), clock, env: { RUNNER_URL: base, ...opts.env }, emailSender: opts.emailSender });
   await runner.service.app.listen({ host: '127.0.0.1', port });
   const doc = (await (await fetch(`${base}/api/docs/json`)).json()) as { paths: Record<string, Record<string, unknown>> };
   const operations = Object.entries(doc.paths).flatMap(([p, ops]) => Object.keys(ops).map((m) => ({ method: m.toUpperCase(), path: operationPattern(p), template: p })));

@@ -92,15 +92,34 @@ describe('runner web UI: projects, members, workflows and starting a run in Chro
         const run = (await ui.api('GET', `/api/runs/${runId}`, undefined, ui.adminToken)).json;
         assert.deepEqual([run.workflowVersion, run.parameters, run.requiredLabels], [1, { rows: 10, note: XSS }, ['knime', 'big-memory']]);
 
-        // Members: an unknown email is refused in words; a known one is added, then made editor.
+        // Members: an address is invited alike whether or not an account has it; the owner sees
+        // the pending invitations (addresses masked) and withdraws one.
         await page.goto(`${ui.base}/projects/${projectId}/members`);
         const members = page.getByRole('region', { name: 'Members' });
-        await members.getByLabel('Email of the person to add').fill('nobody@example.com');
-        await members.getByRole('button', { name: 'Add member' }).click();
-        await members.getByRole('alert').getByText('no user has this email').waitFor();
-        await members.getByLabel('Email of the person to add').fill(VIEWER);
-        await members.getByRole('button', { name: 'Add member' }).click();
+        for (const email of ['nobody@example.com', VIEWER]) {
+          await members.getByLabel('Email of the person to invite').fill(email);
+          await members.getByRole('button', { name: 'Invite', exact: true }).click();
+          await members.getByRole('status').getByText(`Invited ${email} as viewer`).waitFor();
+        }
+        const pending = members.getByRole('region', { name: 'Pending invitations' });
+        await pending.getByRole('cell', { name: /^v…@example\.com/ }).waitFor();
+        await pending.getByRole('button', { name: 'Withdraw the invitation of n…@example.com' }).click();
+        await pending.getByRole('cell', { name: /^n…@example\.com/ }).waitFor({ state: 'detached' });
+        assert.equal(await members.getByRole('cell', { name: /Vic Viewer/ }).count(), 0, 'an invitation is no membership');
+
+        // The viewer signs in (a phone, dark) and accepts the invitation where they land.
+        const viewerContext = await browser.newContext({ viewport: { width: 390, height: 844 }, colorScheme: 'dark' });
+        recorder.attach(viewerContext);
+        const viewerPage = await viewerContext.newPage();
+        await signIn(viewerPage, ui.base, VIEWER);
+        const invitations = viewerPage.getByRole('region', { name: 'Invitations' });
+        await invitations.getByText('from Ada Admin (admin@example.com)').waitFor();
+        await checkScreen(viewerPage, 'invitations-phone-dark');
+        await invitations.getByRole('button', { name: `Accept the invitation to Sales ${XSS}` }).click();
+        await invitations.getByRole('status').getByText('You joined').waitFor();
+        await page.reload();
         await members.getByRole('cell', { name: /Vic Viewer/ }).waitFor();
+        await members.getByText('No invitation waits.').waitFor();
         await checkScreen(page, 'project-members-wide');
         // The last owner cannot step down: the API's reason is shown.
         await members.getByLabel(`Role of ${ADMIN}`).selectOption('viewer');
@@ -115,10 +134,7 @@ describe('runner web UI: projects, members, workflows and starting a run in Chro
         await until(async () => (await roleOf(VIEWER)) === 'viewer');
 
         // The viewer sees the project with their role, and no controls to change it.
-        const viewerContext = await browser.newContext({ viewport: { width: 390, height: 844 }, colorScheme: 'dark' });
-        recorder.attach(viewerContext);
-        const viewerPage = await viewerContext.newPage();
-        await signIn(viewerPage, ui.base, VIEWER);
+        await viewerPage.goto(`${ui.base}/projects`);
         await viewerPage.getByText('You are a viewer').waitFor();
         await viewerPage.getByText('1 workflow · 1 run · 2 members').waitFor();
         await viewerPage.getByRole('link', { name: `Sales ${XSS}` }).click();
@@ -127,6 +143,10 @@ describe('runner web UI: projects, members, workflows and starting a run in Chro
         assert.equal(await viewerPage.getByRole('button', { name: 'Start run' }).count(), 0);
         assert.equal(await viewerPage.getByRole('button', { name: 'Delete workflow' }).count(), 0);
         await checkScreen(viewerPage, 'workflow-phone-dark-viewer');
+        // Their own address is read-only: an administrator changes it.
+        await viewerPage.goto(`${ui.base}/account`);
+        await viewerPage.getByText('Ask an administrator to change your address').waitFor();
+        assert.equal(await viewerPage.getByLabel('Email').getAttribute('readonly'), '');
         await viewerContext.close();
 
         // Settings: a project with a workflow cannot be deleted, and the page says why.

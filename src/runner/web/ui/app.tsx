@@ -4,6 +4,7 @@ import { api, get, onSessionLapsed } from './api.js';
 import { type Auth, AuthContext, useAuth } from './auth.js';
 import { Loading } from './components.js';
 import { AccountPage } from './pages/account.js';
+import { ConfirmEmailPage } from './pages/confirm-email.js';
 import { ConnectedAppsPage } from './pages/connected-apps.js';
 import { ExecutorsPage } from './pages/executors.js';
 import { LoginPage } from './pages/login.js';
@@ -101,6 +102,7 @@ function SignedIn() {
           <Route path="/executors" component={ExecutorsPage} />
           <Route path="/users" component={UsersPage} />
           <Route path="/account" component={AccountPage} />
+          <Route path="/account/email" component={ConfirmEmailPage} />
           <Route path="/connected-apps" component={ConnectedAppsPage} />
           <Route default component={NotFoundPage} />
         </Router>

@@ -42,6 +42,19 @@ export interface Member {
   addedAt: string;
 }
 
+/** A pending invitation to a project (the owners' list, or the account's own). */
+export interface Invitation {
+  id: string;
+  projectId: string;
+  projectName: string;
+  /** The invited address, masked: only its hash is stored. */
+  emailHint: string;
+  role: MemberRole;
+  invitedBy: { name: string; email: string } | null;
+  createdAt: string;
+  expiresAt: string;
+}
+
 export interface Workflow {
   id: string;
   projectId: string;

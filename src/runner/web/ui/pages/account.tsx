@@ -12,9 +12,14 @@ function Profile() {
   const [name, setName] = useState(me.name);
   const [email, setEmail] = useState(me.email);
   const [saved, setSaved] = useState(false);
+  // Administrators set addresses; anyone else's new address would need a proof by mail, which
+  // this runner does not send (PATCH /api/me refuses it), so the field is read-only for them.
+  const setsAddress = me.role === 'admin';
+  const [pending, setPending] = useState<string | null>(null);
   const save = useAction(async () => {
     setSaved(false);
-    await api<Me>('PATCH', '/api/me', { name, email });
+    const changed = await api<Me & { pendingEmail: string | null }>('PATCH', '/api/me', setsAddress ? { name, email } : { name });
+    setPending(changed.pendingEmail);
     setSaved(true);
     refresh();
   });
@@ -30,13 +35,24 @@ function Profile() {
       <h2 id="profile-h">Profile</h2>
       <ErrorNote error={save.error} placed={['name', 'email']} />
       <TextField label="Name" name="name" autocomplete="name" value={name} onInput={setName} error={save.error?.forField('name')} />
-      <TextField label="Email" type="email" name="email" autocomplete="email" required value={email} onInput={setEmail} error={save.error?.forField('email')} />
+      <TextField
+        label="Email"
+        type="email"
+        name="email"
+        autocomplete="email"
+        required
+        readOnly={!setsAddress}
+        hint={setsAddress ? undefined : 'Ask an administrator to change your address: others invite you by it.'}
+        value={email}
+        onInput={setEmail}
+        error={save.error?.forField('email')}
+      />
       <p class="meta">Role: {me.role === 'admin' ? 'administrator' : 'user'}</p>
       <div class="buttons">
         <button type="submit" disabled={save.busy}>
           Save profile
         </button>
-        {saved && <span role="status">Saved.</span>}
+        {saved && <span role="status">{pending ? `Saved. Open the link sent to ${pending} to make it your address.` : 'Saved.'}</span>}
       </div>
     </form>
   );

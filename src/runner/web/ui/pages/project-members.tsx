@@ -2,9 +2,10 @@ import { useState } from 'preact/hooks';
 import { api } from '../api.js';
 import { useAuth } from '../auth.js';
 import { ErrorNote, Field, Loading, Table, TextField, Time } from '../components.js';
-import { useAction } from '../hooks.js';
+import { useAction, useApi } from '../hooks.js';
 import type { ProjectAccess } from '../project-access.js';
-import type { Member, MemberRole } from '../types.js';
+import { ProjectInvitations } from '../project-invitations.js';
+import type { Invitation, Member, MemberRole } from '../types.js';
 
 const ROLES: { id: MemberRole; text: string; what: string }[] = [
   { id: 'owner', text: 'Owner', what: 'manages members and can delete the project' },
@@ -24,29 +25,45 @@ function RoleSelect(props: { value: MemberRole; label: string; disabled?: boolea
   );
 }
 
-function AddMember(props: { projectId: string; onAdded(): void }) {
+/**
+ * Invites an address. A member's address changes their role at once (the answer is the member);
+ * any other is invited, whether or not an account has it (the answer is the invitation).
+ */
+function InviteMember(props: { projectId: string; onAdded(): void }) {
   const [email, setEmail] = useState('');
   const [role, setRole] = useState<MemberRole>('viewer');
+  const [done, setDone] = useState('');
   const add = useAction(async () => {
-    await api<Member>('POST', `/api/projects/${encodeURIComponent(props.projectId)}/members`, { email: email.trim(), role });
+    setDone('');
+    const added = await api<Member | Invitation>('POST', `/api/projects/${encodeURIComponent(props.projectId)}/members`, { email: email.trim(), role });
+    setDone(
+      'userId' in added
+        ? `${added.email} is now ${added.role}.`
+        : `Invited ${email.trim()} as ${added.role}: the account with this address sees the invitation when signed in, and accepts or declines it.`,
+    );
     setEmail('');
     props.onAdded();
   });
   return (
     <form
       class="inline-form"
-      aria-label="Add a member"
+      aria-label="Invite someone"
       onSubmit={(e) => {
         e.preventDefault();
         void add.run();
       }}
     >
       <ErrorNote error={add.error} placed={['email', 'role']} />
-      <TextField label="Email of the person to add" type="email" name="email" required value={email} onInput={setEmail} error={add.error?.forField('email')} />
+      <TextField label="Email of the person to invite" type="email" name="email" required value={email} onInput={setEmail} error={add.error?.forField('email')} />
       <Field label="Role">{(id) => <select id={id} value={role} onChange={(e) => setRole((e.currentTarget as HTMLSelectElement).value as MemberRole)}>{ROLES.map((r) => <option key={r.id} value={r.id}>{r.text}</option>)}</select>}</Field>
       <button type="submit" disabled={add.busy}>
-        Add member
+        Invite
       </button>
+      {done && (
+        <p class="meta" role="status">
+          {done}
+        </p>
+      )}
     </form>
   );
 }
@@ -55,6 +72,7 @@ export function ProjectMembers(props: { projectId: string; access: ProjectAccess
   const { me } = useAuth();
   const { members, canManage } = props.access;
   const base = `/api/projects/${encodeURIComponent(props.projectId)}/members`;
+  const invitations = useApi<{ items: Invitation[] }>(canManage ? `/api/projects/${encodeURIComponent(props.projectId)}/invitations` : null);
   const change = useAction(async (m: Member, role: MemberRole) => {
     try {
       await api<Member>('PUT', `${base}/${encodeURIComponent(m.userId)}`, { role });
@@ -80,7 +98,15 @@ export function ProjectMembers(props: { projectId: string; access: ProjectAccess
           </li>
         ))}
       </ul>
-      {canManage && <AddMember projectId={props.projectId} onAdded={members.reload} />}
+      {canManage && (
+        <InviteMember
+          projectId={props.projectId}
+          onAdded={() => {
+            members.reload();
+            invitations.reload();
+          }}
+        />
+      )}
       <ErrorNote error={members.error ?? change.error ?? remove.error} />
       {members.loading && !members.data ? <Loading what="members" /> : null}
       {items.length > 0 && (
@@ -113,6 +139,7 @@ export function ProjectMembers(props: { projectId: string; access: ProjectAccess
         </Table>
       )}
       {canManage && <p class="hint">A project keeps at least one owner: make someone else owner before you step down.</p>}
+      {canManage && <ProjectInvitations projectId={props.projectId} invitations={invitations} />}
     </section>
   );
 }

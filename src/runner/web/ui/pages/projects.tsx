@@ -3,6 +3,7 @@ import { api } from '../api.js';
 import { useGo } from '../navigation.js';
 import { Empty, ErrorNote, Loading, PageHeader, TextField, Time } from '../components.js';
 import { useAction, useApi, useTitle } from '../hooks.js';
+import { MyInvitations } from '../my-invitations.js';
 import type { Project } from '../types.js';
 
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
@@ -57,6 +58,7 @@ export function ProjectsPage() {
           )
         }
       />
+      <MyInvitations onJoined={projects.reload} />
       {creating && <CreateProject onCancel={() => setCreating(false)} />}
       <ErrorNote error={projects.error} />
       {projects.loading && !projects.data ? <Loading what="projects" /> : null}

@@ -64,11 +64,53 @@ function CreateUser(props: { onCreated(): void }) {
   );
 }
 
+/** An administrator sets a user's address (only administrators do: others are invited by it). */
+function ChangeEmail(props: { user: User; onDone(): void; onCancel(): void }) {
+  const [email, setEmail] = useState(props.user.email);
+  const save = useAction(async () => {
+    await api<User>('PATCH', `/api/users/${encodeURIComponent(props.user.id)}`, { email: email.trim() });
+    props.onDone();
+  });
+  return (
+    <form
+      class="card"
+      aria-labelledby="change-email-h"
+      onSubmit={(e) => {
+        e.preventDefault();
+        void save.run();
+      }}
+    >
+      <h2 id="change-email-h">Email of {props.user.name || props.user.email}</h2>
+      <ErrorNote error={save.error} placed={['email']} />
+      <TextField
+        label="Email"
+        type="email"
+        name="email"
+        autocomplete="off"
+        required
+        hint="Takes effect at once. Invitations to the new address then show to this account."
+        value={email}
+        onInput={setEmail}
+        error={save.error?.forField('email')}
+      />
+      <div class="buttons">
+        <button type="submit" disabled={save.busy}>
+          Save email
+        </button>
+        <button type="button" class="secondary" onClick={props.onCancel}>
+          Cancel
+        </button>
+      </div>
+    </form>
+  );
+}
+
 export function UsersPage() {
   useTitle('Users');
   const { me } = useAuth();
   const users = useApi<{ items: User[] }>(me.role === 'admin' ? '/api/users' : null);
   const [notice, setNotice] = useState('');
+  const [editing, setEditing] = useState<User | null>(null);
   const setRole = useAction(async (u: User, role: Role) => {
     await api<User>('PATCH', `/api/users/${encodeURIComponent(u.id)}`, { role });
     users.reload();
@@ -94,6 +136,17 @@ export function UsersPage() {
     <>
       <PageHeader title="Users" sub="Administrators manage accounts; members see the projects they belong to." />
       <CreateUser onCreated={users.reload} />
+      {editing && (
+        <ChangeEmail
+          key={editing.id}
+          user={editing}
+          onCancel={() => setEditing(null)}
+          onDone={() => {
+            setEditing(null);
+            users.reload();
+          }}
+        />
+      )}
       <ErrorNote error={users.error ?? setRole.error ?? remove.error ?? unlock.error ?? toggle.error} />
       {notice && (
         <p class="alert ok" role="status">
@@ -135,6 +188,9 @@ export function UsersPage() {
                       <button type="button" class="secondary small" disabled={(lastAdmin && !u.disabled) || (self && !u.disabled) || toggle.busy} onClick={() => void toggle.run(u)}>
                         {u.disabled ? 'Enable' : 'Disable'}
                         <span class="visually-hidden"> {u.email}</span>
+                      </button>
+                      <button type="button" class="secondary small" onClick={() => setEditing(u)}>
+                        Change email<span class="visually-hidden"> of {u.email}</span>
                       </button>
                       <button type="button" class="secondary small" disabled={unlock.busy} onClick={() => void unlock.run(u)}>
                         Lift login locks<span class="visually-hidden"> of {u.email}</span>
