@@ -359,7 +359,7 @@ for (const target of dialects()) {
         const { editToken } = await pier.service.products.register('shared-nat', { name: 'Shared NAT' });
         // Anonymous clients behind the vendor's address (a NAT, a CI egress): no header, an
         // empty one, a bare scheme.
-        const anonymous = [{}, { authorization: '' }, { authorization: 'Bearer' }, { authorization: 'Bearer   ' }];
+        const anonymous: Record<string, string>[] = [{}, { authorization: '' }, { authorization: 'Bearer' }, { authorization: 'Bearer   ' }];
         for (let i = 0; i < 24; i++) {
           const res = await fetch(`${pier.url}/api/products/shared-nat`, { headers: anonymous[i % anonymous.length] });
           assert.equal(res.status, 401, `anonymous request ${i + 1}`);
