@@ -325,7 +325,7 @@ export function registerStaffCommands(program: Command): void {
 
   staff
     .command('rotate-token <product-id>')
-    .description('issue a new edit token; the old one stops working at once')
+    .description('issue a new edit token; the old one and the product\'s trusted-publishing credentials stop working at once')
     .option('--json', 'print JSON')
     .action(async (id: string, opts: { json?: boolean }) => {
       const r = await withProducts((p) => p.rotateEditToken(id));
@@ -334,7 +334,7 @@ export function registerStaffCommands(program: Command): void {
 
   staff
     .command('rotate-sftp-password <product-id>')
-    .description('issue a new SFTP password; the old one stops working at once')
+    .description('issue a new SFTP password; the old one and the product\'s trusted-publishing credentials stop working at once, their SFTP sessions end')
     .option('--json', 'print JSON')
     .action(async (id: string, opts: { json?: boolean }) => {
       const r = await withProducts((p) => p.rotateSftpPassword(id));

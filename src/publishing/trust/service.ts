@@ -13,8 +13,24 @@ export type { Publisher } from './claims.js';
 export { type BindingInput, type BindingView, bindingMismatches } from './bindings.js';
 
 export const TRUSTED_CREDENTIAL_PREFIX = 'pier_tp_';
-/** Lifetime of an exchanged credential (issue 18: 15 minutes). */
+/** Lifetime of an exchanged credential: long enough for one publish, short enough that a leaked one is soon useless. */
 export const CREDENTIAL_TTL_MS = 15 * 60_000;
+/**
+ * How long an expired credential's row is kept: it logs nothing in and authorizes nothing, but
+ * tells an SFTP session logged in with it that the credential expired (transfers in progress
+ * finish) rather than was revoked (the session ends at once). A product has a few exchanges a day.
+ */
+export const EXPIRED_CREDENTIAL_KEPT_MS = 24 * 3_600_000;
+
+/**
+ * What an SFTP session's trusted credential is now, from its row's `expires_at` (null: the row is
+ * gone, so the credential was revoked: its binding removed, or the product's secrets rotated).
+ */
+export function trustedCredentialState(expiresAt: string | null, now: Date): 'current' | 'expired' | 'revoked' {
+  if (expiresAt === null) return 'revoked';
+  return expiresAt > now.toISOString() ? 'current' : 'expired';
+}
+
 /** Clock skew allowed on `exp`, `nbf` and `iat` between the CI's issuer and us. */
 export const CLOCK_SKEW_SECONDS = 60;
 /**
@@ -187,7 +203,7 @@ export function trustService({ repo, products, oidc, now = () => new Date(), key
       return (await repo.bindings(productId)).map(bindingView);
     },
 
-    /** Removes the binding; credentials it issued stop working at once, SFTP sessions end at their next check. */
+    /** Removes the binding; credentials it issued stop working at once, SFTP sessions logged in with one end at their next check. */
     async removeBinding(productId: string, bindingId: string): Promise<void> {
       await mustFindProduct(productId);
       if (!(await repo.removeBinding(productId, bindingId))) throw new NotFoundError(`product "${productId}" has no binding "${bindingId}"`);
@@ -249,6 +265,7 @@ export function trustService({ repo, products, oidc, now = () => new Date(), key
         // Kept while the token could still pass the expiry check.
         usedUntil: new Date((exp + CLOCK_SKEW_SECONDS + 1) * 1000).toISOString(),
         now: at.toISOString(),
+        forgetExpiredBefore: new Date(at.getTime() - EXPIRED_CREDENTIAL_KEPT_MS).toISOString(),
         ownerId: identity.ownerId,
         credential: {
           id: credentialId,
@@ -279,11 +296,6 @@ export function trustService({ repo, products, oidc, now = () => new Date(), key
         if (constantTimeEqual(row.token_hash, hash)) found = row.publisher;
       }
       return found === null ? null : (JSON.parse(found) as Publisher);
-    },
-
-    /** Whether an SFTP session logged in with a credential of this binding may go on (false once staff removed it). */
-    async bindingCurrent(productId: string, bindingId: string): Promise<boolean> {
-      return repo.bindingExists(productId, bindingId);
     },
 
     /** Adds what a trusted publisher did to the product's history. */
