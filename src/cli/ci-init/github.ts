@@ -78,22 +78,13 @@ export function artifactRoot(build: Build): string {
   return path.posix.dirname(build.site);
 }
 
-/** The steps that install the pier CLI (Node.js, then the one-file pier or PIER_CLI_PACKAGE). */
-function pierSteps(): string[] {
+/**
+ * Node.js for pier, without setup-node's dependency cache: nothing another run stored is
+ * restored into a job (GitHub's advice against cache poisoning of privileged jobs).
+ */
+function nodeStep(): string[] {
   const s = '      ';
-  return [
-    `${s}- name: Set up Node.js`,
-    `${s}  uses: ${uses(ACTIONS.setupNode)}`,
-    `${s}  with:`,
-    `${s}    node-version: '22'`,
-    `${s}    # No dependency cache: nothing another run stored is restored into a job (cache poisoning).`,
-    `${s}    package-manager-cache: false`,
-    `${s}- name: Install the pier CLI`,
-    `${s}  env:`,
-    `${s}    # Optional: install pier from this package instead of the service's /cli/pier.mjs.`,
-    `${s}    PIER_CLI_PACKAGE: \${{ vars.PIER_CLI_PACKAGE }}`,
-    ...run(installLines(true), `${s}  `),
-  ];
+  return [`${s}- name: Set up Node.js`, `${s}  uses: ${uses(ACTIONS.setupNode)}`, `${s}  with:`, `${s}    node-version: '22'`, `${s}    package-manager-cache: false`];
 }
 
 export function githubWorkflow(build: Build, options: PipelineOptions): string {
@@ -104,11 +95,7 @@ export function githubWorkflow(build: Build, options: PipelineOptions): string {
   return [
     '# Publishes the update site to Pier on release tags (v*) and manual runs, with no stored',
     '# secret (trusted publishing). Label: the "label" input, else the variable PIER_LABEL, else',
-    '# the tag: v5.3.1 -> 5.3, v5.3.0-rc.1 -> 5.3.0-rc.1. Written by `pier ci init`; see',
-    `# "Publishing from CI" in Pier's vendor guide.`,
-    '#',
-    '# Only the publish job may ask GitHub for an ID token (id-token: write); the build, which',
-    '# runs the build tools and their plugins, gets the site to it as an artifact.',
+    `# the tag (v5.3.1 -> 5.3). Written by \`pier ci init\`; see "Publishing from CI" in Pier's docs.`,
     'name: Publish to Pier',
     '',
     'on:',
@@ -121,8 +108,7 @@ export function githubWorkflow(build: Build, options: PipelineOptions): string {
     '        type: string',
     '        required: false',
     '',
-    '# Nothing by default: each job names what it needs.',
-    'permissions: {}',
+    'permissions: {} # each job names what it needs',
     '',
     'defaults:',
     '  run:',
@@ -139,12 +125,12 @@ export function githubWorkflow(build: Build, options: PipelineOptions): string {
     '    env:',
     `      PIER_SERVER: ${server}`,
     '    steps:',
-    ...pierSteps(),
+    ...nodeStep(),
     `${s}- name: Take the label from the tag or branch`,
     `${s}  id: label`,
     `${s}  env:`,
     `${s}    PIER_LABEL: \${{ inputs.label || vars.PIER_LABEL }}`,
-    ...run(['label="$(pier ci label)"', 'echo "Label: $label"', 'echo "label=$label" >> "$GITHUB_OUTPUT"'], `${s}  `),
+    ...run(['curl -fsSL --retry 3 "$PIER_SERVER/cli/pier.mjs" -o "$RUNNER_TEMP/pier.mjs"', 'label="$(node "$RUNNER_TEMP/pier.mjs" ci label)"', 'echo "label=$label" >> "$GITHUB_OUTPUT"'], `${s}  `),
     '',
     '  build:',
     '    name: Build the update site',
@@ -174,8 +160,7 @@ export function githubWorkflow(build: Build, options: PipelineOptions): string {
     '    runs-on: ubuntu-latest',
     '    permissions:',
     '      id-token: write # trusted publishing: only this job may ask GitHub for an OIDC ID token',
-    '    # One publish per label at a time (two tags of one release line, a tag and a manual run):',
-    '    # a second waits instead of racing the first upload.',
+    '    # One publish per label at a time: a second waits instead of racing the first upload.',
     '    concurrency:',
     // biome-ignore lint/suspicious/noTemplateCurlyInString: a GitHub Actions expression, not a JavaScript template
     '      group: pier-publish-${{ needs.label.outputs.label }}',
@@ -189,12 +174,17 @@ export function githubWorkflow(build: Build, options: PipelineOptions): string {
     `${s}  with:`,
     `${s}    name: pier-update-site`,
     `${s}    path: ${artifactRoot(build)}`,
-    ...pierSteps(),
+    ...nodeStep(),
+    `${s}- name: Install the pier CLI`,
+    `${s}  env:`,
+    `${s}    # Optional: pier from this package, not the service's /cli/pier.mjs.`,
+    `${s}    PIER_CLI_PACKAGE: \${{ vars.PIER_CLI_PACKAGE }}`,
+    ...run(installLines(true), `${s}  `),
     `${s}- name: Publish to Pier`,
     `${s}  id: publish`,
     `${s}  env:`,
     `${s}    PIER_LABEL: \${{ needs.label.outputs.label }}`,
-    `${s}    # Only without trusted publishing: when both secrets are set, they are used instead.`,
+    `${s}    # Only without trusted publishing: when both are set, they are used instead.`,
     `${s}    PIER_EDIT_TOKEN: \${{ secrets.PIER_EDIT_TOKEN }}`,
     `${s}    PIER_SFTP_PASSWORD: \${{ secrets.PIER_SFTP_PASSWORD }}`,
     ...run(publishLines(build), `${s}  `),

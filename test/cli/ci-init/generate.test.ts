@@ -143,7 +143,7 @@ test('GitHub, Tycho: valid YAML; label, build and publish jobs, only publish wit
   const label = jobSteps('label').find((s) => s.id === 'label')!;
   // biome-ignore lint/suspicious/noTemplateCurlyInString: a GitHub Actions expression
   assert.equal((label.env as Obj).PIER_LABEL, '${{ inputs.label || vars.PIER_LABEL }}');
-  assert.match(label.run as string, /label="\$\(pier ci label\)"\n.*\necho "label=\$label" >> "\$GITHUB_OUTPUT"/);
+  assert.match(label.run as string, /\/cli\/pier\.mjs" -o "\$RUNNER_TEMP\/pier\.mjs"\nlabel="\$\(node "\$RUNNER_TEMP\/pier\.mjs" ci label\)"\necho "label=\$label" >> "\$GITHUB_OUTPUT"/);
   const build = jobSteps('build');
   assert.equal((build.find((s) => s.id === 'build')!.run as string).trim(), 'mvn --batch-mode --no-transfer-progress verify');
   const upload = build.find((s) => String(s.uses).startsWith('actions/upload-artifact@'))!;

@@ -246,7 +246,6 @@ for (const db of databases()) {
         run.steps.map((s) => `${s.kind} ${s.name}`),
         [
           'stub Set up Node.js',
-          'run Install the pier CLI',
           'run Take the label from the tag or branch',
           'stub Check out',
           'stub Set up Java',
