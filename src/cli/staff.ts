@@ -19,7 +19,8 @@ import { type ProductService, productService } from '../publishing/products/serv
 import { trustRepository } from '../publishing/trust/repository.js';
 import { uploadedLabelsOf } from '../publishing/notices/notices.js';
 import { registerLabelNoticeCommand } from './label-notice.js';
-import { type BindingInput, type BindingView, type TrustService, trustService } from '../publishing/trust/service.js';
+import { type TrustService, trustService } from '../publishing/trust/service.js';
+import { bindingLine, registerTrustCommands } from './staff-trust.js';
 
 /** Opens the same database as the server (from the environment), runs one action, closes. */
 async function withProducts<T>(
@@ -122,20 +123,6 @@ function crawlLines(crawls: LabelCrawl[]): string[] {
     ...(c.platformRange ? [`    works with platform ${platformReleases(c.platformRange)} (${c.platformRange})`] : []),
     ...c.problems.map((p) => `    ${p.severity.padEnd(7)} ${p.code.padEnd(20)} ${p.where}${p.line ? `:${p.line}` : ''}  ${p.message}`),
   ]);
-}
-
-/** One binding on one line: what a CI identity must be to publish. */
-function bindingLine(b: BindingView): string {
-  const owner = b.ownerId ? `${b.provider === 'github' ? 'owner' : 'namespace'} ${b.ownerId}${b.ownerPinnedAt ? ' (pinned at first use)' : ''}` : `${b.provider === 'github' ? 'owner' : 'namespace'} pinned at first use`;
-  return [
-    b.id,
-    b.provider,
-    `${b.repository} (${b.provider === 'github' ? 'repository' : 'project'} ${b.repositoryId})`,
-    owner,
-    ...(b.workflow ? [`workflow ${b.workflow}`] : []),
-    ...(b.ref ? [`ref ${b.ref}`] : []),
-    b.environment ? `environment ${b.environment}` : 'any environment',
-  ].join('  ');
 }
 
 const ONCE = 'Store these now: the edit token and SFTP password are shown only this once.';
@@ -338,7 +325,7 @@ export function registerStaffCommands(program: Command): void {
 
   staff
     .command('rotate-token <product-id>')
-    .description('issue a new edit token; the old one stops working at once')
+    .description('issue a new edit token; the old one and the product\'s trusted-publishing credentials stop working at once')
     .option('--json', 'print JSON')
     .action(async (id: string, opts: { json?: boolean }) => {
       const r = await withProducts((p) => p.rotateEditToken(id));
@@ -347,7 +334,7 @@ export function registerStaffCommands(program: Command): void {
 
   staff
     .command('rotate-sftp-password <product-id>')
-    .description('issue a new SFTP password; the old one stops working at once')
+    .description('issue a new SFTP password; the old one and the product\'s trusted-publishing credentials stop working at once, their SFTP sessions end')
     .option('--json', 'print JSON')
     .action(async (id: string, opts: { json?: boolean }) => {
       const r = await withProducts((p) => p.rotateSftpPassword(id));
@@ -363,91 +350,5 @@ export function registerStaffCommands(program: Command): void {
       print(!!opts.json, { platformRelease: v }, () => `Current platform release: ${v}`);
     });
 
-  const trust = staff.command('trust').description('trusted publishing: which CI identities may publish a product without stored secrets');
-
-  trust
-    .command('add <product-id>')
-    .description('bind a product to a GitHub Actions workflow or a GitLab CI project')
-    .option('--github <owner/repo>', 'GitHub repository')
-    .option('--repository-id <n>', 'GitHub repository id (stable across renames; `gh api repos/<owner>/<repo> --jq .id`)')
-    .option('--owner-id <n>', 'GitHub owner id (`.owner.id`); pinned at the first publish when not given')
-    .option('--workflow <path>', 'GitHub workflow file, e.g. .github/workflows/release.yml')
-    .option('--gitlab <group/project>', 'GitLab project path')
-    .option('--project-id <n>', 'GitLab project id')
-    .option('--namespace-id <n>', 'GitLab namespace (group) id; pinned at the first publish when not given')
-    .option('--ref <ref>', 'GitLab only: the branch or tag pipelines must run for (any when not given)')
-    .option('--environment <name>', 'the CI environment the job must run in (any when not given)')
-    .option('--json', 'print JSON')
-    .action(
-      async (
-        id: string,
-        opts: {
-          github?: string;
-          repositoryId?: string;
-          ownerId?: string;
-          workflow?: string;
-          gitlab?: string;
-          projectId?: string;
-          namespaceId?: string;
-          ref?: string;
-          environment?: string;
-          json?: boolean;
-        },
-      ) => {
-        const input = bindingInput(opts);
-        const b = await withProducts((_p, _f, _c, t) => t.addBinding(id, input));
-        print(!!opts.json, b, () => `Bound "${id}": ${bindingLine(b)}`);
-      },
-    );
-
-  trust
-    .command('list <product-id>')
-    .description("list a product's trusted-publishing bindings")
-    .option('--json', 'print JSON')
-    .action(async (id: string, opts: { json?: boolean }) => {
-      const list = await withProducts((_p, _f, _c, t) => t.listBindings(id));
-      print(!!opts.json, list, () =>
-        list.length === 0 ? `Product "${id}" has no trusted-publishing bindings. Add one with: pier staff trust add ${id} --github <owner>/<repo> …` : list.map(bindingLine).join('\n'),
-      );
-    });
-
-  trust
-    .command('remove <product-id> <binding-id>')
-    .description('remove a binding: its credentials stop working at once, its SFTP sessions end within seconds')
-    .option('--json', 'print JSON')
-    .action(async (id: string, bindingId: string, opts: { json?: boolean }) => {
-      await withProducts((_p, _f, _c, t) => t.removeBinding(id, bindingId));
-      print(!!opts.json, { productId: id, removed: bindingId }, () => `Removed binding ${bindingId} of "${id}".`);
-    });
-}
-
-/** The options of `trust add` as one provider's binding; GitHub and GitLab options do not mix. */
-function bindingInput(opts: Record<string, string | boolean | undefined>): BindingInput {
-  const str = (k: string) => (typeof opts[k] === 'string' ? (opts[k] as string) : undefined);
-  const github = str('github');
-  const gitlab = str('gitlab');
-  if ((github === undefined) === (gitlab === undefined)) throw new UsageError('give exactly one of --github <owner>/<repo> or --gitlab <group>/<project>');
-  const misplaced = (names: [string, string][]) => names.filter(([k]) => str(k) !== undefined).map(([, flag]) => flag);
-  if (github !== undefined) {
-    const wrong = misplaced([['projectId', '--project-id'], ['namespaceId', '--namespace-id'], ['ref', '--ref']]);
-    if (wrong.length) throw new UsageError(`${wrong.join(', ')} ${wrong.length === 1 ? 'is' : 'are'} for --gitlab bindings`);
-    const repositoryId = str('repositoryId');
-    const workflow = str('workflow');
-    if (repositoryId === undefined) throw new UsageError('--repository-id <n> is required with --github (the stable id: a recreated repository gets a new one)');
-    if (workflow === undefined) throw new UsageError('--workflow <path> is required with --github, e.g. .github/workflows/release.yml');
-    return {
-      provider: 'github',
-      repository: github,
-      repositoryId,
-      ownerId: str('ownerId'),
-      // A bare file name means the workflows folder, the only place GitHub runs workflows from.
-      workflow: workflow.includes('/') ? workflow.replace(/^\.?\//, '') : `.github/workflows/${workflow}`,
-      environment: str('environment'),
-    };
-  }
-  const wrong = misplaced([['repositoryId', '--repository-id'], ['ownerId', '--owner-id'], ['workflow', '--workflow']]);
-  if (wrong.length) throw new UsageError(`${wrong.join(', ')} ${wrong.length === 1 ? 'is' : 'are'} for --github bindings`);
-  const projectId = str('projectId');
-  if (projectId === undefined) throw new UsageError('--project-id <n> is required with --gitlab (the stable id: a recreated project gets a new one)');
-  return { provider: 'gitlab', repository: gitlab!, repositoryId: projectId, ownerId: str('namespaceId'), ref: str('ref'), environment: str('environment') };
+  registerTrustCommands(staff, (action) => withProducts((_p, _f, _c, t) => action(t)));
 }

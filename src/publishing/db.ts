@@ -5,7 +5,7 @@ import { type ChangesTables, releaseNodesMigration } from './changes/tables.js';
 import { MAX_LABEL_LENGTH } from './files/tree.js';
 import { labelReleasesMigration, type ReleasesTables } from './releases/tables.js';
 import { downloadCountsMigration, downloadInstallsMigration, type StatsTables } from './stats/tables.js';
-import { type TrustTables, trustedPublishingMigration } from './trust/tables.js';
+import { type TrustTables, trustedPublishingMigration, trustRefKindsMigration } from './trust/tables.js';
 import { platformRangesMigration } from './crawler/platform-tables.js';
 
 export interface ProductsTable {
@@ -518,6 +518,7 @@ const migrations: Record<string, Migration> = {
   '0013_release_nodes': releaseNodesMigration,
   '0014_download_counts': downloadCountsMigration,
   '0015_download_installs': downloadInstallsMigration,
+  '0016_trust_ref_kinds': trustRefKindsMigration,
 };
 
 /** The ordered migrations (tests migrate part of the way to check a backfill). */

@@ -39,9 +39,14 @@ for (const target of dialects()) {
       assert.equal(binding.ownerId, null);
       const gl = pier('staff', 'trust', 'add', 'csv-nodes', '--gitlab', 'acme/nodes/csv-nodes', '--project-id', '4242', '--namespace-id', '72', '--ref', 'main');
       assert.equal(gl.code, 0, gl.stderr);
-      assert.match(gl.stdout, /gitlab {2}acme\/nodes\/csv-nodes \(project 4242\) {2}namespace 72 {2}ref main {2}any environment/);
+      assert.match(gl.stdout, /gitlab {2}acme\/nodes\/csv-nodes \(project 4242\) {2}namespace 72 {2}branch main {2}protected refs only {2}any environment/);
+      const tag = pier('staff', 'trust', 'add', 'csv-nodes', '--gitlab', 'acme/nodes/csv-nodes', '--project-id', '4242', '--tag', 'v*', '--allow-unprotected', '--json');
+      assert.equal(tag.code, 0, tag.stderr);
+      assert.deepEqual([JSON.parse(tag.stdout).ref, JSON.parse(tag.stdout).allowUnprotected], ['refs/tags/v*', true]);
+      assert.equal(pier('staff', 'trust', 'remove', 'csv-nodes', JSON.parse(tag.stdout).id).code, 0);
       const list = JSON.parse(pier('staff', 'trust', 'list', 'csv-nodes', '--json').stdout);
       assert.deepEqual(list.map((b: { provider: string }) => b.provider), ['github', 'gitlab']);
+      assert.deepEqual([list[1].ref, list[1].allowUnprotected], ['refs/heads/main', false]);
 
       // A running server sees the binding on its next request.
       const res = await fetch(`${server.url}/api/oidc/token`, {
@@ -72,7 +77,11 @@ for (const target of dialects()) {
       for (const [args, pattern] of [
         [['--github', 'octo-org/csv-nodes', '--workflow', 'release.yml'], /--repository-id/],
         [['--github', 'octo-org/csv-nodes', '--repository-id', '1'], /--workflow/],
-        [['--github', 'octo-org/csv-nodes', '--repository-id', '1', '--workflow', 'release.yml', '--ref', 'main'], /--ref is for --gitlab/],
+        [['--github', 'octo-org/csv-nodes', '--repository-id', '1', '--workflow', 'release.yml', '--allow-unprotected'], /--allow-unprotected is for --gitlab/],
+        [['--gitlab', 'acme/x', '--project-id', '1', '--ref', 'main', '--tag', 'v1'], /one of --ref <branch> or --tag <tag>/],
+        [['--gitlab', 'acme/x', '--project-id', '1', '--tag', 'refs/tags/v1'], /--tag takes a tag name/],
+        [['--gitlab', 'acme/x', '--project-id', '1', '--ref', 'refs/merge-requests/1/head'], /--ref must be a branch name, refs\/heads\/<branch> or refs\/tags\/<tag>/],
+        [['--gitlab', 'acme/x', '--project-id', '1', '--ref', 'main branch'], /--ref must be a branch or tag name/],
         [['--gitlab', 'acme/x', '--project-id', '1', '--workflow', 'a.yml'], /--workflow is for --github/],
         [['--github', 'a/b', '--gitlab', 'c/d'], /exactly one/],
         [['--github', 'not-a-repo', '--repository-id', '1', '--workflow', 'release.yml'], /--github must be <owner>\/<repository>/],

@@ -12,6 +12,7 @@ import { productIdProblem } from '../../publishing/products/slug.js';
 import { detectBuild } from './detect.js';
 import { GITHUB_WORKFLOW_PATH, githubWorkflow } from './github.js';
 import { GITLAB_CI_PATH, GITLAB_INCLUDE_PATH, gitlabPipeline } from './gitlab.js';
+import { ANSWER_LIMITS, readJsonAnswer } from '../server-answer.js';
 import { labelFromEnv, NoLabelError } from './label.js';
 import { buildSummary, nextSteps } from './next-steps.js';
 import { originUrl, repositoryPath } from './repository.js';
@@ -49,8 +50,8 @@ async function serverAudience(server: string): Promise<{ audience: string; note:
   try {
     const res = await fetch(`${server}/api/publishing`, { signal: AbortSignal.timeout(5000) });
     if (res.ok) {
-      const info = (await res.json()) as { trustedPublishing?: { audience?: unknown } };
-      const audience = info.trustedPublishing?.audience;
+      const info = (await readJsonAnswer(res, `${server}/api/publishing`, ANSWER_LIMITS.info)) as { trustedPublishing?: { audience?: unknown } } | null;
+      const audience = info?.trustedPublishing?.audience;
       if (typeof audience === 'string' && audience) return { audience, note: null };
     }
     return { audience: server, note: `${server}/api/publishing answered ${res.status}; the ID token audience is the base URL (pass --audience if the server says otherwise)` };

@@ -60,6 +60,10 @@ export function nextSteps(input: NextStepsInput): string[] {
       ...(input.server ? [] : ['PIER_SERVER       the service base URL (the ID token audience uses it too; GitLab 16.1 or later)']),
       'PIER_LABEL        (optional) a fixed label instead of the one taken from the tag',
     );
+    step(
+      'Protect the release tags: Settings → Repository → Protected tags → v* (the default branch is protected already).',
+      'The service refuses ID tokens of pipelines on unprotected branches and tags, unless staff allow them for this binding.',
+    );
     if (input.asInclude) step(`Add to .gitlab-ci.yml:  include: [{ local: ${input.file} }]`);
     step(
       'Commit and push, then try it: Build → Pipelines → Run pipeline (set PIER_LABEL to a test label),',

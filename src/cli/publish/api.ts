@@ -1,8 +1,10 @@
 /**
  * The HTTP calls of `pier publish`: the public publishing info, the label's file manifest, the
  * page PATCH (dry run and real), the release and the trusted-publishing exchange. Every call has
- * a deadline; answers are checked for the fields used, so a wrong --server fails clearly.
+ * a deadline and a size limit on its answer (server-answer.ts); answers are checked for the
+ * fields used, so a wrong --server fails clearly.
  */
+import { ANSWER_LIMITS, readJsonAnswer } from '../server-answer.js';
 import { EXIT, type ExitCode, PublishFailure } from './failure.js';
 
 export interface PublishingInfo {
@@ -85,7 +87,7 @@ async function call<T>(
   opts: ApiOptions,
   method: string,
   path: string,
-  init: { token?: string; body?: unknown; timeoutSeconds?: number; what: string },
+  init: { token?: string; body?: unknown; timeoutSeconds?: number; what: string; limitBytes: number },
 ): Promise<T> {
   const seconds = init.timeoutSeconds ?? opts.timeoutSeconds;
   const headers: Record<string, string> = { accept: 'application/json', 'user-agent': opts.userAgent };
@@ -105,18 +107,13 @@ async function call<T>(
     const cause = (e as { cause?: { code?: string; message?: string } }).cause;
     throw new Error(`${init.what}: ${opts.server} is unreachable (${cause?.code ?? cause?.message ?? (e as Error).message})`);
   }
-  let text: string;
+  let json: unknown;
   try {
-    text = await res.text();
+    // Not JSON (null): a proxy's error page or not a Pier server; the status says enough.
+    json = await readJsonAnswer(res, init.what, init.limitBytes);
   } catch (e) {
     if ((e as Error).name === 'TimeoutError') throw new HttpTimeout(init.what, seconds);
     throw e;
-  }
-  let json: unknown = null;
-  try {
-    json = text ? JSON.parse(text) : null;
-  } catch {
-    // Not JSON: a proxy's error page or not a Pier server; the status says enough.
   }
   if (!res.ok) {
     const p = (json && typeof json === 'object' ? json : {}) as Omit<Problem, 'status'>;
@@ -144,7 +141,7 @@ export function publishingApi(opts: ApiOptions) {
   const product = (id: string) => `api/products/${encodeURIComponent(id)}`;
   return {
     async info(): Promise<PublishingInfo> {
-      const info = await call<PublishingInfo>(opts, 'GET', 'api/publishing', { what: 'GET /api/publishing' });
+      const info = await call<PublishingInfo>(opts, 'GET', 'api/publishing', { what: 'GET /api/publishing', limitBytes: ANSWER_LIMITS.info });
       if (typeof info.sftp?.host !== 'string' || !Number.isInteger(info.sftp?.port) || !Array.isArray(info.sftp?.hostKeys)) {
         throw new Error(`GET /api/publishing: the answer of ${opts.server} has no SFTP address (is --server a Pier server?)`);
       }
@@ -152,11 +149,11 @@ export function publishingApi(opts: ApiOptions) {
     },
 
     labelFiles(id: string, label: string, token: string): Promise<LabelFiles> {
-      return call<LabelFiles>(opts, 'GET', `${product(id)}/labels/${encodeURIComponent(label)}/files`, { token, what: 'reading the label\'s files' });
+      return call<LabelFiles>(opts, 'GET', `${product(id)}/labels/${encodeURIComponent(label)}/files`, { token, what: 'reading the label\'s files', limitBytes: ANSWER_LIMITS.manifest });
     },
 
     patch(id: string, token: string, body: Record<string, unknown>, dryRun: boolean): Promise<{ warnings?: { field: string; message: string }[] }> {
-      return call(opts, 'PATCH', `${product(id)}${dryRun ? '?dryRun=true' : ''}`, { token, body, what: dryRun ? 'page fields (dry run)' : 'page fields' });
+      return call(opts, 'PATCH', `${product(id)}${dryRun ? '?dryRun=true' : ''}`, { token, body, what: dryRun ? 'page fields (dry run)' : 'page fields', limitBytes: ANSWER_LIMITS.page });
     },
 
     release(id: string, label: string, token: string, timeoutSeconds: number): Promise<ReleaseAnswer> {
@@ -165,13 +162,14 @@ export function publishingApi(opts: ApiOptions) {
         body: {},
         timeoutSeconds,
         what: 'release (waiting for the crawl)',
+        limitBytes: ANSWER_LIMITS.release,
       });
     },
 
     exchange(idToken: string, productId: string): Promise<{ token: string; expiresAt: string; productId: string }> {
       // Always the endpoint on --server (the contract's path), whatever a base URL setting says:
       // the ID token is a credential and goes to no other host.
-      return call(opts, 'POST', 'api/oidc/token', { body: { token: idToken, product: productId }, what: 'trusted publishing token exchange' });
+      return call(opts, 'POST', 'api/oidc/token', { body: { token: idToken, product: productId }, what: 'trusted publishing token exchange', limitBytes: ANSWER_LIMITS.credential });
     },
   };
 }

@@ -1,11 +1,12 @@
 /**
- * Trusted publishing, client side (issue 18, part 3): in a CI job with an ID token available,
+ * Trusted publishing, client side: in a CI job with an ID token available,
  * the CI's OIDC ID token is exchanged at the server for a short-lived product credential used
  * as the edit token and the SFTP password, so the pipeline stores no secret.
  * GitHub Actions: the job requests the token (ACTIONS_ID_TOKEN_REQUEST_URL/_TOKEN exist only
  * with `permissions: id-token: write`) for the server's audience. GitLab CI: the pipeline
  * declares the token (`id_tokens: PIER_ID_TOKEN: aud: …`) and it arrives in the environment.
  */
+import { ANSWER_LIMITS, readJsonAnswer } from '../server-answer.js';
 import type { PublishingApi } from './api.js';
 import { EXIT, PublishFailure } from './failure.js';
 
@@ -57,7 +58,12 @@ async function githubIdToken(env: Env, audience: string, timeoutSeconds: number)
   } catch (e) {
     throw new PublishFailure(EXIT.authentication, `requesting the GitHub Actions ID token failed: ${(e as Error).message}`);
   }
-  const body = (await res.json().catch(() => null)) as { value?: unknown } | null;
+  let body: { value?: unknown } | null;
+  try {
+    body = (await readJsonAnswer(res, 'requesting the GitHub Actions ID token', ANSWER_LIMITS.credential)) as { value?: unknown } | null;
+  } catch (e) {
+    throw new PublishFailure(EXIT.authentication, e instanceof Error ? e.message : String(e));
+  }
   if (!res.ok || typeof body?.value !== 'string') {
     throw new PublishFailure(EXIT.authentication, `requesting the GitHub Actions ID token failed: HTTP ${res.status} (does the job have "permissions: id-token: write"?)`);
   }

@@ -69,22 +69,31 @@ export function productsRepository(db: Kysely<PublishingDB>, dialect: DialectNam
       return db.selectFrom('products').selectAll().where('state', '=', 'live').where('id', 'in', ids).execute();
     },
 
+    /**
+     * A rotation of either secret (edit token, SFTP password) also revokes the product's
+     * trusted-publishing credentials (trust/tables.ts), in the same transaction: staff rotate
+     * because something leaked, and none of the product's credentials issued before may outlive
+     * it, nor an SFTP session logged in with one (its next request finds the credential gone).
+     */
     async setEditToken(id: string, hash: string, tokenId: string, now: string): Promise<boolean> {
-      const r = await db
-        .updateTable('products')
-        .set({ edit_token_hash: hash, edit_token_id: tokenId, updated_at: now })
-        .where('id', '=', id)
-        .executeTakeFirst();
-      return Number(r.numUpdatedRows) === 1;
+      return db.transaction().execute(async (trx) => {
+        const r = await trx
+          .updateTable('products')
+          .set({ edit_token_hash: hash, edit_token_id: tokenId, updated_at: now })
+          .where('id', '=', id)
+          .executeTakeFirst();
+        await trx.deleteFrom('trusted_credentials').where('product_id', '=', id).execute();
+        return Number(r.numUpdatedRows) === 1;
+      });
     },
 
+    /** See `setEditToken`: revokes the product's trusted-publishing credentials too. */
     async setSftpPassword(id: string, hash: string, now: string): Promise<boolean> {
-      const r = await db
-        .updateTable('products')
-        .set({ sftp_password_hash: hash, updated_at: now })
-        .where('id', '=', id)
-        .executeTakeFirst();
-      return Number(r.numUpdatedRows) === 1;
+      return db.transaction().execute(async (trx) => {
+        const r = await trx.updateTable('products').set({ sftp_password_hash: hash, updated_at: now }).where('id', '=', id).executeTakeFirst();
+        await trx.deleteFrom('trusted_credentials').where('product_id', '=', id).execute();
+        return Number(r.numUpdatedRows) === 1;
+      });
     },
 
     async setState(id: string, state: ProductRow['state'], now: string): Promise<boolean> {

@@ -9,7 +9,7 @@ import { filesService } from '../files/service.js';
 import { productsRepository } from '../products/repository.js';
 import { productService } from '../products/service.js';
 import { trustRepository } from '../trust/repository.js';
-import { trustService } from '../trust/service.js';
+import { trustedCredentialState, trustService } from '../trust/service.js';
 import { type HostKey, hostKeyDir, loadOrCreateHostKeys } from './host-keys.js';
 import { sftpRepository } from './repository.js';
 import { createSftpServer, type SftpServerOptions } from './server.js';
@@ -34,7 +34,7 @@ export interface RunningSftp {
  */
 const SWEEP_INTERVAL_MS = 5 * 60_000;
 
-/** Marks a session's credential as a trusted-publishing binding (a password hash never starts so). */
+/** Marks a session's credential as a trusted-publishing credential id (a password hash never starts so). */
 const TRUSTED_SESSION = 'trusted:';
 
 /** The `sftp` part of `pier serve`: its own database handle, the shared storage, the host keys. */
@@ -56,7 +56,8 @@ export async function startSftp(
     const files = filesService({ storage, repo: filesRepository(database.db, database), limits: publishing.limits });
     const productsRepo = productsRepository(database.db, database.dialect);
     // A trusted-publishing credential (pier_tp_…) is also the password of its product's user.
-    const trust = trustService({ repo: trustRepository(database.db), products: productsRepo, oidc: publishing.oidc, now: options.trustClock });
+    const trustClock = options.trustClock ?? (() => new Date());
+    const trust = trustService({ repo: trustRepository(database.db), products: productsRepo, oidc: publishing.oidc, now: trustClock });
     const products = productService({ repo: productsRepo, publishing, trust });
     const sftpRepo = sftpRepository(database.db, database);
     const hostKeys = loadOrCreateHostKeys(hostKeyDir(publishing.storageDir));
@@ -82,15 +83,19 @@ export async function startSftp(
         async authenticateSftp(username, password) {
           const login = await products.authenticateSftpLogin(username, password);
           if (!login) return null;
-          // A trusted credential's session lasts while its binding does (removing the binding ends
-          // it, as rotating the password does); its 15 minutes bound logins, not a transfer in flight.
-          if (login.publisher) return { id: login.product.id, credential: `${TRUSTED_SESSION}${login.publisher.bindingId}` };
+          // A trusted credential's session lasts while the credential does: it expires after its
+          // 15 minutes (transfers in progress finish), and is revoked when staff remove its
+          // binding or rotate the product's secrets (the session ends at once).
+          if (login.publisher) return { id: login.product.id, credential: `${TRUSTED_SESSION}${login.publisher.credentialId}`, kind: 'trusted' as const };
           // The password's hash (new salt on every rotation) tells a session its password changed.
-          return { id: login.product.id, credential: login.product.sftp_password_hash };
+          return { id: login.product.id, credential: login.product.sftp_password_hash, kind: 'password' as const };
         },
-        async sftpCredentialCurrent(productId, credential) {
-          if (credential.startsWith(TRUSTED_SESSION)) return trust.bindingCurrent(productId, credential.slice(TRUSTED_SESSION.length));
-          return (await sftpRepo.credential(productId)) === credential;
+        async sftpCredentialState(productId, credential) {
+          if (credential.startsWith(TRUSTED_SESSION)) {
+            const expiresAt = await sftpRepo.trustedCredentialExpiry(productId, credential.slice(TRUSTED_SESSION.length));
+            return trustedCredentialState(expiresAt, trustClock());
+          }
+          return (await sftpRepo.credential(productId)) === credential ? 'current' : 'revoked';
         },
       },
       files,

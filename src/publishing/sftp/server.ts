@@ -14,7 +14,8 @@ import type { FilesService } from '../files/service.js';
 import type { HostKey } from './host-keys.js';
 import { sftpMetrics } from './metrics.js';
 import { DEFAULT_PACING, type PacingOptions, SessionPacer, TokenBucket } from './pacer.js';
-import { CredentialRevokedError, type ServedSession, type SessionLog, serveSftp } from './session.js';
+import { type CredentialState, credentialWatch } from './credential-watch.js';
+import { type ServedSession, type SessionLog, serveSftp } from './session.js';
 
 /** SFTP channels open at once on one connection (OpenSSH, lftp and rclone use one each). */
 const MAX_CHANNELS_PER_CONNECTION = 2;
@@ -46,14 +47,27 @@ export function addressGroup(ip: string): string {
     .join(':')}::/64`;
 }
 
-/** How often an open session checks that its product's password is still the one it logged in with. */
+/** How often an open session checks the credential it logged in with (credential-watch.ts). */
 const CREDENTIAL_CHECK_MS = 5000;
 
+/** What a refused request is told, by the kind of credential the session logged in with. */
+const CREDENTIAL_MESSAGES = {
+  password: { revoked: 'The SFTP password was changed: log in again with the new one', expired: 'The SFTP password has expired' },
+  trusted: {
+    revoked: 'The trusted-publishing credential was revoked: exchange a new ID token and log in again',
+    expired: 'The trusted-publishing credential has expired: exchange a new ID token and log in again',
+  },
+} as const;
+
 export interface SftpAuthenticator {
-  /** The product whose SFTP credentials these are, or null; `credential` changes when its password does. */
-  authenticateSftp(username: string, password: string): Promise<{ id: string; credential: string } | null>;
-  /** Whether the product still has the credential a session logged in with (false once rotated or removed). */
-  sftpCredentialCurrent(productId: string, credential: string): Promise<boolean>;
+  /**
+   * The product whose SFTP credentials these are, or null. `credential` names what the session
+   * logged in with (its state is asked with it); `kind` says whether that is the product's
+   * password or a trusted-publishing credential.
+   */
+  authenticateSftp(username: string, password: string): Promise<{ id: string; credential: string; kind: 'password' | 'trusted' } | null>;
+  /** What the credential a session logged in with allows now (credential-watch.ts); the database decides. */
+  sftpCredentialState(productId: string, credential: string): Promise<CredentialState>;
 }
 
 /** See `endIfIdle`: how long an idle session may stay while the server drains. */
@@ -203,8 +217,9 @@ export function createSftpServer(options: SftpServerOptions): SftpServer {
       const ip = info.ip;
       connections.add(client);
       let productId: string | null = null;
-      /** What the product's password was at login (see `checkCredential`). */
+      /** What the session logged in with (see `watch`). */
       let credential = '';
+      let credentialKind: 'password' | 'trusted' = 'password';
       let closed = false;
       let idleTimer: NodeJS.Timeout | undefined;
       let checkTimer: NodeJS.Timeout | undefined;
@@ -253,6 +268,7 @@ export function createSftpServer(options: SftpServerOptions): SftpServer {
           productId = product.id;
           metrics?.sessions.inc();
           credential = product.credential;
+          credentialKind = product.kind;
           try {
             await files.ensureTree(product.id);
           } catch (e) {
@@ -277,20 +293,24 @@ export function createSftpServer(options: SftpServerOptions): SftpServer {
         idleTimer.unref();
 
         /**
-         * Ends the session once its product's password is no longer the one it logged in with
-         * (rotated by `pier staff`, possibly on another instance: the database decides). Asked
-         * before every request that changes files, and every few seconds while idle.
+         * What the session may still do with its credential (credential-watch.ts): rotated or
+         * revoked (by `pier staff`, possibly through another instance: the database decides),
+         * the session ends now; a trusted credential past its expiry, once its transfers in
+         * progress finished. Asked before every request that opens or changes files, and every
+         * few seconds while idle.
          */
-        let revoked = false;
-        const checkCredential = async (): Promise<void> => {
-          if (!revoked && !(await auth.sftpCredentialCurrent(id, credential))) {
-            revoked = true;
-            log.warn({ ip, productId: id }, 'sftp session ended: the password was changed');
-            setImmediate(() => client.end());
-          }
-          if (revoked) throw new CredentialRevokedError();
-        };
-        checkTimer = setInterval(() => void checkCredential().catch(() => {}), credentialCheckMs);
+        const kind = credentialKind;
+        const watch = credentialWatch({
+          read: () => auth.sftpCredentialState(id, credential),
+          busy: () => !idle(client),
+          messages: CREDENTIAL_MESSAGES[kind],
+          end: (why) => {
+            const what = kind === 'password' ? 'the password was changed' : `the trusted-publishing credential ${why === 'expired' ? 'expired' : 'was revoked'}`;
+            log.warn({ ip, productId: id }, `sftp session ended: ${what}`);
+            client.end();
+          },
+        });
+        checkTimer = setInterval(() => void watch.poll().catch(() => {}), credentialCheckMs);
         checkTimer.unref();
 
         const shared = productPacing.get(id) ?? { bucket: new TokenBucket(pacing), sessions: 0 };
@@ -341,10 +361,13 @@ export function createSftpServer(options: SftpServerOptions): SftpServer {
               files,
               log,
               activity: () => idleTimer?.refresh(),
-              checkCredential,
+              checkCredential: watch.check,
               pacer,
               metrics,
-              onIdle: () => endIfIdle(client),
+              onIdle: () => {
+                endIfIdle(client);
+                watch.idle();
+              },
               draining: () => draining,
             });
             const own = sessionsOf.get(client) ?? new Set();

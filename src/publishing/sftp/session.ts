@@ -8,14 +8,18 @@ import type { Attributes, FileEntry, SFTPWrapper } from 'ssh2';
 import ssh2 from 'ssh2';
 
 const { utils } = ssh2;
-import { type StoredEntry, type StoredList, type StoredReader, storageErrorCode } from '../../infra/storage.js';
-import { QuotaExceededError, type FilesService, type Upload } from '../files/service.js';
+import type { StoredEntry } from '../../infra/storage.js';
+import { QuotaExceededError, type FilesService } from '../files/service.js';
+import type { Handle } from './handles.js';
+import { CredentialRevokedError, type CredentialUse, deny, failure, missing, RESUME_REFUSED, statusOf, unsupported } from './refusals.js';
 import { AREAS, creationProblem, resolveTreePath, type TreePath, TreePathError } from '../files/tree.js';
 import { attrsOf, entryOf, longname } from './attrs.js';
 import type { SftpMetrics } from './metrics.js';
 import type { SessionPacer } from './pacer.js';
 
 const { STATUS_CODE, OPEN_MODE } = utils.sftp;
+
+export { CredentialRevokedError, type CredentialUse } from './refusals.js';
 
 export interface SessionLog {
   info(obj: object, msg: string): void;
@@ -30,10 +34,10 @@ export interface SessionContext {
   /** Called on every request (the connection's idle timeout restarts). */
   activity?: () => void;
   /**
-   * Throws CredentialRevokedError once the product's password is no longer the one this
-   * session logged in with; awaited before every request that changes files.
+   * Throws CredentialRevokedError once the credential this session logged in with no longer
+   * allows `use` (credential-watch.ts); awaited before every request that opens or changes files.
    */
-  checkCredential?: () => Promise<void>;
+  checkCredential?: (use: CredentialUse) => Promise<void>;
   /** Paces the session's requests (see pacer.ts); unpaced without it. */
   pacer?: SessionPacer;
   /** Counts bytes and uploads (metrics.ts); null or absent while metrics are off. */
@@ -48,14 +52,6 @@ export interface SessionContext {
 export interface ServedSession {
   /** Whether a transfer or listing is in progress (a handle is open or being opened). */
   busy(): boolean;
-}
-
-/** A request refused because the session's password was rotated since it logged in. */
-export class CredentialRevokedError extends Error {
-  constructor() {
-    super('The SFTP password was changed: log in again with the new one');
-    this.name = 'CredentialRevokedError';
-  }
 }
 
 /**
@@ -83,62 +79,10 @@ const REFUSAL_COST = 4;
 const PER_LISTED_ENTRY = 0.1;
 const dataCost = (bytes: number) => 0.25 + bytes / (256 * 1024);
 
-type Handle =
-  | { kind: 'read'; path: string; reader: StoredReader }
-  | {
-      kind: 'write';
-      path: string;
-      upload: Upload;
-      /** With APPEND, where the next write lands (requests are placed in arrival order, like O_APPEND). */
-      appendAt: number | null;
-      /**
-       * Size of the kept previous contents until the first write (opened without TRUNC): a
-       * first write at or past it would continue the stored file, see `RESUME_REFUSED`.
-       */
-      keptUntilFirstWrite: number | null;
-      /** The limit message once a write was refused; the upload is then aborted. */
-      failed: string | null;
-      times: { atimeMs: number; mtimeMs: number } | null;
-      inFlight: Set<Promise<unknown>>;
-    }
-  | {
-      kind: 'dir';
-      path: TreePath;
-      /** `.`, `..` (and the root's three folders) not yet sent. */
-      first: FileEntry[];
-      /** The folder read a batch per READDIR; null for the root and a folder not created yet. */
-      list: StoredList | null;
-    };
-
-/** A refusal with its SFTP status; anything else thrown is an internal error. */
-class Refusal extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
-const deny = (msg: string) => new Refusal(STATUS_CODE.PERMISSION_DENIED, msg);
-const missing = (msg = 'No such file') => new Refusal(STATUS_CODE.NO_SUCH_FILE, msg);
-const failure = (msg: string) => new Refusal(STATUS_CODE.FAILURE, msg);
-
-/**
- * A resumed upload (OpenSSH and psftp `reput`, lftp `put -c`, curl `-C`) continues the file at
- * its path from its size on. Uploads here are atomic, so an interrupted one leaves the previous
- * version at the path, not the partial file: continuing would stitch the previous version's
- * head to the new file's tail. Appending to a stored file, or a first write at or past its end
- * without TRUNC, is refused instead, and the stored file stays as it was.
- */
-const RESUME_REFUSED =
-  'Resuming or appending to a stored file is not supported: uploads replace whole files (use put, not reput)';
-const unsupported = (msg: string) => new Refusal(STATUS_CODE.OP_UNSUPPORTED, msg);
-
 export function serveSftp(sftp: SFTPWrapper, ctx: SessionContext): ServedSession {
   const { productId, files, log } = ctx;
   const metrics = ctx.metrics ?? null;
-  const stillAllowed = ctx.checkCredential ?? (async () => {});
+  const stillAllowed = ctx.checkCredential ?? (async (_use: CredentialUse) => {});
   const storage = files.storage;
   const handles = new Map<number, Handle>();
   /** OPENs between their cap check and their handle: they count against the cap too. */
@@ -227,15 +171,8 @@ export function serveSftp(sftp: SFTPWrapper, ctx: SessionContext): ServedSession
     const turn = ctx.pacer?.admit(cost);
     (turn ? turn.then(work) : work()).catch((e: unknown) => {
       ctx.pacer?.charge(REFUSAL_COST);
-      if (e instanceof Refusal) return sftp.status(reqid, e.status, e.message);
-      if (e instanceof CredentialRevokedError) return sftp.status(reqid, STATUS_CODE.PERMISSION_DENIED, e.message);
-      if (e instanceof QuotaExceededError) return sftp.status(reqid, STATUS_CODE.FAILURE, e.message);
-      const code = storageErrorCode(e);
-      if (code === 'ENOENT') return sftp.status(reqid, STATUS_CODE.NO_SUCH_FILE, 'No such file');
-      if (code === 'EEXIST') return sftp.status(reqid, STATUS_CODE.FAILURE, 'Already exists');
-      if (code === 'ENOTEMPTY') return sftp.status(reqid, STATUS_CODE.FAILURE, 'Folder not empty');
-      if (code === 'ENOTDIR') return sftp.status(reqid, STATUS_CODE.FAILURE, 'Not a folder');
-      if (code === 'EISDIR') return sftp.status(reqid, STATUS_CODE.FAILURE, 'Is a folder');
+      const answer = statusOf(e);
+      if (answer) return sftp.status(reqid, answer.status, answer.message);
       log.error({ productId, op, err: e }, 'sftp request failed');
       sftp.status(reqid, STATUS_CODE.FAILURE, 'Internal error');
     });
@@ -249,6 +186,7 @@ export function serveSftp(sftp: SFTPWrapper, ctx: SessionContext): ServedSession
       const p = resolve(filename, writing);
       if (p.kind !== 'inside') throw failure('Is a folder');
       if (!writing) {
+        await stillAllowed('read');
         return openHandle(reqid, async () => {
           const reader = await storage.openRead(key(p.path));
           if (!reader) {
@@ -259,7 +197,7 @@ export function serveSftp(sftp: SFTPWrapper, ctx: SessionContext): ServedSession
         });
       }
       requireCreatable(p, 'file');
-      await stillAllowed();
+      await stillAllowed('change');
       return openHandle(reqid, async () => {
         // The checks of what exists run while the files service reads the limits; a missing
         // parent folder makes the temporary file's creation fail with "no such file".
@@ -357,7 +295,9 @@ export function serveSftp(sftp: SFTPWrapper, ctx: SessionContext): ServedSession
           await h.upload.abort();
           throw failure(h.failed);
         }
-        await stillAllowed().catch(async (e: unknown) => {
+        // An upload opened while the credential was current commits after it expired, not
+        // after it was revoked.
+        await stillAllowed('finish').catch(async (e: unknown) => {
           if (e instanceof CredentialRevokedError) metrics?.uploads.inc({ outcome: 'refused' });
           await h.upload.abort();
           throw e;
@@ -402,7 +342,7 @@ export function serveSftp(sftp: SFTPWrapper, ctx: SessionContext): ServedSession
       const times = timesOf(attrs);
       if (times && h.kind === 'write') h.times = times;
       else if (times && h.kind === 'read') {
-        await stillAllowed();
+        await stillAllowed('change');
         await files.setTimes(productId, h.path, times.atimeMs, times.mtimeMs);
       }
       ok(reqid);
@@ -411,7 +351,7 @@ export function serveSftp(sftp: SFTPWrapper, ctx: SessionContext): ServedSession
 
   sftp.on('SETSTAT', (reqid: number, path: string, attrs: Attributes) =>
     run(reqid, 'setstat', async () => {
-      await stillAllowed();
+      await stillAllowed('change');
       const p = resolve(path);
       await describe(p);
       const times = timesOf(attrs);
@@ -432,6 +372,7 @@ export function serveSftp(sftp: SFTPWrapper, ctx: SessionContext): ServedSession
       const p = resolve(path);
       const self = await describe(p);
       if (self.type !== 'dir') throw failure('Not a folder');
+      await stillAllowed('read');
       await openHandle(reqid, async () => {
         const now = Date.now();
         const parent = { type: 'dir' as const, size: 0, mtimeMs: now };
@@ -472,7 +413,7 @@ export function serveSftp(sftp: SFTPWrapper, ctx: SessionContext): ServedSession
 
   sftp.on('MKDIR', (reqid: number, path: string) =>
     run(reqid, 'mkdir', async () => {
-      await stillAllowed();
+      await stillAllowed('change');
       const p = resolve(path, true);
       if (p.kind !== 'inside') throw failure('Already exists');
       requireCreatable(p, 'dir');
@@ -484,7 +425,7 @@ export function serveSftp(sftp: SFTPWrapper, ctx: SessionContext): ServedSession
 
   sftp.on('RMDIR', (reqid: number, path: string) =>
     run(reqid, 'rmdir', async () => {
-      await stillAllowed();
+      await stillAllowed('change');
       const p = resolve(path, true);
       if (p.kind !== 'inside') throw deny('The root and its three folders are fixed');
       const st = await storage.stat(key(p.path));
@@ -497,7 +438,7 @@ export function serveSftp(sftp: SFTPWrapper, ctx: SessionContext): ServedSession
 
   sftp.on('REMOVE', (reqid: number, path: string) =>
     run(reqid, 'remove', async () => {
-      await stillAllowed();
+      await stillAllowed('change');
       const p = resolve(path, true);
       if (p.kind !== 'inside') throw deny('The root and its three folders are fixed');
       if (!(await files.remove(productId, p.path))) throw missing();
@@ -508,7 +449,7 @@ export function serveSftp(sftp: SFTPWrapper, ctx: SessionContext): ServedSession
 
   sftp.on('RENAME', (reqid: number, oldPath: string, newPath: string) =>
     run(reqid, 'rename', async () => {
-      await stillAllowed();
+      await stillAllowed('change');
       const from = resolve(oldPath, true);
       const to = resolve(newPath, true);
       if (from.kind !== 'inside') throw deny('The root and its three folders are fixed');

@@ -29,6 +29,8 @@ export interface CiIdentity {
   ref: string;
   /** GitLab: 'branch' | 'tag'; GitHub: from the token's `ref_type`. */
   refType: string | null;
+  /** The token's `ref_protected`: whether the branch or tag is protected in the CI's project; null when absent. */
+  refProtected: boolean | null;
   runId: string;
   runAttempt: string | null;
   sha: string | null;
@@ -73,6 +75,17 @@ function textClaim(payload: JWTPayload, name: string, required: boolean): string
   // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what we refuse
   if (typeof v !== 'string' || v.length > 512 || /[\x00-\x1f\x7f]/.test(v)) throw new ClaimProblem(name, `"${name}" is not a plain string`);
   return v;
+}
+
+/**
+ * `ref_protected`: the string "true"/"false" in both providers' tokens (a JSON boolean is read
+ * alike). Anything else is unknown (null), which the protected-ref rule treats as unprotected.
+ */
+function flagClaim(payload: JWTPayload, name: string): boolean | null {
+  const v = payload[name];
+  if (v === true || v === 'true') return true;
+  if (v === false || v === 'false') return false;
+  return null;
 }
 
 /**
@@ -121,6 +134,7 @@ export function githubIdentity(payload: JWTPayload, issuer: string): CiIdentity 
     environment: textClaim(payload, 'environment', false),
     ref,
     refType: textClaim(payload, 'ref_type', false),
+    refProtected: flagClaim(payload, 'ref_protected'),
     runId,
     runAttempt,
     sha: textClaim(payload, 'sha', false),
@@ -151,6 +165,7 @@ export function gitlabIdentity(payload: JWTPayload, issuer: string): CiIdentity 
     environment: textClaim(payload, 'environment', false),
     ref: textClaim(payload, 'ref', true),
     refType: textClaim(payload, 'ref_type', false),
+    refProtected: flagClaim(payload, 'ref_protected'),
     runId: idClaim(payload, 'pipeline_id', true),
     runAttempt: null,
     sha: textClaim(payload, 'sha', false),

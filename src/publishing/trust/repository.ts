@@ -50,10 +50,6 @@ export function trustRepository(db: Kysely<PublishingDB>) {
       });
     },
 
-    async bindingExists(productId: string, id: string): Promise<boolean> {
-      return !!(await db.selectFrom('trust_bindings').select('id').where('product_id', '=', productId).where('id', '=', id).executeTakeFirst());
-    },
-
     /**
      * One exchange in one transaction: the ID token's key is taken (a replay when it was
      * already), the owner id pinned if the binding had none (trust on first use), then checked
@@ -64,6 +60,8 @@ export function trustRepository(db: Kysely<PublishingDB>) {
       usedKey: string;
       usedUntil: string;
       now: string;
+      /** Credentials that expired before this are forgotten (see EXPIRED_CREDENTIAL_KEPT_MS). */
+      forgetExpiredBefore: string;
       ownerId: string;
       credential: CredentialRow;
       history: PublishRow;
@@ -88,7 +86,7 @@ export function trustRepository(db: Kysely<PublishingDB>) {
           const binding = await trx.selectFrom('trust_bindings').select('owner_id').where('id', '=', input.credential.binding_id).executeTakeFirst();
           if (!binding) throw new Outcome('binding_gone');
           if (binding.owner_id !== input.ownerId) throw new Outcome('owner_mismatch');
-          await trx.deleteFrom('trusted_credentials').where('product_id', '=', input.credential.product_id).where('expires_at', '<', input.now).execute();
+          await trx.deleteFrom('trusted_credentials').where('product_id', '=', input.credential.product_id).where('expires_at', '<', input.forgetExpiredBefore).execute();
           await trx.insertInto('trusted_credentials').values(input.credential).execute();
           await trx.insertInto('trusted_publishes').values(input.history).execute();
           return 'ok' as const;

@@ -3,15 +3,34 @@ import type { Config } from '../../infra/config.js';
 import { AppError, ConflictError, NotFoundError, ServiceUnavailableError, UsageError, type FieldProblem } from '../../infra/errors.js';
 import { constantTimeEqual, generateToken, hasValidChecksum, randomId, sha256 } from '../../infra/secrets.js';
 import type { ProductsRepository } from '../products/repository.js';
-import { type CiIdentity, ClaimProblem, githubIdentity, gitlabIdentity, isWorkflowPath, type Publisher } from './claims.js';
+import { type BindingInput, type BindingView, bindingMismatches, bindingView, CLAIMS, checkBinding } from './bindings.js';
+import { type CiIdentity, ClaimProblem, githubIdentity, gitlabIdentity, type Publisher } from './claims.js';
 import { type IssuerKeys, issuerKeys } from './issuers.js';
+import { boundRef } from './refs.js';
 import type { BindingRow, PublishRow, TrustRepository } from './repository.js';
 
 export type { Publisher } from './claims.js';
+export { type BindingInput, type BindingView, bindingMismatches } from './bindings.js';
 
 export const TRUSTED_CREDENTIAL_PREFIX = 'pier_tp_';
-/** Lifetime of an exchanged credential (issue 18: 15 minutes). */
+/** Lifetime of an exchanged credential: long enough for one publish, short enough that a leaked one is soon useless. */
 export const CREDENTIAL_TTL_MS = 15 * 60_000;
+/**
+ * How long an expired credential's row is kept: it logs nothing in and authorizes nothing, but
+ * tells an SFTP session logged in with it that the credential expired (transfers in progress
+ * finish) rather than was revoked (the session ends at once). A product has a few exchanges a day.
+ */
+export const EXPIRED_CREDENTIAL_KEPT_MS = 24 * 3_600_000;
+
+/**
+ * What an SFTP session's trusted credential is now, from its row's `expires_at` (null: the row is
+ * gone, so the credential was revoked: its binding removed, or the product's secrets rotated).
+ */
+export function trustedCredentialState(expiresAt: string | null, now: Date): 'current' | 'expired' | 'revoked' {
+  if (expiresAt === null) return 'revoked';
+  return expiresAt > now.toISOString() ? 'current' : 'expired';
+}
+
 /** Clock skew allowed on `exp`, `nbf` and `iat` between the CI's issuer and us. */
 export const CLOCK_SKEW_SECONDS = 60;
 /**
@@ -35,31 +54,6 @@ function refuse(status: 401 | 403, claim: string, message: string): TrustRefused
   return new TrustRefusedError(status, message, [{ field: claim, message }]);
 }
 
-export interface BindingInput {
-  provider: 'github' | 'gitlab';
-  repository: string;
-  repositoryId: string;
-  ownerId?: string | undefined;
-  workflow?: string | undefined;
-  ref?: string | undefined;
-  environment?: string | undefined;
-}
-
-export interface BindingView {
-  id: string;
-  productId: string;
-  provider: 'github' | 'gitlab';
-  repository: string;
-  repositoryId: string;
-  /** null: pinned by the first successful exchange. */
-  ownerId: string | null;
-  ownerPinnedAt: string | null;
-  workflow: string | null;
-  ref: string | null;
-  environment: string | null;
-  createdAt: string;
-}
-
 export interface TrustedPublish {
   at: string;
   action: PublishRow['action'];
@@ -79,94 +73,6 @@ export interface ExchangeResult {
   token: string;
   expiresAt: string;
   productId: string;
-}
-
-/** The claim names of each provider, for refusals. */
-const CLAIMS = {
-  github: { repository: 'repository', repositoryId: 'repository_id', ownerId: 'repository_owner_id', workflow: 'workflow_ref', ref: 'ref' },
-  gitlab: { repository: 'project_path', repositoryId: 'project_id', ownerId: 'namespace_id', workflow: 'ci_config_ref_uri', ref: 'ref' },
-} as const;
-
-/**
- * Which claims of `identity` the binding refuses, in the order a refusal names them. Stable ids
- * are checked as well as names (issue 18): a repository deleted and recreated under the same
- * name gets a new id and does not inherit the binding. GitHub and GitLab paths are
- * case-insensitive, so are GitHub environment names; ids and workflow paths are exact.
- */
-export function bindingMismatches(binding: BindingRow, identity: CiIdentity): FieldProblem[] {
-  const claims = CLAIMS[identity.provider];
-  const out: FieldProblem[] = [];
-  if (binding.provider !== identity.provider) return [{ field: 'iss', message: `the binding is for ${binding.provider}` }];
-  if (binding.repository_id !== identity.repositoryId) out.push({ field: claims.repositoryId, message: `"${claims.repositoryId}" is not the bound repository's id` });
-  if (binding.repository.toLowerCase() !== identity.repository.toLowerCase()) {
-    out.push({ field: claims.repository, message: `"${claims.repository}" is not the bound repository` });
-  }
-  if (binding.owner_id !== null && binding.owner_id !== identity.ownerId) {
-    out.push({ field: claims.ownerId, message: `"${claims.ownerId}" is not the bound owner's id` });
-  }
-  if (binding.workflow !== null && binding.workflow !== identity.workflow) {
-    out.push({ field: claims.workflow, message: `"${claims.workflow}" does not name the bound workflow file` });
-  }
-  if (binding.ref !== null && !refMatches(binding.ref, identity)) out.push({ field: claims.ref, message: `"${claims.ref}" is not the bound ref` });
-  if (binding.environment !== null) {
-    const env = identity.environment;
-    const same = env !== null && (identity.provider === 'github' ? env.toLowerCase() === binding.environment.toLowerCase() : env === binding.environment);
-    if (!same) out.push({ field: 'environment', message: env === null ? 'the job runs in no environment; the binding requires one' : '"environment" is not the bound environment' });
-  }
-  return out;
-}
-
-/** GitLab's `ref` is a bare name; a binding may also give the full `refs/heads/…`/`refs/tags/…` form. */
-function refMatches(bound: string, identity: CiIdentity): boolean {
-  if (bound === identity.ref) return true;
-  if (identity.provider !== 'gitlab') return false;
-  const full = identity.refType === 'tag' ? `refs/tags/${identity.ref}` : identity.refType === 'branch' ? `refs/heads/${identity.ref}` : null;
-  return full === bound;
-}
-
-// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what we refuse
-const PLAIN = /^[^\x00-\x1f\x7f]{1,255}$/;
-
-function checkBinding(input: BindingInput): FieldProblem[] {
-  const problems: FieldProblem[] = [];
-  const id = (field: string, v: string | undefined) => {
-    if (v !== undefined && !/^\d{1,30}$/.test(v)) problems.push({ field, message: 'must be a numeric id' });
-  };
-  if (input.provider === 'github') {
-    if (!/^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})\/[A-Za-z0-9._-]{1,100}$/.test(input.repository)) {
-      problems.push({ field: 'github', message: 'must be <owner>/<repository>' });
-    }
-    id('repository-id', input.repositoryId);
-    id('owner-id', input.ownerId);
-    if (!input.workflow || !isWorkflowPath(input.workflow)) problems.push({ field: 'workflow', message: 'must be a workflow file, e.g. .github/workflows/release.yml' });
-    if (input.ref !== undefined) problems.push({ field: 'ref', message: 'is for GitLab bindings; a GitHub binding names the workflow' });
-  } else {
-    if (!/^[A-Za-z0-9._-]+(?:\/[A-Za-z0-9._-]+)+$/.test(input.repository) || input.repository.length > 512) {
-      problems.push({ field: 'gitlab', message: 'must be <group>/<project> (subgroups allowed)' });
-    }
-    id('project-id', input.repositoryId);
-    id('namespace-id', input.ownerId);
-    if (input.workflow !== undefined) problems.push({ field: 'workflow', message: 'is for GitHub bindings' });
-    if (input.ref !== undefined && !PLAIN.test(input.ref)) problems.push({ field: 'ref', message: 'must be a branch or tag name' });
-  }
-  if (input.environment !== undefined && !PLAIN.test(input.environment)) problems.push({ field: 'environment', message: 'must be 1 to 255 characters' });
-  return problems;
-}
-
-function bindingView(row: BindingRow): BindingView {
-  return {
-    id: row.id,
-    productId: row.product_id,
-    provider: row.provider,
-    repository: row.repository,
-    repositoryId: row.repository_id,
-    ownerId: row.owner_id,
-    ownerPinnedAt: row.owner_pinned_at,
-    workflow: row.workflow,
-    ref: row.ref,
-    environment: row.environment,
-    createdAt: row.created_at,
-  };
 }
 
 /** Sortable ids: time first so rows written in the same millisecond still list in order. */
@@ -281,10 +187,12 @@ export function trustService({ repo, products, oidc, now = () => new Date(), key
         repository_id: input.repositoryId,
         owner_id: input.ownerId ?? null,
         workflow: input.workflow ?? null,
-        ref: input.ref ?? null,
+        // Stored as the full ref it stands for: a bare name is a branch (trust/refs.ts).
+        ref: input.ref === undefined ? null : boundRef(input.ref),
         environment: input.environment ?? null,
         created_at: at,
         owner_pinned_at: null,
+        allow_unprotected: input.allowUnprotected ? 1 : 0,
       };
       await repo.addBinding(row);
       return bindingView(row);
@@ -295,7 +203,7 @@ export function trustService({ repo, products, oidc, now = () => new Date(), key
       return (await repo.bindings(productId)).map(bindingView);
     },
 
-    /** Removes the binding; credentials it issued stop working at once, SFTP sessions end at their next check. */
+    /** Removes the binding; credentials it issued stop working at once, SFTP sessions logged in with one end at their next check. */
     async removeBinding(productId: string, bindingId: string): Promise<void> {
       await mustFindProduct(productId);
       if (!(await repo.removeBinding(productId, bindingId))) throw new NotFoundError(`product "${productId}" has no binding "${bindingId}"`);
@@ -357,6 +265,7 @@ export function trustService({ repo, products, oidc, now = () => new Date(), key
         // Kept while the token could still pass the expiry check.
         usedUntil: new Date((exp + CLOCK_SKEW_SECONDS + 1) * 1000).toISOString(),
         now: at.toISOString(),
+        forgetExpiredBefore: new Date(at.getTime() - EXPIRED_CREDENTIAL_KEPT_MS).toISOString(),
         ownerId: identity.ownerId,
         credential: {
           id: credentialId,
@@ -387,11 +296,6 @@ export function trustService({ repo, products, oidc, now = () => new Date(), key
         if (constantTimeEqual(row.token_hash, hash)) found = row.publisher;
       }
       return found === null ? null : (JSON.parse(found) as Publisher);
-    },
-
-    /** Whether an SFTP session logged in with a credential of this binding may go on (false once staff removed it). */
-    async bindingCurrent(productId: string, bindingId: string): Promise<boolean> {
-      return repo.bindingExists(productId, bindingId);
     },
 
     /** Adds what a trusted publisher did to the product's history. */

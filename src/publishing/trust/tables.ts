@@ -1,4 +1,4 @@
-import type { Kysely, Migration } from 'kysely';
+import { type Kysely, type Migration, sql } from 'kysely';
 
 /*
  * Trusted publishing (issue 18 part 3). CI ids (repository, owner, project, namespace, run) are
@@ -19,12 +19,18 @@ export interface TrustBindingsTable {
   owner_id: string | null;
   /** GitHub only: the workflow file, `.github/workflows/release.yml`. */
   workflow: string | null;
-  /** GitLab only (optional): the branch or tag the pipeline must run for. */
+  /**
+   * Optional: the branch or tag the job must run for, `refs/heads/<branch>` or `refs/tags/<tag>`
+   * (`*` a wildcard, trust/refs.ts). Rows written before refs had a kind may hold a bare name:
+   * a branch.
+   */
   ref: string | null;
   environment: string | null;
   created_at: string;
   /** When `owner_id` was pinned by an exchange (trust on first use); null when staff gave it. */
   owner_pinned_at: string | null;
+  /** GitLab: 1 when staff allowed pipelines of unprotected branches and tags (`ref_protected` false), else 0. */
+  allow_unprotected: number;
 }
 
 /** A short-lived `pier_tp_…` credential; only its SHA-256 is kept. */
@@ -127,5 +133,19 @@ export const trustedPublishingMigration: Migration = {
       .addColumn('created_at', 'varchar(32)', (c) => c.notNull())
       .execute();
     await db.schema.createIndex('trusted_publishes_by_product').on('trusted_publishes').columns(['product_id', 'created_at']).execute();
+  },
+};
+
+/**
+ * Migration `0016_trust_ref_kinds` (listed in publishing/db.ts): bound refs name their kind. A
+ * bare name bound before meant a branch (trust/refs.ts) and is written out as one, so listings
+ * show what a binding accepts; bindings start refusing unprotected GitLab refs unless staff
+ * allow them.
+ */
+export const trustRefKindsMigration: Migration = {
+  async up(db: Kysely<unknown>) {
+    await db.schema.alterTable('trust_bindings').addColumn('allow_unprotected', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+    await sql`UPDATE trust_bindings SET ref = 'refs/heads/' || ref
+      WHERE ref IS NOT NULL AND ref NOT LIKE 'refs/heads/%' AND ref NOT LIKE 'refs/tags/%'`.execute(db);
   },
 };

@@ -15,9 +15,19 @@ declare module 'fastify' {
 }
 
 /**
+ * Whether the request presents a credential at all. A request without one (a browser, a
+ * crawler, a script that forgot its token) guesses nothing, so it is answered 401 but not
+ * counted: counting it would let anonymous requests ban an address that many clients share
+ * (a NAT, a CI egress, a proxy), and with it the vendor behind that address.
+ */
+function presentsCredential(authorization: string | undefined): boolean {
+  return /\S/.test((authorization ?? '').replace(/^\s*Bearer(?=\s|$)/i, ''));
+}
+
+/**
  * The `onRequest` hook of a vendor route under `/api/products/:id…`: the edit token or a
- * `pier_tp_…` credential of that product, failures counted per client address. Sets
- * `req.product`, and `req.publisher` for a trusted credential.
+ * `pier_tp_…` credential of that product, failures of presented credentials counted per client
+ * address. Sets `req.product`, and `req.publisher` for a trusted credential.
  */
 export function vendorAuthentication(products: Pick<ProductService, 'authenticateVendor'>, limiter: FailureLimiter) {
   return async (req: FastifyRequest): Promise<void> => {
@@ -29,7 +39,7 @@ export function vendorAuthentication(products: Pick<ProductService, 'authenticat
       req.product = who.product;
       if (who.publisher) req.publisher = who.publisher;
     } catch (e) {
-      if (e instanceof UnauthorizedError) limiter.fail(req.ip);
+      if (e instanceof UnauthorizedError && presentsCredential(req.headers.authorization)) limiter.fail(req.ip);
       throw e;
     }
   };

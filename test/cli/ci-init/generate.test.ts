@@ -36,25 +36,30 @@ function checkGithubWorkflow(wf: Obj): void {
   assert.deepEqual((on.push as Obj).tags, ['v*']);
   const inputs = (on.workflow_dispatch as Obj).inputs as Record<string, Obj>;
   for (const input of Object.values(inputs)) assert.ok(['string', 'boolean', 'choice', 'number', 'environment'].includes(input.type as string));
-  const perms = wf.permissions as Obj;
-  for (const [scope, level] of Object.entries(perms)) {
-    assert.ok(PERMISSION_SCOPES.has(scope), scope);
-    assert.ok(['read', 'write', 'none'].includes(level as string), `${scope}: ${level}`);
-  }
-  assert.equal(perms['id-token'], 'write');
-  assert.equal(perms.contents, 'read');
+  const checkPermissions = (perms: Obj) => {
+    for (const [scope, level] of Object.entries(perms)) {
+      assert.ok(PERMISSION_SCOPES.has(scope), scope);
+      assert.ok(['read', 'write', 'none'].includes(level as string), `${scope}: ${level}`);
+    }
+  };
+  // Nothing at the workflow level: each job names what it needs (a job's permissions replace these).
+  assert.deepEqual(wf.permissions, {});
   const jobs = wf.jobs as Record<string, Obj>;
   assert.ok(Object.keys(jobs).length > 0);
   for (const [id, job] of Object.entries(jobs)) {
     assert.match(id, /^[A-Za-z_][A-Za-z0-9_-]*$/);
     assert.ok(typeof job['runs-on'] === 'string', 'runs-on is required');
+    assert.ok(job.permissions && typeof job.permissions === 'object', `${id}: permissions of its own`);
+    checkPermissions(job.permissions as Obj);
+    for (const need of [job.needs ?? []].flat() as string[]) assert.ok(need in jobs, `${id} needs ${need}`);
     const steps = job.steps as Obj[];
     assert.ok(Array.isArray(steps) && steps.length > 0);
     const ids = new Set<string>();
     for (const step of steps) {
       for (const key of Object.keys(step)) assert.ok(STEP_KEYS.has(key), `unknown step key ${key}`);
       assert.ok(('uses' in step) !== ('run' in step), `a step has exactly one of uses/run: ${JSON.stringify(step)}`);
-      if ('uses' in step) assert.match(step.uses as string, /^[\w.-]+\/[\w.-]+@[\w.-]+$/);
+      // Pinned by a full commit SHA (the release tag is in a comment, see pinnedComments).
+      if ('uses' in step) assert.match(step.uses as string, /^[\w.-]+\/[\w.-]+@[0-9a-f]{40}$/);
       if (step.id) {
         assert.ok(!ids.has(step.id as string), `duplicate step id ${step.id}`);
         ids.add(step.id as string);
@@ -86,28 +91,78 @@ function checkGitlabPipeline(ci: Obj): void {
   }
 }
 
+/** Every `uses:` line of the text: pinned by commit with its release tag in a comment. */
+function pinnedComments(text: string): string[] {
+  const lines = text.split('\n').filter((l) => /^\s*(- )?uses:/.test(l));
+  assert.ok(lines.length > 0);
+  for (const l of lines) assert.match(l, /uses: [\w.-]+\/[\w.-]+@[0-9a-f]{40} # v\d+(\.\d+)*$/, l);
+  return lines.map((l) => l.replace(/^.*uses: /, ''));
+}
+
+/** The jobs of the generated GitHub workflow: only `publish` may ask for an ID token. */
+function checkJobSplit(wf: Obj): void {
+  const jobs = wf.jobs as Record<string, Obj>;
+  assert.deepEqual(Object.keys(jobs), ['label', 'build', 'publish']);
+  assert.deepEqual(jobs.label!.permissions, {});
+  assert.deepEqual(jobs.build!.permissions, { contents: 'read' });
+  assert.deepEqual(jobs.publish!.permissions, { 'id-token': 'write' });
+  assert.deepEqual([jobs.build!.needs, jobs.publish!.needs], ['label', ['label', 'build']]);
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: a GitHub Actions expression
+  assert.deepEqual(jobs.publish!.concurrency, { group: 'pier-publish-${{ needs.label.outputs.label }}', 'cancel-in-progress': false });
+  assert.equal(wf.concurrency, undefined, 'no workflow-wide group by ref');
+  // The build hands the site on; the publish job has no checkout, only the artifact.
+  const uses = (job: string) => ((jobs[job]!.steps as Obj[]).map((s) => s.uses).filter(Boolean) as string[]).map((u) => u.replace(/@.*/, ''));
+  assert.ok(uses('build').includes('actions/upload-artifact'));
+  assert.deepEqual(uses('publish'), ['actions/download-artifact', 'actions/setup-node']);
+  assert.equal(((jobs.build!.steps as Obj[])[0]!.with as Obj)['persist-credentials'], false);
+}
+
 async function init(root: string, extra: Partial<Parameters<typeof ciInit>[0]> = {}) {
   return ciInit({ github: true, product: 'example-nodes', server: 'https://pier.example.com', dir: root, ...extra });
 }
 
-test('GitHub, Tycho: valid YAML, id-token: write, the build, then pier ci label and pier publish with the site and the zip', async () => {
+test('GitHub, Tycho: valid YAML; label, build and publish jobs, only publish with id-token: write; actions pinned by commit; the site handed on as an artifact; concurrency by label', async () => {
   const root = tychoRepo(tempDir('ci-gen-'));
   const result = await init(root);
   assert.equal(result.file, path.join(root, '.github/workflows/pier-publish.yml'));
   const wf = parse(fs.readFileSync(result.file, 'utf8'));
   checkGithubWorkflow(wf);
-  const steps = ((wf.jobs as Obj).publish as Obj).steps as Obj[];
+  checkJobSplit(wf);
   assert.deepEqual(
-    steps.map((s) => s.uses ?? s.id),
-    ['actions/checkout@v4', 'actions/setup-java@v4', 'build', 'actions/setup-node@v4', 'install-pier', 'publish'],
+    pinnedComments(result.text).map((u) => u.replace(/@[0-9a-f]{40}/, '')),
+    [
+      'actions/setup-node # v7.0.0',
+      'actions/checkout # v7.0.1',
+      'actions/setup-java # v5.7.0',
+      'actions/upload-artifact # v7.0.0',
+      'actions/download-artifact # v8.0.1',
+      'actions/setup-node # v7.0.0',
+    ],
   );
-  assert.equal((steps[2]!.run as string).trim(), 'mvn --batch-mode --no-transfer-progress verify');
-  const publish = steps[5]!;
+  const jobSteps = (job: string) => ((wf.jobs as Obj)[job] as Obj).steps as Obj[];
+  const label = jobSteps('label').find((s) => s.id === 'label')!;
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: a GitHub Actions expression
+  assert.equal((label.env as Obj).PIER_LABEL, '${{ inputs.label || vars.PIER_LABEL }}');
+  assert.match(label.run as string, /\/cli\/pier\.mjs" -o "\$RUNNER_TEMP\/pier\.mjs"\nlabel="\$\(node "\$RUNNER_TEMP\/pier\.mjs" ci label\)"\necho "label=\$label" >> "\$GITHUB_OUTPUT"/);
+  const build = jobSteps('build');
+  assert.equal((build.find((s) => s.id === 'build')!.run as string).trim(), 'mvn --batch-mode --no-transfer-progress verify');
+  const upload = build.find((s) => String(s.uses).startsWith('actions/upload-artifact@'))!;
+  assert.deepEqual(upload.with, {
+    name: 'pier-update-site',
+    path: 'releng/org.example.update/target/repository\nreleng/org.example.update/target/*.zip\n',
+    'if-no-files-found': 'error',
+    'retention-days': 1,
+  });
+  const steps = jobSteps('publish');
+  assert.deepEqual((steps[0]!.with as Obj), { name: 'pier-update-site', path: 'releng/org.example.update/target' });
+  const publish = steps.find((s) => s.id === 'publish')!;
   assert.match(publish.run as string, /label="\$\(pier ci label\)"/);
   assert.match(publish.run as string, /--site releng\/org\.example\.update\/target\/repository/);
   assert.match(publish.run as string, /for zip in releng\/org\.example\.update\/target\/\*\.zip/);
   // biome-ignore lint/suspicious/noTemplateCurlyInString: a GitHub Actions expression
-  assert.equal((publish.env as Obj).PIER_LABEL, '${{ inputs.label || vars.PIER_LABEL }}');
+  assert.equal((publish.env as Obj).PIER_LABEL, '${{ needs.label.outputs.label }}');
+  // No step interpolates event data into a script: inputs reach `run:` through the environment only.
+  for (const job of ['label', 'build', 'publish']) for (const s of jobSteps(job)) assert.doesNotMatch(String(s.run ?? ''), /\$\{\{/);
   const env = ((wf.jobs as Obj).publish as Obj).env as Obj;
   assert.deepEqual(env, { PIER_SERVER: 'https://pier.example.com', PIER_PRODUCT: 'example-nodes' });
   // No secret is needed: nothing but the optional fallback reads the secrets context.
@@ -116,21 +171,28 @@ test('GitHub, Tycho: valid YAML, id-token: write, the build, then pier ci label 
 });
 
 test('GitHub, pure Python: conda bundling environment or the pixi task, then the zip of the bundled site', async () => {
-  const conda = parse((await init(pythonRepo(tempDir('ci-gen-')))).text);
+  const condaText = (await init(pythonRepo(tempDir('ci-gen-')))).text;
+  const conda = parse(condaText);
   checkGithubWorkflow(conda);
-  const steps = ((conda.jobs as Obj).publish as Obj).steps as Obj[];
-  const setup = steps.find((s) => s.uses === 'mamba-org/setup-micromamba@v2')!;
+  checkJobSplit(conda);
+  assert.ok(pinnedComments(condaText).some((u) => /^mamba-org\/setup-micromamba@[0-9a-f]{40} # v3\.0\.0$/.test(u)));
+  const steps = ((conda.jobs as Obj).build as Obj).steps as Obj[];
+  const setup = steps.find((s) => String(s.uses).startsWith('mamba-org/setup-micromamba@'))!;
   assert.match((setup.with as Obj)['create-args'] as string, /knime-extension-bundling/);
   const build = steps.find((s) => s.id === 'build')!;
   assert.equal(build.shell, 'bash -el {0}');
   assert.match(build.run as string, /^build_python_extension\.py \. pier-build\/update-site$/m);
   assert.match(build.run as string, /python -m zipfile -c \.\.\/update-site\.zip \*/);
-  assert.match(steps.find((s) => s.id === 'publish')!.run as string, /--site pier-build\/update-site\n.*for zip in pier-build\/update-site\.zip/s);
+  const publishSteps = ((conda.jobs as Obj).publish as Obj).steps as Obj[];
+  assert.match(publishSteps.find((s) => s.id === 'publish')!.run as string, /--site pier-build\/update-site\n.*for zip in pier-build\/update-site\.zip/s);
+  assert.deepEqual(publishSteps[0]!.with, { name: 'pier-update-site', path: 'pier-build' });
 
-  const pixi = parse((await init(pythonRepo(tempDir('ci-gen-'), { pixi: 'template' }))).text);
+  const pixiText = (await init(pythonRepo(tempDir('ci-gen-'), { pixi: 'template' }))).text;
+  const pixi = parse(pixiText);
   checkGithubWorkflow(pixi);
-  const pixiSteps = ((pixi.jobs as Obj).publish as Obj).steps as Obj[];
-  assert.ok(pixiSteps.some((s) => s.uses === 'prefix-dev/setup-pixi@v0.8.2'));
+  checkJobSplit(pixi);
+  assert.ok(pinnedComments(pixiText).some((u) => /^prefix-dev\/setup-pixi@[0-9a-f]{40} # v0\.9\.6$/.test(u)));
+  const pixiSteps = ((pixi.jobs as Obj).build as Obj).steps as Obj[];
   assert.match(pixiSteps.find((s) => s.id === 'build')!.run as string, /^pixi run build pier-build\/update-site$/m);
 });
 

@@ -1,13 +1,18 @@
 /**
  * Runs one job of a generated GitHub Actions workflow on this machine, the way a runner would
  * for the parts the workflow uses: the trigger filter, `${{ }}` expressions over the github,
- * env, vars, secrets, inputs and steps contexts, the `run:` steps in order in `bash -e -o
+ * env, vars, secrets, inputs, steps and needs contexts, the `run:` steps in order in `bash -e -o
  * pipefail` with the environment GitHub gives (GITHUB_REF, GITHUB_REF_NAME, GITHUB_OUTPUT,
- * GITHUB_ENV, GITHUB_PATH…), and — only when the workflow grants `id-token: write` —
+ * GITHUB_ENV, GITHUB_PATH…), the job's outputs and concurrency group, and — only when the job's
+ * permissions grant `id-token: write` (a job's `permissions:` replaces the workflow's) —
  * ACTIONS_ID_TOKEN_REQUEST_URL/_TOKEN served by a loopback stand-in that asks the local OIDC
  * issuer for a token with GitHub's claim shapes for the requested audience.
- * `uses:` steps, and any step the test names, are replaced by stubs; an expression or a `uses:`
- * the executor does not know fails the run, so the test cannot pass by skipping what it ran.
+ * Jobs run one at a time, each in the workspace the test gives (a fresh folder, as each job gets
+ * a machine of its own); a job's `needs` must have run and succeeded. upload-artifact and
+ * download-artifact are played by a folder shared between the jobs of a run. Every `uses:` must
+ * be pinned by a full commit SHA; other actions, and any step the test names, are replaced by
+ * stubs (by step id or action name). An expression or an action the executor does not know
+ * fails the run, so the test cannot pass by skipping what it ran.
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -22,6 +27,8 @@ type Obj = Record<string, unknown>;
 
 export interface StepContext {
   workspace: string;
+  /** The step's `with:` inputs, expressions evaluated. */
+  with: Record<string, string>;
   /** The step's environment, as a `run:` step would see it. */
   env: Record<string, string>;
   /** Add to GITHUB_ENV / GITHUB_PATH as an action would. */
@@ -31,15 +38,22 @@ export interface StepContext {
 
 export interface GithubRun {
   workflowFile: string;
+  /** The job's working folder (GITHUB_WORKSPACE). */
   workspace: string;
+  /** The repository the workflow file is read from (default: the workspace). */
+  repo?: string;
   job: string;
   event: { name: 'push' | 'workflow_dispatch'; ref: string; inputs?: Record<string, string> };
   repository: { name: string; id: string; ownerId: string };
   vars?: Record<string, string>;
   secrets?: Record<string, string>;
   issuer: LocalIssuer;
-  /** Replaces the step with this `id` or `uses` value. */
+  /** Replaces the step with this `id`, or the action of this name (`owner/repo`, without the ref). */
   stubs: Record<string, (ctx: StepContext) => void | Promise<void>>;
+  /** The results of the jobs this one `needs` (by job id). */
+  needs?: Record<string, GithubRunResult>;
+  /** Where upload-artifact puts what download-artifact takes (one folder per workflow run). */
+  artifacts?: string;
   /** Base environment of the runner machine (PATH, HOME). */
   machineEnv: Record<string, string>;
 }
@@ -57,6 +71,51 @@ export interface GithubRunResult {
   ok: boolean;
   /** The ID tokens the stand-in handed out (their claims), in order. */
   idTokenRequests: { audience: string }[];
+  /** Whether the job could ask for an ID token at all (ACTIONS_ID_TOKEN_REQUEST_URL was set). */
+  idTokenOffered: boolean;
+  /** The job's `outputs:`, evaluated after its steps. */
+  outputs: Record<string, string>;
+  /** The job's concurrency group (its own, else the workflow's), evaluated; null without one. */
+  concurrency: string | null;
+}
+
+/** `owner/repo@<40 hex>`: an action pinned by commit (a tag or branch can be moved to other code). */
+const PINNED = /^([\w.-]+\/[\w.-]+)@([0-9a-f]{40})$/;
+
+/** The folders and files of upload-artifact's `path:` lines (a `*` in the last segment is a glob). */
+function artifactFiles(workspace: string, lines: string[]): { root: string; files: string[] } {
+  const matched: string[] = [];
+  const roots: string[] = [];
+  for (const line of lines) {
+    const dir = line.includes('*') ? path.posix.dirname(line) : line;
+    roots.push(dir);
+    if (line.includes('*')) {
+      const re = new RegExp(`^${path.posix.basename(line).replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^/]*')}$`);
+      const full = path.join(workspace, dir);
+      for (const name of fs.existsSync(full) ? fs.readdirSync(full) : []) if (re.test(name)) matched.push(path.posix.join(dir, name));
+    } else if (fs.existsSync(path.join(workspace, line))) matched.push(line);
+  }
+  // The least common ancestor of the search paths is the artifact's root (upload-artifact's README).
+  const parts = roots.map((r) => r.split('/'));
+  const common: string[] = [];
+  for (let i = 0; parts.every((p) => p[i] !== undefined && p[i] === parts[0]![i]); i++) common.push(parts[0]![i]!);
+  return { root: common.join('/'), files: matched };
+}
+
+/** upload-artifact and download-artifact, with a folder as the run's artifact store. */
+async function artifactAction(action: string, ctx: StepContext, store: string): Promise<{ code: number; output: string }> {
+  const name = ctx.with.name ?? 'artifact';
+  if (action === 'actions/upload-artifact') {
+    const lines = (ctx.with.path ?? '').split('\n').map((l) => l.trim()).filter(Boolean);
+    const { root, files } = artifactFiles(ctx.workspace, lines);
+    if (files.length === 0) return { code: ctx.with['if-no-files-found'] === 'error' ? 1 : 0, output: `no files found for ${lines.join(', ')}` };
+    for (const f of files) fs.cpSync(path.join(ctx.workspace, f), path.join(store, name, path.posix.relative(root, f)), { recursive: true });
+    return { code: 0, output: `uploaded ${files.join(', ')} as ${name}` };
+  }
+  const from = path.join(store, name);
+  if (!fs.existsSync(from)) return { code: 1, output: `no artifact ${name}` };
+  fs.cpSync(from, path.join(ctx.workspace, ctx.with.path ?? '.'), { recursive: true });
+  return { code: 0, output: `downloaded ${name} to ${ctx.with.path ?? '.'}` };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -228,12 +287,28 @@ function runShell(script: string, shell: string, env: Record<string, string>, cw
 }
 
 export async function runGithubJob(run: GithubRun): Promise<GithubRunResult> {
-  const wf = YAML.parse(fs.readFileSync(path.join(run.workspace, run.workflowFile), 'utf8')) as Obj;
-  const result: GithubRunResult = { triggered: triggered(wf.on as Obj, run.event), steps: [], ok: false, idTokenRequests: [] };
+  const wf = YAML.parse(fs.readFileSync(path.join(run.repo ?? run.workspace, run.workflowFile), 'utf8')) as Obj;
+  const result: GithubRunResult = {
+    triggered: triggered(wf.on as Obj, run.event),
+    steps: [],
+    ok: false,
+    idTokenRequests: [],
+    idTokenOffered: false,
+    outputs: {},
+    concurrency: null,
+  };
   if (!result.triggered) return result;
   const job = (wf.jobs as Record<string, Obj>)[run.job];
   if (!job) throw new Error(`no job ${run.job}`);
-  const permissions = { ...((wf.permissions as Obj) ?? {}), ...((job.permissions as Obj) ?? {}) };
+  // docs.github.com "Assigning permissions to jobs": a job's permissions replace the workflow's.
+  const permissions = ((job.permissions ?? wf.permissions) as Obj | undefined) ?? {};
+  const needed = job.needs === undefined ? [] : Array.isArray(job.needs) ? (job.needs as string[]) : [String(job.needs)];
+  const needs: Obj = {};
+  for (const id of needed) {
+    const done = run.needs?.[id];
+    if (!done?.ok) throw new Error(`job ${run.job} needs ${id}, which has not run and succeeded`);
+    needs[id] = { result: 'success', outputs: done.outputs };
+  }
 
   const ref = run.event.ref;
   const refName = ref.replace(/^refs\/(?:heads|tags)\//, '');
@@ -279,16 +354,19 @@ export async function runGithubJob(run: GithubRun): Promise<GithubRunResult> {
     runner_environment: 'github-hosted',
   });
   const idTokens = permissions['id-token'] === 'write' ? await idTokenService(run.issuer, requestToken, claims, result.idTokenRequests) : null;
+  result.idTokenOffered = idTokens !== null;
 
   const extraPath: string[] = [];
   const exported: Record<string, string> = {};
   const stepsContext: Record<string, Obj> = {};
   const inputs: Obj = run.event.name === 'workflow_dispatch' ? { ...(run.event.inputs ?? {}) } : {};
-  const contexts = (env: Obj): Record<string, Obj> => ({ github, env, vars: run.vars ?? {}, secrets: run.secrets ?? {}, inputs, steps: stepsContext, runner: { os: 'Linux', temp } });
+  const contexts = (env: Obj): Record<string, Obj> => ({ github, env, vars: run.vars ?? {}, secrets: run.secrets ?? {}, inputs, steps: stepsContext, needs, runner: { os: 'Linux', temp } });
   const envMap = (e: unknown, ctx: Record<string, Obj>): Record<string, string> =>
     Object.fromEntries(Object.entries((e as Obj) ?? {}).map(([k, v]) => [k, interpolate(String(v), ctx)]));
 
   try {
+    const concurrency = (job.concurrency ?? wf.concurrency) as Obj | string | undefined;
+    if (concurrency !== undefined) result.concurrency = interpolate(typeof concurrency === 'string' ? concurrency : String(concurrency.group), contexts({}));
     const workflowEnv = envMap(wf.env, contexts({}));
     const jobEnv = { ...workflowEnv, ...envMap(job.env, contexts(workflowEnv)) };
     const defaultShell = (((job.defaults as Obj)?.run as Obj)?.shell ?? ((wf.defaults as Obj)?.run as Obj)?.shell ?? 'bash') as string;
@@ -324,29 +402,37 @@ export async function runGithubJob(run: GithubRun): Promise<GithubRunResult> {
         ...(idTokens ? { ACTIONS_ID_TOKEN_REQUEST_URL: idTokens.url, ACTIONS_ID_TOKEN_REQUEST_TOKEN: requestToken } : {}),
         ...stepEnv,
       };
-      const stub = run.stubs[String(step.id ?? '')] ?? run.stubs[String(step.uses ?? '')];
+      const pinned = step.uses === undefined ? null : PINNED.exec(String(step.uses));
+      if (step.uses !== undefined && !pinned) throw new Error(`${name}: ${step.uses} is not pinned by a full commit SHA`);
+      const action = pinned?.[1] ?? '';
+      const stub = run.stubs[String(step.id ?? '')] ?? (action ? run.stubs[action] : undefined);
+      const ctx: StepContext = {
+        workspace: run.workspace,
+        with: envMap(step.with, contexts(stepEnv)),
+        env,
+        setEnv: (k, v) => fs.appendFileSync(files.GITHUB_ENV, `${k}=${v}\n`),
+        addPath: (d) => fs.appendFileSync(files.GITHUB_PATH, `${d}\n`),
+      };
       let code = 0;
       let output = '';
       if (stub) {
-        await stub({
-          workspace: run.workspace,
-          env,
-          setEnv: (k, v) => fs.appendFileSync(files.GITHUB_ENV, `${k}=${v}\n`),
-          addPath: (d) => fs.appendFileSync(files.GITHUB_PATH, `${d}\n`),
-        });
+        await stub(ctx);
+      } else if ((action === 'actions/upload-artifact' || action === 'actions/download-artifact') && run.artifacts) {
+        ({ code, output } = await artifactAction(action, ctx, run.artifacts));
       } else if (step.uses) {
         throw new Error(`${name}: no stand-in for ${step.uses}`);
       } else {
         const script = interpolate(String(step.run), contexts(stepEnv));
         ({ code, output } = await runShell(script, String(step.shell ?? defaultShell), env, run.workspace, path.join(temp, `step-${index}.sh`)));
       }
-      result.steps.push({ name, kind: stub ? 'stub' : 'run', exitCode: code, output });
+      result.steps.push({ name, kind: stub || step.uses ? 'stub' : 'run', exitCode: code, output });
       if (step.id) stepsContext[String(step.id)] = { outputs: readKeyValues(files.GITHUB_OUTPUT), outcome: code === 0 ? 'success' : 'failure' };
       Object.assign(exported, readKeyValues(files.GITHUB_ENV));
       extraPath.unshift(...fs.readFileSync(files.GITHUB_PATH, 'utf8').split('\n').filter(Boolean).reverse());
       if (code !== 0) failed = true;
     }
     result.ok = !failed;
+    if (result.ok) result.outputs = envMap(job.outputs, contexts(jobEnv));
     return result;
   } finally {
     await idTokens?.close();

@@ -17,7 +17,7 @@ import { zipSync } from 'fflate';
 import { createPostgresDatabase, tempDir } from '../../helpers/db.js';
 import { freePort } from '../../helpers/net.js';
 import { buildSite, exampleSpec } from '../../helpers/p2-fixtures.js';
-import { runGithubJob, type StepContext } from './github-runner.js';
+import { type GithubRun, type GithubRunResult, runGithubJob, type StepContext } from './github-runner.js';
 import { runGitlabJob } from './gitlab-runner.js';
 import { type LocalIssuer, startIssuer } from './oidc-issuer.js';
 import { pythonRepo, tychoRepo } from './repos.js';
@@ -123,6 +123,58 @@ function setupNodeStub(prefix: string) {
   };
 }
 
+type WorkflowRun = Omit<GithubRun, 'job' | 'stubs' | 'machineEnv' | 'needs' | 'artifacts'> & {
+  /** Stand-ins of the build job's toolchain steps (by step id or action name). */
+  buildStubs: GithubRun['stubs'];
+};
+
+interface WorkflowResult {
+  triggered: boolean;
+  ok: boolean;
+  jobs: Record<'label' | 'build' | 'publish', GithubRunResult | null>;
+  /** Every step run, job after job. */
+  steps: GithubRunResult['steps'];
+  idTokenRequests: { audience: string }[];
+}
+
+/**
+ * The whole generated workflow as GitHub runs it: `label`, then `build` (in the checked-out
+ * repository), then `publish`, each job on a machine of its own (its own home, npm prefix and
+ * workspace: the publish job starts empty and gets the site only through the artifact), each
+ * only once the jobs it needs succeeded.
+ */
+async function runWorkflow(run: WorkflowRun): Promise<WorkflowResult> {
+  const artifacts = tempDir('artifacts-');
+  const jobs: WorkflowResult['jobs'] = { label: null, build: null, publish: null };
+  const machine = (stubs: GithubRun['stubs']) => ({ machineEnv: machineEnv(), stubs: { 'actions/setup-node': setupNodeStub(tempDir('npm-global-')), ...stubs } });
+  const { buildStubs, ...rest } = run;
+  const common = { ...rest, repo: run.workspace };
+  jobs.label = await runGithubJob({ ...common, ...machine({}), job: 'label', workspace: tempDir('job-label-') });
+  if (jobs.label.ok) {
+    jobs.build = await runGithubJob({ ...common, ...machine({ 'actions/checkout': () => {}, ...buildStubs }), job: 'build', needs: { label: jobs.label }, artifacts });
+  }
+  if (jobs.build?.ok) {
+    jobs.publish = await runGithubJob({
+      ...common,
+      ...machine({}),
+      job: 'publish',
+      workspace: tempDir('job-publish-'),
+      needs: { label: jobs.label, build: jobs.build },
+      artifacts,
+    });
+  }
+  const ran = [jobs.label, jobs.build, jobs.publish].filter((j): j is GithubRunResult => j !== null);
+  return {
+    triggered: jobs.label.triggered,
+    ok: jobs.publish?.ok ?? false,
+    jobs,
+    steps: ran.flatMap((j) => j.steps),
+    idTokenRequests: ran.flatMap((j) => j.idTokenRequests),
+  };
+}
+
+const stepLog = (r: WorkflowResult) => r.steps.map((s) => `--- ${s.name} (${s.kind}, exit ${s.exitCode})\n${s.output}`).join('\n');
+
 async function labels(server: Server, token: string): Promise<{ label: string; current: number | null; releases: { number: number }[] }[]> {
   const res = await fetch(`${server.base}/api/products/example-nodes/labels`, { headers: { authorization: `Bearer ${token}` } });
   assert.equal(res.status, 200, await res.clone().text());
@@ -156,46 +208,66 @@ for (const db of databases()) {
       const bound = server.pier([...args, '--owner-id', REPO.ownerId]);
       assert.equal(bound.status, 0, bound.stderr);
 
-      const npmPrefix = tempDir('npm-global-');
-      const common = {
+      /** What the build's tools see: a Maven plugin or test could read any of this. */
+      const seenByBuild: Record<string, string>[] = [];
+      const common: WorkflowRun = {
         workflowFile: '.github/workflows/pier-publish.yml',
         workspace,
-        job: 'publish',
         repository: REPO,
         // No PIER_CLI_PACKAGE: the pipeline takes the one-file pier the server serves (/cli/pier.mjs).
         vars: {},
         issuer,
-        machineEnv: machineEnv(),
-        stubs: {
-          'actions/checkout@v4': () => {},
-          'actions/setup-java@v4': () => {},
-          build: tychoBuildStub('releng/org.example.update'),
-          'actions/setup-node@v4': setupNodeStub(npmPrefix),
+        event: { name: 'push', ref: 'refs/tags/v5.3.1' },
+        buildStubs: {
+          'actions/setup-java': () => {},
+          build: (ctx) => {
+            seenByBuild.push(ctx.env);
+            tychoBuildStub('releng/org.example.update')(ctx);
+          },
         },
       };
 
-      // A branch push runs nothing; a manual run from main has no label to take and says so.
-      assert.equal((await runGithubJob({ ...common, event: { name: 'push', ref: 'refs/heads/main' } })).triggered, false);
-      const noLabel = await runGithubJob({ ...common, event: { name: 'workflow_dispatch', ref: 'refs/heads/main', inputs: { label: '' } } });
+      // A branch push runs nothing; a manual run from main has no label to take and says so
+      // before anything is built.
+      assert.equal((await runWorkflow({ ...common, event: { name: 'push', ref: 'refs/heads/main' } })).triggered, false);
+      const noLabel = await runWorkflow({ ...common, event: { name: 'workflow_dispatch', ref: 'refs/heads/main', inputs: { label: '' } } });
       assert.equal(noLabel.ok, false);
       const failedStep = noLabel.steps.find((s) => s.exitCode !== 0)!;
-      assert.equal(failedStep.name, 'Publish to Pier');
+      assert.equal(failedStep.name, 'Take the label from the tag or branch');
       assert.match(failedStep.output, /"main" names no version.*PIER_LABEL/);
+      assert.equal(noLabel.jobs.build, null, 'nothing built');
       assert.deepEqual(await labels(server, creds.editToken), []);
 
-      // The release tag: built, installed, published with the ID token, released, crawled.
-      const run = await runGithubJob({ ...common, event: { name: 'push', ref: 'refs/tags/v5.3.1' } });
+      // The release tag: label, build, then publish with the ID token, released, crawled.
+      const run = await runWorkflow(common);
       const publish = run.steps.find((s) => s.name === 'Publish to Pier')!;
-      assert.ok(run.ok, run.steps.map((s) => `--- ${s.name} (${s.kind}, exit ${s.exitCode})\n${s.output}`).join('\n'));
+      assert.ok(run.ok, stepLog(run));
       assert.deepEqual(
         run.steps.map((s) => `${s.kind} ${s.name}`),
-        ['stub Check out', 'stub Set up Java', 'stub Build the update site', 'stub Set up Node.js', 'run Install the pier CLI', 'run Publish to Pier'],
+        [
+          'stub Set up Node.js',
+          'run Take the label from the tag or branch',
+          'stub Check out',
+          'stub Set up Java',
+          'stub Build the update site',
+          'stub Hand the update site to the publish job',
+          'stub Fetch the update site',
+          'stub Set up Node.js',
+          'run Install the pier CLI',
+          'run Publish to Pier',
+        ],
       );
+      assert.deepEqual(run.jobs.label?.outputs, { label: '5.3' });
       assert.match(publish.output, /Publishing example-nodes to label 5\.3/);
       assert.match(publish.output, /trusted publishing: GitHub Actions repository=example\/example-nodes/);
       assert.doesNotMatch(publish.output, /pier_tp_|pier_et_/);
-      // The ID token was asked for the server's audience (PIER_BASE_URL by default).
+      // Only the publish job could ask for an ID token: not the build, whose tools run third-party code.
+      assert.deepEqual([run.jobs.label?.idTokenOffered, run.jobs.build?.idTokenOffered, run.jobs.publish?.idTokenOffered], [false, false, true]);
+      assert.ok(seenByBuild.length > 0 && seenByBuild.every((env) => !('ACTIONS_ID_TOKEN_REQUEST_URL' in env) && !('ACTIONS_ID_TOKEN_REQUEST_TOKEN' in env)));
+      // The ID token was asked for the server's audience (PIER_BASE_URL by default), once.
       assert.deepEqual(run.idTokenRequests, [{ audience: server.base }]);
+      // Publishes queue by label, not by ref: another tag of the 5.3 line waits for this one.
+      assert.equal(run.jobs.publish?.concurrency, 'pier-publish-5.3');
 
       const after = await labels(server, creds.editToken);
       assert.deepEqual(after.map((l) => l.label), ['5.3']);
@@ -213,19 +285,21 @@ for (const db of databases()) {
       assert.equal(files.archive?.sha256, createHash('sha256').update(zip).digest('hex'), 'the Tycho zip is update-site/5.3.zip');
 
       // Stored secrets instead (no binding used): a manual run with a label of its own.
-      const withSecrets = await runGithubJob({
+      const withSecrets = await runWorkflow({
         ...common,
         secrets: { PIER_EDIT_TOKEN: creds.editToken, PIER_SFTP_PASSWORD: creds.sftp.password },
         event: { name: 'workflow_dispatch', ref: 'refs/heads/main', inputs: { label: 'nightly' } },
       });
       const secretStep = withSecrets.steps.find((s) => s.name === 'Publish to Pier')!;
-      assert.ok(withSecrets.ok, secretStep.output);
+      assert.ok(withSecrets.ok, stepLog(withSecrets));
       assert.match(secretStep.output, /Using the stored secrets/);
       assert.equal(withSecrets.idTokenRequests.length, 0);
+      assert.equal(withSecrets.jobs.publish?.concurrency, 'pier-publish-nightly');
       assert.deepEqual((await labels(server, creds.editToken)).map((l) => l.label).sort(), ['5.3', 'nightly']);
 
       // Another repository with the same workflow is refused naming the claim; 5.3 stays as it was.
-      const stranger = await runGithubJob({ ...common, repository: { ...REPO, id: '999' }, event: { name: 'push', ref: 'refs/tags/v5.3.2' } });
+      const stranger = await runWorkflow({ ...common, repository: { ...REPO, id: '999' }, event: { name: 'push', ref: 'refs/tags/v5.3.2' } });
+      assert.equal(stranger.jobs.publish?.concurrency, 'pier-publish-5.3', 'the same queue as v5.3.1');
       const refused = stranger.steps.find((s) => s.name === 'Publish to Pier')!;
       assert.equal(refused.exitCode, 4, refused.output);
       assert.match(refused.output, /repository_id/);
@@ -249,33 +323,29 @@ test('a pure-Python extension publishes its bundled site and zip; without `id-to
     assert.equal(bound.status, 0, bound.stderr);
     const common = {
       workflowFile: '.github/workflows/pier-publish.yml',
-      job: 'publish',
       repository: REPO,
       vars: { PIER_CLI_PACKAGE: cliPackage() },
       issuer,
-      machineEnv: machineEnv(),
       event: { name: 'push' as const, ref: 'refs/tags/v5.4.0' },
     };
 
     // knime.yml: bundled into pier-build/update-site and zipped next to it (the stub stands in for build_python_extension.py).
     const python = pythonRepo(tempDir('vendor-py-'));
     assert.equal(spawnSync(process.execPath, [PIER, 'ci', 'init', '--github', '--product', 'example-nodes', '--server', server.base], { cwd: python }).status, 0);
-    const bundled = await runGithubJob({
+    const bundled = await runWorkflow({
       ...common,
       workspace: python,
-      stubs: {
-        'actions/checkout@v4': () => {},
-        'mamba-org/setup-micromamba@v2': () => {},
+      buildStubs: {
+        'mamba-org/setup-micromamba': () => {},
         build: ({ workspace }) => {
           const site = path.join(workspace, 'pier-build/update-site');
           buildSite(site, exampleSpec('jar', 'org.example.py'));
           fs.writeFileSync(path.join(workspace, 'pier-build/update-site.zip'), zipSync(folderEntries(site)));
         },
-        'actions/setup-node@v4': setupNodeStub(tempDir('npm-global-')),
       },
     });
     const step = bundled.steps.find((s) => s.name === 'Publish to Pier')!;
-    assert.ok(bundled.ok, step.output);
+    assert.ok(bundled.ok, stepLog(bundled));
     assert.match(step.output, /trusted publishing: GitHub Actions/);
     // Both uploads of spec SFTP rule 5: the folder and the archive, as update-site/5.4.zip.
     const files = (await (await fetch(`${server.base}/api/products/example-nodes/labels/5.4/files`, { headers: { authorization: `Bearer ${creds.editToken}` } })).json()) as { archive: { sha256: string } | null };
@@ -290,11 +360,11 @@ test('a pure-Python extension publishes its bundled site and zip; without `id-to
     assert.equal(spawnSync(process.execPath, [PIER, 'ci', 'init', '--github', '--product', 'example-nodes', '--server', server.base], { cwd: workspace }).status, 0);
     const file = path.join(workspace, '.github/workflows/pier-publish.yml');
     fs.writeFileSync(file, fs.readFileSync(file, 'utf8').replace('  id-token: write', '  id-token: none'));
-    const run = await runGithubJob({
+    const run = await runWorkflow({
       ...common,
       workspace,
       event: { name: 'push', ref: 'refs/tags/v5.3.1' },
-      stubs: { 'actions/checkout@v4': () => {}, 'actions/setup-java@v4': () => {}, build: tychoBuildStub('releng/org.example.update'), 'actions/setup-node@v4': setupNodeStub(tempDir('npm-global-')) },
+      buildStubs: { 'actions/setup-java': () => {}, build: tychoBuildStub('releng/org.example.update') },
     });
     const publish = run.steps.find((s) => s.name === 'Publish to Pier')!;
     assert.equal(publish.exitCode, 2, publish.output);

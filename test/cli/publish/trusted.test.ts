@@ -63,7 +63,7 @@ for (const target of dialects()) {
         workflow: '.github/workflows/release.yml',
         environment: 'release',
       });
-      await trust.addBinding('gitlab-nodes', { provider: 'gitlab', repository: 'acme/nodes/csv-nodes', repositoryId: '4242', ownerId: '72', ref: 'v1.2.0', environment: 'production' });
+      await trust.addBinding('gitlab-nodes', { provider: 'gitlab', repository: 'acme/nodes/csv-nodes', repositoryId: '4242', ownerId: '72', ref: 'refs/tags/v1.2.0', environment: 'production' });
     });
     after(async () => {
       await stack.close();

@@ -348,3 +348,39 @@ describe('repeated failures from one address', () => {
     }
   });
 });
+
+for (const target of dialects()) {
+  describe(`failed-token counting on ${target.name}`, () => {
+    test('requests without a token never ban the address; presented tokens that fail still do', async () => {
+      const db = await target.create();
+      // The production limits: 10 failures within a minute ban the address.
+      const pier = await startPublishing(db.url);
+      try {
+        const { editToken } = await pier.service.products.register('shared-nat', { name: 'Shared NAT' });
+        // Anonymous clients behind the vendor's address (a NAT, a CI egress): no header, an
+        // empty one, a bare scheme.
+        const anonymous: Record<string, string>[] = [{}, { authorization: '' }, { authorization: 'Bearer' }, { authorization: 'Bearer   ' }];
+        for (let i = 0; i < 24; i++) {
+          const res = await fetch(`${pier.url}/api/products/shared-nat`, { headers: anonymous[i % anonymous.length] });
+          assert.equal(res.status, 401, `anonymous request ${i + 1}`);
+          await res.body?.cancel();
+        }
+        const patched = await patchProduct(pier.url, 'shared-nat', editToken, { description: 'still reachable' });
+        assert.equal(patched.status, 200, JSON.stringify(patched.json));
+        assert.equal((patched.json.fields as { description: string }).description, 'still reachable');
+
+        // Ten presented tokens that fail (a wrong token, another scheme) do ban, also the valid token.
+        for (let i = 0; i < 10; i++) {
+          const auth = i % 2 === 0 ? 'Bearer pier_et_wrong' : 'Basic c2hhcmVkOm5hdA==';
+          const res = await fetch(`${pier.url}/api/products/shared-nat`, { headers: { authorization: auth } });
+          assert.equal(res.status, 401);
+          await res.body?.cancel();
+        }
+        assert.equal((await patchProduct(pier.url, 'shared-nat', editToken, { description: 'banned' })).status, 429);
+      } finally {
+        await pier.close();
+        await db.drop();
+      }
+    });
+  });
+}

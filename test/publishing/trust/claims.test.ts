@@ -4,6 +4,7 @@ import fc from 'fast-check';
 import { ClaimProblem, githubIdentity, gitlabIdentity, isWorkflowPath, workflowPath } from '../../../src/publishing/trust/claims.js';
 import { bindingMismatches } from '../../../src/publishing/trust/service.js';
 import type { BindingRow } from '../../../src/publishing/trust/repository.js';
+import { boundRef, refMatches, refProblem } from '../../../src/publishing/trust/refs.js';
 import { githubClaims, gitlabClaims } from './issuer.js';
 
 const ISSUER = 'https://token.actions.githubusercontent.com';
@@ -105,6 +106,7 @@ describe('binding checks', () => {
     environment: 'Release',
     created_at: '',
     owner_pinned_at: null,
+    allow_unprotected: 0,
   };
   const identity = githubIdentity(githubClaims('aud'), ISSUER);
 
@@ -128,13 +130,92 @@ describe('binding checks', () => {
     assert.deepEqual(bindingMismatches({ ...binding, owner_id: null }, { ...identity, ownerId: '1' }), []);
   });
 
-  test('GitLab: ref as a bare name or a full ref, environment exact', () => {
+  test('GitLab: a bare ref is a branch, refs/tags/… a tag; environment exact', () => {
     const gl = gitlabIdentity(gitlabClaims('aud'), 'https://gitlab.com');
-    const b: BindingRow = { ...binding, provider: 'gitlab', repository: 'acme/nodes/csv-nodes', repository_id: '4242', owner_id: '72', workflow: null, ref: 'v1.2.0', environment: 'production' };
+    const b: BindingRow = { ...binding, provider: 'gitlab', repository: 'acme/nodes/csv-nodes', repository_id: '4242', owner_id: '72', workflow: null, ref: 'refs/tags/v1.2.0', environment: 'production' };
     assert.deepEqual(bindingMismatches(b, gl), []);
-    assert.deepEqual(bindingMismatches({ ...b, ref: 'refs/tags/v1.2.0' }, gl), []);
-    assert.deepEqual(bindingMismatches({ ...b, ref: 'refs/heads/v1.2.0' }, gl).map((p) => p.field), ['ref']);
+    assert.deepEqual(bindingMismatches({ ...b, ref: 'refs/tags/v*' }, gl), []);
+    // The token is for the tag v1.2.0: a binding of the branch of that name refuses it.
+    assert.deepEqual(bindingMismatches({ ...b, ref: 'v1.2.0' }, gl).map((p) => p.field), ['ref_type']);
+    assert.deepEqual(bindingMismatches({ ...b, ref: 'refs/heads/v1.2.0' }, gl).map((p) => p.field), ['ref_type']);
+    assert.deepEqual(bindingMismatches({ ...b, ref: 'refs/tags/v2*' }, gl).map((p) => p.field), ['ref']);
+    assert.deepEqual(bindingMismatches(b, { ...gl, refType: null }).map((p) => p.field), ['ref_type']);
     assert.deepEqual(bindingMismatches({ ...b, environment: 'Production' }, gl).map((p) => p.field), ['environment']);
     assert.deepEqual(bindingMismatches(b, { ...gl, ownerId: '73' }).map((p) => p.field), ['namespace_id']);
+  });
+
+  test('GitLab: --ref main accepts the protected branch main, never a tag named main, nor an unprotected ref unless allowed', () => {
+    const b: BindingRow = { ...binding, provider: 'gitlab', repository: 'acme/nodes/csv-nodes', repository_id: '4242', owner_id: '72', workflow: null, ref: 'main', environment: null };
+    const token = (refType: string, protectedRef: string | undefined) =>
+      gitlabIdentity(gitlabClaims('aud', { ref: 'main', ref_type: refType, ref_path: `refs/${refType === 'tag' ? 'tags' : 'heads'}/main`, ref_protected: protectedRef }), 'https://gitlab.com');
+    assert.deepEqual(bindingMismatches(b, token('branch', 'true')), []);
+    assert.deepEqual(bindingMismatches({ ...b, ref: 'refs/heads/main' }, token('branch', 'true')), []);
+    // The case a developer can make: push a tag "main" (tags unprotected) and run its pipeline.
+    assert.deepEqual(bindingMismatches(b, token('tag', 'false')).map((p) => p.field), ['ref_type', 'ref_protected']);
+    assert.deepEqual(bindingMismatches(b, token('tag', 'true')).map((p) => p.field), ['ref_type']);
+    assert.deepEqual(bindingMismatches(b, token('branch', 'false')).map((p) => p.field), ['ref_protected']);
+    assert.deepEqual(bindingMismatches(b, token('branch', undefined)).map((p) => p.field), ['ref_protected']);
+    // Staff allowed unprotected refs: the branch passes unprotected; a tag of its name still does not.
+    const allowed = { ...b, allow_unprotected: 1 };
+    assert.deepEqual(bindingMismatches(allowed, token('branch', 'false')), []);
+    assert.deepEqual(bindingMismatches(allowed, token('tag', 'false')).map((p) => p.field), ['ref_type']);
+    // Without a bound ref, any protected ref passes and unprotected ones do not.
+    assert.deepEqual(bindingMismatches({ ...b, ref: null }, token('tag', 'true')), []);
+    assert.deepEqual(bindingMismatches({ ...b, ref: null }, token('tag', 'false')).map((p) => p.field), ['ref_protected']);
+  });
+
+  test('GitHub: a bound branch is refs/heads/…, never the tag of the same name', () => {
+    const tagMain = githubIdentity(githubClaims('aud', { ref: 'refs/tags/main', ref_type: 'tag' }), ISSUER);
+    const branchMain = githubIdentity(githubClaims('aud', { ref: 'refs/heads/main', ref_type: 'branch' }), ISSUER);
+    for (const ref of ['main', 'refs/heads/main']) {
+      assert.deepEqual(bindingMismatches({ ...binding, ref }, branchMain), [], ref);
+      assert.deepEqual(bindingMismatches({ ...binding, ref }, tagMain).map((p) => p.field), ['ref'], ref);
+    }
+    assert.deepEqual(bindingMismatches({ ...binding, ref: 'refs/tags/main' }, branchMain).map((p) => p.field), ['ref']);
+    assert.deepEqual(bindingMismatches({ ...binding, ref: 'refs/tags/v*' }, identity), []);
+    // GitHub bindings pin the workflow file; the protected-ref rule is GitLab's.
+    const unprotected = githubIdentity(githubClaims('aud', { ref_protected: 'false' }), ISSUER);
+    assert.deepEqual(bindingMismatches(binding, unprotected), []);
+  });
+});
+
+describe('bound refs', () => {
+  const name = chars('abcdefghijklmnopqrstuvwxyz0123456789._-/*', 1, 30);
+  const escapeRe = (s: string) => s.replace(/[.*+?^${}()|[\]\\/-]/g, '\\$&');
+  const reference = (pattern: string, actual: string) => new RegExp(`^${pattern.split('*').map(escapeRe).join('.*')}$`, 's').test(actual);
+
+  test('property: refMatches agrees with the wildcard read as a regular expression', () => {
+    fc.assert(
+      fc.property(name, name, (pattern, actual) => {
+        assert.equal(refMatches(pattern, actual), reference(pattern, actual), `${pattern} ~ ${actual}`);
+        // A ref always matches itself with any of its pieces widened to a wildcard.
+        const plain = actual.replaceAll('*', '');
+        assert.ok(refMatches(plain, plain));
+      }),
+      { numRuns: 3000 },
+    );
+    // Pieces found from a pattern's both ends may not overlap.
+    assert.equal(refMatches('ab*ba', 'aba'), false);
+    assert.equal(refMatches('refs/tags/v*', 'refs/tags/v1.2.0'), true);
+    assert.equal(refMatches('refs/tags/v*', 'refs/heads/v1.2.0'), false);
+  });
+
+  test('property: whatever staff type, a bound ref is a branch or a tag, or refused naming why', () => {
+    fc.assert(
+      fc.property(fc.oneof(fc.string(), name, name.map((n) => `refs/tags/${n}`), name.map((n) => `refs/${n}`)), (ref) => {
+        const problem = refProblem(ref);
+        if (problem !== null) return;
+        const full = boundRef(ref);
+        assert.ok(full.startsWith('refs/heads/') || full.startsWith('refs/tags/'), full);
+        assert.equal(boundRef(full), full, 'normalising is idempotent');
+        assert.ok(![...full].some((c) => c.charCodeAt(0) <= 0x20 || c.charCodeAt(0) === 0x7f), JSON.stringify(full));
+      }),
+      { numRuns: 2000 },
+    );
+    assert.equal(boundRef('main'), 'refs/heads/main');
+    assert.equal(boundRef('refs/tags/v1'), 'refs/tags/v1');
+    assert.notEqual(refProblem('refs/merge-requests/1/head'), null);
+    assert.notEqual(refProblem('refs/tags/'), null);
+    assert.notEqual(refProblem('main branch'), null);
   });
 });

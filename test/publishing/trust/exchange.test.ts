@@ -55,7 +55,7 @@ for (const target of dialects()) {
         repository: 'acme/nodes/csv-nodes',
         repositoryId: '4242',
         ownerId: '72',
-        ref: 'v1.2.0',
+        ref: 'refs/tags/v1.2.0',
         environment: 'production',
       });
     });
@@ -155,8 +155,10 @@ for (const target of dialects()) {
       delete none.environment;
       const r2 = await exchange(server.url, { token: await issuer.sign(none) });
       assert.deepEqual([r2.status, fields(r2)], [403, ['environment']]);
-      const gl = await exchange(server.url, { token: await issuer.sign(gitlabClaims(AUDIENCE, { ref: 'main', ref_type: 'branch' })) });
+      const gl = await exchange(server.url, { token: await issuer.sign(gitlabClaims(AUDIENCE, { ref: 'v1.3.0' })) });
       assert.deepEqual([gl.status, fields(gl)], [403, ['ref']]);
+      const branch = await exchange(server.url, { token: await issuer.sign(gitlabClaims(AUDIENCE, { ref: 'v1.2.0', ref_type: 'branch' })) });
+      assert.deepEqual([branch.status, fields(branch)], [403, ['ref_type']]);
     });
 
     test('an expired ID token is refused naming exp; one not valid yet naming nbf', async () => {
