@@ -77,13 +77,13 @@ for (const target of dialects()) {
     });
   });
 
-  describe(`migration 0015 (bound ref kinds) on ${target.name}`, () => {
+  describe(`migration 0016 (bound ref kinds) on ${target.name}`, () => {
     test('a bare ref bound before keeps meaning a branch; full refs stay; bindings refuse unprotected refs', async () => {
       const handle = await target.create();
       const database = openDatabase<PublishingDB>(handle.url);
       try {
         const { db } = database;
-        await migrate(db, 'pier', Object.fromEntries(Object.entries(publishingMigrations).filter(([name]) => name < '0015')));
+        await migrate(db, 'pier', Object.fromEntries(Object.entries(publishingMigrations).filter(([name]) => name < '0016')));
         const at = '2026-01-01T00:00:00.000Z';
         await db
           .insertInto('products')
