@@ -37,6 +37,14 @@ export interface Config {
    * them (PIER_DRAIN_SECONDS, default 30; 0 stops at once).
    */
   drainSeconds: number;
+  /**
+   * How long a SIGTERM keeps the listeners open, answering `/readyz` 503 and everything else as
+   * usual, before they close and the drain above begins (PIER_DRAIN_DELAY_SECONDS, default 5;
+   * 0 closes at once): a load balancer that probes readiness sees the 503 and stops sending.
+   */
+  drainDelaySeconds: number;
+  /** One info line per answered request: method, route, status, time, request id (PIER_REQUEST_LOG, on by default). */
+  requestLog: boolean;
   publishing: {
     httpPort: number;
     baseUrl: string;
@@ -66,6 +74,12 @@ export interface Config {
     crawlTimeoutSeconds: number;
     /** Name prefixes of the platform's core units, for labels' platform ranges (PIER_PLATFORM_CORE_PREFIXES, default `org.knime.`). */
     platformCorePrefixes: string[];
+    /**
+     * Node categories the platform itself declares (PIER_PLATFORM_CATEGORIES, KNIME's top-level
+     * categories by default): a node placed under one is not warned about as undeclared, and its
+     * path is named with the platform's name for it.
+     */
+    platformCategories: PlatformCategory[];
     /** Wall time rendering one product page's Markdown may take (PIER_PAGE_RENDER_TIMEOUT_SECONDS, default 10). */
     pageRenderTimeoutSeconds: number;
     /**
@@ -134,6 +148,38 @@ export interface FileLimits {
   /** Folders a product may have (besides its three fixed ones); files count against quotaFiles. */
   quotaFolders: number;
 }
+
+/** A category path the platform declares (`/community`) and its name in the node repository. */
+export interface PlatformCategory {
+  path: string;
+  name: string;
+}
+
+/**
+ * The top-level node categories of KNIME Analytics Platform, as org.knime.base declares them
+ * (extension point org.knime.workbench.repository.categories, `path="/"`). Extensions place
+ * their nodes under these (`/community/<vendor>`) without declaring them again.
+ */
+export const KNIME_CATEGORIES: readonly PlatformCategory[] = [
+  { path: '/io', name: 'IO' },
+  { path: '/manipulation', name: 'Manipulation' },
+  { path: '/view', name: 'Views' },
+  { path: '/analytics', name: 'Analytics' },
+  { path: '/db', name: 'DB' },
+  { path: '/scripting', name: 'Scripting' },
+  { path: '/toolintegration', name: 'Tools & Services' },
+  { path: '/flowcontrol', name: 'Workflow Control' },
+  { path: '/flowabstraction', name: 'Workflow Abstraction' },
+  { path: '/labs', name: 'KNIME Labs' },
+  { path: '/community', name: 'Community Nodes' },
+  { path: '/misc', name: 'Misc' },
+  { path: '/social-media', name: 'Social Media' },
+  { path: '/report', name: 'Reporting' },
+  { path: '/chemistry', name: 'Chemistry' },
+  { path: '/applications', name: 'Other Data Types' },
+  { path: '/struct-data', name: 'Structured Data' },
+  { path: '/uncategorized', name: 'Uncategorized' },
+];
 
 type Env = Record<string, string | undefined>;
 
@@ -297,6 +343,41 @@ function corePrefixes(env: Env, name: string): string[] {
   return entries;
 }
 
+/**
+ * PIER_PLATFORM_CATEGORIES: comma-separated category paths, each optionally `=Name`
+ * (`/community=Community Nodes,/io`); a path without a name is named by its last segment.
+ * Empty or unset: KNIME's top-level categories; `none`: no platform categories.
+ */
+function platformCategories(env: Env, name: string): PlatformCategory[] {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '') return KNIME_CATEGORIES.map((c) => ({ ...c }));
+  if (raw.trim() === 'none') return [];
+  const entries = raw.split(',').map((x) => x.trim()).filter(Boolean);
+  if (entries.length > 1000) throw new ConfigError(name, 'at most 1000 categories');
+  const out: PlatformCategory[] = [];
+  for (const e of entries) {
+    const eq = e.indexOf('=');
+    const at = (eq < 0 ? e : e.slice(0, eq)).trim();
+    const label = eq < 0 ? '' : e.slice(eq + 1).trim();
+    // Category ids as plugin.xml writes them (level-id): no spaces, slashes only between segments.
+    if (!/^(?:\/[A-Za-z0-9_.+-]{1,100}){1,16}$/.test(at)) {
+      throw new ConfigError(name, `"${at}" is not a category path such as /community or /io/read (segments of letters, digits, ".", "_", "+", "-")`);
+    }
+    if (label.length > 200 || /\p{Cc}/u.test(label)) throw new ConfigError(name, `the name of ${at} must be at most 200 characters without control characters`);
+    out.push({ path: at, name: label || (at.split('/').pop() as string) });
+  }
+  return out;
+}
+
+/** `on`/`off` (also true/false, 1/0, yes/no); empty or unset is `fallback`. */
+function onOff(env: Env, name: string, fallback: boolean): boolean {
+  const raw = (env[name] ?? '').trim().toLowerCase();
+  if (raw === '') return fallback;
+  if (['on', 'true', '1', 'yes'].includes(raw)) return true;
+  if (['off', 'false', '0', 'no'].includes(raw)) return false;
+  throw new ConfigError(name, `expected on or off, got "${env[name]}"`);
+}
+
 /** PIER_METRICS_PORT / PIER_METRICS_HOST; `taken` are the parts' own ports, which it cannot share. */
 function metricsSettings(env: Env, taken: number[]): Config['metrics'] {
   const raw = env.PIER_METRICS_PORT;
@@ -350,6 +431,8 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel,
     metrics: metricsSettings(env, [httpPort, downloadPort, runnerPort, port(env, 'PIER_SFTP_PORT', 2222)]),
     drainSeconds: seconds(env, 'PIER_DRAIN_SECONDS', 30, 0, 3600),
+    drainDelaySeconds: seconds(env, 'PIER_DRAIN_DELAY_SECONDS', 5, 0, 600),
+    requestLog: onOff(env, 'PIER_REQUEST_LOG', true),
     publishing: {
       httpPort,
       baseUrl: url(env, 'PIER_BASE_URL', `http://localhost:${httpPort}`),
@@ -373,6 +456,7 @@ export function loadConfig(env: Env = process.env): Config {
       crawlMaxMemoryMb: mebibytes(env, 'PIER_CRAWL_MAX_MEMORY_MB', 512, 32, 16_384),
       crawlTimeoutSeconds: seconds(env, 'PIER_CRAWL_TIMEOUT_SECONDS', 600, 1, 86_400),
       platformCorePrefixes: corePrefixes(env, 'PIER_PLATFORM_CORE_PREFIXES'),
+      platformCategories: platformCategories(env, 'PIER_PLATFORM_CATEGORIES'),
       pageRenderTimeoutSeconds: seconds(env, 'PIER_PAGE_RENDER_TIMEOUT_SECONDS', 10, 1, 600),
       pageRenderWorkers: count(env, 'PIER_PAGE_RENDER_WORKERS', os.availableParallelism() >= 2 ? 2 : 1, 64),
       pageRenderBudgetSeconds: seconds(env, 'PIER_PAGE_RENDER_BUDGET_SECONDS', 30, 1, 86_400),

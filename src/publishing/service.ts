@@ -139,6 +139,7 @@ export async function createPublishingService(config: Config, options: Publishin
   const app = createHttpApp({
     appName: 'web',
     logLevel: config.logLevel,
+    logRequests: config.requestLog !== false,
     bodyLimit: PATCH_BODY_LIMIT,
     trustProxy: config.trustProxy,
     // Node pages are addressed by factory class name, which can be longer than fastify's 100.
@@ -165,7 +166,7 @@ export async function createPublishingService(config: Config, options: Publishin
   const fastPath = options.pageFastPath !== false;
   const answers = fastPath ? new PageAnswers(changes, PAGE_ANSWER_BYTES) : null;
   registerPageRoutes(app, pages, { changes, answers, sharedMaxAgeSeconds: config.publishing.pageSharedMaxAgeSeconds });
-  const logRequests = (app.log as { isLevelEnabled?(level: string): boolean }).isLevelEnabled?.('info') ?? true;
+  const logRequests = config.requestLog !== false && ((app.log as { isLevelEnabled?(level: string): boolean }).isLevelEnabled?.('info') ?? true);
   const fast = answers
     ? installFastPath(app.server, {
         lookup: (target) => answers.lookup(target),

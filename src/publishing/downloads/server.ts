@@ -97,6 +97,8 @@ export function createDownloadServer(options: {
   headersTimeoutMs?: number;
   /** How long a freshness check of a cached file serves further requests (file-cache.ts FRESH_MS unless set: tests). */
   freshMs?: number;
+  /** PIER_REQUEST_LOG: one info line per answered request (method, path without query, status, time, request id); on unless false. */
+  logRequests?: boolean;
   /** PIER_TRUST_PROXY: whose X-Request-Id a request keeps (infra/request-id.ts); nobody's unless set. */
   trustProxy?: TrustProxy;
   /** PIER_DOWNLOAD_URL: the address a released label's composite documents name its releases by. */
@@ -387,7 +389,7 @@ export function createDownloadServer(options: {
     return true;
   }
 
-  const logRequests = log.isLevelEnabled?.('info') ?? true;
+  const logRequests = options.logRequests !== false && (log.isLevelEnabled?.('info') ?? true);
   // Null while metrics are off: then no answer does any counting.
   const counts = hostCounts('downloads', { countsNodeHttp: true });
   const headersTimeout = options.headersTimeoutMs === undefined ? {} : { headersTimeout: options.headersTimeoutMs, connectionsCheckingInterval: Math.max(10, Math.floor(options.headersTimeoutMs / 5)) };
