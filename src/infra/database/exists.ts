@@ -10,13 +10,13 @@ import { isPostgresUrl } from './index.js';
 export async function hasSchema(url: string, table: string): Promise<boolean> {
   if (!isPostgresUrl(url)) {
     const st = await fsp.stat(url).catch(() => null);
-    return st !== null && st.isFile() && st.size > 0;
+    return st?.isFile() === true && st.size > 0;
   }
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
     const r = await client.query<{ t: string | null }>('SELECT to_regclass($1) AS t', [`${table}_migrations`]);
-    return r.rows[0]?.t !== null && r.rows[0]?.t !== undefined;
+    return typeof r.rows[0]?.t === 'string';
   } finally {
     await client.end();
   }
