@@ -5,6 +5,7 @@
  * touches the database: the serving process validates and stores the result.
  */
 import { parentPort } from 'node:worker_threads';
+import type { PlatformCategory } from '../../infra/config.js';
 import { type CrawlLimits, crawlRepository } from './crawl.js';
 import { sanitizeCrawlResult } from './sanitize-node.js';
 
@@ -14,6 +15,8 @@ export interface CrawlJob {
   limits: CrawlLimits;
   /** PIER_PLATFORM_CORE_PREFIXES. */
   corePrefixes: readonly string[];
+  /** PIER_PLATFORM_CATEGORIES. */
+  platformCategories: readonly PlatformCategory[];
 }
 
 export type CrawlReply = { ok: true; result: unknown } | { ok: false; message: string };
@@ -22,7 +25,7 @@ const port = parentPort;
 if (port) {
   port.on('message', (job: CrawlJob) => {
     // Descriptions and icons are sanitized here, once per crawl, never on the serving loop.
-    crawlRepository(job.url, job.limits, job.scope, job.corePrefixes).then((r) => sanitizeCrawlResult(r, job.limits)).then(
+    crawlRepository(job.url, job.limits, job.scope, job.corePrefixes, job.platformCategories).then((r) => sanitizeCrawlResult(r, job.limits)).then(
       (result) => port.postMessage({ ok: true, result } satisfies CrawlReply),
       (e: unknown) => port.postMessage({ ok: false, message: e instanceof Error ? e.message : String(e) } satisfies CrawlReply),
     );

@@ -12,9 +12,11 @@ import { type ArtifactInfo, artifactKey, type ReadLimits, readRepository } from 
 import {
   categoryFullPath,
   type DeclaredCategory,
+  normalizePath,
   readPluginXml,
   resolveCategoryPath,
 } from './plugin-xml.js';
+import { KNIME_CATEGORIES, type PlatformCategory } from '../../infra/config.js';
 import { type CrawlProblem, ProblemList } from './problems.js';
 import { readKnimeYml, readPythonModule } from './python-extension.js';
 import { describePlatformFilter, unionPlatforms } from './platform-filter.js';
@@ -118,6 +120,8 @@ export async function crawlRepository(
   scope?: string,
   /** Name prefixes of the platform's core units (PIER_PLATFORM_CORE_PREFIXES). */
   corePrefixes: readonly string[] = DEFAULT_CORE_PREFIXES,
+  /** Node categories the platform itself declares (PIER_PLATFORM_CATEGORIES): never warned about as undeclared. */
+  platformCategories: readonly PlatformCategory[] = KNIME_CATEGORIES,
 ): Promise<CrawlResult> {
   const base = url.endsWith('/') ? url : `${url}/`;
   // Every fetch of this crawl stays on the label's own host and shares one request budget.
@@ -239,14 +243,15 @@ export async function crawlRepository(
   });
 
   const byFullPath = new Map(categories.map((c) => [categoryFullPath(c), c] as const));
+  const platformNames = new Map(platformCategories.map((c) => [normalizePath(c.path), c.name] as const));
   const undeclared = new Set<string>();
   for (const n of nodes) {
-    const r = resolveCategoryPath(n.categoryPath, byFullPath);
+    const r = resolveCategoryPath(n.categoryPath, byFullPath, platformNames);
     n.categoryNames = r.names;
     for (const u of r.undeclared) undeclared.add(u);
   }
   for (const u of [...undeclared].sort()) {
-    problems.add({ severity: 'warning', code: 'category_undeclared', message: `category ${u} is not declared by any bundle of the site`, where: u });
+    problems.add({ severity: 'warning', code: 'category_undeclared', message: `category ${u} is not declared by any bundle of the site, nor by the platform (PIER_PLATFORM_CATEGORIES)`, where: u });
   }
   const unique = newestPerFactory(nodes, problems);
   const list = problems.items;

@@ -7,6 +7,7 @@
  * drops its nodes.
  */
 import { withdrawnInFields } from '../notices/notices.js';
+import { KNIME_CATEGORIES, type PlatformCategory } from '../../infra/config.js';
 import { ConflictError, NotFoundError } from '../../infra/errors.js';
 import type { ReleaseNodesRepository } from '../changes/repository.js';
 import { signaturesOf } from '../changes/signature.js';
@@ -66,6 +67,8 @@ export interface CrawlerServiceDeps {
   isolation?: IsolationLimits;
   /** Name prefixes of the platform's core units (PIER_PLATFORM_CORE_PREFIXES). */
   platformCorePrefixes?: readonly string[];
+  /** Node categories the platform declares (PIER_PLATFORM_CATEGORIES): not warned about as undeclared. */
+  platformCategories?: readonly PlatformCategory[];
   /** Where failures of ours (not of the site) are logged for operators. */
   log?: { error(o: object, msg: string): void };
   now?: () => Date;
@@ -167,11 +170,12 @@ export function crawlerService({
   limits = DEFAULT_CRAWL_LIMITS,
   isolation = DEFAULT_ISOLATION,
   platformCorePrefixes = DEFAULT_CORE_PREFIXES,
+  platformCategories = KNIME_CATEGORIES,
   log,
   now = () => new Date(),
 }: CrawlerServiceDeps) {
   // Crawls run in a worker thread: vendor input never blocks or exhausts the serving process.
-  const isolated = isolatedCrawler(limits, isolation, platformCorePrefixes);
+  const isolated = isolatedCrawler(limits, isolation, platformCorePrefixes, platformCategories);
   const metrics = crawlMetrics();
   /** Set by `close`: a crawl that fails from then on was cut short, not wrong (see `crawlLabel`). */
   let closing = false;
