@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import ssh2 from 'ssh2';
 import { call, connectSftp, hostileChangelog, putFile } from './hostile-fixtures.js';
+import { folderIndexAttack, folderIndexReport, prepareFolderIndex } from './hostile-folder-index.js';
 
 export interface AttackPlan {
   /** How long the attack lasts after `go`. */
@@ -18,7 +19,7 @@ export interface AttackPlan {
   token: string;
   username: string;
   password: string;
-  attacks: ('crawl' | 'page' | 'sftp')[];
+  attacks: ('crawl' | 'page' | 'sftp' | 'folder-index')[];
   /** Local folders of the hostile labels and the files to upload from each. */
   labels: { label: string; dir: string; files: string[]; reupload: string[] }[];
   changelogItems: number;
@@ -50,6 +51,7 @@ const report = {
   },
   page: { patches: 0, refused: null as string | null, renders: 0, longestMs: 0, waitingMs: 0, error: null as string | null },
   sftp: { held: 0, refusedOpens: 0, acceptedOpens: 0, readdirs: 0, listings: 0, error: null as string | null },
+  'folder-index': folderIndexReport,
 };
 
 /** What the attacks were waiting for when the deadline came (reported with how long). */
@@ -202,7 +204,7 @@ async function attempt<T>(name: keyof typeof report, work: () => Promise<T>): Pr
 
 const wanted = new Set(plan.attacks);
 const connect = () => connectSftp(plan.sftpPort, plan.username, plan.password);
-const [uploader, abuser] = await Promise.all([
+const [uploader, abuser, indexUrl] = await Promise.all([
   wanted.has('crawl')
     ? attempt('crawl', async () => {
         const conn = await connect();
@@ -214,6 +216,16 @@ const [uploader, abuser] = await Promise.all([
     ? attempt('sftp', async () => {
         const conn = await connect();
         return { conn, dirs: await holdHandles(conn.sftp) };
+      })
+    : null,
+  wanted.has('folder-index')
+    ? attempt('folder-index', async () => {
+        const conn = await connect();
+        try {
+          return await prepareFolderIndex(plan, conn.sftp);
+        } finally {
+          conn.end();
+        }
       })
     : null,
 ]);
@@ -237,4 +249,5 @@ await Promise.all([
   uploader && attempt('crawl', () => crawlAttack(uploader.sftp)),
   wanted.has('page') && attempt('page', pageAttack),
   abuser && attempt('sftp', () => sftpAttack(abuser.conn.sftp, abuser.dirs)),
+  indexUrl && attempt('folder-index', () => folderIndexAttack(indexUrl, live)),
 ]);

@@ -11,6 +11,9 @@
  * batch at a time (storage.statNames: the thread pool, not the event loop), and one page is
  * rendered. Both caches are bounded in bytes; the oldest entries go first.
  */
+import { createHash } from 'node:crypto';
+import { promisify } from 'node:util';
+import zlib from 'node:zlib';
 import type { Storage } from '../../infra/storage.js';
 import { FOLDER_PAGE_ENTRIES, folderIndex } from './index-page.js';
 
@@ -21,7 +24,17 @@ const PAGES_BYTES = 8 * 1024 * 1024;
 /** What a name or a page costs beside its characters (the string, its slot in an array or map). */
 const SLOT_BYTES = 40;
 
-export type FolderPage = { kind: 'page'; body: Buffer; pages: number } | { kind: 'missing' } | { kind: 'beyond'; pages: number };
+const gzip = promisify(zlib.gzip);
+
+/** One built page: its HTML, the same gzipped (most clients take it: a tenth of the bytes), and its strong ETag. */
+export interface BuiltPage {
+  body: Buffer;
+  gzipped: Buffer;
+  etag: string;
+  pages: number;
+}
+
+export type FolderPage = ({ kind: 'page' } & BuiltPage) | { kind: 'missing' } | { kind: 'beyond'; pages: number };
 
 /** A map bounded by the bytes its values are charged; the oldest entry goes first. */
 class BytesBounded<V> {
@@ -55,7 +68,7 @@ class BytesBounded<V> {
 
 export class FolderPages {
   readonly #names: BytesBounded<{ version: string; names: string[] }>;
-  readonly #pages: BytesBounded<{ body: Buffer; pages: number }>;
+  readonly #pages: BytesBounded<BuiltPage>;
   /** Reads and renders in progress, by what they are for: requests arriving together share one. */
   readonly #pending = new Map<string, Promise<unknown>>();
 
@@ -88,8 +101,11 @@ export class FolderPages {
       const shown = names.slice((page - 1) * FOLDER_PAGE_ENTRIES, page * FOLDER_PAGE_ENTRIES);
       const entries = (await this.storage.statNames(key, shown)).filter((e) => e !== null);
       const body = Buffer.from(folderIndex(title, entries, { page, pages }));
-      if (pageKey !== null) this.#pages.set(pageKey, { body, pages }, body.length + pageKey.length * 2 + SLOT_BYTES);
-      return { kind: 'page', body, pages } as const;
+      // Compressed once per page on the thread pool, then served as is.
+      const gzipped = await gzip(body);
+      const built: BuiltPage = { body, gzipped, etag: `"i${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`, pages };
+      if (pageKey !== null) this.#pages.set(pageKey, built, body.length + gzipped.length + pageKey.length * 2 + SLOT_BYTES);
+      return { kind: 'page', ...built } as const;
     });
   }
 

@@ -15,7 +15,7 @@ import type { Storage, StoredReader } from '../../infra/storage.js';
 import { installFastPath } from '../../infra/fast-path/fast-path.js';
 import { countNodeHttpAnswer, hostCounts } from '../../infra/metrics/hosts.js';
 import { type CachedFile, FileCache, type FileMeta } from './file-cache.js';
-import { contentTypeOf, etagOf, evaluatePreconditions, rangeOf } from './http-file.js';
+import { acceptsGzip, contentTypeOf, etagOf, evaluatePreconditions, rangeOf } from './http-file.js';
 import { FolderPages } from './folder-pages.js';
 import { folderPageOf } from './index-page.js';
 import { type DownloadTarget, labelOfTarget, type ParsedPath, parseDownloadPath } from './paths.js';
@@ -190,7 +190,7 @@ export function createDownloadServer(options: {
   /** Index pages of update-site folders, cached by each folder's version (folder-pages.ts). */
   const folderPages = new FolderPages(storage);
 
-  async function serveFolder(res: http.ServerResponse, t: DownloadTarget, url: string, version: string | undefined, head: boolean) {
+  async function serveFolder(req: http.IncomingMessage, res: http.ServerResponse, t: DownloadTarget, url: string, version: string | undefined, head: boolean) {
     const pathname = pathOf(url);
     // Only update-site folders have an index (a label folder and below: `<product>/update-site/<label>…`).
     if (t.area !== 'update-site') return problem(res, 404, 'not_found', 'No such file', head);
@@ -203,13 +203,18 @@ export function createDownloadServer(options: {
     const index = await folderPages.page(t.key, version, decodeURIComponent(pathname), page);
     if (index.kind === 'missing') return problem(res, 404, 'not_found', 'No such file', head);
     if (index.kind === 'beyond') return problem(res, 404, 'not_found', `No such page of this folder (it has ${index.pages})`, head);
-    const body = index.body;
-    res.writeHead(200, {
-      ...COMMON_HEADERS,
-      'content-type': 'text/html; charset=utf-8',
-      'content-length': body.length,
-      'cache-control': 'no-cache',
-    });
+    // The same bytes gzipped (built once per page) for a client that takes them; a strong ETag
+    // per content coding (RFC 9110 §8.8.3.3).
+    const gzip = acceptsGzip(req.headers['accept-encoding']);
+    const etag = gzip ? `${index.etag.slice(0, -1)}-gz"` : index.etag;
+    const headers: http.OutgoingHttpHeaders = { ...COMMON_HEADERS, 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-cache', etag, vary: 'accept-encoding' };
+    const ifNoneMatch = req.headers['if-none-match'];
+    if (ifNoneMatch !== undefined && evaluatePreconditions({ ifNoneMatch }, etag, Number.NaN, Date.now()) === 'not-modified') {
+      res.writeHead(304, headers);
+      return res.end();
+    }
+    const body = gzip ? index.gzipped : index.body;
+    res.writeHead(200, { ...headers, ...(gzip ? { 'content-encoding': 'gzip' } : {}), 'content-length': body.length });
     res.end(head ? undefined : body);
   }
 
@@ -355,7 +360,7 @@ export function createDownloadServer(options: {
     if (!folders) return false;
     const st = await storage.stat(t.key);
     if (st?.type !== 'dir') return false;
-    await serveFolder(res, t, req.url ?? pathname, st.version, head);
+    await serveFolder(req, res, t, req.url ?? pathname, st.version, head);
     return true;
   }
 

@@ -4,11 +4,15 @@
 // changes (an entry added, removed, or its times set), within bounded memory.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import http from 'node:http';
+import zlib from 'node:zlib';
+import fc from 'fast-check';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { localStorage } from '../../../src/infra/storage-local.js';
 import type { Storage, StoredEntry } from '../../../src/infra/storage.js';
 import { FolderPages } from '../../../src/publishing/downloads/folder-pages.js';
+import { acceptsGzip } from '../../../src/publishing/downloads/http-file.js';
 import { FOLDER_PAGE_ENTRIES } from '../../../src/publishing/downloads/index-page.js';
 import { createDownloadServer, type DownloadServer } from '../../../src/publishing/downloads/server.js';
 import { tempDir } from '../../helpers/db.js';
@@ -131,6 +135,30 @@ describe('download host folder index', () => {
     assert.equal(row(await (await fetch(url())).text()), '2001-02-03 04:05');
   });
 
+  test('pages are sent gzipped to clients that take it (the same HTML), with an ETag per coding that answers 304', async () => {
+    const get = (headers: Record<string, string>) =>
+      new Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer }>((resolve, reject) => {
+        http
+          .get(url('?page=2'), { headers }, (res) => {
+            const chunks: Buffer[] = [];
+            res.on('data', (c: Buffer) => chunks.push(c));
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
+          })
+          .on('error', reject);
+      });
+    const plain = await get({});
+    const gz = await get({ 'accept-encoding': 'br;q=1, gzip;q=0.5' });
+    assert.equal(plain.headers['content-encoding'], undefined);
+    assert.equal(gz.headers['content-encoding'], 'gzip');
+    assert.ok(gz.body.length * 4 < plain.body.length, `${gz.body.length} gzipped bytes for ${plain.body.length}`);
+    assert.deepEqual(zlib.gunzipSync(gz.body), plain.body);
+    assert.equal(gz.headers.vary, 'accept-encoding');
+    assert.notEqual(gz.headers.etag, plain.headers.etag);
+    assert.equal((await get({ 'if-none-match': String(plain.headers.etag) })).status, 304);
+    assert.equal((await get({ 'accept-encoding': 'gzip', 'if-none-match': String(gz.headers.etag) })).status, 304);
+    assert.equal((await get({ 'accept-encoding': 'gzip', 'if-none-match': String(plain.headers.etag) })).status, 200);
+  });
+
   test('a subfolder shows no time (its changes are not its parent\'s), and pages past the end or not numbers are 404 problems', async () => {
     const html = await (await fetch(url())).text();
     assert.match(html, /<a href="b00000-sub\/">b00000-sub\/<\/a><\/td><td>-<\/td>/);
@@ -164,4 +192,19 @@ test('the caches of names and pages stay within their byte bounds, whatever is a
   }
   assert.deepEqual(await pages.page('p/update-site/l/none', 'v', '/x/', 1), { kind: 'missing' });
   assert.deepEqual(await pages.page('p/update-site/l/f0', 'v9', '/x/', 4), { kind: 'beyond', pages: 3 });
+});
+
+test('property: Accept-Encoding takes gzip when gzip (or x-gzip) has a weight above 0, or * does and gzip is not named', () => {
+  const coding = fc.constantFrom('gzip', 'GZIP', 'x-gzip', 'br', 'deflate', 'identity', '*', 'zstd');
+  const weight = fc.option(fc.constantFrom('0', '0.0', '0.5', '1', '0.001', '1.0'), { nil: undefined });
+  fc.assert(
+    fc.property(fc.array(fc.tuple(coding, weight), { maxLength: 6 }), (list) => {
+      const header = list.map(([c, q]) => (q === undefined ? c : `${c};q=${q}`)).join(', ');
+      const ok = (q: string | undefined) => q === undefined || Number(q) > 0;
+      const named = list.filter(([c]) => ['gzip', 'x-gzip'].includes(c.toLowerCase()));
+      const star = list.filter(([c]) => c === '*');
+      const expected = named.length ? named.some(([, q]) => ok(q)) : star.length ? ok(star.at(-1)?.[1]) : false;
+      assert.equal(acceptsGzip(header || undefined), expected, header);
+    }),
+  );
 });
