@@ -36,6 +36,12 @@ export interface CrawlLimits extends ReadLimits {
   maxRequests: number;
   /** Characters of pure-Python module source one crawl reads in all (each is parsed once). */
   maxPythonCharacters: number;
+  /**
+   * Characters of everything one crawl hands to the serving process (node descriptions, icons,
+   * units, problems); more ends the crawl as fatal `crawl_result_too_large` (result.ts), so what
+   * the serving loop copies, checks and stores stays bounded.
+   */
+  maxResultBytes: number;
 }
 
 export const DEFAULT_CRAWL_LIMITS: CrawlLimits = {
@@ -56,6 +62,8 @@ export const DEFAULT_CRAWL_LIMITS: CrawlLimits = {
   // Two modules at the 4 MiB per-module limit: far above real extensions (tens of KB), and it
   // bounds what one vendor's crawl can spend in the parser, whatever its jars repeat.
   maxPythonCharacters: 8 * 1024 * 1024,
+  // Real extensions index a few MiB (hundreds of nodes of 5-20 KB of description each).
+  maxResultBytes: 32 * 1024 * 1024,
 };
 
 export interface CrawledNode {
@@ -324,7 +332,7 @@ function newestPerFactory(nodes: CrawledNode[], problems: ProblemList): CrawledN
 }
 
 /** The counts of a result (also recounted by the serving process for a worker's result). */
-export function summarize(r: Pick<CrawlResult, 'units' | 'nodes' | 'nodeSets' | 'problems'>): CrawlSummary {
+export function summarize(r: Pick<CrawlResult, 'units' | 'nodeSets' | 'problems'> & { nodes: readonly unknown[] }): CrawlSummary {
   return {
     units: r.units.length,
     features: r.units.filter((u) => u.kind === 'feature').length,

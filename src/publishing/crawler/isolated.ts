@@ -6,10 +6,10 @@
  */
 import { KNIME_CATEGORIES, type PlatformCategory } from '../../infra/config.js';
 import { keptWorker } from '../../infra/kept-worker.js';
-import type { CrawlLimits, CrawlResult } from './crawl.js';
+import type { CrawlLimits } from './crawl.js';
 import type { CrawlJob, CrawlReply } from './crawl-worker.js';
 import { DEFAULT_CORE_PREFIXES } from './platform-range.js';
-import { checkCrawlResult } from './result.js';
+import { checkCrawlResult, type StoredCrawlResult } from './result.js';
 
 export interface IsolationLimits {
   /** Heap of the crawl's worker (V8 old generation), MiB. */
@@ -31,7 +31,7 @@ export class CrawlAborted extends Error {
 }
 
 export interface IsolatedCrawler {
-  crawl(url: string, scope: string): Promise<CrawlResult>;
+  crawl(url: string, scope: string): Promise<StoredCrawlResult>;
   /** Ends the worker once the crawl in progress is done, or at once with `cut` (it then fails). */
   close(cut?: boolean): Promise<void>;
 }

@@ -15,7 +15,8 @@ import type { ProductFilesReader } from '../files/reader.js';
 import { isLabel } from '../files/tree.js';
 import type { ProductRow, ProductsRepository } from '../products/repository.js';
 import type { Candidate, ReleasedBy, ReleasesService } from '../releases/service.js';
-import { type CrawlLimits, type CrawlResult, type CrawlSummary, DEFAULT_CRAWL_LIMITS } from './crawl.js';
+import { type CrawlLimits, type CrawlSummary, DEFAULT_CRAWL_LIMITS } from './crawl.js';
+import type { StoredCrawlResult as CrawlResult } from './result.js';
 import { CrawlAborted, DEFAULT_ISOLATION, type IsolationLimits, isolatedCrawler } from './isolated.js';
 import { type CrawlOutcome, crawlMetrics } from './metrics.js';
 import type { CrawlProblem } from './problems.js';
@@ -141,18 +142,19 @@ function labelNameChecked(r: CrawlResult, label: string): CrawlResult {
 }
 
 function nodeRows(productId: string, productName: string, label: string, r: CrawlResult): CrawlNodeRow[] {
+  // Built by the crawl's worker (result.ts storedNodeOf): here only the product's columns are added.
   return r.nodes.map((n) => ({
     product_id: productId,
     label,
     factory_class: n.factoryClass,
-    name: n.description?.name || n.factoryClass.slice(n.factoryClass.lastIndexOf('.') + 1).replace(/NodeFactory$|Factory$/, ''),
+    name: n.name,
     product_name: productName,
     bundle: n.bundle,
     category_path: n.categoryPath,
     category_names: n.categoryNames.join(' / '),
-    short_description: n.description?.shortDescription ?? '',
+    short_description: n.shortDescription,
     deprecated: n.deprecated ? 1 : 0,
-    data: JSON.stringify({ bundleVersion: n.bundleVersion, hidden: n.hidden, after: n.after, categoryNames: n.categoryNames, description: n.description, platforms: n.platforms }),
+    data: n.data,
     icon_type: n.icon?.contentType ?? null,
     icon: n.icon?.base64 ?? null,
     // The crawl's worker sanitized the description and the icon (crawl-worker.ts).

@@ -35,7 +35,7 @@ function vendorSite(): SiteSpec {
   };
 }
 
-const undeclared = (r: Awaited<ReturnType<typeof crawlRepository>>) => r.problems.filter((p) => p.code === 'category_undeclared').map((p) => p.where).sort();
+const undeclared = (r: Pick<Awaited<ReturnType<typeof crawlRepository>>, 'problems'>) => r.problems.filter((p) => p.code === 'category_undeclared').map((p) => p.where).sort();
 const names = (r: Awaited<ReturnType<typeof crawlRepository>>) => Object.fromEntries(r.nodes.map((n) => [n.factoryClass.replace('com.acme.nodes.', ''), n.categoryNames.join(' / ')]));
 
 test("KNIME's categories by default: /community and /io are the platform's, /io/write and a root nobody declares are warned about", async () => {
