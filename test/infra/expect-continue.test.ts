@@ -11,6 +11,7 @@ import { createRunnerService, type RunnerService } from '../../src/runner/servic
 import { tempDir } from '../helpers/db.js';
 
 const MB30 = 30 * 1024 * 1024;
+const API_KEY = 'expect-continue-admin-key-0123456789abcdef';
 
 interface Exchange {
   /** What the server sent before the client sent any of the body. */
@@ -46,10 +47,17 @@ function expectContinue(port: number, head: string, body?: string): Promise<Exch
         return;
       }
       socket.write(body);
-      setTimeout(() => {
-        socket.destroy();
-        finish();
-      }, 1000);
+      // Until the final answer's head is in (a loaded machine may take seconds), then a moment for its body.
+      const until = Date.now() + 15_000;
+      const wait = () => {
+        if (/\r\n\r\nHTTP\/1\.1 [2-5]\d\d [\s\S]*?\r\n\r\n/.test(got) || Date.now() > until) {
+          setTimeout(() => {
+            socket.destroy();
+            finish();
+          }, 200);
+        } else setTimeout(wait, 20);
+      };
+      wait();
     });
     socket.on('end', () => {
       closed = true;
@@ -72,7 +80,7 @@ describe('Expect: 100-continue', () => {
   let token: string;
 
   before(async () => {
-    const config = loadConfig({ PIER_DATA_DIR: tempDir('pier-expect-'), PIER_LOG_LEVEL: 'silent' });
+    const config = loadConfig({ PIER_DATA_DIR: tempDir('pier-expect-'), PIER_LOG_LEVEL: 'silent', API_KEY, RUNNER_MAX_OUTPUT_BYTES: '1M' });
     web = await createPublishingService(config);
     runner = await createRunnerService(config, { backgroundLoops: false, sweeper: false });
     webPort = Number(new URL(await web.app.listen({ host: '127.0.0.1', port: 0 })).port);
@@ -112,6 +120,17 @@ describe('Expect: 100-continue', () => {
     const r = await expectContinue(runnerPort, headOf('POST', '/oauth/register', MB30));
     assert.match(r.first, /^HTTP\/1\.1 413 /, r.first.slice(0, 200));
     assert.doesNotMatch(r.all, /100 Continue/);
+  });
+
+  test('runner: a multipart output upload whose Content-Length no output within RUNNER_MAX_OUTPUT_BYTES can have is answered 413 instead of 100', async () => {
+    const head = headOf('PUT', '/api/runs/1/outputs/result.csv', MB30, { authorization: `ApiKey ${API_KEY}` }).replace(
+      'Content-Type: application/json',
+      'Content-Type: multipart/form-data; boundary=xyz',
+    );
+    const r = await expectContinue(runnerPort, head);
+    assert.match(r.first, /^HTTP\/1\.1 413 /, r.first.slice(0, 200));
+    assert.doesNotMatch(r.all, /100 Continue/);
+    assert.match(r.all, /"code":"payload_too_large"/);
   });
 
   test('runner: a small body gets 100 and its answer', async () => {
