@@ -1,6 +1,9 @@
 import { isIP } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { parsePlatformCategories, type PlatformCategory } from './platform-categories.js';
+
+export { KNIME_CATEGORIES, type PlatformCategory } from './platform-categories.js';
 
 /** Raised when an environment variable has a value we cannot use; names the variable. */
 export class ConfigError extends Error {
@@ -148,38 +151,6 @@ export interface FileLimits {
   /** Folders a product may have (besides its three fixed ones); files count against quotaFiles. */
   quotaFolders: number;
 }
-
-/** A category path the platform declares (`/community`) and its name in the node repository. */
-export interface PlatformCategory {
-  path: string;
-  name: string;
-}
-
-/**
- * The top-level node categories of KNIME Analytics Platform, as org.knime.base declares them
- * (extension point org.knime.workbench.repository.categories, `path="/"`). Extensions place
- * their nodes under these (`/community/<vendor>`) without declaring them again.
- */
-export const KNIME_CATEGORIES: readonly PlatformCategory[] = [
-  { path: '/io', name: 'IO' },
-  { path: '/manipulation', name: 'Manipulation' },
-  { path: '/view', name: 'Views' },
-  { path: '/analytics', name: 'Analytics' },
-  { path: '/db', name: 'DB' },
-  { path: '/scripting', name: 'Scripting' },
-  { path: '/toolintegration', name: 'Tools & Services' },
-  { path: '/flowcontrol', name: 'Workflow Control' },
-  { path: '/flowabstraction', name: 'Workflow Abstraction' },
-  { path: '/labs', name: 'KNIME Labs' },
-  { path: '/community', name: 'Community Nodes' },
-  { path: '/misc', name: 'Misc' },
-  { path: '/social-media', name: 'Social Media' },
-  { path: '/report', name: 'Reporting' },
-  { path: '/chemistry', name: 'Chemistry' },
-  { path: '/applications', name: 'Other Data Types' },
-  { path: '/struct-data', name: 'Structured Data' },
-  { path: '/uncategorized', name: 'Uncategorized' },
-];
 
 type Env = Record<string, string | undefined>;
 
@@ -343,30 +314,11 @@ function corePrefixes(env: Env, name: string): string[] {
   return entries;
 }
 
-/**
- * PIER_PLATFORM_CATEGORIES: comma-separated category paths, each optionally `=Name`
- * (`/community=Community Nodes,/io`); a path without a name is named by its last segment.
- * Empty or unset: KNIME's top-level categories; `none`: no platform categories.
- */
+/** PIER_PLATFORM_CATEGORIES (platform-categories.ts). */
 function platformCategories(env: Env, name: string): PlatformCategory[] {
-  const raw = env[name];
-  if (raw === undefined || raw.trim() === '') return KNIME_CATEGORIES.map((c) => ({ ...c }));
-  if (raw.trim() === 'none') return [];
-  const entries = raw.split(',').map((x) => x.trim()).filter(Boolean);
-  if (entries.length > 1000) throw new ConfigError(name, 'at most 1000 categories');
-  const out: PlatformCategory[] = [];
-  for (const e of entries) {
-    const eq = e.indexOf('=');
-    const at = (eq < 0 ? e : e.slice(0, eq)).trim();
-    const label = eq < 0 ? '' : e.slice(eq + 1).trim();
-    // Category ids as plugin.xml writes them (level-id): no spaces, slashes only between segments.
-    if (!/^(?:\/[A-Za-z0-9_.+-]{1,100}){1,16}$/.test(at)) {
-      throw new ConfigError(name, `"${at}" is not a category path such as /community or /io/read (segments of letters, digits, ".", "_", "+", "-")`);
-    }
-    if (label.length > 200 || /\p{Cc}/u.test(label)) throw new ConfigError(name, `the name of ${at} must be at most 200 characters without control characters`);
-    out.push({ path: at, name: label || (at.split('/').pop() as string) });
-  }
-  return out;
+  const parsed = parsePlatformCategories(env[name]);
+  if ('error' in parsed) throw new ConfigError(name, parsed.error);
+  return parsed.categories;
 }
 
 /** `on`/`off` (also true/false, 1/0, yes/no); empty or unset is `fallback`. */

@@ -5,7 +5,7 @@
  * touches the database: the serving process validates and stores the result.
  */
 import { parentPort } from 'node:worker_threads';
-import type { PlatformCategory } from '../../infra/config.js';
+import type { PlatformCategory } from '../../infra/platform-categories.js';
 import { type CrawlLimits, crawlRepository } from './crawl.js';
 import { storedResultOf } from './result.js';
 import { sanitizeCrawlResult } from './sanitize-node.js';

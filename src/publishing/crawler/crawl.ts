@@ -16,7 +16,7 @@ import {
   readPluginXml,
   resolveCategoryPath,
 } from './plugin-xml.js';
-import { KNIME_CATEGORIES, type PlatformCategory } from '../../infra/config.js';
+import { KNIME_CATEGORIES, type PlatformCategory } from '../../infra/platform-categories.js';
 import { type CrawlProblem, ProblemList } from './problems.js';
 import { readKnimeYml, readPythonModule } from './python-extension.js';
 import { describePlatformFilter, unionPlatforms } from './platform-filter.js';

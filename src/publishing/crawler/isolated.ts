@@ -4,7 +4,7 @@
  * downloads and SFTP share this process); the kept worker of infra/kept-worker.ts serves a pass
  * of crawls. Whatever the worker posts is validated before anyone stores it.
  */
-import { KNIME_CATEGORIES, type PlatformCategory } from '../../infra/config.js';
+import { KNIME_CATEGORIES, type PlatformCategory } from '../../infra/platform-categories.js';
 import { keptWorker } from '../../infra/kept-worker.js';
 import type { CrawlLimits } from './crawl.js';
 import type { CrawlJob, CrawlReply } from './crawl-worker.js';

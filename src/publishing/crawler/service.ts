@@ -7,7 +7,7 @@
  * drops its nodes.
  */
 import { withdrawnInFields } from '../notices/notices.js';
-import { KNIME_CATEGORIES, type PlatformCategory } from '../../infra/config.js';
+import { KNIME_CATEGORIES, type PlatformCategory } from '../../infra/platform-categories.js';
 import { ConflictError, NotFoundError } from '../../infra/errors.js';
 import type { ReleaseNodesRepository } from '../changes/repository.js';
 import { signaturesOf } from '../changes/signature.js';
