@@ -9,6 +9,7 @@ import path from 'node:path';
 import ssh2 from 'ssh2';
 import { call, connectSftp, hostileChangelog, putFile } from './hostile-fixtures.js';
 import { seedStats, statsAttack, statsReport } from './hostile-stats.js';
+import { folderIndexAttack, folderIndexReport, prepareFolderIndex } from './hostile-folder-index.js';
 
 export interface AttackPlan {
   /** How long the attack lasts after `go`. */
@@ -19,7 +20,7 @@ export interface AttackPlan {
   token: string;
   username: string;
   password: string;
-  attacks: ('crawl' | 'page' | 'sftp' | 'stats')[];
+  attacks: ('crawl' | 'page' | 'sftp' | 'stats' | 'folder-index')[];
   /** The server's publishing database (the stats attack seeds its counts there). */
   databaseUrl: string;
   /** Local folders of the hostile labels and the files to upload from each. */
@@ -54,6 +55,7 @@ const report = {
   page: { patches: 0, refused: null as string | null, renders: 0, longestMs: 0, waitingMs: 0, error: null as string | null },
   sftp: { held: 0, refusedOpens: 0, acceptedOpens: 0, readdirs: 0, listings: 0, error: null as string | null },
   stats: statsReport(),
+  'folder-index': folderIndexReport,
 };
 
 /** What the attacks were waiting for when the deadline came (reported with how long). */
@@ -206,7 +208,7 @@ async function attempt<T>(name: keyof typeof report, work: () => Promise<T>): Pr
 
 const wanted = new Set(plan.attacks);
 const connect = () => connectSftp(plan.sftpPort, plan.username, plan.password);
-const [uploader, abuser] = await Promise.all([
+const [uploader, abuser, indexUrl] = await Promise.all([
   wanted.has('crawl')
     ? attempt('crawl', async () => {
         const conn = await connect();
@@ -221,6 +223,16 @@ const [uploader, abuser] = await Promise.all([
       })
     : null,
   wanted.has('stats') ? attempt('stats', () => seedStats(plan, report.stats)) : null,
+  wanted.has('folder-index')
+    ? attempt('folder-index', async () => {
+        const conn = await connect();
+        try {
+          return await prepareFolderIndex(plan, conn.sftp);
+        } finally {
+          conn.end();
+        }
+      })
+    : null,
 ]);
 process.stdout.write('ready\n');
 // Without `go` (the bench ended early) there is nothing to do: leave.
@@ -243,4 +255,5 @@ await Promise.all([
   wanted.has('page') && attempt('page', pageAttack),
   abuser && attempt('sftp', () => sftpAttack(abuser.conn.sftp, abuser.dirs)),
   wanted.has('stats') && attempt('stats', () => statsAttack(plan, live, report.stats)),
+  indexUrl && attempt('folder-index', () => folderIndexAttack(indexUrl, live)),
 ]);

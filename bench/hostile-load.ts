@@ -23,6 +23,7 @@ import path from 'node:path';
 import type { AttackPlan } from './hostile-attack.js';
 import { buildPythonSite, buildXzBomb, connectSftp, mkdirMany, putFile, type SftpConnection } from './hostile-fixtures.js';
 import { statsLine } from './hostile-stats.js';
+import { folderIndexLine } from './hostile-folder-index.js';
 import { freePort, pierCli, tempDir } from './lib.js';
 
 const SECONDS = Number(process.env.BENCH_HOSTILE_SECONDS ?? 10);
@@ -30,7 +31,7 @@ const RATE = Number(process.env.BENCH_HOSTILE_RATE ?? 200);
 const GRACE_S = Number(process.env.BENCH_HOSTILE_GRACE ?? 5);
 const FOLDER_ENTRIES = Number(process.env.BENCH_HOSTILE_FOLDER_ENTRIES ?? 5_000);
 /** Which attacks run together (a subset helps find which one hurts). */
-const ATTACKS = (process.env.BENCH_HOSTILE_ATTACKS ?? 'crawl,page,sftp,stats').split(',') as AttackPlan['attacks'];
+const ATTACKS = (process.env.BENCH_HOSTILE_ATTACKS ?? 'crawl,page,sftp,stats,folder-index').split(',') as AttackPlan['attacks'];
 const CHANGELOG_ITEMS = 2_000;
 const PYTHON_MODULE_BYTES = 100 * 1024;
 const TARGET = 2;
@@ -301,6 +302,7 @@ export async function benchHostileLoad(): Promise<string> {
         ATTACKS.includes('sftp') &&
           `  sftp: ${r.sftp.held} handles held, ${r.sftp.refusedOpens} OPENs refused, ${r.sftp.acceptedOpens} accepted over the cap, ${r.sftp.readdirs} READDIRs, ${r.sftp.listings} full listings${r.sftp.error ? `; stopped: ${r.sftp.error}` : ''}`,
         ATTACKS.includes('stats') && statsLine(r.stats),
+        ATTACKS.includes('folder-index') && folderIndexLine(r['folder-index']),
       ].filter((l): l is string => typeof l === 'string');
     } catch {
       what = ['  the attacker process reported nothing'];

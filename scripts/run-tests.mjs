@@ -24,7 +24,11 @@ if (files.length === 0) {
 // The runner serves its web UI from dist/ui: build it from the sources under test first.
 const build = spawnSync(process.execPath, ['--import', 'tsx', 'scripts/build-ui.ts'], { stdio: 'inherit' });
 if (build.status !== 0) process.exit(build.status ?? 1);
+// `pier serve` keeps answering /readyz 503 for PIER_DRAIN_DELAY_SECONDS after SIGTERM (for a
+// balancer); the tests that stop a server want it gone at once (the drain test sets its own).
+const env = { ...process.env, PIER_DRAIN_DELAY_SECONDS: process.env.PIER_DRAIN_DELAY_SECONDS ?? '0' };
 const child = spawn(process.execPath, ['--import', 'tsx', '--test', '--test-concurrency=2', ...files], {
+  env,
   stdio: ['ignore', 'pipe', 'inherit'],
 });
 let tail = '';

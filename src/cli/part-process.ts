@@ -18,7 +18,7 @@ export function startPartProcess(
   onExit: (why: string) => void,
   /** With metrics on (infra/metrics/serve.ts): the process gets an IPC channel, handed to `ipc`. */
   options: { ipc?(child: ChildProcess, part: string): void } = {},
-): Promise<{ url: string; close(): Promise<void> }> {
+): Promise<{ url: string; close(drainMs?: number, options?: { delay?: boolean }): Promise<void> }> {
   const child = spawn(process.execPath, [...process.execArgv, process.argv[1] ?? 'bin/pier.js', 'serve', '--only', part], {
     env: { ...process.env, [PART_PROCESS_ENV]: '1' },
     stdio: options.ipc ? ['pipe', 'inherit', 'pipe', 'ipc'] : ['pipe', 'inherit', 'pipe'],
@@ -47,11 +47,13 @@ export function startPartProcess(
         clearTimeout(timer);
         resolve({
           url: `${m[1]} (own process ${child.pid})`,
-          close: () =>
+          close: (_drainMs, options = {}) =>
             new Promise<void>((done) => {
               closing = true;
               if (child.exitCode !== null || child.signalCode !== null) return done();
               child.once('exit', () => done());
+              // Ctrl-C: the part skips the drain delay too (see NO_DELAY).
+              if (options.delay === false) child.stdin?.write(NO_DELAY);
               child.kill('SIGTERM');
             }),
         });
@@ -70,9 +72,20 @@ export function startPartProcess(
   });
 }
 
+/** Written to a part's process before SIGTERM when it should close its listeners at once (Ctrl-C), not after PIER_DRAIN_DELAY_SECONDS. */
+const NO_DELAY = 'no-drain-delay\n';
+let delaySkipped = false;
+
+/** In a part's own process: whether its parent asked it to skip the drain delay. */
+export function drainDelaySkipped(): boolean {
+  return delaySkipped;
+}
+
 /** In a part's own process: end when the parent's pipe closes (the parent exited, however). */
 export function endWithParent(): void {
-  process.stdin.on('data', () => {});
+  process.stdin.setEncoding('utf8').on('data', (text: string) => {
+    if (text.includes(NO_DELAY.trim())) delaySkipped = true;
+  });
   process.stdin.on('end', () => process.exit(0));
   process.stdin.on('error', () => process.exit(0));
 }

@@ -4,12 +4,21 @@ import { startDraining } from '../infra/readiness.js';
 import { loadConfig } from '../infra/config.js';
 import { startServeMetrics } from '../infra/metrics/serve.js';
 import { lowerOwnPriority } from '../infra/priority.js';
-import { endWithParent, PART_PROCESS_ENV, startPartProcess } from './part-process.js';
+import { drainDelaySkipped, endWithParent, PART_PROCESS_ENV, startPartProcess } from './part-process.js';
 import { startupSummary } from './startup-summary.js';
+
+interface Running {
+  url: string;
+  close(drainMs?: number, options?: { delay?: boolean }): Promise<void>;
+  products?: number;
+  setupLink?: string | null;
+  /** A part in a process of its own: it gets the signal itself and keeps its own listeners open for the drain delay. */
+  ownProcess?: boolean;
+}
 
 interface Part {
   name: string;
-  start(): Promise<{ url: string; close(drainMs?: number): Promise<void>; products?: number; setupLink?: string | null }>;
+  start(): Promise<Running>;
 }
 
 const PARTS = ['web', 'downloads', 'sftp', 'runner'] as const;
@@ -42,13 +51,17 @@ export function registerServeCommand(program: Command): void {
       const downloadsApart = wanted.includes('downloads') && wanted.length > 1;
       if (partProcess) endWithParent();
       let stopping = false;
-      const running: { url: string; close(drainMs?: number): Promise<void>; products?: number; setupLink?: string | null }[] = [];
+      const running: Running[] = [];
+      const names = (): string => wanted.join(', ');
       /**
-       * SIGTERM or Ctrl-C drains: /readyz answers 503 at once, listeners stop taking connections,
-       * requests, downloads and SFTP transfers in flight get PIER_DRAIN_SECONDS to finish, held
-       * claims answer now. A second signal stops at once.
+       * SIGTERM or Ctrl-C drains: /readyz answers 503 at once; after SIGTERM the listeners stay
+       * open for PIER_DRAIN_DELAY_SECONDS (answering as usual, /readyz 503), so a load balancer
+       * probing readiness sees the 503 and stops sending before connections are refused; then
+       * listeners stop taking connections, requests, downloads and SFTP transfers in flight get
+       * PIER_DRAIN_SECONDS to finish, held claims answer now. A second signal stops at once.
+       * Ctrl-C skips the delay: a person at a terminal, not a balancer, is waiting.
        */
-      const stop = async (code = 0, drainMs = 0) => {
+      const stop = async (code = 0, drainMs = 0, asked = 0, why = 'stopping') => {
         if (stopping) {
           // A part's own process gets the signal twice when a whole process group is signalled
           // (systemd's default): once from the sender, once from its parent. That is no
@@ -58,10 +71,29 @@ export function registerServeCommand(program: Command): void {
         }
         stopping = true;
         startDraining();
+        // A part's own process whose parent stops on Ctrl-C closes at once too.
+        const delayMs = partProcess && drainDelaySkipped() ? 0 : asked;
+        console.error(
+          `pier: draining (${why}; ${names()}): /readyz answers 503${delayMs > 0 ? `; listeners close in ${delayMs / 1000} s (PIER_DRAIN_DELAY_SECONDS)` : '; listeners close now'}, then work in flight gets up to ${drainMs / 1000} s (PIER_DRAIN_SECONDS)`,
+        );
         // The bound holds whatever hangs past the listeners' drain: a database that accepts
         // connections and never answers keeps pool clients (and loops waiting on them) busy.
-        setTimeout(() => process.exit(code), drainMs + STOP_GRACE_MS).unref();
-        await Promise.allSettled(running.map((r) => r.close(drainMs)));
+        setTimeout(() => {
+          console.error(`pier: stopped (${names()}; cut: still closing ${(delayMs + drainMs + STOP_GRACE_MS) / 1000} s after the signal)`);
+          process.exit(code);
+        }, delayMs + drainMs + STOP_GRACE_MS).unref();
+        // A part in its own process is told now: it keeps its own listeners open as long.
+        const apart = running.filter((r) => r.ownProcess);
+        const here = running.filter((r) => !r.ownProcess);
+        await Promise.allSettled([
+          ...apart.map((r) => r.close(drainMs, { delay: delayMs > 0 })),
+          (async () => {
+            if (delayMs > 0) await new Promise((r) => setTimeout(r, delayMs));
+            console.error(`pier: listeners closed (${names()}); waiting for work in flight`);
+            await Promise.allSettled(here.map((r) => r.close(drainMs)));
+          })(),
+        ]);
+        console.error(`pier: stopped (${names()})`);
         process.exit(code);
       };
       // Before any part is built: each looks once, when built, whether metrics are on.
@@ -89,10 +121,11 @@ export function registerServeCommand(program: Command): void {
           async start() {
             // Beside other parts, the download host gets a process of its own (see startPartProcess).
             if (downloadsApart) {
-              return startPartProcess('downloads', (why) => {
+              const part = await startPartProcess('downloads', (why) => {
                 console.error(`pier: ${why}; stopping the other parts too`);
-                void stop(1);
+                void stop(1, 0, 0, why);
               }, metrics?.partProcess);
+              return { ...part, ownProcess: true };
             }
             const { startDownloads } = await import('../publishing/downloads/index.js');
             const d = await startDownloads(config);
@@ -141,8 +174,9 @@ export function registerServeCommand(program: Command): void {
       }
       // Ctrl-C reaches a part's own process too: its parent stops it (SIGTERM, or the pipe closing).
       const drainMs = config.drainSeconds * 1000;
+      const delayMs = config.drainDelaySeconds * 1000;
       if (partProcess) process.on('SIGINT', () => {});
-      else process.on('SIGINT', () => void stop(0, drainMs));
-      process.on('SIGTERM', () => void stop(0, drainMs));
+      else process.on('SIGINT', () => void stop(0, drainMs, 0, 'Ctrl-C'));
+      process.on('SIGTERM', () => void stop(0, drainMs, delayMs, 'SIGTERM'));
     });
 }

@@ -21,12 +21,18 @@ import { uploadedLabelsOf } from '../publishing/notices/notices.js';
 import { registerLabelNoticeCommand } from './label-notice.js';
 import { type TrustService, trustService } from '../publishing/trust/service.js';
 import { bindingLine, registerTrustCommands } from './staff-trust.js';
+import { checkStaffDatabase } from './staff-database.js';
 
-/** Opens the same database as the server (from the environment), runs one action, closes. */
+/**
+ * Opens the same database as the server (from the environment), runs one action, closes. Says
+ * which database it is; only `create` commands may make a new one (staff-database.ts).
+ */
 async function withProducts<T>(
   action: (products: ProductService, files: FilesService, crawler: CrawlerService, trust: TrustService, releases: ReleasesService) => Promise<T>,
+  options: { create?: boolean } = {},
 ): Promise<T> {
   const config = loadConfig();
+  await checkStaffDatabase(config, { create: options.create === true });
   const database = await openPublishingDatabase(config.publishing.databaseUrl);
   try {
     const files = filesService({
@@ -46,6 +52,7 @@ async function withProducts<T>(
       downloadUrl: config.publishing.downloadUrl,
       isolation: { maxMemoryMb: config.publishing.crawlMaxMemoryMb, timeoutMs: config.publishing.crawlTimeoutSeconds * 1000 },
       platformCorePrefixes: config.publishing.platformCorePrefixes,
+      platformCategories: config.publishing.platformCategories,
     });
     try {
       const trust = trustService({ repo: trustRepository(database.db), products: repo, oidc: config.publishing.oidc });
@@ -145,7 +152,7 @@ export function registerStaffCommands(program: Command): void {
           throw new UsageError(`cannot read icon file ${opts.icon}: ${(e as Error).message}`);
         }
       }
-      const creds = await withProducts((p) => p.register(id, { name: opts.name, ...(icon !== undefined ? { icon } : {}) }));
+      const creds = await withProducts((p) => p.register(id, { name: opts.name, ...(icon !== undefined ? { icon } : {}) }), { create: true });
       print(!!opts.json, creds, () =>
         [
           `Registered product "${creds.productId}" (hidden).`,
@@ -346,7 +353,7 @@ export function registerStaffCommands(program: Command): void {
     .description('set the current platform release (substituted for the page placeholder)')
     .option('--json', 'print JSON')
     .action(async (version: string, opts: { json?: boolean }) => {
-      const v = await withProducts((p) => p.setPlatformRelease(version));
+      const v = await withProducts((p) => p.setPlatformRelease(version), { create: true });
       print(!!opts.json, { platformRelease: v }, () => `Current platform release: ${v}`);
     });
 

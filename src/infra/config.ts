@@ -1,6 +1,9 @@
 import { isIP } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { parsePlatformCategories, type PlatformCategory } from './platform-categories.js';
+
+export { KNIME_CATEGORIES, type PlatformCategory } from './platform-categories.js';
 
 /** Raised when an environment variable has a value we cannot use; names the variable. */
 export class ConfigError extends Error {
@@ -37,6 +40,14 @@ export interface Config {
    * them (PIER_DRAIN_SECONDS, default 30; 0 stops at once).
    */
   drainSeconds: number;
+  /**
+   * How long a SIGTERM keeps the listeners open, answering `/readyz` 503 and everything else as
+   * usual, before they close and the drain above begins (PIER_DRAIN_DELAY_SECONDS, default 5;
+   * 0 closes at once): a load balancer that probes readiness sees the 503 and stops sending.
+   */
+  drainDelaySeconds: number;
+  /** One info line per answered request: method, route, status, time, request id (PIER_REQUEST_LOG, on by default). */
+  requestLog: boolean;
   publishing: {
     httpPort: number;
     baseUrl: string;
@@ -66,6 +77,12 @@ export interface Config {
     crawlTimeoutSeconds: number;
     /** Name prefixes of the platform's core units, for labels' platform ranges (PIER_PLATFORM_CORE_PREFIXES, default `org.knime.`). */
     platformCorePrefixes: string[];
+    /**
+     * Node categories the platform itself declares (PIER_PLATFORM_CATEGORIES, KNIME's top-level
+     * categories by default): a node placed under one is not warned about as undeclared, and its
+     * path is named with the platform's name for it.
+     */
+    platformCategories: PlatformCategory[];
     /** Wall time rendering one product page's Markdown may take (PIER_PAGE_RENDER_TIMEOUT_SECONDS, default 10). */
     pageRenderTimeoutSeconds: number;
     /**
@@ -297,6 +314,22 @@ function corePrefixes(env: Env, name: string): string[] {
   return entries;
 }
 
+/** PIER_PLATFORM_CATEGORIES (platform-categories.ts). */
+function platformCategories(env: Env, name: string): PlatformCategory[] {
+  const parsed = parsePlatformCategories(env[name]);
+  if ('error' in parsed) throw new ConfigError(name, parsed.error);
+  return parsed.categories;
+}
+
+/** `on`/`off` (also true/false, 1/0, yes/no); empty or unset is `fallback`. */
+function onOff(env: Env, name: string, fallback: boolean): boolean {
+  const raw = (env[name] ?? '').trim().toLowerCase();
+  if (raw === '') return fallback;
+  if (['on', 'true', '1', 'yes'].includes(raw)) return true;
+  if (['off', 'false', '0', 'no'].includes(raw)) return false;
+  throw new ConfigError(name, `expected on or off, got "${env[name]}"`);
+}
+
 /** PIER_METRICS_PORT / PIER_METRICS_HOST; `taken` are the parts' own ports, which it cannot share. */
 function metricsSettings(env: Env, taken: number[]): Config['metrics'] {
   const raw = env.PIER_METRICS_PORT;
@@ -350,6 +383,8 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel,
     metrics: metricsSettings(env, [httpPort, downloadPort, runnerPort, port(env, 'PIER_SFTP_PORT', 2222)]),
     drainSeconds: seconds(env, 'PIER_DRAIN_SECONDS', 30, 0, 3600),
+    drainDelaySeconds: seconds(env, 'PIER_DRAIN_DELAY_SECONDS', 5, 0, 600),
+    requestLog: onOff(env, 'PIER_REQUEST_LOG', true),
     publishing: {
       httpPort,
       baseUrl: url(env, 'PIER_BASE_URL', `http://localhost:${httpPort}`),
@@ -373,6 +408,7 @@ export function loadConfig(env: Env = process.env): Config {
       crawlMaxMemoryMb: mebibytes(env, 'PIER_CRAWL_MAX_MEMORY_MB', 512, 32, 16_384),
       crawlTimeoutSeconds: seconds(env, 'PIER_CRAWL_TIMEOUT_SECONDS', 600, 1, 86_400),
       platformCorePrefixes: corePrefixes(env, 'PIER_PLATFORM_CORE_PREFIXES'),
+      platformCategories: platformCategories(env, 'PIER_PLATFORM_CATEGORIES'),
       pageRenderTimeoutSeconds: seconds(env, 'PIER_PAGE_RENDER_TIMEOUT_SECONDS', 10, 1, 600),
       pageRenderWorkers: count(env, 'PIER_PAGE_RENDER_WORKERS', os.availableParallelism() >= 2 ? 2 : 1, 64),
       pageRenderBudgetSeconds: seconds(env, 'PIER_PAGE_RENDER_BUDGET_SECONDS', 30, 1, 86_400),

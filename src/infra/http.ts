@@ -20,6 +20,7 @@ import { applySecurityHeaders, securityHeaders } from './security-headers.js';
 import { REQUEST_ID_HEADER, requestIdGenerator } from './request-id.js';
 import { readinessProbe } from './readiness.js';
 import { closeGracefullyWhenDraining } from './drain.js';
+import { continueOnFirstRead } from './expect-continue.js';
 
 export type HttpApp = FastifyInstance<
   RawServerDefault,
@@ -69,6 +70,12 @@ export interface HttpAppOptions {
    * readiness.ts. Without it the app is ready unless the process drains.
    */
   notReady?: () => Promise<string | null>;
+  /**
+   * One info line per answered request (PIER_REQUEST_LOG): method, route template, path without
+   * its query, status, time, client address and request id; never headers, bodies or queries,
+   * which may carry credentials. On unless false.
+   */
+  logRequests?: boolean;
 }
 
 /** Every route registered on an app made by createHttpApp, in order (the NUL route walk tests use it). */
@@ -269,6 +276,13 @@ function trustProxyOption(trust: TrustProxy): FastifyServerOptions['trustProxy']
  * rather than silently dropped), problem+json errors, security headers, one log line per request.
  */
 export function createHttpApp(options: HttpAppOptions): HttpApp {
+  const logRequests = options.logRequests !== false;
+  /** The request line (see `logRequests`): the id is the logger's `reqId`, as on every line the request causes. */
+  const requestLine = (req: FastifyRequest, status: number, ms: number) =>
+    req.log.info(
+      { method: req.method, route: req.routeOptions?.url ?? null, path: req.url.split('?')[0], status, ms: Math.round(Number.isFinite(ms) ? ms : 0), ip: req.ip },
+      'request',
+    );
   // Security headers on every answer, 404s and errors included, set before any route runs (a
   // route may still replace one, as the OAuth metadata does with its resource policy).
   const security = securityHeaders({
@@ -312,11 +326,16 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
         err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? paramTooLong(options.maxParamLength ?? DEFAULT_MAX_PARAM_LENGTH) : toProblem(err);
       countFrameworkError(options.appName ?? 'app', req.method, problem.status);
       applySecurityHeaders(reply.raw, security);
+      // No route ran, so no onResponse hook: the request line is written here, or an error
+      // report quoting this requestId would find nothing in the log.
+      if (logRequests) reply.raw.once('finish', () => requestLine(req, problem.status, (reply as FastifyReply).elapsedTime));
       (reply as FastifyReply).code(problem.status).headers(headers).header(REQUEST_ID_HEADER, req.id).type(PROBLEM_TYPE).send({ ...problem, requestId: req.id });
     },
   };
   const app = Fastify(serverOptions).withTypeProvider<TypeBoxTypeProvider>() as unknown as HttpApp;
   closeGracefullyWhenDraining(app.server);
+  // A body over the limit is refused (413) before the client sends it: expect-continue.ts.
+  continueOnFirstRead(app.server);
   instrumentHttpApp(app, options.appName ?? 'app');
 
   // JSON only: fastify's default text/plain parser would let a text body reach JSON routes as a
@@ -358,13 +377,12 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
     });
   }
 
-  app.addHook('onResponse', async (req, reply) => {
-    const path = req.url.split('?')[0];
-    req.log.info(
-      { method: req.method, path, status: reply.statusCode, ms: Math.round(reply.elapsedTime), ip: req.ip },
-      'request',
-    );
-  });
+  if (logRequests) {
+    app.addHook('onResponse', (req, reply, done) => {
+      requestLine(req, reply.statusCode, reply.elapsedTime);
+      done();
+    });
+  }
 
   app.setErrorHandler((err, req, reply) => {
     const { problem, headers } = toProblem(err);

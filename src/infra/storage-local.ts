@@ -84,6 +84,12 @@ const readAt = (fd: number, buffer: Buffer, offset: number, length: number, posi
  */
 const LOCAL_FILESYSTEMS = new Set([0xef53, 0x58465342, 0x9123683e, 0xf2f52010, 0x01021994, 0x794c7630, 0x2fc12fc1]);
 
+/** Entries statNames looks up at once: the thread pool works on them while the event loop serves. */
+const STAT_BATCH = 64;
+
+/** A name of an entry inside one folder: no separator, not `.` or `..`, not one of the storage's own. */
+const plainName = (n: string) => n !== '' && n !== '.' && n !== '..' && !n.includes('/') && !n.includes('\u0000') && !n.startsWith(RESERVED_NAME_PREFIX);
+
 /** Storage.changes() per storage root, shared by every localStorage of this process on it. */
 const changeCounts = new Map<string, { n: number }>();
 
@@ -260,8 +266,23 @@ export function localStorage(root: string, options: LocalStorageOptions = {}): S
       }
       const names: string[] = [];
       for (const d of dirents) if (!d.name.startsWith(RESERVED_NAME_PREFIX) && (d.isFile() || d.isDirectory())) names.push(d.name);
-      return names.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-      },
+      // The default order is by UTF-16 code units, as `<` compares, without a call per comparison.
+      return names.sort();
+    },
+
+    async statNames(key, names) {
+      const dir = resolve(key);
+      const out: (StoredEntry | null)[] = new Array(names.length).fill(null);
+      for (let i = 0; i < names.length; i += STAT_BATCH) {
+        const batch = names.slice(i, i + STAT_BATCH);
+        // A name that is not a plain entry name of this folder is never looked up.
+        const stats = await Promise.all(batch.map((n) => (plainName(n) ? fsp.lstat(path.join(dir, n)).catch(() => null) : null)));
+        stats.forEach((st, j) => {
+          if (st && (st.isFile() || st.isDirectory())) out[i + j] = entry(batch[j] as string, st);
+        });
+      }
+      return out;
+    },
 
     async openList(key) {
       const dir = resolve(key);
@@ -583,7 +604,15 @@ export function localStorage(root: string, options: LocalStorageOptions = {}): S
         } finally {
           live.delete(temp);
         }
-      } else fs.lutimesSync(p, atimeMs / 1000, mtimeMs / 1000);
+      } else {
+        fs.lutimesSync(p, atimeMs / 1000, mtimeMs / 1000);
+        // Setting an entry's times in place changes nothing of its folder, yet a folder listing
+        // shows them: the folder's version (its ctime) moves too, so whatever is cached by that
+        // version (the download host's index pages) is built again.
+        const dir = path.dirname(p);
+        const d = fs.lstatSync(dir);
+        fs.utimesSync(dir, d.atimeMs / 1000, d.mtimeMs / 1000);
+      }
       changed();
     },
 

@@ -81,6 +81,12 @@ export interface Storage {
    */
   listNames(key: string): Promise<string[] | null>;
   /**
+   * The entries `names` of folder `key` (as listNames gives them), in that order; null for a name
+   * that is gone or not a file or folder. Asynchronous and a batch at a time, never a long run of
+   * synchronous calls: for pages of a big folder served to anyone (the download host's index).
+   */
+  statNames(key: string, names: readonly string[]): Promise<(StoredEntry | null)[]>;
+  /**
    * A folder's entries read a batch at a time, in the order the backend keeps them (temporary
    * files hidden); null when it is not a folder. Memory stays bounded by the batch however big
    * the folder: SFTP READDIR answers from it. `close` must be called.

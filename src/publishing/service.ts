@@ -113,6 +113,7 @@ export async function createPublishingService(config: Config, options: Publishin
     log: { error: (o, msg) => app.log.error(o, msg) },
     isolation: { maxMemoryMb: config.publishing.crawlMaxMemoryMb, timeoutMs: config.publishing.crawlTimeoutSeconds * 1000 },
     platformCorePrefixes: config.publishing.platformCorePrefixes,
+    platformCategories: config.publishing.platformCategories,
   });
   const renderer = isolatedRenderer({
     timeoutMs: config.publishing.pageRenderTimeoutSeconds * 1000,
@@ -139,6 +140,7 @@ export async function createPublishingService(config: Config, options: Publishin
   const app = createHttpApp({
     appName: 'web',
     logLevel: config.logLevel,
+    logRequests: config.requestLog !== false,
     bodyLimit: PATCH_BODY_LIMIT,
     trustProxy: config.trustProxy,
     // Node pages are addressed by factory class name, which can be longer than fastify's 100.
@@ -165,7 +167,7 @@ export async function createPublishingService(config: Config, options: Publishin
   const fastPath = options.pageFastPath !== false;
   const answers = fastPath ? new PageAnswers(changes, PAGE_ANSWER_BYTES) : null;
   registerPageRoutes(app, pages, { changes, answers, sharedMaxAgeSeconds: config.publishing.pageSharedMaxAgeSeconds });
-  const logRequests = (app.log as { isLevelEnabled?(level: string): boolean }).isLevelEnabled?.('info') ?? true;
+  const logRequests = config.requestLog !== false && ((app.log as { isLevelEnabled?(level: string): boolean }).isLevelEnabled?.('info') ?? true);
   const fast = answers
     ? installFastPath(app.server, {
         lookup: (target) => answers.lookup(target),

@@ -117,6 +117,7 @@ export async function createRunnerService(config: Config, options: RunnerService
       appName: 'runner',
       notReady: readinessProbe(() => database.ping()),
       logLevel: config.logLevel,
+      logRequests: config.requestLog !== false,
       trustProxy: config.trustProxy,
       // The longest path parameter is an output name (`/api/runs/{id}/outputs/{name}`): at most
       // MAX_OUTPUT_NAME_BYTES of UTF-8, so at most that many UTF-16 code units, as the router

@@ -1,6 +1,7 @@
-// SIGTERM drains (issue 21): a 200 MB download and an SFTP upload in flight when `pier serve`'s
-// process group gets SIGTERM both complete, byte for byte; nothing new is taken meanwhile; /readyz answers 503
-// once draining has started, on every HTTP listener.
+// SIGTERM drains: a 200 MB download and an SFTP upload in flight when `pier serve`'s process
+// group gets SIGTERM both complete, byte for byte; for PIER_DRAIN_DELAY_SECONDS the listeners stay
+// open and /readyz answers 503 on every HTTP listener (a balancer probing it sees that), then
+// nothing new is taken; the process says when it starts draining and when it stopped.
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
@@ -16,6 +17,8 @@ import { tempDir } from '../helpers/db.js';
 import { needsTool } from '../helpers/tools.js';
 
 const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+/** PIER_DRAIN_DELAY_SECONDS of the served process. */
+const DELAY_S = 3;
 
 describe('pier serve drains on SIGTERM', () => {
   let dataDir: string;
@@ -37,6 +40,7 @@ describe('pier serve drains on SIGTERM', () => {
       PIER_SFTP_PORT: String(ports.sftp),
       PIER_LOG_LEVEL: 'info',
       PIER_DRAIN_SECONDS: '60',
+      PIER_DRAIN_DELAY_SECONDS: String(DELAY_S),
     };
     const reg = spawnSync(process.execPath, ['bin/pier.js', 'staff', 'register', 'drain-ext', '--name', 'Drain', '--json'], { env, encoding: 'utf8' });
     assert.equal(reg.status, 0, reg.stderr);
@@ -108,10 +112,24 @@ describe('pier serve drains on SIGTERM', () => {
       await new Promise((r) => setTimeout(r, 50));
     }
     const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+    const signalled = Date.now();
     process.kill(-child.pid!, 'SIGTERM');
-    // New connections are refused while the transfers finish.
-    await new Promise((r) => setTimeout(r, 500));
-    await assert.rejects(fetch(`http://127.0.0.1:${ports.web}/healthz`), 'the web listener takes no new connection while draining');
+    // For the drain delay both HTTP listeners (the download host runs in a process of its own)
+    // still take connections: /readyz answers 503, everything else as usual.
+    await new Promise((r) => setTimeout(r, 300));
+    for (const port of [ports.web, ports.downloads]) {
+      const ready = await fetch(`http://127.0.0.1:${port}/readyz`);
+      assert.equal(ready.status, 503, `port ${port}`);
+      assert.equal((await ready.json()).code, 'not_ready');
+      assert.equal((await fetch(`http://127.0.0.1:${port}/healthz`)).status, 200);
+    }
+    assert.ok(Date.now() - signalled < DELAY_S * 1000, 'probed within the delay');
+    for (let i = 0; i < 50 && !/pier: draining \(SIGTERM/.test(out); i++) await new Promise((r) => setTimeout(r, 50));
+    assert.match(out, /pier: draining \(SIGTERM; web, downloads, sftp\): \/readyz answers 503; listeners close in 3 s/);
+    assert.match(out, /pier: draining \(SIGTERM; downloads\)/, "the download host's own process says so too");
+    // Then new connections are refused while the transfers finish.
+    await new Promise((r) => setTimeout(r, DELAY_S * 1000 + 500 - (Date.now() - signalled)));
+    await assert.rejects(fetch(`http://127.0.0.1:${ports.web}/healthz`), 'the web listener takes no new connection after the delay');
     const [body, sftpCode, code] = await Promise.all([downloaded, sftpDone, exited]);
     assert.equal(body.length, big.length);
     assert.equal(sha(body), sha(big), 'the download completed byte for byte');
@@ -119,6 +137,7 @@ describe('pier serve drains on SIGTERM', () => {
     const stored = fs.readFileSync(path.join(siteDir, '5.4.zip'));
     assert.equal(sha(stored), sha(uploadBytes), 'the uploaded file is stored whole');
     assert.equal(code, 0, out.slice(-2000));
+    assert.match(out, /pier: stopped \(web, downloads, sftp\)\n/);
   });
 });
 

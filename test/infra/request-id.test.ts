@@ -85,6 +85,7 @@ async function serve(extra: Record<string, string>): Promise<Serve> {
     RUNNER_PORT: String(runner),
     PIER_SFTP_PORT: String(sftp),
     PIER_LOG_LEVEL: 'info',
+    PIER_DRAIN_DELAY_SECONDS: '0',
     ...extra,
   };
   const reg = spawnSync(process.execPath, ['bin/pier.js', 'staff', 'register', 'req-ids', '--name', 'Request ids', '--json'], { env, encoding: 'utf8' });
@@ -140,6 +141,10 @@ describe('request ids on every listener of pier serve (no proxy trusted)', () =>
       { url: `${s.downloads}/assets/req-ids/missing.txt`, status: 404 },
       { url: `${s.runner}/api/me`, status: 401 },
       { url: `${s.runner}/healthz`, status: 200 },
+      // Refused by the router before any route runs (a malformed percent-encoding): no route's
+      // hooks see it, and it still gets its request line.
+      { url: `${s.web}/api/products/%E0%A4%A`, status: 400 },
+      { url: `${s.runner}/api/runs/%E0%A4%A`, status: 400 },
     ];
     const seen = new Set<string>();
     for (const t of targets) {
@@ -155,10 +160,39 @@ describe('request ids on every listener of pier serve (no proxy trusted)', () =>
       const lines = await linesOf(s, id);
       assert.ok(lines.length >= 1, `${t.url}: a log line with reqId ${id}\n${s.log().slice(-2000)}`);
       for (const line of lines) assert.equal(line.reqId, id);
+      // One request line each, at info, with method, status, time and (on the apps) the route template.
+      const requestLines = lines.filter((l) => l.msg === 'request');
+      assert.equal(requestLines.length, 1, `${t.url}: one request line\n${JSON.stringify(lines)}`);
+      const line = requestLines[0] as Record<string, unknown>;
+      assert.equal(line.level, 30);
+      assert.equal(line.status, t.status);
+      assert.equal(typeof line.ms, 'number');
+      assert.ok(typeof line.method === 'string' && typeof line.path === 'string', JSON.stringify(line));
+      assert.ok(!String(line.path).includes('?'), 'no query string');
     }
+    const patchLine = s.log().split('\n').find((l) => l.includes('"method":"PATCH"') && l.includes('"msg":"request"'));
+    assert.match(patchLine ?? '', /"route":"\/api\/products\/:id"/);
     assert.ok(!s.log().includes('chosen-by-client'));
     // The pages' and the download host's fast paths answered (and logged) some of them.
     assert.ok((s.log().match(/"fast":true/g) ?? []).length >= 2, s.log().slice(-3000));
+  });
+});
+
+describe('PIER_REQUEST_LOG=off', () => {
+  let s: Serve;
+  before(async () => {
+    s = await serve({ PIER_REQUEST_LOG: 'off' });
+  });
+  after(async () => stop(s));
+
+  test('no request lines, on any listener; answers still carry their ids', async () => {
+    for (const url of [`${s.web}/product/req-ids`, `${s.web}/nowhere`, `${s.web}/api/products/%E0%A4%A`, `${s.downloads}/assets/req-ids/logo.txt`, `${s.downloads}/nowhere/x`, `${s.runner}/api/me`]) {
+      const res = await getFresh(url, {});
+      assert.match(res.headers.get('x-request-id') ?? '', UUID, url);
+      if (res.status >= 400) assert.match((await res.json()).requestId, UUID, url);
+    }
+    await new Promise((r) => setTimeout(r, 300));
+    assert.doesNotMatch(s.log(), /"msg":"request"/);
   });
 });
 

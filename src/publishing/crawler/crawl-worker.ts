@@ -5,7 +5,9 @@
  * touches the database: the serving process validates and stores the result.
  */
 import { parentPort } from 'node:worker_threads';
+import type { PlatformCategory } from '../../infra/platform-categories.js';
 import { type CrawlLimits, crawlRepository } from './crawl.js';
+import { storedResultOf } from './result.js';
 import { sanitizeCrawlResult } from './sanitize-node.js';
 
 export interface CrawlJob {
@@ -14,6 +16,8 @@ export interface CrawlJob {
   limits: CrawlLimits;
   /** PIER_PLATFORM_CORE_PREFIXES. */
   corePrefixes: readonly string[];
+  /** PIER_PLATFORM_CATEGORIES. */
+  platformCategories: readonly PlatformCategory[];
 }
 
 export type CrawlReply = { ok: true; result: unknown } | { ok: false; message: string };
@@ -21,8 +25,9 @@ export type CrawlReply = { ok: true; result: unknown } | { ok: false; message: s
 const port = parentPort;
 if (port) {
   port.on('message', (job: CrawlJob) => {
-    // Descriptions and icons are sanitized here, once per crawl, never on the serving loop.
-    crawlRepository(job.url, job.limits, job.scope, job.corePrefixes).then((r) => sanitizeCrawlResult(r, job.limits)).then(
+    // Descriptions and icons are sanitized and serialized for storage here, once per crawl,
+    // never on the serving loop; the result is bounded before it is posted (result.ts).
+    crawlRepository(job.url, job.limits, job.scope, job.corePrefixes, job.platformCategories).then((r) => storedResultOf(sanitizeCrawlResult(r, job.limits), job.limits)).then(
       (result) => port.postMessage({ ok: true, result } satisfies CrawlReply),
       (e: unknown) => port.postMessage({ ok: false, message: e instanceof Error ? e.message : String(e) } satisfies CrawlReply),
     );

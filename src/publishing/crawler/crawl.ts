@@ -12,9 +12,11 @@ import { type ArtifactInfo, artifactKey, type ReadLimits, readRepository } from 
 import {
   categoryFullPath,
   type DeclaredCategory,
+  normalizePath,
   readPluginXml,
   resolveCategoryPath,
 } from './plugin-xml.js';
+import { KNIME_CATEGORIES, type PlatformCategory } from '../../infra/platform-categories.js';
 import { type CrawlProblem, ProblemList } from './problems.js';
 import { readKnimeYml, readPythonModule } from './python-extension.js';
 import { describePlatformFilter, unionPlatforms } from './platform-filter.js';
@@ -34,6 +36,12 @@ export interface CrawlLimits extends ReadLimits {
   maxRequests: number;
   /** Characters of pure-Python module source one crawl reads in all (each is parsed once). */
   maxPythonCharacters: number;
+  /**
+   * Characters of everything one crawl hands to the serving process (node descriptions, icons,
+   * units, problems); more ends the crawl as fatal `crawl_result_too_large` (result.ts), so what
+   * the serving loop copies, checks and stores stays bounded.
+   */
+  maxResultBytes: number;
 }
 
 export const DEFAULT_CRAWL_LIMITS: CrawlLimits = {
@@ -54,6 +62,8 @@ export const DEFAULT_CRAWL_LIMITS: CrawlLimits = {
   // Two modules at the 4 MiB per-module limit: far above real extensions (tens of KB), and it
   // bounds what one vendor's crawl can spend in the parser, whatever its jars repeat.
   maxPythonCharacters: 8 * 1024 * 1024,
+  // Real extensions index a few MiB (hundreds of nodes of 5-20 KB of description each).
+  maxResultBytes: 32 * 1024 * 1024,
 };
 
 export interface CrawledNode {
@@ -118,6 +128,8 @@ export async function crawlRepository(
   scope?: string,
   /** Name prefixes of the platform's core units (PIER_PLATFORM_CORE_PREFIXES). */
   corePrefixes: readonly string[] = DEFAULT_CORE_PREFIXES,
+  /** Node categories the platform itself declares (PIER_PLATFORM_CATEGORIES): never warned about as undeclared. */
+  platformCategories: readonly PlatformCategory[] = KNIME_CATEGORIES,
 ): Promise<CrawlResult> {
   const base = url.endsWith('/') ? url : `${url}/`;
   // Every fetch of this crawl stays on the label's own host and shares one request budget.
@@ -239,14 +251,15 @@ export async function crawlRepository(
   });
 
   const byFullPath = new Map(categories.map((c) => [categoryFullPath(c), c] as const));
+  const platformNames = new Map(platformCategories.map((c) => [normalizePath(c.path), c.name] as const));
   const undeclared = new Set<string>();
   for (const n of nodes) {
-    const r = resolveCategoryPath(n.categoryPath, byFullPath);
+    const r = resolveCategoryPath(n.categoryPath, byFullPath, platformNames);
     n.categoryNames = r.names;
     for (const u of r.undeclared) undeclared.add(u);
   }
   for (const u of [...undeclared].sort()) {
-    problems.add({ severity: 'warning', code: 'category_undeclared', message: `category ${u} is not declared by any bundle of the site`, where: u });
+    problems.add({ severity: 'warning', code: 'category_undeclared', message: `category ${u} is not declared by any bundle of the site, nor by the platform (PIER_PLATFORM_CATEGORIES)`, where: u });
   }
   const unique = newestPerFactory(nodes, problems);
   const list = problems.items;
@@ -319,7 +332,7 @@ function newestPerFactory(nodes: CrawledNode[], problems: ProblemList): CrawledN
 }
 
 /** The counts of a result (also recounted by the serving process for a worker's result). */
-export function summarize(r: Pick<CrawlResult, 'units' | 'nodes' | 'nodeSets' | 'problems'>): CrawlSummary {
+export function summarize(r: Pick<CrawlResult, 'units' | 'nodeSets' | 'problems'> & { nodes: readonly unknown[] }): CrawlSummary {
   return {
     units: r.units.length,
     features: r.units.filter((u) => u.kind === 'feature').length,

@@ -4,11 +4,12 @@
  * downloads and SFTP share this process); the kept worker of infra/kept-worker.ts serves a pass
  * of crawls. Whatever the worker posts is validated before anyone stores it.
  */
+import { KNIME_CATEGORIES, type PlatformCategory } from '../../infra/platform-categories.js';
 import { keptWorker } from '../../infra/kept-worker.js';
-import type { CrawlLimits, CrawlResult } from './crawl.js';
+import type { CrawlLimits } from './crawl.js';
 import type { CrawlJob, CrawlReply } from './crawl-worker.js';
 import { DEFAULT_CORE_PREFIXES } from './platform-range.js';
-import { checkCrawlResult } from './result.js';
+import { checkCrawlResult, type StoredCrawlResult } from './result.js';
 
 export interface IsolationLimits {
   /** Heap of the crawl's worker (V8 old generation), MiB. */
@@ -30,7 +31,7 @@ export class CrawlAborted extends Error {
 }
 
 export interface IsolatedCrawler {
-  crawl(url: string, scope: string): Promise<CrawlResult>;
+  crawl(url: string, scope: string): Promise<StoredCrawlResult>;
   /** Ends the worker once the crawl in progress is done, or at once with `cut` (it then fails). */
   close(cut?: boolean): Promise<void>;
 }
@@ -42,6 +43,8 @@ export function isolatedCrawler(
   limits: CrawlLimits,
   isolation: IsolationLimits = DEFAULT_ISOLATION,
   corePrefixes: readonly string[] = DEFAULT_CORE_PREFIXES,
+  /** PIER_PLATFORM_CATEGORIES. */
+  platformCategories: readonly PlatformCategory[] = KNIME_CATEGORIES,
 ): IsolatedCrawler {
   const worker = keptWorker<CrawlJob>({
     entry: new URL('./crawl-worker.ts', import.meta.url),
@@ -62,7 +65,7 @@ export function isolatedCrawler(
   return {
     // One crawl at a time per worker: a limit ends the worker and only that crawl with it.
     crawl: (url, scope) =>
-      worker.run({ url, scope, limits, corePrefixes }, (reply) => {
+      worker.run({ url, scope, limits, corePrefixes, platformCategories }, (reply) => {
         const r = reply as CrawlReply;
         if (!r.ok) throw new Error(r.message);
         return checkCrawlResult(r.result, limits);

@@ -82,18 +82,24 @@ export function normalizePath(p: string): string {
 export const categoryFullPath = (c: DeclaredCategory) => normalizePath(`${c.path}/${c.levelId}`);
 
 /**
- * Names every segment of `path` from the categories of all bundles: `/community/example` →
- * `["Community Nodes", "Example"]`. Undeclared segments keep their id.
+ * Names every segment of `path` from the categories of all bundles, else from the categories the
+ * platform itself declares (`platform`: full path → name, such as KNIME's `/community` →
+ * "Community Nodes"): `/community/example` → `["Community Nodes", "Example"]`. Segments declared
+ * by neither keep their id and are listed as undeclared.
  */
-export function resolveCategoryPath(path: string, byFullPath: Map<string, DeclaredCategory>): { names: string[]; undeclared: string[] } {
+export function resolveCategoryPath(
+  path: string,
+  byFullPath: Map<string, DeclaredCategory>,
+  platform: ReadonlyMap<string, string> = new Map(),
+): { names: string[]; undeclared: string[] } {
   const segs = normalizePath(path).split('/').filter(Boolean);
   const names: string[] = [];
   const undeclared: string[] = [];
   for (let i = 0; i < segs.length; i++) {
     const full = `/${segs.slice(0, i + 1).join('/')}`;
-    const cat = byFullPath.get(full);
-    names.push(cat?.name ?? segs[i]!);
-    if (!cat) undeclared.push(full);
+    const name = byFullPath.get(full)?.name ?? platform.get(full);
+    names.push(name ?? segs[i]!);
+    if (name === undefined) undeclared.push(full);
   }
   return { names, undeclared };
 }

@@ -5,6 +5,7 @@ export interface CrawlProblem {
     | 'metadata_unreadable'
     | 'crawl_failed'
     | 'crawl_limit_exceeded'
+    | 'crawl_result_too_large'
     | 'artifact_missing'
     | 'checksum_mismatch'
     | 'jar_unreadable'

@@ -58,7 +58,12 @@ export function crawlsRepository(db: Kysely<PublishingDB>, dialect: DialectName)
       await db.transaction().execute(async (trx) => {
         if (nodes) {
           await trx.deleteFrom('crawl_nodes').where('product_id', '=', row.product_id).where('label', '=', row.label).execute();
-          for (let i = 0; i < nodes.length; i += 200) await trx.insertInto('crawl_nodes').values(nodes.slice(i, i + 200)).execute();
+          for (let i = 0; i < nodes.length; i += 200) {
+            // SQLite runs each insert synchronously on the serving loop: between batches the
+            // loop serves what needs no database (files, cached pages, SFTP transfers).
+            if (i > 0) await new Promise((r) => setImmediate(r));
+            await trx.insertInto('crawl_nodes').values(nodes.slice(i, i + 200)).execute();
+          }
         }
         await trx
           .insertInto('crawls')

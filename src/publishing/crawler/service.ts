@@ -7,6 +7,7 @@
  * drops its nodes.
  */
 import { withdrawnInFields } from '../notices/notices.js';
+import { KNIME_CATEGORIES, type PlatformCategory } from '../../infra/platform-categories.js';
 import { ConflictError, NotFoundError } from '../../infra/errors.js';
 import type { ReleaseNodesRepository } from '../changes/repository.js';
 import { signaturesOf } from '../changes/signature.js';
@@ -14,7 +15,8 @@ import type { ProductFilesReader } from '../files/reader.js';
 import { isLabel } from '../files/tree.js';
 import type { ProductRow, ProductsRepository } from '../products/repository.js';
 import type { Candidate, ReleasedBy, ReleasesService } from '../releases/service.js';
-import { type CrawlLimits, type CrawlResult, type CrawlSummary, DEFAULT_CRAWL_LIMITS } from './crawl.js';
+import { type CrawlLimits, type CrawlSummary, DEFAULT_CRAWL_LIMITS } from './crawl.js';
+import type { StoredCrawlResult as CrawlResult } from './result.js';
 import { CrawlAborted, DEFAULT_ISOLATION, type IsolationLimits, isolatedCrawler } from './isolated.js';
 import { type CrawlOutcome, crawlMetrics } from './metrics.js';
 import type { CrawlProblem } from './problems.js';
@@ -66,6 +68,8 @@ export interface CrawlerServiceDeps {
   isolation?: IsolationLimits;
   /** Name prefixes of the platform's core units (PIER_PLATFORM_CORE_PREFIXES). */
   platformCorePrefixes?: readonly string[];
+  /** Node categories the platform declares (PIER_PLATFORM_CATEGORIES): not warned about as undeclared. */
+  platformCategories?: readonly PlatformCategory[];
   /** Where failures of ours (not of the site) are logged for operators. */
   log?: { error(o: object, msg: string): void };
   now?: () => Date;
@@ -138,18 +142,19 @@ function labelNameChecked(r: CrawlResult, label: string): CrawlResult {
 }
 
 function nodeRows(productId: string, productName: string, label: string, r: CrawlResult): CrawlNodeRow[] {
+  // Built by the crawl's worker (result.ts storedNodeOf): here only the product's columns are added.
   return r.nodes.map((n) => ({
     product_id: productId,
     label,
     factory_class: n.factoryClass,
-    name: n.description?.name || n.factoryClass.slice(n.factoryClass.lastIndexOf('.') + 1).replace(/NodeFactory$|Factory$/, ''),
+    name: n.name,
     product_name: productName,
     bundle: n.bundle,
     category_path: n.categoryPath,
     category_names: n.categoryNames.join(' / '),
-    short_description: n.description?.shortDescription ?? '',
+    short_description: n.shortDescription,
     deprecated: n.deprecated ? 1 : 0,
-    data: JSON.stringify({ bundleVersion: n.bundleVersion, hidden: n.hidden, after: n.after, categoryNames: n.categoryNames, description: n.description, platforms: n.platforms }),
+    data: n.data,
     icon_type: n.icon?.contentType ?? null,
     icon: n.icon?.base64 ?? null,
     // The crawl's worker sanitized the description and the icon (crawl-worker.ts).
@@ -167,11 +172,12 @@ export function crawlerService({
   limits = DEFAULT_CRAWL_LIMITS,
   isolation = DEFAULT_ISOLATION,
   platformCorePrefixes = DEFAULT_CORE_PREFIXES,
+  platformCategories = KNIME_CATEGORIES,
   log,
   now = () => new Date(),
 }: CrawlerServiceDeps) {
   // Crawls run in a worker thread: vendor input never blocks or exhausts the serving process.
-  const isolated = isolatedCrawler(limits, isolation, platformCorePrefixes);
+  const isolated = isolatedCrawler(limits, isolation, platformCorePrefixes, platformCategories);
   const metrics = crawlMetrics();
   /** Set by `close`: a crawl that fails from then on was cut short, not wrong (see `crawlLabel`). */
   let closing = false;

@@ -128,3 +128,22 @@ export function rangeOf(header: string | undefined, ifRange: string | undefined,
   if (start >= size || size === 0) return { kind: 'unsatisfiable' };
   return { kind: 'partial', start, end };
 }
+
+/**
+ * Whether `Accept-Encoding` takes gzip (RFC 9110 §12.5.3): `gzip` or `x-gzip` with a non-zero
+ * weight, or `*` with one when gzip is not refused by name. No header: identity only.
+ */
+export function acceptsGzip(header: string | undefined): boolean {
+  if (!header) return false;
+  let named: boolean | null = null;
+  let any = false;
+  for (const part of header.split(',')) {
+    const [coding = '', ...params] = part.split(';').map((s) => s.trim());
+    const q = params.map((p) => /^q=([0-9.]+)$/i.exec(p)?.[1]).find((v) => v !== undefined);
+    const accepted = q === undefined || Number(q) > 0;
+    const name = coding.toLowerCase();
+    if (name === 'gzip' || name === 'x-gzip') named = (named ?? false) || accepted;
+    else if (name === '*') any = accepted;
+  }
+  return named ?? any;
+}

@@ -5,9 +5,9 @@ const escapeHtml = (s: string) =>
 
 /**
  * Entries on one page of a folder's index: a request stats and renders at most this many, so
- * an anonymous GET of a folder of any size is a bounded piece of work on the event loop.
+ * an anonymous GET of a folder of any size is a bounded piece of work (folder-pages.ts).
  */
-export const FOLDER_PAGE_ENTRIES = 1000;
+export const FOLDER_PAGE_ENTRIES = 500;
 
 /** The `page` of `?page=N` (1 when absent); null when it is not a page number. */
 export function folderPageOf(query: string): number | null {
@@ -18,13 +18,15 @@ export function folderPageOf(query: string): number | null {
 
 /**
  * A plain listing of an update-site folder, as Apache/nginx autoindex print it (browsers,
- * wget -r), one page of FOLDER_PAGE_ENTRIES entries at a time with links to the others.
+ * wget -r), one page of FOLDER_PAGE_ENTRIES entries at a time with links to the others. A
+ * subfolder shows no time: its own changes (an entry added inside it) do not change this
+ * folder, by which the page is cached (folder-pages.ts).
  */
 export function folderIndex(title: string, entries: StoredEntry[], paging: { page: number; pages: number } = { page: 1, pages: 1 }): string {
   const rows = entries.map((e) => {
     const name = e.type === 'dir' ? `${e.name}/` : e.name;
     const size = e.type === 'dir' ? '-' : String(e.size);
-    const when = new Date(e.mtimeMs).toISOString().replace('T', ' ').slice(0, 16);
+    const when = e.type === 'dir' ? '-' : new Date(e.mtimeMs).toISOString().replace('T', ' ').slice(0, 16);
     return `<tr><td><a href="${escapeHtml(encodeURIComponent(e.name))}${e.type === 'dir' ? '/' : ''}">${escapeHtml(name)}</a></td><td>${when}</td><td align="right">${size}</td></tr>`;
   });
   const t = escapeHtml(title);

@@ -25,6 +25,7 @@ export async function startDownloads(config: Config, options: { port?: number } 
   const server = createDownloadServer({
     storage: localStorage(config.publishing.storageDir),
     log,
+    logRequests: config.requestLog !== false,
     trustProxy: config.trustProxy,
     downloadUrl: config.publishing.downloadUrl,
     withdrawn,

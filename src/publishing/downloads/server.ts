@@ -15,8 +15,9 @@ import type { Storage, StoredReader } from '../../infra/storage.js';
 import { installFastPath } from '../../infra/fast-path/fast-path.js';
 import { countNodeHttpAnswer, hostCounts } from '../../infra/metrics/hosts.js';
 import { type CachedFile, FileCache, type FileMeta } from './file-cache.js';
-import { contentTypeOf, etagOf, evaluatePreconditions, rangeOf } from './http-file.js';
-import { FOLDER_PAGE_ENTRIES, folderIndex, folderPageOf } from './index-page.js';
+import { acceptsGzip, contentTypeOf, etagOf, evaluatePreconditions, rangeOf } from './http-file.js';
+import { FolderPages } from './folder-pages.js';
+import { folderPageOf } from './index-page.js';
 import { type DownloadTarget, labelOfTarget, type ParsedPath, parseDownloadPath } from './paths.js';
 import type { WithdrawnLabels } from '../notices/withdrawn.js';
 import { labelReleases } from './releases.js';
@@ -50,8 +51,6 @@ const CACHE_BYTES = 32 * 1024 * 1024;
  * process's descriptors, which the SFTP server and the database share.
  */
 const MAX_CONNECTIONS = 10_000;
-/** Folders whose sorted entry names are kept (each checked against the folder's version on use). */
-const FOLDER_NAMES_CACHED = 16;
 /** Parsed paths remembered; a path decoding to more than 1 KiB is refused and not kept, so a key is a few KiB at most. */
 const MAX_TARGETS = 4096;
 
@@ -99,6 +98,8 @@ export function createDownloadServer(options: {
   headersTimeoutMs?: number;
   /** How long a freshness check of a cached file serves further requests (file-cache.ts FRESH_MS unless set: tests). */
   freshMs?: number;
+  /** PIER_REQUEST_LOG: one info line per answered request (method, path without query, status, time, request id); on unless false. */
+  logRequests?: boolean;
   /** PIER_TRUST_PROXY: whose X-Request-Id a request keeps (infra/request-id.ts); nobody's unless set. */
   trustProxy?: TrustProxy;
   /** PIER_DOWNLOAD_URL: the address a released label's composite documents name its releases by. */
@@ -182,37 +183,10 @@ export function createDownloadServer(options: {
 
   const storedVersion = async (key: string) => (await storage.stat(key))?.version ?? null;
 
-  /** Sorted entry names of folders lately listed, by key, with the folder version they were read at. */
-  const folderNames = new Map<string, { version: string | undefined; names: string[] }>();
+  /** Index pages of update-site folders, cached by each folder's version (folder-pages.ts). */
+  const folderPages = new FolderPages(storage);
 
-  /** Listings being read now, by key and folder version: concurrent misses share one read. */
-  const listing = new Map<string, Promise<string[] | null>>();
-
-  /** The folder's entry names, read again only when the folder changed (its version moves with every entry added, removed or renamed). */
-  function namesOf(key: string, version: string | undefined): Promise<string[] | null> | string[] {
-    const known = folderNames.get(key);
-    if (known && version !== undefined && known.version === version) return known.names;
-    // A folder without a version is never shared: nothing tells two reads of it apart.
-    const readKey = version === undefined ? null : `${key}\u0000${version}`;
-    const reading = readKey === null ? undefined : listing.get(readKey);
-    if (reading) return reading;
-    const read = (async () => {
-      try {
-        const names = await storage.listNames(key);
-        if (!names) return null;
-        folderNames.delete(key);
-        if (folderNames.size >= FOLDER_NAMES_CACHED) folderNames.delete(folderNames.keys().next().value as string);
-        folderNames.set(key, { version, names });
-        return names;
-      } finally {
-        if (readKey !== null) listing.delete(readKey);
-      }
-    })();
-    if (readKey !== null) listing.set(readKey, read);
-    return read;
-  }
-
-  async function serveFolder(res: http.ServerResponse, t: DownloadTarget, url: string, version: string | undefined, head: boolean) {
+  async function serveFolder(req: http.IncomingMessage, res: http.ServerResponse, t: DownloadTarget, url: string, version: string | undefined, head: boolean) {
     const pathname = pathOf(url);
     // Only update-site folders have an index (a label folder and below: `<product>/update-site/<label>…`).
     if (t.area !== 'update-site') return problem(res, 404, 'not_found', 'No such file', head);
@@ -221,19 +195,22 @@ export function createDownloadServer(options: {
       return res.end();
     }
     const page = folderPageOf(url.slice(pathname.length + 1));
-    const names = await namesOf(t.key, version);
-    if (!names) return problem(res, 404, 'not_found', 'No such file', head);
-    const pages = Math.max(1, Math.ceil(names.length / FOLDER_PAGE_ENTRIES));
-    if (page === null || page > pages) return problem(res, 404, 'not_found', `No such page of this folder (it has ${pages})`, head);
-    const shown = names.slice((page - 1) * FOLDER_PAGE_ENTRIES, page * FOLDER_PAGE_ENTRIES);
-    const entries = (await Promise.all(shown.map((name) => storage.stat(`${t.key}/${name}`)))).filter((e) => e !== null);
-    const body = folderIndex(decodeURIComponent(pathname), entries, { page, pages });
-    res.writeHead(200, {
-      ...COMMON_HEADERS,
-      'content-type': 'text/html; charset=utf-8',
-      'content-length': Buffer.byteLength(body),
-      'cache-control': 'no-cache',
-    });
+    if (page === null) return problem(res, 404, 'not_found', 'No such page of this folder', head);
+    const index = await folderPages.page(t.key, version, decodeURIComponent(pathname), page);
+    if (index.kind === 'missing') return problem(res, 404, 'not_found', 'No such file', head);
+    if (index.kind === 'beyond') return problem(res, 404, 'not_found', `No such page of this folder (it has ${index.pages})`, head);
+    // The same bytes gzipped (built once per page) for a client that takes them; a strong ETag
+    // per content coding (RFC 9110 §8.8.3.3).
+    const gzip = acceptsGzip(req.headers['accept-encoding']);
+    const etag = gzip ? `${index.etag.slice(0, -1)}-gz"` : index.etag;
+    const headers: http.OutgoingHttpHeaders = { ...COMMON_HEADERS, 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-cache', etag, vary: 'accept-encoding' };
+    const ifNoneMatch = req.headers['if-none-match'];
+    if (ifNoneMatch !== undefined && evaluatePreconditions({ ifNoneMatch }, etag, Number.NaN, Date.now()) === 'not-modified') {
+      res.writeHead(304, headers);
+      return res.end();
+    }
+    const body = gzip ? index.gzipped : index.body;
+    res.writeHead(200, { ...headers, ...(gzip ? { 'content-encoding': 'gzip' } : {}), 'content-length': body.length });
     res.end(head ? undefined : body);
   }
 
@@ -383,11 +360,11 @@ export function createDownloadServer(options: {
     if (!folders) return false;
     const st = await storage.stat(t.key);
     if (st?.type !== 'dir') return false;
-    await serveFolder(res, t, req.url ?? pathname, st.version, head);
+    await serveFolder(req, res, t, req.url ?? pathname, st.version, head);
     return true;
   }
 
-  const logRequests = log.isLevelEnabled?.('info') ?? true;
+  const logRequests = options.logRequests !== false && (log.isLevelEnabled?.('info') ?? true);
   // Null while metrics are off: then no answer does any counting.
   const counts = hostCounts('downloads', { countsNodeHttp: true });
   const headersTimeout = options.headersTimeoutMs === undefined ? {} : { headersTimeout: options.headersTimeoutMs, connectionsCheckingInterval: Math.max(10, Math.floor(options.headersTimeoutMs / 5)) };

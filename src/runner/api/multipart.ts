@@ -1,7 +1,7 @@
 import multipart, { type Multipart } from '@fastify/multipart';
 import type { FastifyRequest } from 'fastify';
 import type { TSchema } from 'typebox';
-import { AppError, MalformedBodyError, UnsupportedMediaTypeError } from '../../infra/errors.js';
+import { AppError, MalformedBodyError, PayloadTooLargeError, UnsupportedMediaTypeError } from '../../infra/errors.js';
 import type { HttpApp } from '../../infra/http.js';
 import { nulCheckedParts } from '../../infra/nul.js';
 import type { PartLimits, PartSource } from '../workflows/upload.js';
@@ -49,7 +49,10 @@ export async function withMultipart<T>(req: FastifyRequest, expected: string, co
   if (problem) throw new MalformedBodyError(`the multipart Content-Type ${problem}`, [{ field: 'content-type', message: problem }]);
   const fromParser = new WeakSet<object>();
   // The NUL rule of every request value holds for field names, values and file names too.
-  const parts: PartSource = (limits) => nulCheckedParts(observed(req, limits, fromParser));
+  const parts: PartSource = (limits) => {
+    refuseLongerThan(req, limits);
+    return nulCheckedParts(observed(req, limits, fromParser));
+  };
   try {
     return await consume(parts);
   } catch (e) {
@@ -60,6 +63,24 @@ export async function withMultipart<T>(req: FastifyRequest, expected: string, co
       throw new MalformedBodyError(`the multipart body is malformed: ${message}`, [{ field: '(body)', message }]);
     }
     throw e;
+  }
+}
+
+/** Room in a multipart body for each part's boundary and headers (RFC 7578 §4): far above what clients send. */
+const PART_OVERHEAD = 16 * 1024;
+
+/**
+ * 413 from the Content-Length alone when no body within `limits` can be that long, before any of
+ * it is read: a client that sent `Expect: 100-continue` then gets the 413 instead of a 100 and
+ * never sends the body (RFC 9110 §10.1.1; infra/expect-continue.ts).
+ */
+function refuseLongerThan(req: FastifyRequest, limits: PartLimits): void {
+  const length = Number(req.headers['content-length']);
+  const most = limits.files * (limits.fileSize + PART_OVERHEAD) + limits.fields * (limits.fieldSize + PART_OVERHEAD) + PART_OVERHEAD;
+  if (Number.isFinite(length) && length > most) {
+    throw new PayloadTooLargeError(`the body is ${length} bytes; at most ${most} fit ${limits.files} file(s) of ${limits.fileSize} bytes and ${limits.fields} field(s)`, [
+      { field: '(body)', message: `is larger than ${most} bytes` },
+    ]);
   }
 }
 

@@ -115,7 +115,7 @@ for (const dialect of dialects()) {
         assert.deepEqual(
           d.changed.map((n: { name: string; changes: { text: string }[] }) => [n.name, n.changes.map((c) => c.text)]),
           [
-            ['CSV Frobnicator Reader', ['Category: community / Example / Input/Output → community / Example']],
+            ['CSV Frobnicator Reader', ['Category: Community Nodes / Example / Input/Output → Community Nodes / Example']],
             ['Widget Predictor', ['Input port 1: Input table → Input model']],
           ],
         );

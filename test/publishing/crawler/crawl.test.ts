@@ -18,7 +18,7 @@ for (const metadata of ['jar', 'xml', 'xz'] as const) {
       const r = await crawlRepository(`${server.url}/site/`);
       assert.deepEqual(r.problems.filter((p) => p.severity !== 'warning'), []);
       assert.deepEqual(unitList(r), built.units);
-      assert.deepEqual(r.summary, { units: built.units.length, features: 2, bundles: 4, categories: 1, nodes: 4, nodeSets: 1, problems: 1, fatal: false });
+      assert.deepEqual(r.summary, { units: built.units.length, features: 2, bundles: 4, categories: 1, nodes: 4, nodeSets: 1, problems: 0, fatal: false });
       const feature = r.units.find((u) => u.id === 'org.example.feature.feature.group');
       // %key values resolve from the unit's df_LT properties.
       assert.deepEqual(
@@ -30,10 +30,10 @@ for (const metadata of ['jar', 'xml', 'xz'] as const) {
       assert.deepEqual(
         r.nodes.map((n) => [n.factoryClass, n.description?.schema, n.categoryNames.join(' / ')]),
         [
-          ['org.example.nodes.CsvReaderNodeFactory', 'dtd', 'community / Example / Input/Output'],
-          ['org.example.nodes.JoinerNodeFactory', 'v2.8', 'community / Example'],
-          ['org.example.nodes.LearnerNodeFactory', 'v3.1', 'community / Example'],
-          ['org.example.nodes.PredictorNodeFactory', 'v4.1', 'community / Example'],
+          ['org.example.nodes.CsvReaderNodeFactory', 'dtd', 'Community Nodes / Example / Input/Output'],
+          ['org.example.nodes.JoinerNodeFactory', 'v2.8', 'Community Nodes / Example'],
+          ['org.example.nodes.LearnerNodeFactory', 'v3.1', 'Community Nodes / Example'],
+          ['org.example.nodes.PredictorNodeFactory', 'v4.1', 'Community Nodes / Example'],
         ],
       );
       for (const n of r.nodes) {
@@ -56,8 +56,9 @@ for (const metadata of ['jar', 'xml', 'xz'] as const) {
       }
       assert.equal(r.nodes[3]?.description?.inPorts[1]?.dynamicGroup, 'Inputs');
       assert.deepEqual(r.nodeSets, [{ bundle: 'org.example.nodes', factoryClass: 'org.example.nodes.ExampleNodeSetFactory' }]);
-      // The top segment is not declared by the site: named by its id and reported as a warning.
-      assert.deepEqual(r.problems.map((p) => [p.code, p.where]), [['category_undeclared', '/community']]);
+      // The top segment is the platform's own (/community, KNIME's "Community Nodes"): named by the
+      // platform, not reported as undeclared.
+      assert.deepEqual(r.problems.map((p) => [p.code, p.where]), []);
     } finally {
       await server.close();
       fs.rmSync(root, { recursive: true, force: true });
@@ -113,7 +114,6 @@ test('broken variants become problems in the integrity report, never a crash', a
     const codes = r.problems.map((p) => `${p.code} ${p.where.replace(server.url, '')}`).sort();
     assert.deepEqual(codes, [
       'artifact_missing /site/plugins/org.broken.missing_1.0.0.jar',
-      'category_undeclared /community',
       'checksum_mismatch /site/plugins/org.broken.checksum_1.0.0.jar',
       'description_missing org.broken.description_1.0.0.jar!org/broken/NoDescNodeFactory.xml',
       'jar_unreadable /site/plugins/org.broken.notzip_1.0.0.jar',
@@ -147,8 +147,8 @@ test('pure-Python extensions: nodes, categories, ports and docstrings are read s
     assert.deepEqual(
       py.map((n) => [n.factoryClass, n.categoryNames.join(' / '), n.description?.name, n.description?.nodeType, n.description?.shortDescription]),
       [
-        ['org.example.py.gizmos.GizmoCounter', 'community / Python Demo', 'Gizmo Counter', 'SINK', 'Counts gizmos.'],
-        ['org.example.py.gizmos.GizmoScaler', 'community / Python Demo', 'Gizmo Scaler', 'MANIPULATOR', 'Scales gizmos by a factor.'],
+        ['org.example.py.gizmos.GizmoCounter', 'Community Nodes / Python Demo', 'Gizmo Counter', 'SINK', 'Counts gizmos.'],
+        ['org.example.py.gizmos.GizmoScaler', 'Community Nodes / Python Demo', 'Gizmo Scaler', 'MANIPULATOR', 'Scales gizmos by a factor.'],
       ],
     );
     const scaler = py[1]!.description!;

@@ -198,9 +198,9 @@ for (const target of dialects()) {
       assert.equal(hits(await page('/nodes?category=IO')).length, 4);
       assert.deepEqual(hits(await page('/nodes?q=smoothing&product=excel')), []);
       assert.deepEqual(hits(await page('/nodes?q=table&category=Analytics')), ['Crosstab (local)']);
-      assert.deepEqual(hits(await page(`/nodes?category=${encodeURIComponent('community / Cyface')}&product=signals`)), ['Signal Smoothing']);
+      assert.deepEqual(hits(await page(`/nodes?category=${encodeURIComponent('Community Nodes / Cyface')}&product=signals`)), ['Signal Smoothing']);
       const form = await page('/nodes?product=excel&category=Analytics');
-      assert.deepEqual([...form.matchAll(/<option value="([^"]*)"( selected)?>/g)].map((m) => `${m[1]}${m[2] ? '*' : ''}`), ['signals', 'excel*', 'Analytics*', 'community / Cyface', 'IO / Excel']);
+      assert.deepEqual([...form.matchAll(/<option value="([^"]*)"( selected)?>/g)].map((m) => `${m[1]}${m[2] ? '*' : ''}`), ['signals', 'excel*', 'Analytics*', 'Community Nodes / Cyface', 'IO / Excel']);
       // Hostile query strings: a clear 4xx or an empty answer, never a 5xx.
       for (const q of [
         `q=${'x'.repeat(201)}`,
