@@ -87,8 +87,6 @@ export interface RunFilterInput {
   cursor?: string;
 }
 
-/** `startedBy=me` with the admin key: the key starts no runs, so it matches none. */
-const API_KEY_NOBODY = '';
 
 /** A query instant as stored (UTC ISO 8601 with milliseconds); 400 naming the field otherwise. */
 function instant(value: string, field: string): string {
@@ -187,13 +185,16 @@ export class RunsService {
 
   /** Newest first with a keyset cursor; users see the runs of their projects. */
   async list(p: Principal, f: RunFilterInput): Promise<{ items: RunRow[]; nextCursor: string | null }> {
+    // `startedBy=me` with the admin key: the key starts no runs, so the filter matches none
+    // (answered here: an empty creator would read as no filter at all).
+    if (f.startedBy === 'me' && p.type === 'api-key') return { items: [], nextCursor: null };
     const rows = await this.d.runs.list({
       memberUserId: p.type === 'api-key' || p.user.role === 'admin' ? null : p.user.id,
       projectId: f.project,
       workflowId: f.workflow,
       status: f.status,
       scheduleId: f.schedule,
-      createdBy: f.startedBy === 'me' ? (p.type === 'api-key' ? API_KEY_NOBODY : p.user.id) : f.startedBy,
+      createdBy: f.startedBy === 'me' && p.type === 'user' ? p.user.id : f.startedBy,
       since: f.since === undefined ? undefined : instant(f.since, 'since'),
       until: f.until === undefined ? undefined : instant(f.until, 'until'),
       limit: f.limit + 1,
