@@ -35,6 +35,7 @@ import { RunsRepository } from './runs/repository.js';
 import { UsersRepository } from './users/repository.js';
 import { WorkflowsRepository } from './workflows/repository.js';
 import { LocalWorkflowStorage } from './workflows/storage.js';
+import { isolatedDeclaredReader } from './workflows/isolated-declared.js';
 import { AccountService } from './auth/service.js';
 import { ExecutorsService } from './executors/service.js';
 import { ProjectsService } from './projects/service.js';
@@ -91,6 +92,8 @@ export interface RunnerServiceOptions {
   sweeper?: boolean;
   /** How long a waiting claim goes without looking at the queue when not notified (tests raise it). */
   claimRecheckMs?: number;
+  /** Tests only: the parse of an upload's settings in its worker counts itself in cell 1, then waits while cell 0 is 0. */
+  declaredHold?: Int32Array;
 }
 
 
@@ -131,6 +134,7 @@ export async function createRunnerService(config: Config, options: RunnerService
       resourceMetadataUrl: resourceMetadataUrl(config.runner.url),
     });
     const storage = new LocalWorkflowStorage(config.runner.storageDir);
+    const declared = isolatedDeclaredReader({ hold: options.declaredHold });
     const outputs = new LocalRunOutputStorage(config.runner.storageDir);
     const scope = { projects: new ProjectsRepository(db), workflows: new WorkflowsRepository(db), runs: new RunsRepository(db, database.dialect) };
     const schedules = new SchedulesRepository(db);
@@ -152,7 +156,7 @@ export async function createRunnerService(config: Config, options: RunnerService
       account: new AccountService({ users, pats, jwt, loginLimiter: new LoginLimiter(now), settings: new SettingsRepository(db), now }),
       users,
       projects: new ProjectsService({ ...scope, users, storage, outputs, now }),
-      workflows: new WorkflowsService({ ...scope, storage, outputs, now }),
+      workflows: new WorkflowsService({ ...scope, storage, outputs, declared, now }),
       runs,
       schedules: new SchedulesService({ ...scope, schedules, now }),
       executors: new ExecutorsService({
@@ -294,6 +298,7 @@ export async function createRunnerService(config: Config, options: RunnerService
           // Requests in flight (uploads, live log streams) get `drainMs` to end.
           drained(() => app.close(), drainMs, () => app.server.closeAllConnections()),
         ]);
+        await declared.close();
         await listener?.close();
         await database.close();
       },

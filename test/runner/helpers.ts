@@ -59,6 +59,8 @@ export async function startRunner(
     /** false: the scheduler and retention loops do not run on their own (call tick/prune). */
     backgroundLoops?: boolean;
     claimRecheckMs?: number;
+    /** The parse of an upload's settings counts itself in cell 1, then waits while cell 0 is 0. */
+    declaredHold?: Int32Array;
   } = {},
 ): Promise<TestRunner> {
   const dataDir = opts.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'pier-runner-'));
@@ -78,6 +80,7 @@ export async function startRunner(
     registrationLimits: opts.registrationLimits,
     backgroundLoops: opts.backgroundLoops,
     claimRecheckMs: opts.claimRecheckMs,
+    declaredHold: opts.declaredHold,
   });
   await service.app.ready();
   return {
