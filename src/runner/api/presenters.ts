@@ -148,7 +148,7 @@ export const WorkflowVersion = Type.Object({
       description: Type.String(),
       choices: Type.Optional(Type.Array(Type.String())),
     }),
-    { description: "the run parameters the archive's configuration nodes declare (name, type, default, label, description, choices); a run's values for them are checked against their type" },
+    { description: "the run parameters the archive's configuration nodes declare (name, type, default, label, description, choices); a run's values for them are checked against their type, and one given no value (or null) runs with the default" },
   ),
 });
 

@@ -6,7 +6,7 @@ import { randomUUID } from '../../infra/secrets.js';
 import type { Principal } from '../auth/authenticate.js';
 import type { RunStatus } from '../db/schema.js';
 import { loadRun, loadWorkflow, type ScopeRepositories } from '../projects/access.js';
-import { type DeclaredParameter, parameterProblems } from '../workflows/declared-parameters.js';
+import { type DeclaredParameter, parameterProblems, withDeclaredDefaults } from '../workflows/declared-parameters.js';
 import type { WorkflowRow } from '../workflows/repository.js';
 import { outputNameProblem, type RunOutputStorage } from './output-storage.js';
 import { type ExcerptInput, type LogExcerpt, readExcerpt, readLogText } from './log-reading.js';
@@ -63,6 +63,8 @@ export interface EnqueueInput {
   requiredLabels?: string[];
   createdBy: string | null;
   scheduleId: string | null;
+  /** The parameters the version declares, when the caller has read them (else they are read here). */
+  declared?: DeclaredParameter[];
 }
 
 export interface WaitOutcome {
@@ -127,11 +129,12 @@ export class RunsService {
     }
     // Values for the parameters this version declares must fit them. A schedule's runs are not
     // checked when they fire: the version they take can change, and a fire must not be lost.
-    const problems = parameterProblems(JSON.parse(row.declared_parameters) as DeclaredParameter[], input.parameters ?? {});
+    const declared = JSON.parse(row.declared_parameters) as DeclaredParameter[];
+    const problems = parameterProblems(declared, input.parameters ?? {});
     if (problems.length > 0) {
       throw new ValidationError(problems.map((p) => `${p.field} ${p.message}`).join('; '), problems);
     }
-    return this.enqueue({ ...input, workflow: wf, version, createdBy: p.type === 'user' ? p.user.id : null, scheduleId: null });
+    return this.enqueue({ ...input, workflow: wf, version, createdBy: p.type === 'user' ? p.user.id : null, scheduleId: null, declared });
   }
 
   /**
@@ -139,7 +142,7 @@ export class RunsService {
    * which acts for a schedule its editors set up. The workflow version must exist.
    */
   async enqueue(input: EnqueueInput): Promise<RunRow> {
-    const run = await this.d.runs.create(this.newRun(input));
+    const run = await this.d.runs.create(this.newRun(input, await this.declaredOf(input)));
     // Issue #8: an idle executor's long-poll claim is woken at once, here and on other instances.
     this.d.queue.notify();
     return run;
@@ -154,20 +157,27 @@ export class RunsService {
    * sleep. Null when `store` wrote nothing.
    */
   async enqueueWith(input: EnqueueInput, store: (run: NewRunRow) => Promise<boolean>): Promise<NewRunRow | null> {
-    const run = this.newRun(input);
+    const run = this.newRun(input, await this.declaredOf(input));
     if (!(await store(run))) return null;
     this.d.queue.notify();
     return run;
   }
 
-  private newRun(input: EnqueueInput): NewRunRow {
+  /** The parameters the run's version declares: their defaults fill the values not given. */
+  private async declaredOf(input: EnqueueInput): Promise<DeclaredParameter[]> {
+    if (input.declared) return input.declared;
+    const row = await this.d.workflows.version(input.workflow.id, input.version);
+    return row ? (JSON.parse(row.declared_parameters) as DeclaredParameter[]) : [];
+  }
+
+  private newRun(input: EnqueueInput, declared: DeclaredParameter[]): NewRunRow {
     return {
       id: randomUUID(),
       project_id: input.workflow.project_id,
       workflow_id: input.workflow.id,
       workflow_version: input.version,
       status: 'queued',
-      parameters: JSON.stringify(input.parameters ?? {}),
+      parameters: JSON.stringify(withDeclaredDefaults(declared, input.parameters ?? {})),
       required_labels: JSON.stringify(input.requiredLabels ?? []),
       schedule_id: input.scheduleId,
       created_by: input.createdBy,

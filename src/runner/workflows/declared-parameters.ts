@@ -92,6 +92,21 @@ export function parameterOfSettings(xml: string): DeclaredParameter | null {
   };
 }
 
+/**
+ * The values a run takes: those given, and the declared default of each declared parameter given
+ * no value (left out, or null). So `-workflow.variable=rows,{param.rows},int` gets the default
+ * the workflow declares, whether the run came from the web form, the API, MCP, a schedule or a
+ * re-run. A parameter declared without a default stays as given.
+ */
+export function withDeclaredDefaults(declared: DeclaredParameter[], given: Record<string, unknown>): Record<string, unknown> {
+  const values: Record<string, unknown> = { ...given };
+  for (const d of declared) {
+    // Own values only: a name such as `toString` is no value given.
+    if (d.default !== null && (!Object.hasOwn(values, d.name) || values[d.name] === null || values[d.name] === undefined)) values[d.name] = d.default;
+  }
+  return values;
+}
+
 /** Why a run's value for a declared parameter does not fit its type or choices, one problem per parameter. */
 export function parameterProblems(declared: DeclaredParameter[], values: Record<string, unknown>): { field: string; message: string }[] {
   const problems: { field: string; message: string }[] = [];
