@@ -147,8 +147,8 @@ export async function createRunnerService(config: Config, options: RunnerService
       });
     }
     const leaseMs = config.runner.leaseSeconds * 1000;
-    const runs = new RunsService({ ...scope, now, queue, outputs });
     const executorsRepo = new ExecutorsRepository(db);
+    const runs = new RunsService({ ...scope, now, queue, outputs, executors: executorsRepo });
     const ctx: RunnerContext = {
       config,
       now,

@@ -210,6 +210,7 @@ export const Run = Type.Object({
   createdBy: Nullable(Type.String({ description: 'the user who started the run (null: a schedule, or an account since deleted)' })),
   attempt: Type.Integer({ description: 'how many times an executor has taken the run' }),
   executorId: Nullable(Type.String()),
+  executorName: Type.Optional(Nullable(Type.String({ description: "the executor's name, on GET /api/runs/{id} (null: none yet, or removed since)" }))),
   exitCode: Nullable(Type.Integer()),
   error: Nullable(Type.String()),
   createdAt: Timestamp,

@@ -11,6 +11,7 @@ import type { WorkflowRow } from '../workflows/repository.js';
 import { outputNameProblem, type RunOutputStorage } from './output-storage.js';
 import { type ExcerptInput, type LogExcerpt, readExcerpt, readLogText } from './log-reading.js';
 import { countRunsFinished } from '../metrics.js';
+import type { ExecutorsRepository } from '../executors/repository.js';
 import type { QueueSignal } from './queue-signal.js';
 import { isTerminal, type LogPosition, type NewRunRow, type RunLogRow, type RunOutputRow, type RunRow } from './repository.js';
 
@@ -19,6 +20,8 @@ export interface RunsDeps extends ScopeRepositories {
   /** Wakes executors waiting for work: every queued run goes through `enqueue`. */
   queue: QueueSignal;
   outputs: RunOutputStorage;
+  /** Names the executor that holds or held a run. */
+  executors: Pick<ExecutorsRepository, 'findById'>;
 }
 
 /** `A.S` (attempt A, sequence S): where a log page or stream continues. */
@@ -217,6 +220,13 @@ export class RunsService {
 
   get(p: Principal, id: string): Promise<RunRow> {
     return loadRun(this.d, p, id, 'read');
+  }
+
+  /** A run with the name of its executor (null: none yet, or one removed since), for its page. */
+  async getWithExecutor(p: Principal, id: string): Promise<{ run: RunRow; executorName: string | null }> {
+    const run = await loadRun(this.d, p, id, 'read');
+    const executor = run.executor_id ? await this.d.executors.findById(run.executor_id) : undefined;
+    return { run, executorName: executor?.name ?? null };
   }
 
   /**
