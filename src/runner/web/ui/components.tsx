@@ -8,9 +8,8 @@ import type { RunStatus } from './types.js';
 export function ErrorNote(props: { error: ApiError | null; placed?: string[]; id?: string }) {
   if (!props.error) return null;
   const detail = props.error.message;
-  const rest = (props.error.problem.errors ?? []).filter(
-    (e) => !props.placed?.some((f) => e.field === f || e.field === `/${f}`) && `${e.field ?? ''} ${e.message}`.trim() !== detail && e.message !== detail,
-  );
+  // A problem the detail already states (the API joins them into it) is not listed again.
+  const rest = (props.error.problem.errors ?? []).filter((e) => !props.placed?.some((f) => e.field === f || e.field === `/${f}`) && !detail.includes(`${e.field ?? ''} ${e.message}`.trim()));
   return (
     <div class="alert error" role="alert" id={props.id}>
       <p>{detail}</p>
@@ -149,7 +148,7 @@ const columnName = (c: Column) => (typeof c === 'string' ? c : '');
 /**
  * Each cell of a row with its column's name as `data-label`: on a phone the rows reflow into
  * blocks that show the name beside each value (app.css), since a table wider than the screen
- * hides its last columns. The roles keep it a table to screen readers whatever its display.
+ * hides its last columns. The roles (ROLES) keep it a table to screen readers whatever its display.
  */
 function labelled(row: ComponentChildren, columns: Column[]): ComponentChildren {
   if (!isValidElement(row)) return row;
@@ -159,28 +158,34 @@ function labelled(row: ComponentChildren, columns: Column[]): ComponentChildren 
   return cloneElement(row, { role: 'row' } as Record<string, unknown>, ...cells);
 }
 
+/**
+ * The roles a table's parts imply, stated: on a phone they are laid out as blocks (app.css), and
+ * Chromium drops the implied roles of table parts whose display is changed.
+ */
+const ROLES = { table: { role: 'table' }, rowgroup: { role: 'rowgroup' }, row: { role: 'row' }, columnheader: { role: 'columnheader' } } as const;
+
 /** A table whose rows reflow into labelled blocks on narrow screens; rows are the children. */
 export function Table(props: { caption?: string; columns: Column[]; children: ComponentChildren }) {
   return (
     <div class="table-wrap">
-      <table role="table">
+      <table {...ROLES.table}>
         {props.caption ? <caption class="visually-hidden">{props.caption}</caption> : null}
-        <thead role="rowgroup">
-          <tr role="row">
+        <thead {...ROLES.rowgroup}>
+          <tr {...ROLES.row}>
             {props.columns.map((c) =>
               typeof c === 'string' ? (
-                <th scope="col" role="columnheader" key={c}>
+                <th scope="col" {...ROLES.columnheader} key={c}>
                   {c}
                 </th>
               ) : (
-                <th scope="col" role="columnheader" key={c.hidden}>
+                <th scope="col" {...ROLES.columnheader} key={c.hidden}>
                   <span class="visually-hidden">{c.hidden}</span>
                 </th>
               ),
             )}
           </tr>
         </thead>
-        <tbody role="rowgroup">{toChildArray(props.children).map((row) => labelled(row, props.columns))}</tbody>
+        <tbody {...ROLES.rowgroup}>{toChildArray(props.children).map((row) => labelled(row, props.columns))}</tbody>
       </table>
     </div>
   );
