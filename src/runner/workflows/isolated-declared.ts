@@ -1,16 +1,17 @@
 /**
  * Reads the parameters an uploaded workflow version declares without holding the serving event
- * loop: the archive's candidate `settings.xml` files are read and picked on the loop in slices
- * (settings-entries.ts: asynchronous zip reads, a linear check per file, bounded bytes), and
- * only then parsed in a kept worker thread (infra/kept-worker.ts) under a wall-time and a
- * memory limit. An archive with no configuration node never starts the worker. What the worker
- * posts is checked before it is stored.
+ * loop: a kept worker thread (infra/kept-worker.ts), under a wall-time and a memory limit, reads
+ * the archive's `settings.xml` files, picks those of configuration nodes with a check linear in
+ * their length and parses them (settings-entries.ts, declared-parameters.ts, all bounded in
+ * bytes). The serving thread only looks in the zip's directory whether there is any settings
+ * file: an archive without one never starts the worker. What the worker posts is checked before
+ * it is stored.
  */
 import { ServiceUnavailableError } from '../../infra/errors.js';
 import { keptWorker } from '../../infra/kept-worker.js';
 import { type DeclaredParameter, MAX_PARAMETERS } from './declared-parameters.js';
 import type { DeclaredJob, DeclaredReply } from './declared-worker.js';
-import { readConfigurationSettings } from './settings-entries.js';
+import { hasSettingsEntries } from './settings-entries.js';
 
 export interface DeclaredLimits {
   /** Wall time the parse of one version's settings may take, ms. */
@@ -29,11 +30,11 @@ export interface DeclaredParametersReader {
   close(): Promise<void>;
 }
 
-/** Parsing at most MAX_PARSED_BYTES of settings takes well under a second; past this it is hostile. */
+/** Reading and parsing the bounded settings takes a few seconds at most; past this it is hostile. */
 export const DECLARED_TIMEOUT_MS = 20_000;
 const RETRY_AFTER_SECONDS = 10;
-/** Below serving: an upload waits for it, other users do not. */
-const DECLARED_NICE = 5;
+/** Well below serving: the uploader waits for it, other users do not (as page renders). */
+const DECLARED_NICE = 10;
 
 /** The parse hit a limit: the settings are built to be slow, and declare nothing. */
 class TooComplex extends Error {}
@@ -66,10 +67,10 @@ export function isolatedDeclaredReader(limits: DeclaredLimits = {}): DeclaredPar
       new ServiceUnavailableError(reason === 'closed' ? 'The server is shutting down.' : 'Too many workflow uploads are being read; try again shortly.', RETRY_AFTER_SECONDS),
   });
 
-  const accept = (count: number) => (reply: unknown): (DeclaredParameter | null)[] => {
+  const accept = (reply: unknown): (DeclaredParameter | null)[] => {
     const r = reply as DeclaredReply;
     if (!isRec(r) || r.ok !== true) throw new ParseFailed(isRec(r) && r.ok === false ? String(r.message) : 'unexpected reply');
-    if (!Array.isArray(r.parameters) || r.parameters.length !== count || !r.parameters.every((p) => p === null || isDeclaredParameter(p))) {
+    if (!Array.isArray(r.parameters) || !r.parameters.every((p) => p === null || isDeclaredParameter(p))) {
       throw new ParseFailed('the worker replied with something other than declared parameters');
     }
     return r.parameters;
@@ -77,11 +78,10 @@ export function isolatedDeclaredReader(limits: DeclaredLimits = {}): DeclaredPar
 
   return {
     async read(file) {
-      const settings = await readConfigurationSettings(file);
-      if (settings.length === 0) return [];
+      if (!(await hasSettingsEntries(file))) return [];
       let parsed: (DeclaredParameter | null)[];
       try {
-        parsed = await worker.run({ settings, hold: limits.hold }, accept(settings.length), (e) => e instanceof ParseFailed);
+        parsed = await worker.run({ file, hold: limits.hold }, accept, (e) => e instanceof ParseFailed);
       } catch (e) {
         // Settings built to be slow or big declare nothing; the upload itself goes through.
         if (e instanceof TooComplex) return [];

@@ -1,10 +1,10 @@
 /**
  * The `settings.xml` files of an uploaded workflow archive that may belong to configuration
- * nodes: read from the zip (yauzl: entries one at a time, inflated off the event loop), bounded
- * in entries, bytes per file, bytes in all and bytes kept for parsing, and picked by a check of
- * the raw text that is linear in its length (configuration-factory.ts). Only these are parsed,
- * in the worker of isolated-declared.ts. An archive that cannot be read gives what was read
- * before the damage (the upload itself is not refused for it).
+ * nodes: read from the zip (yauzl: entries one at a time), bounded in entries, bytes per file,
+ * bytes in all and bytes kept for parsing, and picked by a check of the raw text that is linear
+ * in its length (configuration-factory.ts). Only these are parsed. All of it runs in the worker
+ * of isolated-declared.ts; the serving thread only asks `hasSettingsEntries`. An archive that
+ * cannot be read gives what was read before the damage (the upload itself is not refused for it).
  */
 import yauzl from 'yauzl';
 import { namesConfigurationFactory } from './configuration-factory.js';
@@ -18,13 +18,47 @@ export const MAX_TOTAL_BYTES = 16 * 1024 * 1024;
 /** XML handed to the parser in all: what the worker holds and parses for one version. */
 export const MAX_PARSED_BYTES = 2 * 1024 * 1024;
 
-export async function readConfigurationSettings(file: string): Promise<string[]> {
-  let zip: yauzl.ZipFile;
+/** Opens the archive for reading its entries one at a time; null when it is no zip. */
+async function openZip(file: string): Promise<yauzl.ZipFile | null> {
   try {
-    zip = await new Promise<yauzl.ZipFile>((resolve, reject) => yauzl.open(file, { lazyEntries: true, strictFileNames: false }, (err, z) => (err || !z ? reject(err) : resolve(z))));
+    return await new Promise<yauzl.ZipFile>((resolve, reject) => yauzl.open(file, { lazyEntries: true, strictFileNames: false }, (err, z) => (err || !z ? reject(err) : resolve(z))));
   } catch {
-    return [];
+    return null;
   }
+}
+
+const SETTINGS = /(?:^|\/)settings\.xml$/;
+
+/**
+ * Whether the archive holds a `settings.xml` within the entries looked at: its central directory
+ * read entry by entry, nothing inflated. An archive without one declares nothing, and its upload
+ * needs no worker.
+ */
+export async function hasSettingsEntries(file: string): Promise<boolean> {
+  const zip = await openZip(file);
+  if (!zip) return false;
+  let seen = 0;
+  try {
+    return await new Promise<boolean>((resolve, reject) => {
+      zip.on('error', reject);
+      zip.on('end', () => resolve(false));
+      zip.on('entry', (e: yauzl.Entry) => {
+        if (SETTINGS.test(e.fileName) && e.uncompressedSize <= MAX_SETTINGS_BYTES) return resolve(true);
+        if (++seen >= MAX_ENTRIES) return resolve(false);
+        zip.readEntry();
+      });
+      zip.readEntry();
+    });
+  } catch {
+    return false;
+  } finally {
+    zip.close();
+  }
+}
+
+export async function readConfigurationSettings(file: string): Promise<string[]> {
+  const zip = await openZip(file);
+  if (!zip) return [];
   const picked: string[] = [];
   let seen = 0;
   let read = 0;
@@ -36,7 +70,7 @@ export async function readConfigurationSettings(file: string): Promise<string[]>
       zip.on('entry', (e: yauzl.Entry) => {
         seen++;
         if (seen > MAX_ENTRIES || kept >= MAX_PARSED_BYTES || read >= MAX_TOTAL_BYTES) return resolve();
-        const wanted = /(?:^|\/)settings\.xml$/.test(e.fileName) && e.uncompressedSize <= MAX_SETTINGS_BYTES && read + e.uncompressedSize <= MAX_TOTAL_BYTES;
+        const wanted = SETTINGS.test(e.fileName) && e.uncompressedSize <= MAX_SETTINGS_BYTES && read + e.uncompressedSize <= MAX_TOTAL_BYTES;
         if (!wanted) return zip.readEntry();
         zip.openReadStream(e, (err, stream) => {
           if (err || !stream) return zip.readEntry();
