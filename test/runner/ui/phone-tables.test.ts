@@ -65,12 +65,16 @@ describe('runner web UI: tables on a phone show every column', { skip: needsTool
         assert.deepEqual(found.hidden, [], path);
         const shown = found.labels.find((l) => l.length === columns.length);
         assert.deepEqual(
-          shown?.map((c) => c.replace(/^"|"$/g, '').replace(/^none$/, '')),
+          // The generated text, before its alternative text for screen readers (`"Name" / ""`).
+          shown?.map((c) => /^"((?:[^"\\]|\\.)*)"/.exec(c)?.[1] ?? ''),
           columns,
           path,
         );
         await checkScreen(page, `table-phone${path.replace(/\/[0-9a-f-]{36}/g, '').replaceAll('/', '-')}`);
       }
+      // The column names are for the eye: a cell's accessible name is its value alone.
+      await page.goto(`${ui.base}/account`);
+      await page.getByRole('cell', { name: 'ci token', exact: true }).waitFor();
       // At a desk the same tables stay tables.
       await page.setViewportSize({ width: 1280, height: 900 });
       await page.goto(`${ui.base}/account`);
