@@ -39,6 +39,8 @@ if (mcp?.benchRunnerMcp) benches['runner-mcp'] = mcp.benchRunnerMcp;
 
 const hostileRunner = await import('./runner-hostile.js').catch(() => null);
 if (hostileRunner?.benchRunnerHostile) benches['runner-hostile'] = hostileRunner.benchRunnerHostile;
+const hostileSettings = await import('./runner-hostile-settings.js').catch(() => null);
+if (hostileSettings?.benchRunnerHostileSettings) benches['runner-hostile-settings'] = hostileSettings.benchRunnerHostileSettings;
 
 const wanted = process.argv.slice(2);
 for (const [name, fn] of Object.entries(benches)) {

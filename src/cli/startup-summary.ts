@@ -36,7 +36,7 @@ export function startupSummary(config: Config, started: StartedParts): string {
   if (has('runner')) {
     if (started.runnerSetupLink) {
       steps.push(
-        'The runner has no user yet. Create its first administrator in a browser (one-time link, valid until used or until the runner restarts):',
+        'The runner has no user yet. Create its first administrator in a browser (one-time link, valid until an administrator exists, also after a restart):',
         `    ${started.runnerSetupLink}`,
         'or from this shell (asks for a password):',
         '    npx pier runner user add --email you@example.com --admin',

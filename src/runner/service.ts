@@ -36,6 +36,7 @@ import { RunsRepository } from './runs/repository.js';
 import { UsersRepository } from './users/repository.js';
 import { WorkflowsRepository } from './workflows/repository.js';
 import { LocalWorkflowStorage } from './workflows/storage.js';
+import { isolatedDeclaredReader } from './workflows/isolated-declared.js';
 import { AccountService } from './auth/service.js';
 import { ExecutorsService } from './executors/service.js';
 import { ProjectsService } from './projects/service.js';
@@ -101,6 +102,8 @@ export interface RunnerServiceOptions {
    * this is null and only administrators change addresses; tests pass a sender that keeps them.
    */
   emailSender?: EmailSender | null;
+  /** Tests only: the parse of an upload's settings in its worker counts itself in cell 1, then waits while cell 0 is 0. */
+  declaredHold?: Int32Array;
 }
 
 
@@ -142,6 +145,7 @@ export async function createRunnerService(config: Config, options: RunnerService
       resourceMetadataUrl: resourceMetadataUrl(config.runner.url),
     });
     const storage = new LocalWorkflowStorage(config.runner.storageDir);
+    const declared = isolatedDeclaredReader({ hold: options.declaredHold });
     const outputs = new LocalRunOutputStorage(config.runner.storageDir);
     const scope = { projects: new ProjectsRepository(db), workflows: new WorkflowsRepository(db), runs: new RunsRepository(db, database.dialect) };
     const schedules = new SchedulesRepository(db);
@@ -154,8 +158,8 @@ export async function createRunnerService(config: Config, options: RunnerService
       });
     }
     const leaseMs = config.runner.leaseSeconds * 1000;
-    const runs = new RunsService({ ...scope, now, queue, outputs });
     const executorsRepo = new ExecutorsRepository(db);
+    const runs = new RunsService({ ...scope, now, queue, outputs, executors: executorsRepo });
     const ctx: RunnerContext = {
       config,
       now,
@@ -165,7 +169,7 @@ export async function createRunnerService(config: Config, options: RunnerService
       profile: new ProfileService({ users, proofs: new EmailProofsRepository(db), sender: options.emailSender ?? null, runnerUrl: config.runner.url, now }),
       projects: new ProjectsService({ ...scope, users, storage, outputs, now }),
       invitations: new InvitationsService({ ...scope, invitations: new InvitationsRepository(db), now }),
-      workflows: new WorkflowsService({ ...scope, storage, outputs, now }),
+      workflows: new WorkflowsService({ ...scope, storage, outputs, declared, now }),
       runs,
       schedules: new SchedulesService({ ...scope, schedules, now }),
       executors: new ExecutorsService({
@@ -308,6 +312,7 @@ export async function createRunnerService(config: Config, options: RunnerService
           // Requests in flight (uploads, live log streams) get `drainMs` to end.
           drained(() => app.close(), drainMs, () => app.server.closeAllConnections()),
         ]);
+        await declared.close();
         await listener?.close();
         await database.close();
       },

@@ -3,6 +3,9 @@ import { generateKeyPairSync } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { base64url, SignJWT } from 'jose';
 import { JWT_LIFETIME_SECONDS } from '../../src/runner/auth/jwt.js';
+import { MAX_SETUP_LINKS } from '../../src/runner/auth/service.js';
+import { openRunnerDatabase } from '../../src/runner/db/index.js';
+import { SettingsRepository } from '../../src/runner/settings/repository.js';
 import { dialects, tempDir } from '../helpers/db.js';
 import { API_KEY, apiKey, bearer, startRunner, storedJwtSecret, TestClock, type TestRunner, SETUP_TOKEN } from './helpers.js';
 
@@ -483,16 +486,17 @@ for (const d of dialects()) {
         if (res.statusCode === 403) assert.equal(res.json().code, 'setup_token_invalid');
       }
       await first.close();
-      // A restart makes a new link: the old one no longer works.
+      // A restart (as with API_KEY set, which the first start advises) prints a new link, and the
+      // one printed before stays valid until an administrator exists.
       const second = await startRunner({ databaseUrl, dataDir, env: { RUNNER_SETUP_TOKEN: '' } });
       try {
         const again = second.service.setupLink!;
         assert.notEqual(again, link);
-        assert.equal((await claim(second, token)).statusCode, 403);
-        const created = await claim(second, new URL(again).hash.slice('#token='.length), 'admin@example.com');
+        const created = await claim(second, token, 'admin@example.com');
         assert.equal(created.statusCode, 201, created.body);
         assert.equal(created.json().user.role, 'admin');
-        // Used: a second claim with the same token finds a user and is refused.
+        // Used: a second claim with either token finds a user and is refused.
+        assert.equal((await claim(second, token, 'b@example.com')).statusCode, 409);
         assert.equal((await claim(second, new URL(again).hash.slice('#token='.length), 'b@example.com')).statusCode, 409);
         const users = await second.service.app.inject({ method: 'GET', url: '/api/users', headers: bearer(created.json().session.token) });
         assert.deepEqual(users.json().items.map((u: { email: string }) => u.email), ['admin@example.com']);
@@ -504,6 +508,40 @@ for (const d of dialects()) {
       assert.equal(third.service.setupLink, null);
       await third.close();
       await db.drop();
+    });
+
+    test(`restarts keep the newest ${MAX_SETUP_LINKS} setup links valid, and two instances starting at once both print a valid one`, async () => {
+      const db = await d.create();
+      const env = { RUNNER_SETUP_TOKEN: '' };
+      try {
+        const tokens: string[] = [];
+        const tokenOf = (r: TestRunner) => new URL(r.service.setupLink!).hash.slice('#token='.length);
+        const at = (minutes: number) => new TestClock(Date.parse('2030-01-01T00:00:00Z') + minutes * 60_000);
+        for (let i = 0; i < MAX_SETUP_LINKS; i++) {
+          const r = await startRunner({ databaseUrl: db.url, env, clock: at(i) });
+          tokens.push(tokenOf(r));
+          await r.close();
+        }
+        const [a, b] = await Promise.all([startRunner({ databaseUrl: db.url, env, clock: at(60) }), startRunner({ databaseUrl: db.url, env, clock: at(60) })]);
+        tokens.push(tokenOf(a), tokenOf(b));
+        try {
+          const database = await openRunnerDatabase(a.config.runner.databaseUrl);
+          const stored = await new SettingsRepository(database.db).listPrefixed('setup-token:');
+          await database.close();
+          assert.equal(stored.length, MAX_SETUP_LINKS);
+          const claim = (setupToken: string) => a.service.app.inject({ method: 'POST', url: '/api/setup', payload: { setupToken, email: 'admin@example.com', password: PASSWORD } });
+          // The oldest went; the latest ones, both racing instances' included, are valid.
+          assert.equal((await claim(tokens[0]!)).statusCode, 403);
+          assert.equal((await claim(tokens[1]!)).statusCode, 403);
+          assert.equal((await claim(tokens.at(-2)!)).statusCode, 201);
+          assert.equal((await claim(tokens.at(-1)!)).statusCode, 409);
+        } finally {
+          await a.close();
+          await b.close();
+        }
+      } finally {
+        await db.drop();
+      }
     });
 
     test('sign-out ends every web session of the user, and only those', async () => {

@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { describe, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 import fc from 'fast-check';
-import { parameterOfSettings, parameterProblems, readDeclaredParameters } from '../../src/runner/workflows/declared-parameters.js';
+import { parameterOfSettings, parameterProblems } from '../../src/runner/workflows/declared-parameters.js';
+import { isolatedDeclaredReader } from '../../src/runner/workflows/isolated-declared.js';
 import { dialects, tempDir } from '../helpers/db.js';
 import { bearer, knwfWithConfigurationNodes, makeZip, makeZipOf, multipart, nodeSettings, SETUP_TOKEN, startRunner } from './helpers.js';
 
@@ -15,6 +16,10 @@ const DECLARED = [
   { name: 'rows', type: 'integer', default: 100, label: 'Rows to read', description: 'How many rows the reader takes <at most>' },
   { name: 'title', type: 'string', default: 'Monthly <b>report</b>', label: '', description: '' },
 ];
+
+const reader = isolatedDeclaredReader();
+after(() => reader.close());
+const readDeclaredParameters = (file: string) => reader.read(file);
 
 describe('parameters declared by configuration nodes', () => {
   test('read from the settings of each configuration node in the archive; other nodes declare nothing', async () => {

@@ -62,6 +62,8 @@ export async function startRunner(
     claimRecheckMs?: number;
     /** How the runner mails (address proofs); none by default, as in production today. */
     emailSender?: EmailSender;
+    /** The parse of an upload's settings counts itself in cell 1, then waits while cell 0 is 0. */
+    declaredHold?: Int32Array;
   } = {},
 ): Promise<TestRunner> {
   const dataDir = opts.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'pier-runner-'));
@@ -82,6 +84,7 @@ export async function startRunner(
     backgroundLoops: opts.backgroundLoops,
     claimRecheckMs: opts.claimRecheckMs,
     emailSender: opts.emailSender,
+    declaredHold: opts.declaredHold,
   });
   await service.app.ready();
   return {

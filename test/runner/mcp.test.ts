@@ -175,7 +175,8 @@ for (const target of dialects()) {
       const again = await call(c, 'rerun_run', { runId, parameters: { mode: 'fast' } });
       assert.equal(again.isError, undefined, again.text);
       assert.notEqual(again.structured.run.id, runId);
-      assert.deepEqual(again.structured.run.parameters, { rows: 3, mode: 'fast' });
+      // The declared defaults fill what the first run was not given.
+      assert.deepEqual(again.structured.run.parameters, { rows: 3, mode: 'fast', dry: true, ratio: 0.25, title: 'Monthly <b>report</b>' });
       const done = await call(c, 'wait_for_run', { runId: again.structured.run.id, timeoutSeconds: 60 });
       assert.equal(done.structured.run.status, 'succeeded', done.text);
     });

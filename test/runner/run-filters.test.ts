@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { openRunnerDatabase } from '../../src/runner/db/index.js';
 import { dialects } from '../helpers/db.js';
-import { bearer, makeZip, multipart, SETUP_TOKEN, startRunner } from './helpers.js';
+import { API_KEY, apiKey, bearer, makeZip, multipart, SETUP_TOKEN, startRunner } from './helpers.js';
 
 const PASSWORD = 'a long enough password';
 
@@ -52,6 +52,11 @@ for (const target of dialects()) {
         assert.deepEqual(await ids('startedBy=me'), newestFirst(mine));
         assert.deepEqual(await ids('startedBy=me', bobAuth), [bobs[1].id]);
         assert.deepEqual(await ids(`startedBy=${bob.id}`), [bobs[1].id]);
+        // The admin key starts no runs: `me` matches none (not every run, as no filter would).
+        const key = apiKey(API_KEY);
+        assert.equal((await ids('', key)).length, 5);
+        assert.deepEqual(await ids('startedBy=me', key), []);
+        assert.deepEqual(await ids(`startedBy=me&schedule=${schedule.id}`, key), []);
         assert.deepEqual(await ids(`since=${encodeURIComponent(mine[1].createdAt)}&until=${encodeURIComponent(bobs[0].createdAt)}`), newestFirst(mine.slice(1)));
         assert.deepEqual(await ids(`startedBy=me&since=${mine[2].createdAt.slice(0, 10)}&workflow=${workflow.id}&status=queued`), newestFirst(mine));
 

@@ -178,7 +178,7 @@ export const WorkflowVersion = Type.Object({
       description: Type.String(),
       choices: Type.Optional(Type.Array(Type.String())),
     }),
-    { description: "the run parameters the archive's configuration nodes declare (name, type, default, label, description, choices); a run's values for them are checked against their type" },
+    { description: "the run parameters the archive's configuration nodes declare (name, type, default, label, description, choices); a run's values for them are checked against their type, and one given no value (or null) runs with the default" },
   ),
 });
 
@@ -240,6 +240,7 @@ export const Run = Type.Object({
   createdBy: Nullable(Type.String({ description: 'the user who started the run (null: a schedule, or an account since deleted)' })),
   attempt: Type.Integer({ description: 'how many times an executor has taken the run' }),
   executorId: Nullable(Type.String()),
+  executorName: Type.Optional(Nullable(Type.String({ description: "the executor's name, on GET /api/runs/{id} (null: none yet, or removed since)" }))),
   exitCode: Nullable(Type.Integer()),
   error: Nullable(Type.String()),
   createdAt: Timestamp,

@@ -109,7 +109,10 @@ export function registerRunRoutes(app: HttpApp, ctx: RunnerContext): void {
       config: access(RUN_READ),
       schema: { tags: ['runs'], summary: 'Get a run', operationId: 'getRun', params: IdParams, response: { 200: Run, ...errors(...PROTECTED, 404) } },
     },
-    async (req) => presentRun(await runs.get(principalOf(req), req.params.id)),
+    async (req) => {
+      const { run, executorName } = await runs.getWithExecutor(principalOf(req), req.params.id);
+      return { ...presentRun(run), executorName };
+    },
   );
 
   app.post(

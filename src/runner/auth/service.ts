@@ -1,5 +1,5 @@
 import { ConflictError, ForbiddenError, NotFoundError, UnauthorizedError, ValidationError } from '../../infra/errors.js';
-import { constantTimeEqual, generateToken, hashPassword, randomUUID, sha256, verifyPassword } from '../../infra/secrets.js';
+import { generateToken, hashPassword, randomUUID, sha256, verifyPassword } from '../../infra/secrets.js';
 import type { SettingsRepository } from '../settings/repository.js';
 import { normalizeEmail, type UserRow, type UsersRepository } from '../users/repository.js';
 import { createUser } from '../users/service.js';
@@ -20,8 +20,15 @@ export interface AccountDeps {
 
 /** Prefix of the one-time token that creating the first administrator needs. */
 export const SETUP_TOKEN_PREFIX = 'rnr_setup_';
-/** Where the SHA-256 of the current setup token is kept (shared by every instance). */
-const SETUP_TOKEN_KEY = 'setup_token_sha256';
+/**
+ * Where the setup tokens are kept (shared by every instance): one key per token, the prefix then
+ * its SHA-256, with the time it was made as the value.
+ */
+const SETUP_TOKEN_KEYS = 'setup-token:';
+/** Where the one setup token's SHA-256 was kept before each start added its own. */
+const OLD_SETUP_TOKEN_KEY = 'setup_token_sha256';
+/** Setup links kept valid at once (the newest): restarts while nobody signs up cannot pile up tokens. */
+export const MAX_SETUP_LINKS = 20;
 
 export interface Session {
   token: string;
@@ -62,34 +69,46 @@ export class AccountService {
   /**
    * At start, while no user exists: the token that creating the first administrator needs, so
    * that no one who merely reaches a fresh instance over the network can claim it. A new one at
-   * every start (the last started instance's is the valid one) unless the operator configured
-   * one; stored as SHA-256 only. Null once a user exists.
+   * every start (or the one the operator configured), stored as SHA-256 only; the links printed
+   * at earlier starts stay valid until the first administrator exists (an operator who restarts
+   * with API_KEY, as the first start advises, keeps the link already opened), the newest
+   * MAX_SETUP_LINKS of them. Null once a user exists.
    */
   async openSetup(configured: string | null): Promise<string | null> {
     if ((await this.d.users.count()) > 0) {
-      await this.d.settings.delete(SETUP_TOKEN_KEY);
+      await this.d.settings.deletePrefixed(SETUP_TOKEN_KEYS);
+      await this.d.settings.delete(OLD_SETUP_TOKEN_KEY);
       return null;
     }
+    const made = this.d.now().toISOString();
+    const older = await this.d.settings.get(OLD_SETUP_TOKEN_KEY);
+    if (older !== undefined) {
+      await this.d.settings.set(`${SETUP_TOKEN_KEYS}${older}`, made);
+      await this.d.settings.delete(OLD_SETUP_TOKEN_KEY);
+    }
     const token = configured ?? generateToken(SETUP_TOKEN_PREFIX);
-    await this.d.settings.set(SETUP_TOKEN_KEY, sha256(token));
+    await this.d.settings.set(`${SETUP_TOKEN_KEYS}${sha256(token)}`, made);
+    const kept = (await this.d.settings.listPrefixed(SETUP_TOKEN_KEYS)).sort((a, b) => (a.value < b.value ? 1 : a.value > b.value ? -1 : 0));
+    for (const stale of kept.slice(MAX_SETUP_LINKS)) if (stale.key !== `${SETUP_TOKEN_KEYS}${sha256(token)}`) await this.d.settings.delete(stale.key);
     return token;
   }
 
-  /** The first administrator, only while no user exists (409 afterwards) and with the setup token (403 without). */
+  /** The first administrator, only while no user exists (409 afterwards) and with a setup token (403 without). */
   async setup(input: { setupToken: string; email: string; name?: string; password: string }): Promise<{ user: UserRow; session: Session }> {
     // Checked before hashing the password so the open endpoint costs nothing once set up; the
     // insert itself re-checks atomically (two racing setups: one wins, one gets 409).
     if ((await this.d.users.count()) > 0) throw new ConflictError('setup is already done: a user exists', 'setup_done');
-    const stored = await this.d.settings.get(SETUP_TOKEN_KEY);
-    if (!stored || !constantTimeEqual(stored, sha256(input.setupToken))) {
+    // Looked up by its SHA-256 (a token of 32 random bytes, or a configured one of 32 characters
+    // or more): the lookup reveals nothing a guess could use.
+    if ((await this.d.settings.get(`${SETUP_TOKEN_KEYS}${sha256(input.setupToken)}`)) === undefined) {
       throw new ForbiddenError(
-        'the setup token is wrong: open the setup link that `pier serve` printed at start (a new one at every start while no user exists), or run `pier runner user add --admin`',
+        'the setup token is wrong: open a setup link that `pier serve` printed at start (each start while no user exists prints one; all stay valid until the first administrator exists), or run `pier runner user add --admin`',
         'setup_token_invalid',
       );
     }
     const { setupToken: _, ...fields } = input;
     const user = await createUser(this.d.users, { ...fields, role: 'admin' }, this.d.now(), true);
-    await this.d.settings.delete(SETUP_TOKEN_KEY);
+    await this.d.settings.deletePrefixed(SETUP_TOKEN_KEYS);
     return { user, session: await this.d.jwt.issue(user.id, user.session_epoch) };
   }
 

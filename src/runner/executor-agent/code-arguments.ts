@@ -1,68 +1,25 @@
 /**
- * Which words of a simple command another program reads again as code: the tables of shells,
- * interpreters and wrappers, and the walk over one command's words (after the template compiler
+ * Which words of a simple command another program reads again as code: the tables of shells and
+ * of programs that run their arguments, and the walk over one command's words (after the template compiler
  * has split it: quotes removed, each placeholder a MARK, each redirection operator a token
  * starting with OP). This is a best-effort check of second readings: the executor's own shell
  * never reads a value as syntax (see template.ts); a program not listed here that evaluates an
- * argument is not seen.
+ * argument is not seen. Interpreters are in code-interpreters.ts, wrappers and container tools in
+ * code-wrappers.ts, other programs with code options in code-options.ts.
  */
 
-/** Stands for a placeholder inside a word being read (never a character of shell text). */
-export const MARK = '\u0000';
-/** Starts a redirection operator token (`OP + '<<<'`, `OP + '>'` …); the next word is its target. */
-export const OP = '\u0001';
+import { type Interpreter, interpreterOf } from './code-interpreters.js';
+import { OPTION_PROGRAMS, fromOptions } from './code-options.js';
+import { MARK, OP, type Reason } from './code-words.js';
+import { RUNNERS, WRAPPERS, type Wrapper } from './code-wrappers.js';
 
-export type Kind = 'code' | 'chooses';
-/** Why a word is read again: `code` refuses every placeholder; `chooses` only run parameters (a value there picks what runs). */
-export interface Reason {
-  kind: Kind;
-  why: string;
-}
+export { MARK, OP, type Reason } from './code-words.js';
 
 /** Shells: `-c` (alone or in a cluster such as -ec, -lc) makes the first operand the code (XCU `sh`, OPERANDS). */
 const SHELL = /^(?:sh|bash|rbash|dash|ash|ksh|ksh93|mksh|lksh|pdksh|oksh|zsh|yash|posh|bosh|fish|csh|tcsh)(?:[0-9][0-9.]*)?$/;
 /** Shell options that take a value (the next word): -o errexit, +o, bash's -O shopt, --rcfile FILE. */
 const SHELL_VALUE_LETTERS = 'oO';
 const SHELL_VALUE_LONG = new Set(['--rcfile', '--init-file']);
-
-interface Interpreter {
-  /** Options whose value (the next word, or the rest of the word) is code. */
-  code: string[];
-  /** Options that take a value that is not code (the next word unless attached). */
-  values?: string[];
-  /** One-letter options may be clustered (`perl -ne`, `node -pe`). */
-  cluster?: boolean;
-  /** Reads a program from standard input when given none (a here-document to it is code). */
-  stdin?: boolean;
-  /** The first operand is the program text when no code option was given (sed's script). */
-  firstOperandIsCode?: boolean;
-  /** Option names compare without case (PowerShell). */
-  anyCase?: boolean;
-  /** Options whose value names what runs and ends the options: the words after are its arguments (`python -m MODULE ARGS`). */
-  program?: string[];
-}
-
-/** Interpreters and their code options, as a table: name pattern → options. */
-const INTERPRETERS: [RegExp, Interpreter][] = [
-  [/^(?:python|pypy)[0-9.]*(?:-dbg)?$/, { code: ['-c'], values: ['-W', '-X', '-Q'], program: ['-m'], cluster: true, stdin: true }],
-  [/^perl[0-9.]*$/, { code: ['-e', '-E'], values: ['-I', '-M', '-m', '-x'], cluster: true, stdin: true }],
-  [/^j?ruby[0-9.]*$/, { code: ['-e'], values: ['-I', '-r', '-C', '-E', '-F', '--encoding'], cluster: true, stdin: true }],
-  [/^(?:node|nodejs|bun)[0-9.]*$/, { code: ['-e', '--eval', '-p', '--print'], values: ['-r', '--require', '--import', '--loader', '--experimental-loader', '-C', '--conditions', '--input-type', '--title', '--env-file', '--stack-size'], cluster: true, stdin: true }],
-  [/^php[0-9.]*(?:-cli)?$/, { code: ['-r', '-B', '-R', '-E'], values: ['-d', '-c', '-f', '-F', '-z', '-t'], stdin: true }],
-  [/^(?:Rscript|R)$/, { code: ['-e'], values: ['-f', '--file'], stdin: true }],
-  [/^osascript$/, { code: ['-e'], values: ['-l', '-s'], stdin: true }],
-  [/^(?:lua|luajit)[0-9.]*$/, { code: ['-e'], values: ['-l'], stdin: true }],
-  [/^(?:tclsh|wish|expect)[0-9.]*$/, { code: ['-c'], values: ['-f'], stdin: true }],
-  [/^(?:pwsh|powershell)(?:\.exe)?$/, { code: ['-c', '-command', '-commandwithargs', '-cwa', '-encodedcommand', '-e', '-ec'], values: ['-f', '-file', '-workingdirectory', '-wd'], stdin: true, anyCase: true }],
-  [/^(?:groovy|scala|jshell|kotlin)$/, { code: ['-e'], stdin: true }],
-  [/^dc$/, { code: ['-e', '--expression'], values: ['-f', '--file'], stdin: true }],
-  [/^bc$/, { code: [], stdin: true }],
-  [/^(?:gdb)$/, { code: ['-ex', '--eval-command', '-iex', '--init-eval-command'], values: ['-x', '--command', '-p', '--pid'] }],
-  [/^(?:vi|vim|nvim|ex|view|gvim)$/, { code: ['-c', '--cmd'], values: ['-u', '-U', '-i', '-S', '-T', '-s', '-w', '-W'] }],
-  [/^(?:g|gnu)?sed$/, { code: ['-e', '--expression'], values: ['-f', '--file', '-l', '--line-length'], cluster: true, firstOperandIsCode: true, stdin: true }],
-  // The dot and `source` read a file as shell code: its name is the program (XCU 2.14 dot).
-  [/^(?:\.|source)$/, { code: [], stdin: true }],
-];
 
 /** Programs whose every argument is shell code (or becomes a shell command line): none may hold a placeholder. */
 const RUNS_ARGUMENTS = new Set(['eval', 'trap', 'ssh', 'rsh', 'mosh', 'su', 'sg', 'watch', 'parallel', 'tmux', 'screen', 'dtach', 'at', 'batch']);
@@ -74,71 +31,6 @@ const AWK = /^(?:[gmn]?awk|busybox-awk)$/;
 const BASH_ARITHMETIC = new Set(['let', 'declare', 'typeset']);
 /** Bash evaluates an array subscript in a variable name given to these (`read 'a[$(cmd)]'`). */
 const BASH_NAMES = new Set(['read', 'unset', 'mapfile', 'readarray', 'getopts']);
-
-interface Wrapper {
-  /** Options that take a value (the next word unless attached with `=` or to a one-letter option). */
-  values?: string[];
-  /** Operands before the command (timeout's duration, chroot's directory, flock's file). */
-  operands?: number;
-  /** Options whose value is a command line for a shell (`flock -c`, `script -c`, `env -S`). */
-  code?: string[];
-  /** Options after which all remaining words are a command line for a shell (`sudo -s`). */
-  shellRest?: string[];
-  /** `NAME=VALUE` words before the command are environment assignments (env, sudo). */
-  assignments?: boolean;
-  /** Runs no command of its own (script runs a shell; only its -c is code). */
-  noCommand?: boolean;
-}
-
-/** Programs that run the rest of their arguments as a command: the command is checked as if it stood there. */
-const WRAPPERS: Record<string, Wrapper> = {
-  command: {},
-  exec: { values: ['-a'] },
-  builtin: {},
-  time: { values: ['-f', '--format', '-o', '--output'] },
-  nohup: {},
-  setsid: {},
-  nice: { values: ['-n', '--adjustment'] },
-  ionice: { values: ['-c', '--class', '-n', '--classdata', '-t'] },
-  chrt: { operands: 1 },
-  taskset: { operands: 1 },
-  stdbuf: { values: ['-i', '-o', '-e', '--input', '--output', '--error'] },
-  timeout: { values: ['-s', '--signal', '-k', '--kill-after'], operands: 1 },
-  chroot: { values: ['--userspec', '--groups'], operands: 1 },
-  env: { values: ['-u', '--unset', '-C', '--chdir'], code: ['-S', '--split-string'], assignments: true },
-  sudo: { values: ['-u', '--user', '-g', '--group', '-C', '--close-from', '-D', '--chdir', '-h', '--host', '-p', '--prompt', '-r', '--role', '-t', '--type', '-T', '--command-timeout', '-U', '--other-user', '-R', '--chroot'], shellRest: ['-s', '--shell', '-i', '--login'], assignments: true },
-  doas: { values: ['-u', '-C'], shellRest: ['-s'] },
-  runuser: { values: ['-u', '--user', '-g', '--group', '-G', '--supp-group', '-s', '--shell', '-w', '--whitelist-environment'], code: ['-c', '--command', '--session-command'] },
-  pkexec: { values: ['--user'] },
-  gosu: { operands: 1 },
-  'su-exec': { operands: 1 },
-  setpriv: {},
-  flock: { values: ['-w', '--wait', '--timeout', '-E', '--conflict-exit-code'], operands: 1, code: ['-c', '--command'] },
-  script: { values: ['-E', '--echo', '-I', '--log-in', '-O', '--log-out', '-B', '--log-io', '-T', '--log-timing', '-m', '--logging-format', '-o', '--output-limit'], code: ['-c', '--command'], noCommand: true },
-  xargs: { values: ['-a', '--arg-file', '-d', '--delimiter', '-E', '-I', '-L', '--max-lines', '-n', '--max-args', '-P', '--max-procs', '-s', '--max-chars', '--process-slot-var'] },
-  unshare: {},
-  nsenter: { values: ['-t', '--target'] },
-  'systemd-run': { values: ['-u', '--unit', '-p', '--property', '-E', '--setenv', '--uid', '--gid', '-M', '--machine', '--slice', '--description', '--working-directory'] },
-  'xvfb-run': { values: ['-n', '--server-num', '-s', '--server-args', '-e', '--error-file', '-f', '--auth-file', '-p'] },
-  setarch: { operands: 1 },
-  faketime: { operands: 1 },
-  strace: { values: ['-o', '-e', '-p', '-s', '-u', '-E', '-P'] },
-  ltrace: { values: ['-o', '-e', '-p', '-s', '-u'] },
-  cgexec: { values: ['-g'] },
-  busybox: {},
-  toybox: {},
-  coproc: {},
-  fakeroot: {},
-  eatmydata: {},
-  proxychains: {},
-  proxychains4: {},
-  torsocks: {},
-  'dbus-run-session': {},
-  'ssh-agent': {},
-  catchsegv: {},
-  valgrind: {},
-  firejail: {},
-};
 
 /** Words that may stand before a command's program (XCU 2.4 reserved words). */
 const RESERVED = new Set(['!', '{', 'then', 'do', 'else', 'elif', 'if', 'while', 'until']);
@@ -155,14 +47,18 @@ const isOp = (w: string) => w.startsWith(OP);
 /** A program named by an expansion (`$SHELL`, `$(which sh)`): it may be any interpreter. */
 const isExpansion = (w: string) => /[$`]/.test(w);
 
-function interpreterOf(name: string): Interpreter | undefined {
-  for (const [pattern, spec] of INTERPRETERS) if (pattern.test(name)) return spec;
-  return undefined;
-}
-
 /** Whether the program named `name` is one this module knows something about. */
 function known(name: string): boolean {
-  return SHELL.test(name) || interpreterOf(name) !== undefined || RUNS_ARGUMENTS.has(name) || Object.hasOwn(WRAPPERS, name) || AWK.test(name) || name === 'find';
+  return (
+    SHELL.test(name) ||
+    interpreterOf(name) !== undefined ||
+    RUNS_ARGUMENTS.has(name) ||
+    Object.hasOwn(WRAPPERS, name) ||
+    Object.hasOwn(RUNNERS, name) ||
+    Object.hasOwn(OPTION_PROGRAMS, name) ||
+    AWK.test(name) ||
+    name === 'find'
+  );
 }
 
 /** The words of a simple command without redirections, each with its index among all words. */
@@ -245,6 +141,33 @@ function fromProgram(w: readonly string[], p: number, at: number, depth = 0): Re
   if (interpreter) return fromInterpreter(w, p, at, name, interpreter);
   const wrapper = Object.hasOwn(WRAPPERS, name) ? WRAPPERS[name] : undefined;
   if (wrapper) return fromWrapper(w, p, at, name, wrapper, depth);
+  if (Object.hasOwn(OPTION_PROGRAMS, name)) return fromOptions(w, p, at, name, OPTION_PROGRAMS[name]!);
+  if (Object.hasOwn(RUNNERS, name)) return fromRunner(w, p, at, name, depth);
+  return null;
+}
+
+/**
+ * `docker run [options] IMAGE CMD…`, `kubectl exec [options] POD -- CMD…`: the tool's own options
+ * and subcommand, then the subcommand read as a wrapper of the command it runs.
+ */
+function fromRunner(w: readonly string[], p: number, at: number, name: string, depth: number): Reason | null {
+  const runner = RUNNERS[name]!;
+  const path: string[] = [];
+  for (let k = p + 1; k < w.length; k++) {
+    const o = w[k]!;
+    if (o.startsWith('-') && o.length > 1 && !o.includes(MARK)) {
+      if (runner.globals.includes(o)) {
+        if (at === k + 1) return { kind: 'chooses', why: `is the value of ${name} ${o}, which chooses where ${name} runs commands` };
+        k++;
+      }
+      continue;
+    }
+    if (at === k) return { kind: 'chooses', why: `stands among the options and subcommand of ${name}, where a value chooses what ${name} does` };
+    path.push(o);
+    const command = path.join(' ');
+    if (Object.hasOwn(runner.commands, command)) return at > k ? fromWrapper(w, k, at, `${name} ${command}`, runner.commands[command]!, depth) : null;
+    if (!runner.groups.includes(o)) return null;
+  }
   return null;
 }
 
@@ -272,6 +195,8 @@ function fromShell(w: readonly string[], p: number, at: number, name: string): R
   if (at < k) return { kind: 'chooses', why: `stands among the options of ${name}, where a value could be an option such as -c` };
   if (codeOption !== null) {
     if (at === k) return { kind: 'code', why: `is the code argument of ${name} ${codeOption}, which runs it as code; pass values as arguments after it ("$1") or read them from the environment` };
+    // $0, $1 … of that code: read as the code reads them (template.ts).
+    if (at > k && k < w.length) return { kind: 'operand', why: `is an operand of ${name} ${codeOption}, which its code reads as $${at - k - 1}`, code: w[k]! };
     return null;
   }
   if (at === k) return { kind: 'chooses', why: `names the script ${name} runs, so the value chooses what runs` };
@@ -366,9 +291,19 @@ function fromFind(w: readonly string[], p: number, at: number, depth: number): R
   return null;
 }
 
+/** `NAME=VALUE` for the environment of the command a wrapper runs: data, unless the value may name the variable or the variable loads code. */
+function environmentValue(name: string, option: string, word: string): Reason | null {
+  const m = /^([A-Za-z_][A-Za-z0-9_]*)=/.exec(word);
+  if (!m) return { kind: 'chooses', why: `is the value of ${name} ${option}, where it could name the variable set, such as LD_PRELOAD` };
+  return LOADS_CODE.test(m[1]!) ? { kind: 'chooses', why: `sets ${m[1]} for ${name}, which makes programs load or run what the value names` } : null;
+}
+
 /** A wrapper: its own options and operands, then the command it runs (checked as if it stood there). */
 function fromWrapper(w: readonly string[], p: number, at: number, name: string, spec: Wrapper, depth: number): Reason | null {
-  const values = new Set(spec.values ?? []);
+  const values = new Set([...(spec.values ?? []), ...(spec.chooses ?? [])]);
+  const env = new Set(spec.env ?? []);
+  const data = new Set(spec.data ?? []);
+  const valued = (o: string) => (data.has(o) ? 'data' : env.has(o) ? 'env' : values.has(o) ? 'value' : null);
   const code = new Set(spec.code ?? []);
   const shellRest = new Set(spec.shellRest ?? []);
   let operands = spec.operands ?? 0;
@@ -418,9 +353,14 @@ function fromWrapper(w: readonly string[], p: number, at: number, name: string, 
         continue;
       }
       if (shellRest.has(opt) || (short !== null && [...opt.slice(1)].some((l) => shellRest.has(`-${l}`)))) rest = true;
-      if (values.has(opt) || (short !== null && values.has(short))) {
-        const inline = attached !== null || (short !== null && shortRest !== '' && !values.has(opt));
-        if (at === k || (!inline && at === k + 1)) return { kind: 'chooses', why: `is the value of ${name} ${opt}, an option of a program that runs a command` };
+      const kind = valued(opt) ?? (short !== null ? valued(short) : null);
+      if (kind) {
+        const inline = attached !== null || (short !== null && shortRest !== '' && valued(opt) === null);
+        if (at === k || (!inline && at === k + 1)) {
+          if (kind === 'data') return null;
+          if (kind === 'env') return environmentValue(name, opt, w[at]!);
+          return { kind: 'chooses', why: `is the value of ${name} ${opt}, an option of a program that runs a command` };
+        }
         k += inline ? 1 : 2;
         continue;
       }
@@ -511,7 +451,8 @@ function programOf(words: readonly string[]): { w: string[]; k: number; wrapped:
   return { w, k, wrapped };
 }
 
-const readsStdin = (name: string) => SHELL.test(name) || STDIN_RUNS.has(name) || RUNS_ARGUMENTS.has(name) || interpreterOf(name)?.stdin === true;
+const readsStdin = (name: string) =>
+  SHELL.test(name) || STDIN_RUNS.has(name) || RUNS_ARGUMENTS.has(name) || interpreterOf(name)?.stdin === true || (Object.hasOwn(OPTION_PROGRAMS, name) && OPTION_PROGRAMS[name]!.stdin === true);
 
 /**
  * Why standard input given to this command (a here-document, a here-string) is read as code, as
@@ -528,8 +469,9 @@ export function readsInputAsCode(words: readonly string[]): string | null {
   // find's -exec/-execdir/-ok/-okdir commands inherit its standard input.
   if (baseName(word) === 'find') for (let j = k + 1; j < w.length; j++) if (readsStdin(baseName(w[j]!))) return `find … ${baseName(w[j]!)}`;
   if (AWK.test(baseName(word)) && w.some((a) => /^(?:-|\/dev\/stdin|\/dev\/fd\/0|\/proc\/self\/fd\/0)$/.test(a))) return baseName(word);
-  // Behind a wrapper whose options were misread (one with a value not in the table), any later shell or interpreter.
-  if (wrapped) for (let j = k + 1; j < w.length; j++) if (readsStdin(baseName(w[j]!))) return baseName(w[j]!);
+  // Behind a wrapper whose options were misread (one with a value not in the table), or a
+  // container or cluster tool handing its input on (`docker run -i IMAGE sh`), any later shell or interpreter.
+  if (wrapped || Object.hasOwn(RUNNERS, baseName(word))) for (let j = k + 1; j < w.length; j++) if (readsStdin(baseName(w[j]!))) return baseName(w[j]!);
   return null;
 }
 
@@ -539,5 +481,5 @@ export function runsCode(words: readonly string[]): boolean {
   if (found.k >= found.w.length) return false;
   const word = found.w[found.k]!;
   const name = baseName(word);
-  return isExpansion(word) || SHELL.test(name) || interpreterOf(name) !== undefined || RUNS_ARGUMENTS.has(name) || STDIN_RUNS.has(name) || AWK.test(name);
+  return isExpansion(word) || readsStdin(name) || AWK.test(name);
 }

@@ -1,52 +1,9 @@
 import { baseName, MARK, OP, readsInputAsCode, runsCode, secondReading } from './code-arguments.js';
+import { envOf, PLACEHOLDER, reference, SIMPLE, TemplateError } from './template-env.js';
+import { operandReading } from './template-operands.js';
 import { unmodelled } from './template-unmodelled.js';
 
-/** What a command template may refer to. */
-export interface TemplateValues {
-  archive: string;
-  workDir: string;
-  workflowDir: string;
-  outDir: string;
-  runId: string;
-  attempt: string;
-  parameters: Record<string, unknown>;
-}
-
-/** A template the executor refuses to start with; the message names the placeholder and why. */
-export class TemplateError extends Error {}
-
-/** The environment variable each simple placeholder's value travels in. */
-const SIMPLE: Record<string, { env: string; value: (v: TemplateValues) => string }> = {
-  archive: { env: 'PIER_ARCHIVE', value: (v) => v.archive },
-  workdir: { env: 'PIER_WORK_DIR', value: (v) => v.workDir },
-  workflow: { env: 'PIER_WORKFLOW_DIR', value: (v) => v.workflowDir },
-  out: { env: 'PIER_OUT_DIR', value: (v) => v.outDir },
-  runId: { env: 'PIER_RUN_ID', value: (v) => v.runId },
-  attempt: { env: 'PIER_ATTEMPT', value: (v) => v.attempt },
-};
-
-/**
- * The environment variable of a run parameter: `PIER_PARAM_<name>` when the name is a valid part
- * of a variable name, else `PIER_PARAMX_<hex of its UTF-8>` (names may hold any character).
- */
-export function parameterEnvName(name: string): string {
-  return /^[A-Za-z0-9_]+$/.test(name) ? `PIER_PARAM_${name}` : `PIER_PARAMX_${Buffer.from(name, 'utf8').toString('hex')}`;
-}
-
-/** Every placeholder's value, and every run parameter, as the command's environment. */
-export function templateEnv(v: TemplateValues): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const [name, value] of Object.entries(v.parameters)) env[parameterEnvName(name)] = value === undefined || value === null ? '' : String(value);
-  for (const s of Object.values(SIMPLE)) env[s.env] = s.value(v);
-  return env;
-}
-
-const PLACEHOLDER = /^\{([A-Za-z][A-Za-z0-9]*)(?:\.([^{}]+))?\}/;
-
-/** The run parameters a template names (`{param.NAME}`): the executor sets the missing ones to ''. */
-export function parameterNames(template: string): string[] {
-  return [...new Set([...template.matchAll(/\{param\.([^{}]+)\}/g)].map((m) => m[1]!))];
-}
+export { parameterEnvName, parameterNames, TemplateError, type TemplateValues, templateEnv } from './template-env.js';
 
 type Ctx = 'code' | 'paren' | 'backtick' | 'dq' | 'sq' | 'brace' | 'arith';
 
@@ -86,30 +43,11 @@ const isCodeFrame = (f: Frame) => f.ctx === 'code' || f.ctx === 'paren' || f.ctx
 const OPENERS = new Set(['{', 'if', 'while', 'until', 'for', 'case', 'select']);
 const CLOSERS: Record<string, string[]> = { '}': ['{'], fi: ['if'], done: ['while', 'until', 'for', 'select'], esac: ['case'] };
 
-/**
- * A shell reference to `env` that expands to exactly its value as (part of) one word, never
- * re-read as syntax, split or globbed, written the same wherever it stands: `${V+"$V"}` is one
- * quoted expansion unquoted (XCU 2.6.2: the word of `+` is expanded with its own quotes), inside
- * "…" (the inner quotes nest within `${…}`) and in a here-document body. So a misreading of the
- * surrounding quotes by these rules cannot split a value. The variable is always set (the
- * executor sets missing parameters to the empty string), so `+` always takes the word.
- */
-function reference(env: string): string {
-  return `\${${env}+"$${env}"}`;
-}
-
 /** Why a run parameter after a substitution in a here-document body is refused. */
 const BODY_SUBSTITUTION =
   'follows a command substitution ($(…) or backquotes) inside a here-document, where a comment or a nested here-document can end the substitution elsewhere than these rules see; move the substitution out of the here-document (x=$(…) before it, then $x)';
 
 const ADVICE = 'write "$PIER_PARAM_<name>" (or $PIER_OUT_DIR …) there yourself, so that the program reading the text again takes the value from the environment';
-
-/** The environment variable of a placeholder, or a TemplateError for an unknown one. */
-function envOf(whole: string, key: string, param: string | undefined): string {
-  if (key === 'param' && param !== undefined) return parameterEnvName(param);
-  if (param === undefined && Object.hasOwn(SIMPLE, key)) return SIMPLE[key]!.env;
-  throw new TemplateError(`unknown placeholder ${whole}; known: {archive} {workdir} {workflow} {out} {runId} {attempt} {param.NAME}`);
-}
 
 /**
  * Variables the template gives bash's integer attribute (`declare -i n`, `typeset -i`, `local
@@ -201,7 +139,8 @@ export function compileTemplate(template: string): string {
       doc.reread = closed ? 'is in a here-document given to a compound command that runs a shell or an interpreter' : reads !== null ? `is in a here-document that ${reads} reads as code` : null;
     }
     for (const p of c.pending) {
-      const r = secondReading(words, p.at, p.offset);
+      const found = secondReading(words, p.at, p.offset);
+      const r = found?.kind === 'operand' ? operandReading(found.code, found.why, compileTemplate) : found;
       if (r !== null && (r.kind === 'code' || p.param)) refuse(p.whole, `${r.why}; ${ADVICE}`);
     }
     c.words = [];

@@ -16,7 +16,8 @@ const DEFAULT_WAIT_SECONDS = 120;
 const RunId = IdOf('the run id');
 const RunResult = Type.Object({ run: Run, logUri: Type.String({ description: 'the MCP resource of its log' }) });
 
-const PARAMETERS_HELP = 'values for the parameters the workflow declares (list_workflows shows their names and types); strings, numbers, booleans or null';
+const PARAMETERS_HELP =
+  'values for the parameters the workflow declares (list_workflows shows their names, types and defaults; one left out or null runs with its default); strings, numbers, booleans or null';
 
 export const startRun = defineTool({
   name: 'start_run',

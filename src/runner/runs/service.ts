@@ -7,11 +7,12 @@ import { randomUUID } from '../../infra/secrets.js';
 import type { Principal } from '../auth/authenticate.js';
 import type { RunStatus } from '../db/schema.js';
 import { loadRun, loadWorkflow, type ScopeRepositories } from '../projects/access.js';
-import { type DeclaredParameter, parameterProblems } from '../workflows/declared-parameters.js';
+import { type DeclaredParameter, parameterProblems, withDeclaredDefaults } from '../workflows/declared-parameters.js';
 import type { WorkflowRow } from '../workflows/repository.js';
 import { outputNameProblem, type RunOutputStorage } from './output-storage.js';
 import { type ExcerptInput, type LogExcerpt, readExcerpt, readLogText } from './log-reading.js';
 import { countRunsFinished } from '../metrics.js';
+import type { ExecutorsRepository } from '../executors/repository.js';
 import type { QueueSignal } from './queue-signal.js';
 import { isTerminal, type LogPosition, type NewRunRow, type RunLogRow, type RunOutputRow, type RunRow } from './repository.js';
 
@@ -20,6 +21,8 @@ export interface RunsDeps extends ScopeRepositories {
   /** Wakes executors waiting for work: every queued run goes through `enqueue`. */
   queue: QueueSignal;
   outputs: RunOutputStorage;
+  /** Names the executor that holds or held a run. */
+  executors: Pick<ExecutorsRepository, 'findById'>;
 }
 
 /** `A.S` (attempt A, sequence S): where a log page or stream continues. */
@@ -78,6 +81,8 @@ export interface EnqueueInput {
   requiredLabels?: string[];
   createdBy: string | null;
   scheduleId: string | null;
+  /** The parameters the version declares, when the caller has read them (else they are read here). */
+  declared?: DeclaredParameter[];
 }
 
 export interface WaitOutcome {
@@ -102,8 +107,6 @@ export interface RunFilterInput {
   cursor?: string;
 }
 
-/** `startedBy=me` with the admin key: the key starts no runs, so it matches none. */
-const API_KEY_NOBODY = '';
 
 /** A query instant as stored (UTC ISO 8601 with milliseconds); 400 naming the field otherwise. */
 function instant(value: string, field: string): string {
@@ -144,11 +147,12 @@ export class RunsService {
     }
     // Values for the parameters this version declares must fit them. A schedule's runs are not
     // checked when they fire: the version they take can change, and a fire must not be lost.
-    const problems = parameterProblems(JSON.parse(row.declared_parameters) as DeclaredParameter[], input.parameters ?? {});
+    const declared = JSON.parse(row.declared_parameters) as DeclaredParameter[];
+    const problems = parameterProblems(declared, input.parameters ?? {});
     if (problems.length > 0) {
       throw new ValidationError(problems.map((p) => `${p.field} ${p.message}`).join('; '), problems);
     }
-    return this.enqueue({ ...input, workflow: wf, version, createdBy: p.type === 'user' ? p.user.id : null, scheduleId: null });
+    return this.enqueue({ ...input, workflow: wf, version, createdBy: p.type === 'user' ? p.user.id : null, scheduleId: null, declared });
   }
 
   /**
@@ -156,7 +160,7 @@ export class RunsService {
    * which acts for a schedule its editors set up. The workflow version must exist.
    */
   async enqueue(input: EnqueueInput): Promise<RunRow> {
-    const run = await this.d.runs.create(this.newRun(input));
+    const run = await this.d.runs.create(this.newRun(input, await this.declaredOf(input)));
     // Issue #8: an idle executor's long-poll claim is woken at once, here and on other instances.
     this.d.queue.notify();
     return run;
@@ -171,20 +175,27 @@ export class RunsService {
    * sleep. Null when `store` wrote nothing.
    */
   async enqueueWith(input: EnqueueInput, store: (run: NewRunRow) => Promise<boolean>): Promise<NewRunRow | null> {
-    const run = this.newRun(input);
+    const run = this.newRun(input, await this.declaredOf(input));
     if (!(await store(run))) return null;
     this.d.queue.notify();
     return run;
   }
 
-  private newRun(input: EnqueueInput): NewRunRow {
+  /** The parameters the run's version declares: their defaults fill the values not given. */
+  private async declaredOf(input: EnqueueInput): Promise<DeclaredParameter[]> {
+    if (input.declared) return input.declared;
+    const row = await this.d.workflows.version(input.workflow.id, input.version);
+    return row ? (JSON.parse(row.declared_parameters) as DeclaredParameter[]) : [];
+  }
+
+  private newRun(input: EnqueueInput, declared: DeclaredParameter[]): NewRunRow {
     return {
       id: randomUUID(),
       project_id: input.workflow.project_id,
       workflow_id: input.workflow.id,
       workflow_version: input.version,
       status: 'queued',
-      parameters: JSON.stringify(input.parameters ?? {}),
+      parameters: JSON.stringify(withDeclaredDefaults(declared, input.parameters ?? {})),
       required_labels: JSON.stringify(input.requiredLabels ?? []),
       schedule_id: input.scheduleId,
       created_by: input.createdBy,
@@ -202,13 +213,16 @@ export class RunsService {
 
   /** Newest first with a keyset cursor; users see the runs of their projects. */
   async list(p: Principal, f: RunFilterInput): Promise<{ items: RunRow[]; nextCursor: string | null }> {
+    // `startedBy=me` with the admin key: the key starts no runs, so the filter matches none
+    // (answered here: an empty creator would read as no filter at all).
+    if (f.startedBy === 'me' && p.type === 'api-key') return { items: [], nextCursor: null };
     const rows = await this.d.runs.list({
       memberUserId: p.type === 'api-key' || p.user.role === 'admin' ? null : p.user.id,
       projectId: f.project,
       workflowId: f.workflow,
       status: f.status,
       scheduleId: f.schedule,
-      createdBy: f.startedBy === 'me' ? (p.type === 'api-key' ? API_KEY_NOBODY : p.user.id) : f.startedBy,
+      createdBy: f.startedBy === 'me' && p.type === 'user' ? p.user.id : f.startedBy,
       since: f.since === undefined ? undefined : instant(f.since, 'since'),
       until: f.until === undefined ? undefined : instant(f.until, 'until'),
       limit: f.limit + 1,
@@ -221,6 +235,13 @@ export class RunsService {
 
   get(p: Principal, id: string): Promise<RunRow> {
     return loadRun(this.d, p, id, 'read');
+  }
+
+  /** A run with the name of its executor (null: none yet, or one removed since), for its page. */
+  async getWithExecutor(p: Principal, id: string): Promise<{ run: RunRow; executorName: string | null }> {
+    const run = await loadRun(this.d, p, id, 'read');
+    const executor = run.executor_id ? await this.d.executors.findById(run.executor_id) : undefined;
+    return { run, executorName: executor?.name ?? null };
   }
 
   /**

@@ -6,6 +6,7 @@ import { checkMembership, loadWorkflow, type ProjectNeed, type ScopeRepositories
 import { type CronSpec, checkCronSpec, NEXT_FIRE_TIMES, nextFireAfter, nextFireTimes } from './cron.js';
 import { describeCron } from './describe.js';
 import type { SchedulePatch, ScheduleRow, SchedulesRepository } from './repository.js';
+import { type DeclaredParameter, parameterProblems } from '../workflows/declared-parameters.js';
 
 export interface SchedulesDeps extends ScopeRepositories {
   schedules: SchedulesRepository;
@@ -72,6 +73,18 @@ export class SchedulesService {
     }
   }
 
+  /**
+   * The parameters fit what the version a schedule runs declares (its pinned version, else the
+   * latest now), as a run's are checked when started by hand: 400 naming `parameters/<name>`.
+   * Its runs take the declared defaults of the version they fire with (RunsService).
+   */
+  private async checkParameters(workflowId: string, version: number | null | undefined, parameters: Record<string, unknown>): Promise<void> {
+    const pinned = version ?? (await this.d.workflows.findById(workflowId))?.latest_version;
+    const row = pinned === undefined ? undefined : await this.d.workflows.version(workflowId, pinned);
+    const problems = row ? parameterProblems(JSON.parse(row.declared_parameters) as DeclaredParameter[], parameters) : [];
+    if (problems.length > 0) throw new ValidationError(problems.map((x) => `${x.field} ${x.message}`).join('; '), problems);
+  }
+
   /** The next fire strictly after now, for an enabled schedule; null while disabled. */
   private nextFire(spec: CronSpec, enabled: boolean): string | null {
     if (!enabled) return null;
@@ -111,6 +124,7 @@ export class SchedulesService {
     const now = this.d.now();
     const spec = checkCronSpec({ cron: input.cron, timeZone: input.timeZone ?? 'UTC' }, now);
     await this.checkVersion(wf.id, input.workflowVersion);
+    await this.checkParameters(wf.id, input.workflowVersion, input.parameters ?? {});
     const enabled = input.enabled ?? true;
     const stamp = now.toISOString();
     const row: ScheduleRow = {
@@ -151,6 +165,10 @@ export class SchedulesService {
     const current = await this.load(p, id, 'write');
     const spec = checkCronSpec({ cron: input.cron ?? current.cron, timeZone: input.timeZone ?? current.time_zone }, this.d.now());
     await this.checkVersion(current.workflow_id, input.workflowVersion);
+    if (input.parameters !== undefined || input.workflowVersion !== undefined) {
+      const version = input.workflowVersion !== undefined ? input.workflowVersion : current.workflow_version;
+      await this.checkParameters(current.workflow_id, version, input.parameters ?? (JSON.parse(current.parameters) as Record<string, unknown>));
+    }
     const enabled = input.enabled ?? current.enabled === 1;
     const timing = spec.cron !== current.cron || spec.timeZone !== current.time_zone || enabled !== (current.enabled === 1);
     const patch: SchedulePatch = { updated_at: this.d.now().toISOString() };

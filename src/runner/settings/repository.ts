@@ -1,6 +1,11 @@
 import type { Kysely } from 'kysely';
 import type { RunnerDB } from '../db/schema.js';
 
+function checkedPrefix(prefix: string): string {
+  if (/[%_\\]/.test(prefix)) throw new Error(`a settings prefix holds no LIKE wildcard: ${prefix}`);
+  return prefix;
+}
+
 /**
  * Values every instance of one runner must agree on (generated secrets), kept in the database
  * they share rather than in one instance's data dir (DESIGN.md, Processes and ports).
@@ -23,6 +28,19 @@ export class SettingsRepository {
 
   async delete(key: string): Promise<void> {
     await this.db.deleteFrom('runner_meta').where('key', '=', key).execute();
+  }
+
+  /**
+   * Every key that starts with `prefix`, with its value. The prefix must hold no LIKE wildcard
+   * (`%`, `_`): it is matched as a LIKE pattern on both databases.
+   */
+  async listPrefixed(prefix: string): Promise<{ key: string; value: string }[]> {
+    return this.db.selectFrom('runner_meta').select(['key', 'value']).where('key', 'like', `${checkedPrefix(prefix)}%`).execute();
+  }
+
+  /** Deletes every key that starts with `prefix` (no LIKE wildcard in it, as for `listPrefixed`). */
+  async deletePrefixed(prefix: string): Promise<void> {
+    await this.db.deleteFrom('runner_meta').where('key', 'like', `${checkedPrefix(prefix)}%`).execute();
   }
 
   /**

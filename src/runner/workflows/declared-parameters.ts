@@ -3,12 +3,11 @@
  * Double, Boolean and selection "Configuration" nodes, their older "Quickform"/"Dialog" forms,
  * Container Input (Variable)). Each keeps, in its node folder's `settings.xml`, a `parameterName`
  * the batch executor takes values for, a default value whose entry type says the type, and a
- * label and description written for people. The archive is the uploader's: everything here is
- * bounded (entries looked at, bytes read, parameters kept), DTDs are refused before parsing, and
- * an archive that cannot be read declares nothing (the upload itself is not refused for it).
+ * label and description written for people. The archive is the uploader's: the files are picked
+ * and bounded by settings-entries.ts and parsed here in the worker of isolated-declared.ts; DTDs
+ * are refused before parsing, and a file that cannot be read declares nothing.
  */
 import { XMLParser } from 'fast-xml-parser';
-import yauzl from 'yauzl';
 import { hasUnshown, withoutUnshown } from '../../infra/unshown.js';
 
 export type DeclaredType = 'string' | 'integer' | 'number' | 'boolean';
@@ -23,17 +22,10 @@ export interface DeclaredParameter {
   choices?: string[];
 }
 
-const MAX_ENTRIES = 20_000;
-/** A configuration node's settings are a few kilobytes; a bigger file is not one. */
-const MAX_SETTINGS_BYTES = 256 * 1024;
-const MAX_TOTAL_BYTES = 16 * 1024 * 1024;
-/** XML parsed in all (parsing is the costly part, and runs on the server's event loop). */
-const MAX_PARSED_BYTES = 2 * 1024 * 1024;
-/** Seen in the raw text before parsing: only configuration nodes' settings are parsed. */
-const CONFIGURATION_FACTORY = /key="factory"[^>]*value="[^"]*(?:\.(?:configuration|quickform|dialog)\.|VariableInput)/i;
 /** Names a run's parameters may not have (the API refuses them as object keys). */
 const FORBIDDEN_NAMES = new Set(['__proto__', 'constructor', 'prototype']);
-const MAX_PARAMETERS = 100;
+/** Parameters kept of one version (the first node wins a repeated name). */
+export const MAX_PARAMETERS = 100;
 const MAX_TEXT = 2000;
 /** Factories of nodes that take a value from the batch executor by parameter name. */
 const CONFIGURATION = /\.(?:configuration|quickform|dialog)\.|ContainerVariableInput|VariableInput/i;
@@ -100,58 +92,19 @@ export function parameterOfSettings(xml: string): DeclaredParameter | null {
   };
 }
 
-/** The parameters the archive at `file` declares, by name (the first node wins a repeated name). */
-export async function readDeclaredParameters(file: string): Promise<DeclaredParameter[]> {
-  let zip: yauzl.ZipFile;
-  try {
-    zip = await new Promise<yauzl.ZipFile>((resolve, reject) => yauzl.open(file, { lazyEntries: true, strictFileNames: false }, (err, z) => (err || !z ? reject(err) : resolve(z))));
-  } catch {
-    return [];
+/**
+ * The values a run takes: those given, and the declared default of each declared parameter given
+ * no value (left out, or null). So `-workflow.variable=rows,{param.rows},int` gets the default
+ * the workflow declares, whether the run came from the web form, the API, MCP, a schedule or a
+ * re-run. A parameter declared without a default stays as given.
+ */
+export function withDeclaredDefaults(declared: DeclaredParameter[], given: Record<string, unknown>): Record<string, unknown> {
+  const values: Record<string, unknown> = { ...given };
+  for (const d of declared) {
+    // Own values only: a name such as `toString` is no value given.
+    if (d.default !== null && (!Object.hasOwn(values, d.name) || values[d.name] === null || values[d.name] === undefined)) values[d.name] = d.default;
   }
-  const found = new Map<string, DeclaredParameter>();
-  let seen = 0;
-  let read = 0;
-  let parsed = 0;
-  try {
-    await new Promise<void>((resolve, reject) => {
-      zip.on('error', reject);
-      zip.on('end', resolve);
-      zip.on('entry', (e: yauzl.Entry) => {
-        seen++;
-        const wanted = /(?:^|\/)settings\.xml$/.test(e.fileName) && e.uncompressedSize <= MAX_SETTINGS_BYTES && read + e.uncompressedSize <= MAX_TOTAL_BYTES;
-        if (seen > MAX_ENTRIES || found.size >= MAX_PARAMETERS) return resolve();
-        if (!wanted) return zip.readEntry();
-        read += e.uncompressedSize;
-        zip.openReadStream(e, (err, stream) => {
-          if (err || !stream) return zip.readEntry();
-          const chunks: Buffer[] = [];
-          let size = 0;
-          stream.on('data', (c: Buffer) => {
-            size += c.length;
-            // The header's size is the uploader's word: the bytes are counted as they come.
-            if (size > MAX_SETTINGS_BYTES) stream.destroy();
-            else chunks.push(c);
-          });
-          stream.on('error', () => zip.readEntry());
-          stream.on('close', () => {
-            const xml = size <= MAX_SETTINGS_BYTES ? Buffer.concat(chunks).toString('utf8') : '';
-            if (CONFIGURATION_FACTORY.test(xml) && parsed + size <= MAX_PARSED_BYTES) {
-              parsed += size;
-              const p = parameterOfSettings(xml);
-              if (p && !found.has(p.name)) found.set(p.name, p);
-            }
-            zip.readEntry();
-          });
-        });
-      });
-      zip.readEntry();
-    });
-  } catch {
-    // A damaged archive declares what was read before the damage.
-  } finally {
-    zip.close();
-  }
-  return [...found.values()].sort((a, b) => a.name.localeCompare(b.name));
+  return values;
 }
 
 /** Why a run's value for a declared parameter does not fit its type or choices, one problem per parameter. */

@@ -4,7 +4,7 @@ import { randomUUID } from '../../infra/secrets.js';
 import type { Principal } from '../auth/authenticate.js';
 import { loadProject, loadWorkflow, type ScopeRepositories } from '../projects/access.js';
 import type { RunOutputStorage } from '../runs/output-storage.js';
-import { readDeclaredParameters } from './declared-parameters.js';
+import type { DeclaredParametersReader } from './isolated-declared.js';
 import type { VersionListing, WorkflowRow, WorkflowWithParameters } from './repository.js';
 import type { WorkflowStorage } from './storage.js';
 import { type PartSource, readUpload } from './upload.js';
@@ -18,6 +18,8 @@ export interface WorkflowText {
 export interface WorkflowsDeps extends ScopeRepositories {
   storage: WorkflowStorage;
   outputs: RunOutputStorage;
+  /** Reads the parameters an archive declares, off the serving event loop. */
+  declared: DeclaredParametersReader;
   now: () => Date;
 }
 
@@ -80,7 +82,7 @@ export class WorkflowsService {
 
   /** The parameters the stored archive's configuration nodes declare, as the version row keeps them. */
   private async declared(storageKey: string): Promise<{ declared_parameters: string }> {
-    return { declared_parameters: JSON.stringify(await readDeclaredParameters(this.d.storage.localPath(storageKey))) };
+    return { declared_parameters: JSON.stringify(await this.d.declared.read(this.d.storage.localPath(storageKey))) };
   }
 
   async get(p: Principal, id: string): Promise<{ workflow: WorkflowRow; versions: VersionListing[] }> {
@@ -110,11 +112,16 @@ export class WorkflowsService {
   async addVersion(p: Principal, id: string, parts: PartSource): Promise<VersionListing> {
     await loadWorkflow(this.d, p, id, 'write');
     const { file } = await readUpload(parts, this.d.storage, id, []);
+    // Read before the row is written; a refusal (a busy reader) keeps no file.
+    const declared = await this.declared(file.storageKey).catch(async (e: unknown) => {
+      await this.d.storage.remove(file.storageKey);
+      throw e;
+    });
     const now = this.d.now().toISOString();
     const row = await this.d.workflows
       .addNextVersion(
         {
-          ...(await this.declared(file.storageKey)),
+          ...declared,
           workflow_id: id,
           file_name: file.fileName,
           size: file.size,

@@ -1,4 +1,4 @@
-import type { ComponentChildren, JSX } from 'preact';
+import { type ComponentChildren, cloneElement, isValidElement, type JSX, toChildArray } from 'preact';
 import { useState } from 'preact/hooks';
 import type { ApiError } from './api.js';
 import { formatTime, fromNow } from './format.js';
@@ -8,9 +8,8 @@ import type { RunStatus } from './types.js';
 export function ErrorNote(props: { error: ApiError | null; placed?: string[]; id?: string }) {
   if (!props.error) return null;
   const detail = props.error.message;
-  const rest = (props.error.problem.errors ?? []).filter(
-    (e) => !props.placed?.some((f) => e.field === f || e.field === `/${f}`) && `${e.field ?? ''} ${e.message}`.trim() !== detail && e.message !== detail,
-  );
+  // A problem the detail already states (the API joins them into it) is not listed again.
+  const rest = (props.error.problem.errors ?? []).filter((e) => !props.placed?.some((f) => e.field === f || e.field === `/${f}`) && !detail.includes(`${e.field ?? ''} ${e.message}`.trim()));
   return (
     <div class="alert error" role="alert" id={props.id}>
       <p>{detail}</p>
@@ -144,28 +143,49 @@ export function CopyButton(props: { text: string; label?: string }) {
 /** A column header: its text, or one named for screen readers only (an actions column). */
 export type Column = string | { hidden: string };
 
-/** A table that scrolls sideways inside its own box on narrow screens; rows are the children. */
+const columnName = (c: Column) => (typeof c === 'string' ? c : '');
+
+/**
+ * Each cell of a row with its column's name as `data-label`: on a phone the rows reflow into
+ * blocks that show the name beside each value (app.css), since a table wider than the screen
+ * hides its last columns. The roles (ROLES) keep it a table to screen readers whatever its display.
+ */
+function labelled(row: ComponentChildren, columns: Column[]): ComponentChildren {
+  if (!isValidElement(row)) return row;
+  const cells = toChildArray((row.props as { children?: ComponentChildren }).children).map((cell, i) =>
+    isValidElement(cell) ? cloneElement(cell, { 'data-label': columnName(columns[i] ?? ''), role: cell.type === 'th' ? 'rowheader' : 'cell' } as Record<string, unknown>) : cell,
+  );
+  return cloneElement(row, { role: 'row' } as Record<string, unknown>, ...cells);
+}
+
+/**
+ * The roles a table's parts imply, stated: on a phone they are laid out as blocks (app.css), and
+ * Chromium drops the implied roles of table parts whose display is changed.
+ */
+const ROLES = { table: { role: 'table' }, rowgroup: { role: 'rowgroup' }, row: { role: 'row' }, columnheader: { role: 'columnheader' } } as const;
+
+/** A table whose rows reflow into labelled blocks on narrow screens; rows are the children. */
 export function Table(props: { caption?: string; columns: Column[]; children: ComponentChildren }) {
   return (
     <div class="table-wrap">
-      <table>
+      <table {...ROLES.table}>
         {props.caption ? <caption class="visually-hidden">{props.caption}</caption> : null}
-        <thead>
-          <tr>
+        <thead {...ROLES.rowgroup}>
+          <tr {...ROLES.row}>
             {props.columns.map((c) =>
               typeof c === 'string' ? (
-                <th scope="col" key={c}>
+                <th scope="col" {...ROLES.columnheader} key={c}>
                   {c}
                 </th>
               ) : (
-                <th scope="col" key={c.hidden}>
+                <th scope="col" {...ROLES.columnheader} key={c.hidden}>
                   <span class="visually-hidden">{c.hidden}</span>
                 </th>
               ),
             )}
           </tr>
         </thead>
-        <tbody>{props.children}</tbody>
+        <tbody {...ROLES.rowgroup}>{toChildArray(props.children).map((row) => labelled(row, props.columns))}</tbody>
       </table>
     </div>
   );

@@ -35,4 +35,12 @@ export function formatDuration(ms: number): string {
   return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`;
 }
 
+const clock = new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23' });
+
+/** The time of day of an instant (a log line's), in the user's zone: 14:03:27. */
+export function formatClock(iso: string): string {
+  const t = Date.parse(iso);
+  return Number.isNaN(t) ? '' : clock.format(t);
+}
+
 export const userTimeZone = Intl.DateTimeFormat().resolvedOptions().timeZone;

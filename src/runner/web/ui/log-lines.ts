@@ -10,6 +10,8 @@ export const ERROR_LINE = /error|exception|fatal|severe/i;
 export class LogLines {
   readonly text: string[] = [];
   readonly attempt: number[] = [];
+  /** When the runner received the chunk each line began in (the executor ships lines as they come). */
+  readonly time: string[] = [];
   /** The last line has not ended yet (more of it may come). */
   open = false;
   /** The last chunk ended in CR: an LF at the start of the next one ends no other line. */
@@ -29,19 +31,20 @@ export class LogLines {
         this.text[n - 1] += pieces[0]!;
         i = 1;
       }
-      for (; i < last; i++) this.#push(pieces[i]!, c.attempt);
+      for (; i < last; i++) this.#push(pieces[i]!, c.attempt, c.createdAt);
       if (i === last) {
         // The piece after the last line end: a line begun, or nothing.
         this.open = pieces[last] !== '';
-        if (this.open) this.#push(pieces[last]!, c.attempt);
+        if (this.open) this.#push(pieces[last]!, c.attempt, c.createdAt);
       }
     }
     this.version++;
   }
 
-  #push(line: string, attempt: number): void {
+  #push(line: string, attempt: number, time: string): void {
     this.text.push(line);
     this.attempt.push(attempt);
+    this.time.push(time);
   }
 
   attempts(): number[] {

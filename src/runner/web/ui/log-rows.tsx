@@ -3,6 +3,7 @@
  * around them) are in the DOM, and 200,000 lines scroll like 200. Text is rendered as text.
  */
 import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
+import { formatClock } from './format.js';
 import { ERROR_LINE, type LogLines } from './log-lines.js';
 
 /** Height of a row in px: keep in step with `.log-line` in app.css. */
@@ -76,6 +77,9 @@ export function LogRows(props: {
         <span class="ln" aria-hidden="true">
           {i + 1}
         </span>
+        <time class="lw" dateTime={lines.time[i]}>
+          {formatClock(lines.time[i] ?? '')}
+        </time>
         <span class="lt">
           <Highlighted text={text} query={props.query} />
         </span>

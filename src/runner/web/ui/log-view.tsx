@@ -117,9 +117,18 @@ export function LogView(props: { runId: string; attempts: number; onEnd(status: 
           <input type="checkbox" checked={errorsOnly} onChange={(e) => setErrorsOnly((e.currentTarget as HTMLInputElement).checked)} /> Errors only
         </label>
         <div class="buttons">
-          <button type="button" class="secondary small" onClick={() => setFollow(!follow)}>
-            {follow ? 'Pause' : 'Follow'}
-          </button>
+          {/* A complete log has nothing more to follow: only a way back to its end. */}
+          {link === 'ended' ? (
+            !follow && (
+              <button type="button" class="secondary small" onClick={() => setFollow(true)}>
+                Go to the end
+              </button>
+            )
+          ) : (
+            <button type="button" class="secondary small" onClick={() => setFollow(!follow)}>
+              {follow ? 'Pause' : 'Follow'}
+            </button>
+          )}
           <button type="button" class="secondary small" disabled={save.busy} onClick={() => void save.run()}>
             {save.busy ? 'Downloading…' : 'Download the whole log'}
           </button>
@@ -128,7 +137,7 @@ export function LogView(props: { runId: string; attempts: number; onEnd(status: 
       <ErrorNote error={failure ?? save.error} />
       <p class="meta" id="log-count">
         {indices ? `${shown.toLocaleString()} of ${total.toLocaleString()} lines` : `${total.toLocaleString()} lines`}
-        {follow ? '' : ' · paused'}
+        {follow || link === 'ended' ? '' : ' · paused'}
       </p>
       {shown === 0 && <p class="muted log-empty">{total === 0 ? (link === 'ended' ? 'The run wrote no log.' : 'No log lines yet.') : 'No line matches.'}</p>}
       <LogRows lines={lines} indices={indices} version={version} query={query} follow={follow} onFollow={setFollow} />

@@ -59,9 +59,9 @@ export function RerunForm(props: { runs: Run[]; onDone(started: Run[]): void; on
       }
     }
     if (started.length) props.onDone(started);
-    if (first) {
-      throw new ApiError({ ...first.problem, detail: `${failed.length} of ${n} could not be started: ${first.message}` });
-    }
+    // One run: the API's own answer; several: how many failed, then the first answer.
+    if (first && n === 1) throw first;
+    if (first) throw new ApiError({ ...first.problem, detail: `${failed.length} of ${n} could not be started: ${first.message}` });
   });
   return (
     <form

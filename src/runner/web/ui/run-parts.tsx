@@ -51,7 +51,15 @@ export function Facts(props: { run: Run; workflowName: string | undefined }) {
         <dt>Attempt</dt>
         <dd>{run.attempt}</dd>
         <dt>Executor</dt>
-        <dd>{run.executorId ? <code>{run.executorId}</code> : <span class="muted">none yet</span>}</dd>
+        <dd>
+          {run.executorName ? (
+            <span title={run.executorId ?? undefined}>{run.executorName}</span>
+          ) : run.executorId ? (
+            <span class="muted">a removed executor</span>
+          ) : (
+            <span class="muted">none yet</span>
+          )}
+        </dd>
         <dt>Exit code</dt>
         <dd>{run.exitCode ?? <span class="muted">—</span>}</dd>
         <dt>Started by</dt>

@@ -1,11 +1,12 @@
 import { useState } from 'preact/hooks';
-import { api } from './api.js';
-import { ErrorNote, Field, TextField } from './components.js';
+import { api, ApiError } from './api.js';
+import { ErrorNote, Field, Loading, TextField } from './components.js';
+import { DeclaredFields, type DeclaredValues, initialValues, typedValues } from './declared-fields.js';
 import { userTimeZone } from './format.js';
-import { useAction } from './hooks.js';
+import { useAction, useApi } from './hooks.js';
 import { type ParamRow, ParamsEditor, parametersOf, rowsOf } from './params-editor.js';
 import { PreviewNote } from './schedule-preview.js';
-import type { Schedule, WorkflowVersion } from './types.js';
+import type { DeclaredParameter, ParameterValue, Schedule, WorkflowVersion } from './types.js';
 
 const ZONES: string[] = (() => {
   try {
@@ -15,8 +16,35 @@ const ZONES: string[] = (() => {
   }
 })();
 
-/** Creates a schedule of a workflow, or changes one: the expression is read back in words as it is typed. */
+/** The parameters the schedule runs with: the version it is pinned to, else the latest (versions come newest first). */
+function declaredOf(versions: WorkflowVersion[], version: string): DeclaredParameter[] {
+  return (versions.find((v) => String(v.version) === version) ?? versions[0])?.declaredParameters ?? [];
+}
+
+/** The declared fields from stored values (the declared default where none is stored). */
+function storedValues(declared: DeclaredParameter[], stored: Record<string, ParameterValue>): DeclaredValues {
+  const values = initialValues(declared);
+  for (const d of declared) {
+    const v = Object.hasOwn(stored, d.name) ? stored[d.name] : undefined;
+    if (v === undefined || v === null) continue;
+    values[d.name] = d.type === 'boolean' ? v === true || v === 'true' : String(v);
+  }
+  return values;
+}
+
+/**
+ * Creates a schedule of a workflow, or changes one: the expression is read back in words as it
+ * is typed, and the parameters the version declares are typed fields, as in the run form. The
+ * versions are those given, or read here (the Schedules page lists schedules without them).
+ */
 export function ScheduleForm(props: { workflowId: string; versions: WorkflowVersion[] | null; schedule?: Schedule; onSaved(s: Schedule): void; onCancel(): void }) {
+  const read = useApi<{ items: WorkflowVersion[] }>(props.versions ? null : `/api/workflows/${encodeURIComponent(props.workflowId)}/versions`);
+  const versions = props.versions ?? read.data?.items ?? null;
+  if (!versions) return read.error ? <ErrorNote error={read.error} /> : <Loading what="the workflow's versions" />;
+  return <Loaded {...props} versions={versions} />;
+}
+
+function Loaded(props: { workflowId: string; versions: WorkflowVersion[]; schedule?: Schedule; onSaved(s: Schedule): void; onCancel(): void }) {
   const s = props.schedule;
   const [name, setName] = useState(s?.name ?? '');
   const [cron, setCron] = useState(s?.cron ?? '0 6 * * MON-FRI');
@@ -24,10 +52,22 @@ export function ScheduleForm(props: { workflowId: string; versions: WorkflowVers
   const [overlap, setOverlap] = useState<'skip' | 'queue'>(s?.overlap ?? 'skip');
   const [enabled, setEnabled] = useState(s?.enabled ?? true);
   const [version, setVersion] = useState(s?.workflowVersion ? String(s.workflowVersion) : '');
+  const declared = declaredOf(props.versions, version);
+  const [values, setValues] = useState<DeclaredValues>(() => storedValues(declared, s?.parameters ?? {}));
+  const [invalid, setInvalid] = useState<Record<string, string>>({});
   const [labels, setLabels] = useState((s?.requiredLabels ?? []).join(', '));
-  const [rows, setRows] = useState<ParamRow[]>(() => rowsOf(s?.parameters ?? {}));
+  // Free rows hold what no declared field does.
+  const [rows, setRows] = useState<ParamRow[]>(() => rowsOf(Object.fromEntries(Object.entries(s?.parameters ?? {}).filter(([k]) => !declared.some((d) => d.name === k)))));
   const [typed, setTyped] = useState(true);
+  const chooseVersion = (v: string) => {
+    setVersion(v);
+    setValues(storedValues(declaredOf(props.versions, v), s?.parameters ?? {}));
+    setInvalid({});
+  };
   const save = useAction(async () => {
+    const checked = typedValues(declared, values);
+    setInvalid(checked.problems);
+    if (Object.keys(checked.problems).length > 0) throw new ApiError({ status: 0, detail: 'some parameters are not valid; see the fields marked' });
     const body = {
       name: name.trim(),
       cron,
@@ -36,7 +76,7 @@ export function ScheduleForm(props: { workflowId: string; versions: WorkflowVers
       enabled,
       workflowVersion: version ? Number(version) : null,
       requiredLabels: labels.split(',').map((l) => l.trim()).filter(Boolean),
-      parameters: parametersOf(rows, typed),
+      parameters: { ...parametersOf(rows, typed), ...checked.parameters },
     };
     const saved = s
       ? await api<Schedule>('PATCH', `/api/schedules/${encodeURIComponent(s.id)}`, body)
@@ -93,9 +133,9 @@ export function ScheduleForm(props: { workflowId: string; versions: WorkflowVers
       </Field>
       <Field label="Version" error={save.error?.forField('workflowVersion')}>
         {(id) => (
-          <select id={id} value={version} onChange={(e) => setVersion((e.currentTarget as HTMLSelectElement).value)}>
+          <select id={id} value={version} onChange={(e) => chooseVersion((e.currentTarget as HTMLSelectElement).value)}>
             <option value="">The latest when it fires</option>
-            {(props.versions ?? []).map((v) => (
+            {props.versions.map((v) => (
               <option key={v.version} value={String(v.version)}>
                 Always v{v.version}
               </option>
@@ -103,7 +143,20 @@ export function ScheduleForm(props: { workflowId: string; versions: WorkflowVers
           </select>
         )}
       </Field>
-      <ParamsEditor rows={rows} setRows={setRows} typed={typed} setTyped={setTyped} errorFor={(n) => save.error?.forField(`parameters/${n}`)} empty="No parameters." />
+      <DeclaredFields
+        declared={declared}
+        values={values}
+        set={(name, v) => setValues((vs) => ({ ...vs, [name]: v }))}
+        errorFor={(name) => invalid[name] ?? save.error?.forField(`parameters/${name}`)}
+      />
+      <ParamsEditor
+        rows={rows}
+        setRows={setRows}
+        typed={typed}
+        setTyped={setTyped}
+        errorFor={(n) => save.error?.forField(`parameters/${n}`)}
+        empty={declared.length > 0 ? 'No other parameters.' : 'No parameters.'}
+      />
       <TextField
         label="Required executor labels"
         name="requiredLabels"

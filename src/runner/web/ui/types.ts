@@ -102,6 +102,8 @@ export interface Run {
   /** The user who started it (null: a schedule, or a deleted account). */
   createdBy: string | null;
   attempt: number;
+  /** The executor's name (GET /api/runs/{id} only; null: none yet, or removed since). */
+  executorName?: string | null;
   executorId: string | null;
   exitCode: number | null;
   error: string | null;

@@ -1,5 +1,5 @@
 import { useRoute } from 'preact-iso';
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { api } from '../api.js';
 import { ErrorNote, Loading, PageHeader, StatusBadge } from '../components.js';
 import { useAction, useApi, useInterval, useTitle } from '../hooks.js';
@@ -19,6 +19,8 @@ export function RunPage() {
   const r = run.data?.id === id ? run.data : null;
   const workflow = useApi<Workflow>(r ? `/api/workflows/${encodeURIComponent(r.workflowId)}` : null);
   const [rerunning, setRerunning] = useState(false);
+  // Another run's page (the one a re-run started) opens without the re-run form.
+  useEffect(() => setRerunning(false), [id]);
   const finished = r ? FINISHED.has(r.status) : false;
   // The log stream says when the run ends; until then its status is read again now and then.
   useInterval(run.reload, r && !finished ? 5000 : null);
@@ -55,7 +57,10 @@ export function RunPage() {
         }
       />
       <ErrorNote error={cancel.error ?? (run.error?.status === 0 ? run.error : null)} />
-      {rerunning && <RerunForm runs={[r]} onCancel={() => setRerunning(false)} onDone={(started) => go(`/runs/${started[0]!.id}`)} />}
+      {rerunning && <RerunForm runs={[r]} onCancel={() => setRerunning(false)} onDone={(started) => {
+            setRerunning(false);
+            go(`/runs/${started[0]!.id}`);
+          }} />}
       <div class="grid-2 run-top">
         <div class="card">
           <h2>Status</h2>

@@ -39,8 +39,8 @@ export function SetupPage() {
         <h1>Set up the runner</h1>
         <div class="card">
           <p>
-            Open the one-time setup link that <code>pier serve</code> printed when it started (it ends in <code>/setup#token=…</code>). A new link is printed at every
-            start while the runner has no user.
+            Open the one-time setup link that <code>pier serve</code> printed when it started (it ends in <code>/setup#token=…</code>). Each start prints
+            one while the runner has no user, and every link printed stays valid until the first administrator exists.
           </p>
           <p>
             Or create the administrator from a shell on the server: <code>npx pier runner user add --email you@example.com --admin</code>, then{' '}
