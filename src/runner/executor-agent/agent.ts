@@ -1,14 +1,15 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { createHash, type Hash, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
+import type { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { configVariables } from '../../infra/config.js';
-import { ApiError, GaveUpError, type Logger, RunnerClient } from './client.js';
+import { ArchiveCache } from './archive-cache.js';
+import { ApiError, type Logger, RunnerClient } from './client.js';
+import { type CommandExit, commandEnv, commandExit, killGroup, running, SUPERVISOR, SUPERVISOR_KILLED, signalGroup } from './command-process.js';
+import { GIVE_UP_MS, LogShipper } from './log-shipper.js';
+import { uploadOutputs } from './output-upload.js';
 import { ARITHMETIC_WARNING, type CommandShell, defaultShell, inspectShell } from './shell.js';
+import { readExecutorState, writeExecutorState } from './state-file.js';
 import { compileTemplate, parameterNames, templateEnv } from './template.js';
 import { unzipInto } from './unzip.js';
 
@@ -37,38 +38,6 @@ export interface AgentOptions {
   shell?: string;
 }
 
-/** Executor ids as the runner makes them; anything else in a state file is not ours. */
-const EXECUTOR_ID = /^[A-Za-z0-9_-]{1,64}$/;
-
-/** The executor id kept in `file`, or null when there is no such file yet. */
-export function readExecutorState(file: string): string | null {
-  let text: string;
-  try {
-    text = fs.readFileSync(file, 'utf8');
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return null;
-    throw e;
-  }
-  let id: unknown;
-  try {
-    id = (JSON.parse(text) as { executorId?: unknown }).executorId;
-  } catch {
-    id = undefined;
-  }
-  if (typeof id !== 'string' || !EXECUTOR_ID.test(id)) {
-    throw new Error(`${file} is not an executor state file; remove it to register as a new executor`);
-  }
-  return id;
-}
-
-/** Keeps the executor id in `file`: written to a temporary name and renamed, so it is never half there. */
-export function writeExecutorState(file: string, executorId: string): void {
-  fs.mkdirSync(path.dirname(file), { recursive: true });
-  const tmp = `${file}.${process.pid}.tmp`;
-  fs.writeFileSync(tmp, `${JSON.stringify({ executorId })}\n`, { mode: 0o600 });
-  fs.renameSync(tmp, file);
-}
-
 interface ClaimAnswer {
   run: { id: string; workflowId: string; workflowVersion: number; parameters: Record<string, unknown> };
   lease: { token: string; attempt: number };
@@ -80,147 +49,6 @@ interface HeartbeatAnswer {
   cancel: string[];
   drain: boolean;
   heartbeatMs: number;
-}
-
-/**
- * Runs each command (see the file): the command's process group dies when the executor does, even
- * by SIGKILL, and when the command's shell exits, whatever it left running in the background.
- */
-const SUPERVISOR = fileURLToPath(new URL('./supervisor.mjs', import.meta.url));
-
-/** Largest log chunk sent (characters); the API takes up to 65,536. */
-const CHUNK_CHARS = 16_000;
-/** Chunks per log request (the API takes up to 500). */
-const CHUNKS_PER_REQUEST = 200;
-/**
- * Largest serialized size of one log request: the runner refuses bodies over 1 MiB (413), and a
- * batch of 200 full chunks would be 3.2 MB or more.
- */
-export const MAX_LOG_REQUEST_BYTES = 256 * 1024;
-/** A log batch (or the final report) failing this long fails the run instead of holding it forever. */
-const GIVE_UP_MS = 120_000;
-
-/** Settings of the runner and publishing service: an executor started beside them inherits their secrets. */
-const SERVICE_VARIABLES = new Set(configVariables());
-
-/**
- * What a command must never see: the executor's own settings (its admin key) and every setting
- * of the service (JWT_SECRET, database URLs, API_KEY, …). Everything else is the operator's
- * (PATH, HOME, proxies, Java options) and passes.
- */
-export function commandEnv(env: NodeJS.ProcessEnv, extra: Record<string, string>): NodeJS.ProcessEnv {
-  const out: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(env)) {
-    if (k.startsWith('PIER_EXECUTOR_') || k === 'API_KEY' || k === 'PIER_API_KEY' || SERVICE_VARIABLES.has(k)) continue;
-    // A run's parameters are its own: none of the same name leaks in from the executor's start.
-    if (k.startsWith('PIER_PARAM_') || k.startsWith('PIER_PARAMX_')) continue;
-    out[k] = v;
-  }
-  return { ...out, ...extra };
-}
-
-/** Where to cut `text` at most `n` UTF-16 units long without splitting a surrogate pair. */
-export function cutPoint(text: string, n: number): number {
-  if (n >= text.length) return text.length;
-  const c = text.charCodeAt(n - 1);
-  return n > 1 && c >= 0xd800 && c <= 0xdbff ? n - 1 : n;
-}
-
-/** The first chunks of `pending` whose request stays within `maxBytes` (always at least one). */
-export function takeBatch(pending: { seq: number; text: string }[], maxBytes: number): { seq: number; text: string }[] {
-  // Envelope (lease token, attempt, brackets) stays well under 1 KiB.
-  let bytes = 1024;
-  let i = 0;
-  for (; i < pending.length && i < CHUNKS_PER_REQUEST; i++) {
-    bytes += Buffer.byteLength(JSON.stringify(pending[i])) + 1;
-    if (bytes > maxBytes && i > 0) break;
-  }
-  return pending.slice(0, Math.max(1, i));
-}
-/** Logs are sent at least this often while a run writes. */
-const FLUSH_MS = 300;
-
-/**
- * A run's log as numbered chunks (issue #8): text is cut into chunks numbered from 1 in the order
- * it was written; chunks stay here until the runner acknowledges them (`ack` = highest gap-free
- * sequence), and are sent again after any failure. The runner ignores sequences it has, so
- * nothing is lost or doubled across retries and API restarts.
- */
-class LogShipper {
-  #buffer = '';
-  #next = 1;
-  #pending: { seq: number; text: string }[] = [];
-  #sending: Promise<void> | null = null;
-  #timer: NodeJS.Timeout;
-  #maxBytes = MAX_LOG_REQUEST_BYTES;
-  lost = false;
-  /** Set once sending failed for longer than the give-up time: the run must fail. */
-  failure: string | null = null;
-
-  constructor(
-    private readonly client: RunnerClient,
-    private readonly runId: string,
-    private readonly lease: { leaseToken: string; attempt: number },
-    private readonly onLost: () => void,
-    private readonly onFailure: (why: string) => void = () => {},
-    private readonly giveUpMs = GIVE_UP_MS,
-  ) {
-    // A failed periodic send keeps its chunks pending; the run's final flush reports the error.
-    this.#timer = setInterval(() => void this.flush().catch(() => {}), FLUSH_MS);
-  }
-
-  write(text: string): void {
-    this.#buffer += text;
-    while (this.#buffer.length >= CHUNK_CHARS) this.#cut(cutPoint(this.#buffer, CHUNK_CHARS));
-  }
-
-  #cut(n: number): void {
-    this.#pending.push({ seq: this.#next++, text: this.#buffer.slice(0, n) });
-    this.#buffer = this.#buffer.slice(n);
-  }
-
-  /** Sends what is buffered; resolves once everything written so far is acknowledged. */
-  async flush(): Promise<void> {
-    if (this.#buffer.length) this.#cut(this.#buffer.length);
-    while (this.#sending) await this.#sending;
-    if (this.#pending.length === 0 || this.lost || this.failure) return;
-    this.#sending = this.#send().finally(() => {
-      this.#sending = null;
-    });
-    await this.#sending;
-  }
-
-  async #send(): Promise<void> {
-    while (this.#pending.length && !this.lost && !this.failure) {
-      const batch = takeBatch(this.#pending, this.#maxBytes);
-      try {
-        const { ack } = await this.client.json<{ ack: number }>('POST', `/api/runs/${this.runId}/logs`, { ...this.lease, chunks: batch }, { giveUpAfterMs: this.giveUpMs });
-        this.#pending = this.#pending.filter((c) => c.seq > ack);
-      } catch (e) {
-        if (e instanceof ApiError && e.status === 409) {
-          this.lost = true;
-          this.onLost();
-          return;
-        }
-        // Body too large for this runner (a proxy's limit, say): send smaller batches.
-        if (e instanceof ApiError && e.status === 413 && batch.length > 1) {
-          this.#maxBytes = Math.max(1, Math.floor(this.#maxBytes / 2));
-          continue;
-        }
-        if (e instanceof ApiError || e instanceof GaveUpError) {
-          // Retrying the same batch forever would hold the run (its lease renewed by heartbeats).
-          this.failure = `could not send the log: ${(e as Error).message}`;
-          this.onFailure(this.failure);
-          return;
-        }
-        throw e;
-      }
-    }
-  }
-
-  close(): void {
-    clearInterval(this.#timer);
-  }
 }
 
 interface ActiveRun {
@@ -258,7 +86,7 @@ export class ExecutorAgent {
   #fatal: Error | null = null;
   #claimAbort = new AbortController();
   #slotFreed: (() => void) | null = null;
-  #archives = new Map<string, Promise<CachedArchive>>();
+  readonly #archives: ArchiveCache;
   /** The command for the shell: placeholders are references to the variables of `templateEnv`. */
   readonly #command: string;
   readonly #parameterNames: string[];
@@ -269,6 +97,7 @@ export class ExecutorAgent {
     this.#parameterNames = parameterNames(o.command);
     this.#shell = inspectShell(o.shell ?? defaultShell());
     this.#client = new RunnerClient({ url: o.url, apiKey: o.apiKey, log: o.log, stopping: () => this.#stopping });
+    this.#archives = new ArchiveCache(this.#client, path.join(o.workDir, 'archives'), o.log);
   }
 
   get id(): string {
@@ -466,68 +295,6 @@ export class ExecutorAgent {
       });
   }
 
-  /**
-   * The workflow archive of a version, downloaded once per executor process into
-   * `<work-dir>/archives/`, with the sha256 of the bytes as downloaded (checked against the
-   * runner's `x-content-sha256`). The file itself is no proof: a command runs as the executor's
-   * user and may have rewritten it, or put a symbolic link in its place or the directory's.
-   */
-  #archive(download: string, key: string): Promise<CachedArchive> {
-    let p = this.#archives.get(key);
-    if (!p) {
-      const fresh = this.#download(download, key);
-      fresh.catch(() => {
-        if (this.#archives.get(key) === fresh) this.#archives.delete(key);
-      });
-      this.#archives.set(key, fresh);
-      p = fresh;
-    }
-    return p;
-  }
-
-  async #download(download: string, key: string): Promise<CachedArchive> {
-    const dir = path.join(this.o.workDir, 'archives');
-    // A link (or anything else) put where the directory was is removed, not followed.
-    const stat = await fs.promises.lstat(dir).catch(() => null);
-    if (stat && !stat.isDirectory()) await fs.promises.rm(dir, { force: true });
-    await fs.promises.mkdir(dir, { recursive: true });
-    const file = path.join(dir, `${key}.knwf`);
-    const res = await this.#client.request('GET', download);
-    const tmp = `${file}.${process.pid}.${randomUUID()}.tmp`;
-    const hash = createHash('sha256');
-    // Streamed to disk (archives may be large) into a new file: `wx` follows no link.
-    await pipeline(Readable.fromWeb(res.body as import('node:stream/web').ReadableStream), hashing(hash), fs.createWriteStream(tmp, { flags: 'wx' }));
-    const sha256 = hash.digest('hex');
-    const expected = res.headers.get('x-content-sha256');
-    if (expected && expected.toLowerCase() !== sha256) {
-      await fs.promises.rm(tmp, { force: true });
-      throw new Error(`the workflow archive ${key} downloaded does not match the runner's checksum`);
-    }
-    // A rename replaces a link at `file` instead of writing through it.
-    await fs.promises.rename(tmp, file);
-    return { file, sha256 };
-  }
-
-  /**
-   * Copies the cached archive of a version to `dest` (in the run's fresh directory), hashing the
-   * very bytes copied: what the run unpacks and gets as {archive} is the copy, so only a copy
-   * with the sha256 as downloaded is used. A cached archive changed on disk since is downloaded
-   * again (with a line in the executor's log).
-   */
-  async #copyArchive(download: string, key: string, runId: string, dest: string): Promise<void> {
-    for (let tries = 1; ; tries++) {
-      const cached = this.#archive(download, key);
-      const { file, sha256 } = await cached;
-      const copied = await copyHashing(file, dest);
-      if (copied === sha256) return;
-      await fs.promises.rm(dest, { force: true });
-      if (tries >= 3) throw new Error(`the workflow archive ${key} keeps changing on disk (${file})`);
-      this.o.log('archive_changed', { runId, archive: file, detail: 'the cached workflow archive was changed or replaced: downloading it again' });
-      // Runs finding the same change at once download it once.
-      if (this.#archives.get(key) === cached) this.#archives.delete(key);
-    }
-  }
-
   async #execute(claim: ClaimAnswer, run: ActiveRun): Promise<void> {
     const lease = { leaseToken: claim.lease.token, attempt: claim.lease.attempt };
     const runDir = path.join(this.o.workDir, 'runs', `${run.id}-${lease.attempt}`);
@@ -556,7 +323,7 @@ export class ExecutorAgent {
     );
     try {
       const archive = path.join(runDir, 'workflow.knwf');
-      await this.#copyArchive(claim.download, `${claim.run.workflowId}-${claim.run.workflowVersion}`, run.id, archive);
+      await this.#archives.copy(claim.download, `${claim.run.workflowId}-${claim.run.workflowVersion}`, run.id, archive);
       await unzipInto(archive, workflowDir);
       // Values travel in the environment, never in the shell text (see compileTemplate).
       const values = templateEnv({
@@ -605,7 +372,7 @@ export class ExecutorAgent {
       if (run.failure) throw new Error(run.failure);
       if (run.handBack) return await this.#handBack(run, lease);
       if (!run.cancelled) {
-        await this.#uploadOutputs(run, lease, outDir, realOutDir, (line) => shipper.write(line));
+        await uploadOutputs(this.#client, this.o.log, { id: run.id, lease, handBack: () => run.handBack, stopping: () => this.#stopping }, outDir, realOutDir, (line) => shipper.write(line));
         await shipper.flush();
       }
       const status = run.cancelled ? 'cancelled' : exit.code === 0 ? 'succeeded' : 'failed';
@@ -651,176 +418,4 @@ export class ExecutorAgent {
     await this.#client.json('POST', `/api/runs/${run.id}/release`, lease).catch(() => {});
     this.o.log('handed_back', { runId: run.id });
   }
-
-  /**
-   * Uploads every regular file of `out/`, streamed from disk (outputs may be up to 1 GiB): a first
-   * pass computes the sha256, the multipart body then reads the file again. Only regular files
-   * really inside the output directory are read: the command may have replaced the directory by a
-   * symbolic link (the run fails) or put links, directories or FIFOs in it (skipped, each with a
-   * log line), and these must not make the executor upload what it can read elsewhere (its key).
-   */
-  async #uploadOutputs(
-    run: ActiveRun,
-    lease: { leaseToken: string; attempt: number },
-    outDir: string,
-    realOutDir: string,
-    runLog: (line: string) => void,
-  ): Promise<void> {
-    const dir = await fs.promises.lstat(outDir).catch(() => null);
-    const real = dir?.isDirectory() ? await fs.promises.realpath(outDir).catch(() => null) : null;
-    if (real !== realOutDir) {
-      throw new Error('the output directory {out} was removed or replaced (by a symbolic link or another file): no outputs uploaded');
-    }
-    for (const entry of await fs.promises.readdir(outDir, { withFileTypes: true })) {
-      const file = path.join(outDir, entry.name);
-      const skip = (why: string) => {
-        runLog(`executor: output "${entry.name}" skipped: ${why}\n`);
-        this.o.log('output_skipped', { runId: run.id, name: entry.name, reason: why });
-      };
-      // O_NOFOLLOW: a link swapped in after readdir is refused; O_NONBLOCK: a FIFO does not hang.
-      const handle = await fs.promises.open(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK).catch((e: NodeJS.ErrnoException) => e);
-      if (handle instanceof Error) {
-        skip(handle.code === 'ELOOP' ? 'not a regular file (a symbolic link)' : `cannot be opened (${handle.code ?? handle.message})`);
-        continue;
-      }
-      try {
-        const stat = await handle.stat();
-        if (!stat.isFile()) {
-          skip(`not a regular file (${stat.isDirectory() ? 'a directory' : stat.isFIFO() ? 'a FIFO' : 'a special file'})`);
-          continue;
-        }
-        // What was opened, by the kernel's account (Linux): a directory swapped in between the
-        // check above and the open shows here.
-        const opened = `/proc/self/fd/${handle.fd}`;
-        const where = await fs.promises.readlink(opened).catch(() => null);
-        if (where !== null && where !== path.join(realOutDir, entry.name)) {
-          skip('not a regular file inside the output directory');
-          continue;
-        }
-        await this.#uploadOutput(run, lease, entry.name, where !== null ? opened : file, stat.size);
-      } finally {
-        await handle.close();
-      }
-    }
-  }
-
-  /** One output, read through `source` (the open file where the system allows). */
-  async #uploadOutput(run: ActiveRun, lease: { leaseToken: string; attempt: number }, name: string, source: string, size: number): Promise<void> {
-    const hash = createHash('sha256');
-    await pipeline(fs.createReadStream(source), hash);
-    const digest = hash.digest('hex');
-    let delay = 250;
-    for (let attempt = 1; ; attempt++) {
-      // A fresh body per try: FormData bodies are consumed by a request.
-      const form = new FormData();
-      form.set('leaseToken', lease.leaseToken);
-      form.set('attempt', String(lease.attempt));
-      form.set('sha256', digest);
-      form.set('file', await fs.openAsBlob(source), name);
-      try {
-        await this.#client.request('PUT', `/api/runs/${run.id}/outputs/${encodeURIComponent(name)}`, undefined, { raw: form, retry: false });
-        break;
-      } catch (e) {
-        if (e instanceof ApiError) throw e;
-        // Stopping: a few tries, then give up; a second SIGTERM (hand back) gives up at once.
-        if (run.handBack || (this.#stopping && attempt > 3)) throw new Error(`giving up uploading ${name}: the executor is stopping`);
-        this.o.log('api_retry', { method: 'PUT', path: `outputs/${name}`, error: (e as Error).message, attempt });
-        await sleep(Math.random() * delay);
-        delay = Math.min(delay * 2, 15_000);
-      }
-    }
-    this.o.log('output_uploaded', { runId: run.id, name, size, sha256: digest });
-  }
-}
-
-/** A downloaded workflow archive and the sha256 of its bytes as they came from the runner. */
-interface CachedArchive {
-  file: string;
-  sha256: string;
-}
-
-/** A stream step that passes the bytes on and adds them to `hash`. */
-function hashing(hash: Hash): (source: AsyncIterable<Buffer>) => AsyncGenerator<Buffer> {
-  return async function* (source) {
-    for await (const chunk of source) {
-      hash.update(chunk);
-      yield chunk;
-    }
-  };
-}
-
-/**
- * Copies `file` to the new file `dest` and answers the sha256 of the bytes copied, or null when
- * `file` is missing, a symbolic link (not followed) or not a regular file.
- */
-async function copyHashing(file: string, dest: string): Promise<string | null> {
-  // O_NONBLOCK: a FIFO put in its place does not hang the open.
-  const handle = await fs.promises.open(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK).catch(() => null);
-  if (!handle) return null;
-  try {
-    if (!(await handle.stat()).isFile()) return null;
-    const hash = createHash('sha256');
-    await pipeline(handle.createReadStream({ autoClose: false }), hashing(hash), fs.createWriteStream(dest, { flags: 'wx' }));
-    return hash.digest('hex');
-  } finally {
-    await handle.close();
-  }
-}
-
-/** How a command ended, as its supervisor reported it. */
-interface CommandExit {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  /** The supervisor died without reporting (and not by the executor's SIGKILL). */
-  supervisorKilled: boolean;
-}
-
-const SUPERVISOR_KILLED = "the command's supervisor was killed; its processes were stopped";
-
-/** Supervisors the executor sent SIGKILL: their ending without a report is no surprise. */
-const killedByExecutor = new WeakSet<ChildProcess>();
-
-/** Reads the supervisor's report (see supervisor.mjs); `code` and `signal` are the supervisor's own. */
-function commandExit(child: ChildProcess, report: string, code: number | null, signal: NodeJS.Signals | null): CommandExit {
-  try {
-    const r = JSON.parse(report) as { code?: unknown; signal?: unknown };
-    if ((typeof r.code === 'number' || r.code === null) && (typeof r.signal === 'string' || r.signal === null)) {
-      return { code: r.code, signal: r.signal as NodeJS.Signals | null, supervisorKilled: false };
-    }
-  } catch {
-    // no report: see below
-  }
-  return { code, signal, supervisorKilled: !killedByExecutor.has(child) };
-}
-
-/**
- * Signals the command's whole process group: through the supervisor's control pipe, and SIGKILL
- * also directly (it needs no cooperation, a stopped supervisor included).
- */
-function signalGroup(child: ChildProcess, signal: 'SIGTERM' | 'SIGKILL'): void {
-  if (!running(child)) return;
-  if (child.stdin?.writable) child.stdin.write(signal === 'SIGTERM' ? 'TERM\n' : 'KILL\n');
-  if (signal === 'SIGKILL') {
-    killedByExecutor.add(child);
-    killGroup(child);
-  }
-}
-
-/**
- * SIGKILL to the supervisor's process group. Safe after the supervisor died too: a group id is
- * not given to another process while any member of the group lives, and this runs right after
- * the supervisor is reaped (an empty group's id would have to be reused within that instant).
- */
-function killGroup(child: ChildProcess): void {
-  if (child.pid === undefined) return;
-  try {
-    process.kill(-child.pid, 'SIGKILL');
-  } catch {
-    // the group is gone already
-  }
-}
-
-/** The supervisor exits only after the command's shell did and its group was killed (or killed by the executor). */
-function running(child: ChildProcess): boolean {
-  return child.exitCode === null && child.signalCode === null;
 }
