@@ -1,13 +1,14 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ArchiveCache } from './archive-cache.js';
 import { ApiError, type Logger, RunnerClient } from './client.js';
-import { type CommandExit, commandEnv, commandExit, killGroup, running, SUPERVISOR, SUPERVISOR_KILLED, signalGroup } from './command-process.js';
+import { commandEnv, readOutput, running, SUPERVISOR_KILLED, signalGroup, startCommand } from './command-process.js';
 import { GIVE_UP_MS, LogShipper } from './log-shipper.js';
 import { uploadOutputs } from './output-upload.js';
+import { createRunFolder, currentUmask, handOver, prepareWorkDir, type RunFolder } from './run-folder.js';
+import { endProcessesNow, endProcessesOf, type RunUser } from './run-user.js';
 import { ARITHMETIC_WARNING, type CommandShell, defaultShell, inspectShell } from './shell.js';
 import { readExecutorState, writeExecutorState } from './state-file.js';
 import { compileTemplate, parameterNames, templateEnv } from './template.js';
@@ -36,6 +37,11 @@ export interface AgentOptions {
    * /bin/sh (see shell.ts: bash evaluates variable contents reaching arithmetic).
    */
   shell?: string;
+  /**
+   * Users the commands run as (`--run-as`, resolved by run-user.ts), at least `capacity` of them:
+   * each run has one to itself, and every process of it ends with the run. Needs root.
+   */
+  runAs?: RunUser[];
 }
 
 interface ClaimAnswer {
@@ -60,6 +66,9 @@ interface ActiveRun {
   handBack: boolean;
   /** Set when the run must fail on the executor's side (its log cannot be delivered). */
   failure: string | null;
+  /** The user its command runs as (`--run-as`), held until the run is over. */
+  user: RunUser | null;
+  shipper: LogShipper | null;
   killTimer?: NodeJS.Timeout;
   done: Promise<void>;
 }
@@ -86,7 +95,11 @@ export class ExecutorAgent {
   #fatal: Error | null = null;
   #claimAbort = new AbortController();
   #slotFreed: (() => void) | null = null;
+  #runsDir = '';
   readonly #archives: ArchiveCache;
+  /** Users of `--run-as` no run holds now. */
+  readonly #freeUsers: RunUser[];
+  readonly #umask = currentUmask();
   /** The command for the shell: placeholders are references to the variables of `templateEnv`. */
   readonly #command: string;
   readonly #parameterNames: string[];
@@ -98,6 +111,8 @@ export class ExecutorAgent {
     this.#shell = inspectShell(o.shell ?? defaultShell());
     this.#client = new RunnerClient({ url: o.url, apiKey: o.apiKey, log: o.log, stopping: () => this.#stopping });
     this.#archives = new ArchiveCache(this.#client, path.join(o.workDir, 'archives'), o.log);
+    this.#freeUsers = [...(o.runAs ?? [])];
+    if (this.#freeUsers.length > 0 && this.#freeUsers.length < o.capacity) throw new Error('--run-as needs a user for each run at once (--capacity)');
   }
 
   get id(): string {
@@ -134,6 +149,8 @@ export class ExecutorAgent {
     const deadline = Date.now() + this.o.killGraceSeconds * 1000;
     while (Date.now() < deadline && children.some(running)) await sleep(50);
     for (const child of children) signalGroup(child, 'SIGKILL');
+    // What a command started outside its group (setsid) ends with its user's processes.
+    for (const user of this.o.runAs ?? []) await endProcessesOf(user);
   }
 
   /**
@@ -142,6 +159,7 @@ export class ExecutorAgent {
    */
   killAllNow(): void {
     for (const run of this.#active.values()) if (run.child) signalGroup(run.child, 'SIGKILL');
+    endProcessesNow(this.o.runAs ?? []);
   }
 
   /** The shell commands run with, and whether it evaluates values reaching arithmetic. */
@@ -150,7 +168,7 @@ export class ExecutorAgent {
   }
 
   async run(): Promise<void> {
-    fs.mkdirSync(this.o.workDir, { recursive: true });
+    this.#runsDir = (await prepareWorkDir(this.o.workDir)).runs;
     // The start line names the shell; one that evaluates variable contents as arithmetic (bash,
     // ksh, zsh) makes a value reaching arithmetic code, which no check of the template can see.
     const sh = this.#shell;
@@ -272,6 +290,9 @@ export class ExecutorAgent {
   }
 
   #kill(run: ActiveRun): void {
+    // Cancelled or handed back: the run ends now, without first sending the output waiting.
+    if (run.handBack) run.shipper?.stop('the executor is stopping: the run goes back to the queue');
+    else if (run.cancelled) run.shipper?.stop('the run was cancelled');
     const child = run.child;
     if (!child || !running(child)) return;
     // The command runs in its own process group: the shell and everything it started get it.
@@ -282,7 +303,18 @@ export class ExecutorAgent {
   }
 
   #start(claim: ClaimAnswer): void {
-    const run: ActiveRun = { id: claim.run.id, attempt: claim.lease.attempt, child: null, cancelled: false, handBack: false, failure: null, done: Promise.resolve() };
+    const user = this.#freeUsers.shift() ?? null;
+    const run: ActiveRun = {
+      id: claim.run.id,
+      attempt: claim.lease.attempt,
+      child: null,
+      cancelled: false,
+      handBack: false,
+      failure: null,
+      user,
+      shipper: null,
+      done: Promise.resolve(),
+    };
     const key = `${run.id}#${run.attempt}`;
     this.#active.set(key, run);
     this.o.log('claimed', { runId: run.id, attempt: claim.lease.attempt });
@@ -291,44 +323,52 @@ export class ExecutorAgent {
       .finally(() => {
         clearTimeout(run.killTimer);
         if (this.#active.get(key) === run) this.#active.delete(key);
+        if (user) this.#freeUsers.push(user);
         this.#slotFreed?.();
       });
   }
 
   async #execute(claim: ClaimAnswer, run: ActiveRun): Promise<void> {
     const lease = { leaseToken: claim.lease.token, attempt: claim.lease.attempt };
-    const runDir = path.join(this.o.workDir, 'runs', `${run.id}-${lease.attempt}`);
-    const workflowDir = path.join(runDir, 'workflow');
-    const outDir = path.join(runDir, 'out');
-    fs.rmSync(runDir, { recursive: true, force: true });
-    fs.mkdirSync(outDir, { recursive: true });
-    // Where {out} really is, fixed before the command runs: it must still be there afterwards.
-    const realOutDir = fs.realpathSync(outDir);
+    const user = run.user;
+    let folder: RunFolder | null = null;
     const shipper = new LogShipper(
       this.#client,
       run.id,
       lease,
-      () => {
-        // The run is no longer ours (re-queued after an outage, or ended): stop it.
-        this.o.log('lease_lost', { runId: run.id });
-        run.cancelled = true;
-        this.#kill(run);
-      },
-      (why) => {
-        this.o.log('log_failed', { runId: run.id, error: why });
-        run.failure = why;
-        this.#kill(run);
+      {
+        onLost: () => {
+          // The run is no longer ours (re-queued after an outage, or ended): stop it.
+          this.o.log('lease_lost', { runId: run.id });
+          run.cancelled = true;
+          this.#kill(run);
+        },
+        onFailure: (why) => {
+          this.o.log('log_failed', { runId: run.id, error: why });
+          run.failure = why;
+          this.#kill(run);
+        },
+        pause: () => run.child && readOutput(run.child, false),
+        resume: () => run.child && readOutput(run.child, true),
       },
       this.o.giveUpMs,
     );
+    run.shipper = shipper;
     try {
-      const archive = path.join(runDir, 'workflow.knwf');
+      // Whatever the run's user still runs (left by an executor that died) ends before this run
+      // has a folder: nothing of an earlier run can reach it.
+      if (user) await this.#endProcesses(user, run.id);
+      folder = await createRunFolder(this.#runsDir, `${run.id}-${lease.attempt}`, user !== null);
+      const { archive, workflowDir, outDir } = folder;
       await this.#archives.copy(claim.download, `${claim.run.workflowId}-${claim.run.workflowVersion}`, run.id, archive);
       await unzipInto(archive, workflowDir);
+      await handOver(folder, user, this.#umask);
+      // Where {out} really is, fixed before the command runs: it must still be there afterwards.
+      const realOutDir = await fs.promises.realpath(outDir);
       // Values travel in the environment, never in the shell text (see compileTemplate).
       const values = templateEnv({
         archive,
-        workDir: runDir,
+        workDir: folder.dir,
         workflowDir,
         outDir,
         runId: run.id,
@@ -336,38 +376,29 @@ export class ExecutorAgent {
         // A parameter the template names but the run lacks is the empty string (see reference()).
         parameters: { ...Object.fromEntries(this.#parameterNames.map((n) => [n, ''])), ...claim.run.parameters },
       });
-      const exit = await new Promise<CommandExit>((resolve, reject) => {
-        // The supervisor leads a new process group and runs `<shell> -c` in it: the group's id is
-        // the supervisor's pid. Its stdin is its control pipe, fd 3 tells how the shell ended.
-        const child = spawn(process.execPath, [SUPERVISOR, this.#shell.path, this.#command], {
-          cwd: runDir,
-          detached: true,
-          stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
-          // Never the executor's own settings: PIER_EXECUTOR_API_KEY is the runner's admin key.
-          env: commandEnv(process.env, values),
-        });
-        run.child = child;
-        // Writing to a supervisor that has just exited fails with EPIPE: nothing left to signal.
-        child.stdin.on('error', () => {});
-        if (run.cancelled || run.handBack || run.failure) this.#kill(run);
-        child.stdout.setEncoding('utf8').on('data', (d: string) => shipper.write(d));
-        child.stderr.setEncoding('utf8').on('data', (d: string) => shipper.write(d));
-        let status = '';
-        (child.stdio[3] as Readable).setEncoding('utf8').on('data', (d: string) => {
-          status += d;
-        });
-        child.on('error', reject);
-        // However the supervisor ended (killed by the command, say): nothing of its group runs on.
-        child.on('exit', () => killGroup(child));
-        child.on('close', (code, signal) => resolve(commandExit(child, status, code, signal)));
+      const own: Record<string, string> = user && folder.home && folder.tmp ? { HOME: folder.home, TMPDIR: folder.tmp, USER: user.name, LOGNAME: user.name } : {};
+      const { child, ended } = startCommand({
+        shell: this.#shell.path,
+        command: this.#command,
+        cwd: folder.dir,
+        // Never the executor's own settings: PIER_EXECUTOR_API_KEY is the runner's admin key.
+        env: commandEnv(process.env, { ...values, ...own }),
+        user,
+        output: (text) => shipper.write(text),
       });
+      run.child = child;
+      if (run.cancelled || run.handBack || run.failure) this.#kill(run);
+      const exit = await ended;
+      // Nothing of the run's user outlives its command (a process it started with setsid, say):
+      // the outputs are read from a folder nothing can write any more.
+      if (user) await this.#endProcesses(user, run.id);
       if (exit.supervisorKilled) {
         shipper.write(`executor: ${SUPERVISOR_KILLED}\n`);
         this.o.log('supervisor_killed', { runId: run.id });
         // A pending cancel or hand-back still ends the run as asked.
         if (!run.cancelled && !run.handBack) run.failure ??= SUPERVISOR_KILLED;
       }
-      await shipper.flush();
+      await shipper.finish();
       if (shipper.lost) return;
       if (run.failure) throw new Error(run.failure);
       if (run.handBack) return await this.#handBack(run, lease);
@@ -410,8 +441,15 @@ export class ExecutorAgent {
       this.o.log('run_failed', { runId: run.id, error: (e as Error).message });
     } finally {
       shipper.close();
-      fs.rmSync(runDir, { recursive: true, force: true });
+      if (user) await this.#endProcesses(user, run.id).catch((e: Error) => this.o.log('end_processes_failed', { runId: run.id, error: e.message }));
+      if (folder) await fs.promises.rm(folder.dir, { recursive: true, force: true });
     }
+  }
+
+  /** Ends every process of `user`, saying in the executor's log when a run left some behind. */
+  async #endProcesses(user: RunUser, runId: string): Promise<void> {
+    const { found, left } = await endProcessesOf(user);
+    if (found > 0) this.o.log('user_processes_ended', { runId, user: user.name, processes: found, ...(left > 0 ? { stillExiting: left } : {}) });
   }
 
   async #handBack(run: ActiveRun, lease: { leaseToken: string; attempt: number }): Promise<void> {

@@ -44,7 +44,8 @@ export class ArchiveCache {
     // A link (or anything else) put where the directory was is removed, not followed.
     const stat = await fs.promises.lstat(dir).catch(() => null);
     if (stat && !stat.isDirectory()) await fs.promises.rm(dir, { force: true });
-    await fs.promises.mkdir(dir, { recursive: true });
+    // Only the executor reads the archives of every project (0700).
+    await fs.promises.mkdir(dir, { recursive: true, mode: 0o700 });
     const file = path.join(dir, `${key}.knwf`);
     const res = await this.client.request('GET', download);
     const tmp = `${file}.${process.pid}.${randomUUID()}.tmp`;

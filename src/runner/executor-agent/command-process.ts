@@ -1,6 +1,8 @@
-import type { ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
+import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { configVariables } from '../../infra/config.js';
+import type { RunUser } from './run-user.js';
 
 /**
  * Runs each command (see the file): the command's process group dies when the executor does, even
@@ -25,6 +27,55 @@ export function commandEnv(env: NodeJS.ProcessEnv, extra: Record<string, string>
     out[k] = v;
   }
   return { ...out, ...extra };
+}
+
+/** What a command is started with. */
+export interface CommandStart {
+  shell: string;
+  /** The compiled template: values are references to variables of `env`. */
+  command: string;
+  cwd: string;
+  env: NodeJS.ProcessEnv;
+  /** Runs the shell as this user (`--run-as`); null: as the executor's own user. */
+  user: RunUser | null;
+  /** Each piece of stdout or stderr, as it comes. */
+  output(text: string): void;
+}
+
+/**
+ * Starts a command under its supervisor. The supervisor leads a new process group and runs
+ * `<shell> -c` in it: the group's id is the supervisor's pid. Its stdin is its control pipe, fd 3
+ * tells how the shell ended; `ended` resolves once its output is read to the end.
+ */
+export function startCommand(o: CommandStart): { child: ChildProcess; ended: Promise<CommandExit> } {
+  const args = [SUPERVISOR, o.shell, o.command, ...(o.user ? [String(o.user.uid), String(o.user.gid)] : [])];
+  const child = spawn(process.execPath, args, { cwd: o.cwd, detached: true, stdio: ['pipe', 'pipe', 'pipe', 'pipe'], env: o.env });
+  const ended = new Promise<CommandExit>((resolve, reject) => {
+    // Writing to a supervisor that has just exited fails with EPIPE: nothing left to signal.
+    child.stdin!.on('error', () => {});
+    child.stdout!.setEncoding('utf8').on('data', (d: string) => o.output(d));
+    child.stderr!.setEncoding('utf8').on('data', (d: string) => o.output(d));
+    let status = '';
+    (child.stdio[3] as Readable).setEncoding('utf8').on('data', (d: string) => {
+      status += d;
+    });
+    child.on('error', reject);
+    // However the supervisor ended (killed by the command, say): nothing of its group runs on.
+    child.on('exit', () => killGroup(child));
+    child.on('close', (code, signal) => resolve(commandExit(child, status, code, signal)));
+  });
+  return { child, ended };
+}
+
+/**
+ * Stops (or resumes) reading the command's output: a command whose pipe is not read blocks in its
+ * next write, which is how a command is paused while its log is behind.
+ */
+export function readOutput(child: ChildProcess, on: boolean): void {
+  for (const stream of [child.stdout, child.stderr]) {
+    if (on) stream?.resume();
+    else stream?.pause();
+  }
 }
 
 /** How a command ended, as its supervisor reported it. */
