@@ -48,7 +48,7 @@ describe(`an executor running commands as other users (${target.name})`, { skip 
   let r: TestRunner;
   let base: string;
   let work: string;
-  /** A folder every user may write: how the test tells a leftover process what to attack. */
+  /** A folder every user may write: how the test tells a process what to attack. */
   let board: string;
   /** Stands for the root-only folder the executor's key file sits in. */
   let rootOnly: string;
@@ -108,15 +108,9 @@ describe(`an executor running commands as other users (${target.name})`, { skip 
     const f = await protocolFixture(r);
     const user = users[0]!;
     const runs = path.join(work, 'unpack', 'runs');
-    // Left running by mode=plant (setsid: out of the command's process group), it waits to be
-    // told the next run's id, then keeps putting a link to the root-only folder where that run's
-    // archive has the directory d/.
-    const attacker = [
-      `while :; do id=$(cat ${board}/next 2>/dev/null); if [ -n "$id" ]; then`,
-      `  for w in ${runs}/$id-*/workflow/workflow; do rm -rf "$w/d" 2>/dev/null; ln -s ${rootOnly} "$w/d" 2>/dev/null; done;`,
-      `  mkdir -p ${runs}/$id-1/workflow/workflow 2>/dev/null && ln -s ${rootOnly} ${runs}/$id-1/workflow/workflow/d 2>/dev/null;`,
-      `fi; sleep 0.01; done`,
-    ].join('\n');
+    // Left running by mode=plant (setsid: out of the command's process group), it watches for
+    // run folders and puts a link to the root-only folder where their archive has the directory d/.
+    const attacker = `while :; do for w in ${runs}/*/workflow/workflow; do [ -L "$w/d" ] || { rm -rf "$w/d"; ln -s ${rootOnly} "$w/d"; }; done 2>/dev/null; sleep 0.01; done`;
     const command = [
       'case {param.mode} in',
       `plant) setsid sh -c '${attacker.replaceAll("'", "'\\''")}' </dev/null >/dev/null 2>&1 & echo planted ;;`,
@@ -127,8 +121,10 @@ describe(`an executor running commands as other users (${target.name})`, { skip 
       '  echo "owned=$(cat {workflow}/workflow/d/owned.txt)" ;;',
       'esac',
     ].join('\n');
+    // Many entries before d/: unpacking takes long enough for a process watching to step in.
     await upload(f, [
       ['workflow/workflow.knime', '<workflow/>'],
+      ...Array.from({ length: 400 }, (_, i): [string, string] => [`workflow/node ${i}/settings.xml`, `<config n="${i}"/>`]),
       ['workflow/d/owned.txt', 'from the archive'],
     ]);
     const ex = spawnExecutor('unpack', command, [user.name]);
@@ -140,7 +136,6 @@ describe(`an executor running commands as other users (${target.name})`, { skip 
     assert.deepEqual(await processesOf(user.uid), [], 'a process of the command user outlived its run');
     assert.match(ex.output.join(''), new RegExp(`"event":"user_processes_ended","runId":"${plant.id}","user":"${user.name}"`));
     const look = await f.start({ parameters: { mode: 'look' } });
-    fs.writeFileSync(path.join(board, 'next'), look.id);
     const second = await ended(f, look.id, ex);
     const log = await logText(f, look.id);
     assert.equal(second.status, 'succeeded', `${second.error} ${log}`);
