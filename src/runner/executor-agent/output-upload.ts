@@ -2,7 +2,6 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { ApiError, type Logger, type RunnerClient } from './client.js';
 
 /** What the upload needs to know of the run: its id and lease, and whether to give up. */
@@ -89,7 +88,7 @@ async function uploadOutput(client: RunnerClient, log: Logger, run: UploadingRun
       // Stopping: a few tries, then give up; a second SIGTERM (hand back) gives up at once.
       if (run.handBack() || (run.stopping() && attempt > 3)) throw new Error(`giving up uploading ${name}: the executor is stopping`);
       log('api_retry', { method: 'PUT', path: `outputs/${name}`, error: (e as Error).message, attempt });
-      await sleep(Math.random() * delay);
+      await client.backoff(Math.random() * delay, true);
       delay = Math.min(delay * 2, 15_000);
     }
   }
