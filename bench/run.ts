@@ -37,6 +37,9 @@ if (webUi?.benchRunnerUi) benches['runner-ui'] = webUi.benchRunnerUi;
 const mcp = await import('./runner-mcp.js').catch(() => null);
 if (mcp?.benchRunnerMcp) benches['runner-mcp'] = mcp.benchRunnerMcp;
 
+const flood = await import('./runner-flood.js').catch(() => null);
+if (flood?.benchRunnerFlood) benches['runner-flood'] = flood.benchRunnerFlood;
+
 const wanted = process.argv.slice(2);
 for (const [name, fn] of Object.entries(benches)) {
   if (wanted.length && !wanted.includes(name)) continue;
