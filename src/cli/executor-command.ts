@@ -30,6 +30,8 @@ function readApiKey(opts: Record<string, string | undefined>): string {
 async function commandUsers(list: string | undefined, capacity: number) {
   const names = (list ?? '').split(',').map((n) => n.trim()).filter(Boolean);
   if (names.length === 0) return [];
+  // Ending every process of a user and checking that none is left reads /proc.
+  if (process.platform !== 'linux') throw new UsageError('--run-as works on Linux only');
   if (process.geteuid?.() !== 0) throw new UsageError('--run-as: the executor must run as root to run commands as other users');
   if (names.length < capacity) {
     throw new UsageError(`--run-as names ${names.length} user(s) but --capacity is ${capacity}: each run at once needs a user of its own`);
