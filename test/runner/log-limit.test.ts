@@ -123,6 +123,28 @@ for (const target of dialects()) {
       assert.equal((await f.complete(run.id, lease, 'succeeded')).statusCode, 200);
     });
 
+    test('two instances taking chunks of one attempt at once: the limit and the one marker line hold', async () => {
+      const other = await startRunner({ databaseUrl: dbh.url, claimRecheckMs: 600_000, env: { RUNNER_SWEEP_SECONDS: '3600', RUNNER_MAX_LOG_BYTES: '1K' } });
+      try {
+        const g = await protocolFixture(other, false);
+        const ex = await f.register();
+        const run = await f.start();
+        const lease = leaseOf((await f.claim(ex)).claim!);
+        const answers = await Promise.all(
+          Array.from({ length: 20 }, (_, i) => (i % 2 ? f : g).logs(run.id, lease, [{ seq: 2 * i + 1, text: 'a'.repeat(300) }, { seq: 2 * i + 2, text: 'b'.repeat(300) }])),
+        );
+        assert.ok(answers.every((a) => a.statusCode === 200), JSON.stringify(answers.find((a) => a.statusCode !== 200)));
+        const text = await storedText(run.id);
+        const marker = logLimitMarker(1024);
+        assert.equal(text.split(marker).length, 2, 'one marker line');
+        assert.ok(Buffer.byteLength(text) <= 1024 + 1 + Buffer.byteLength(marker), `${Buffer.byteLength(text)} bytes stored`);
+        // Every chunk sent is acknowledged (stored or dropped): the executor sends none again.
+        assert.equal((await f.logs(run.id, lease, [{ seq: 40, text: 'x' }])).body.ack, 40);
+      } finally {
+        await other.close();
+      }
+    });
+
     test('each attempt has its own limit: a re-queued run logs again from nothing', async () => {
       const ex = await f.register();
       const run = await f.start();

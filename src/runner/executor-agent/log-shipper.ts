@@ -60,7 +60,7 @@ type Chunk = { seq: number; text: string };
 const sizeOf = (chunks: Chunk[]) => chunks.reduce((n, c) => n + c.text.length, 0);
 
 /**
- * A run's log as numbered chunks (issue #8): text is cut into chunks numbered from 1 in the order
+ * A run's log as numbered chunks: text is cut into chunks numbered from 1 in the order
  * it was written; chunks stay here until the runner acknowledges them (`ack` = highest gap-free
  * sequence), and are sent again after any failure. The runner ignores sequences it has, so
  * nothing is lost or doubled across retries and API restarts.
