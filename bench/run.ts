@@ -41,6 +41,8 @@ const hostileRunner = await import('./runner-hostile.js').catch(() => null);
 if (hostileRunner?.benchRunnerHostile) benches['runner-hostile'] = hostileRunner.benchRunnerHostile;
 const hostileSettings = await import('./runner-hostile-settings.js').catch(() => null);
 if (hostileSettings?.benchRunnerHostileSettings) benches['runner-hostile-settings'] = hostileSettings.benchRunnerHostileSettings;
+const flood = await import('./runner-flood.js').catch(() => null);
+if (flood?.benchRunnerFlood) benches['runner-flood'] = flood.benchRunnerFlood;
 
 const wanted = process.argv.slice(2);
 for (const [name, fn] of Object.entries(benches)) {

@@ -138,6 +138,11 @@ export interface Config {
     sweepSeconds: number;
     /** Largest output file an executor may upload (RUNNER_MAX_OUTPUT_BYTES, 1G). */
     maxOutputBytes: number;
+    /**
+     * Log text one attempt of a run may store (RUNNER_MAX_LOG_BYTES, 256M, UTF-8 bytes): the
+     * rest is dropped, with one line saying so, so no command's output can fill the database.
+     */
+    maxLogBytes: number;
   };
 }
 
@@ -434,6 +439,7 @@ export function loadConfig(env: Env = process.env): Config {
       maxAttempts: count(env, 'RUNNER_MAX_ATTEMPTS', 3, 100),
       sweepSeconds: seconds(env, 'RUNNER_SWEEP_SECONDS', 5, 1, 3600),
       maxOutputBytes: size(env, 'RUNNER_MAX_OUTPUT_BYTES', 1024 ** 3),
+      maxLogBytes: size(env, 'RUNNER_MAX_LOG_BYTES', 256 * 1024 ** 2),
     },
   };
 }

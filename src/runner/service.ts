@@ -182,6 +182,7 @@ export async function createRunnerService(config: Config, options: RunnerService
           leaseMs,
           maxAttempts: config.runner.maxAttempts,
           maxOutputBytes: config.runner.maxOutputBytes,
+          maxLogBytes: config.runner.maxLogBytes,
           // With LISTEN/NOTIFY a re-check is only a safety net; without it (SQLite) it is how a
           // run queued by another process on the same file is seen.
           recheckMs: options.claimRecheckMs ?? (database.dialect === 'postgres' ? 5000 : 1000),

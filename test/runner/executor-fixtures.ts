@@ -14,7 +14,7 @@ export interface ProtocolFixture {
   register(body?: object): Promise<string>;
   claim(executorId: string, wait?: number): Promise<{ statusCode: number; claim: Claimed | null }>;
   run(id: string): Promise<{ status: string; attempt: number; error: string | null; executorId: string | null }>;
-  logs(runId: string, lease: Lease, chunks: { seq: number; text: string }[]): Promise<{ statusCode: number; body: { ack?: number; code?: string } }>;
+  logs(runId: string, lease: Lease, chunks: { seq: number; text: string }[]): Promise<{ statusCode: number; body: { ack?: number; full?: boolean; code?: string } }>;
   complete(runId: string, lease: Lease, status: 'succeeded' | 'failed' | 'cancelled'): Promise<{ statusCode: number; body: { status?: string; code?: string } }>;
   heartbeat(executorId: string, runs?: string[]): Promise<{ cancel: string[]; drain: boolean; heartbeatMs: number; runningRuns: number }>;
 }

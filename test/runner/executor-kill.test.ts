@@ -4,16 +4,19 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { describe, test } from 'node:test';
-import { openRunnerDatabase } from '../../src/runner/db/index.js';
 import { dialects, tempDir } from '../helpers/db.js';
 import { exited, protocolFixture, startExecutor } from './executor-fixtures.js';
 import { API_KEY, apiKey, SETUP_TOKEN, startRunner, TestClock } from './helpers.js';
 
 const realClock = Object.assign(new TestClock(), { now: () => new Date(), advance: () => {} });
 
-/** Waits (bounded) for a condition another process brings about. */
-async function until(check: () => Promise<boolean> | boolean, what: string | (() => string), tries = 600): Promise<void> {
-  for (let i = 0; i < tries; i++) {
+/**
+ * Waits for a condition another process brings about: bounded by a deadline rather than a number
+ * of tries, so a slow check on a loaded machine does not stretch it.
+ */
+async function until(check: () => Promise<boolean> | boolean, what: string | (() => string), ms = 90_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
     if (await check()) return;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
@@ -30,18 +33,21 @@ async function freePort(): Promise<number> {
 
 for (const target of dialects()) {
   describe(`SIGKILL (${target.name})`, () => {
-    test('an executor killed mid-run: the run is re-queued and finished by another executor as attempt 2', { timeout: 120_000 }, async () => {
+    test('an executor killed mid-run: the run is re-queued and finished by another executor as attempt 2', { timeout: 240_000 }, async () => {
       const dbh = await target.create();
       // Short leases so the lost executor is noticed within seconds; the sweeper runs every second.
-      const r = await startRunner({ databaseUrl: dbh.url, clock: realClock, env: { RUNNER_LEASE_SECONDS: '2', RUNNER_SWEEP_SECONDS: '1' } });
+      // Long enough that the rescuer, heartbeating every lease/3, keeps its lease on a busy machine.
+      const r = await startRunner({ databaseUrl: dbh.url, clock: realClock, env: { RUNNER_LEASE_SECONDS: '4', RUNNER_SWEEP_SECONDS: '1' } });
       const base = await r.service.app.listen({ host: '127.0.0.1', port: 0 });
       const work = tempDir('pier-executors-');
       const started: ChildProcess[] = [];
       try {
         const f = await protocolFixture(r);
         const run = await f.start();
-        // Attempt 1 hangs (until its executor dies and the pipe breaks); attempt 2 finishes.
-        const command = 'echo attempt {attempt} started; if [ {attempt} = 1 ]; then sleep 5; echo never; fi; echo attempt {attempt} done';
+        // Attempt 1 waits for a file nobody makes (until its executor dies and its supervisor
+        // kills it); attempt 2 finishes at once.
+        const never = path.join(work, 'never');
+        const command = `echo attempt {attempt} started; if [ {attempt} = 1 ]; then while [ ! -e ${never} ]; do sleep 0.1; done; echo never; fi; echo attempt {attempt} done`;
         const first = startExecutor(base, 'doomed', path.join(work, 'a'), command);
         started.push(first);
         await until(async () => (await f.run(run.id)).status === 'running', 'the first executor to take the run');
@@ -51,7 +57,7 @@ for (const target of dialects()) {
         await exited(first);
         const second = startExecutor(base, 'rescuer', path.join(work, 'b'), command);
         started.push(second);
-        await until(async () => (await f.run(run.id)).status === 'succeeded', 'the run to finish on the second executor');
+        await until(async () => (await f.run(run.id)).status === 'succeeded', () => `the run to finish on the second executor: ${second.output.join('')}`);
         const done = await f.run(run.id);
         assert.equal(done.attempt, 2);
         const logs = (await read()).items.map((l: { attempt: number; text: string }) => `${l.attempt}:${l.text}`);
@@ -66,7 +72,7 @@ for (const target of dialects()) {
       }
     });
 
-    test('the API killed and restarted mid-run: no log line lost or doubled', { timeout: 120_000 }, async () => {
+    test('the API killed and restarted mid-run: no log line lost or doubled', { timeout: 240_000 }, async () => {
       const dbh = await target.create();
       const dataDir = tempDir('pier-api-');
       const storageDir = tempDir('pier-runner-storage-');
@@ -95,34 +101,33 @@ for (const target of dialects()) {
         await up();
         const f = await protocolFixture(local);
         const run = await f.start();
-        // 300 numbered lines over about three seconds.
-        const command = 'i=1; while [ $i -le 300 ]; do echo "line $i"; i=$((i+1)); sleep 0.01; done';
-        executor = startExecutor(base, 'steady', work, command);
-        const database = await openRunnerDatabase(dbh.url);
-        try {
-          const lines = async () =>
-            Number((await database.db.selectFrom('run_logs').where('run_id', '=', run.id).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
-          await until(async () => (await lines()) > 0, () => `the first log chunks: ${executor?.output.join('')}`);
-          api.kill('SIGKILL');
-          await exited(api);
-          // Down for a moment while the command keeps writing; then back.
-          await new Promise((resolve) => setTimeout(resolve, 700));
-          api = serve();
-          await up();
-          await until(async () => (await f.run(run.id)).status === 'succeeded', 'the run to finish');
-        } finally {
-          await database.close();
-        }
-        const all: string[] = [];
-        let after = '0';
-        for (;;) {
-          const page = (await f.inject({ method: 'GET', url: `/api/runs/${run.id}/logs?after=${after}&limit=1000`, headers: apiKey(API_KEY) })).json();
-          all.push(...page.items.map((l: { text: string }) => l.text));
-          if (page.items.length === 0) break;
-          after = page.nextAfter;
-        }
-        const text = all.join('');
-        assert.equal(text, Array.from({ length: 300 }, (_, i) => `line ${i + 1}\n`).join(''));
+        const logText = async () => {
+          const parts: string[] = [];
+          let after = '0';
+          for (;;) {
+            const page = (await f.inject({ method: 'GET', url: `/api/runs/${run.id}/logs?after=${after}&limit=1000`, headers: apiKey(API_KEY) })).json();
+            if (page.items.length === 0) return parts.join('');
+            parts.push(...page.items.map((l: { text: string }) => l.text));
+            after = page.nextAfter;
+          }
+        };
+        // 300 numbered lines in three parts: the first before the API is killed, the second while
+        // it is down (the command waits for the file `down`), the third once it is back (`back`).
+        const gate = (name: string) => `while [ ! -e ${path.join(work, name)} ]; do sleep 0.05; done`;
+        const lines = (from: number, to: number) => `i=${from}; while [ $i -le ${to} ]; do echo "line $i"; i=$((i+1)); done`;
+        const command = [lines(1, 100), gate('down'), lines(101, 200), gate('back'), lines(201, 300)].join('; ');
+        executor = startExecutor(base, 'steady', path.join(work, 'ex'), command);
+        const expected = (n: number) => Array.from({ length: n }, (_, i) => `line ${i + 1}\n`).join('');
+        await until(async () => (await logText()) === expected(100), () => `the first 100 lines: ${executor?.output.join('')}`);
+        api.kill('SIGKILL');
+        await exited(api);
+        // The command writes on while the API is down: the executor keeps those lines.
+        fs.writeFileSync(path.join(work, 'down'), '');
+        api = serve();
+        await up();
+        fs.writeFileSync(path.join(work, 'back'), '');
+        await until(async () => (await f.run(run.id)).status === 'succeeded', () => `the run to finish: ${executor?.output.join('')}`);
+        assert.equal(await logText(), expected(300));
       } finally {
         if (executor && executor.exitCode === null) {
           executor.kill('SIGTERM');

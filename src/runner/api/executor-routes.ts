@@ -195,6 +195,7 @@ export function registerExecutorRoutes(app: HttpApp, ctx: RunnerContext): void {
           'Numbered chunks of the lease\'s attempt (each attempt counts from 1); a sequence already stored is ignored, so retries are safe. ' +
           'Answers the highest sequence of this attempt stored without a gap (`ack`); a chunk more than 10000 ahead of it gets 400 `log_seq_out_of_window`. ' +
           'A lease that no longer holds the run (re-queued, finished) gets 409; a run being cancelled still takes its last lines. ' +
+          'An attempt stores at most `RUNNER_MAX_LOG_BYTES` of log text: the chunk crossing it is cut and ends with a line saying so, and from then on `full` is true and chunks are acknowledged and dropped (stop sending them). ' +
           `The body may be up to ${LOG_BODY_LIMIT / 1024 / 1024} MiB (enough for ${MAX_LOG_CHUNKS} chunks of ${MAX_LOG_CHUNK_LENGTH} characters in UTF-8); a larger one gets 413: send it in smaller batches.`,
         operationId: 'appendRunLogs',
         params: IdParams,
@@ -214,10 +215,16 @@ export function registerExecutorRoutes(app: HttpApp, ctx: RunnerContext): void {
           },
           { additionalProperties: false },
         ),
-        response: { 200: Type.Object({ ack: Type.Integer() }), ...errors(...PROTECTED, 404, 409) },
+        response: {
+          200: Type.Object({
+            ack: Type.Integer(),
+            full: Type.Boolean({ description: "the attempt's log reached RUNNER_MAX_LOG_BYTES: later chunks are dropped" }),
+          }),
+          ...errors(...PROTECTED, 404, 409),
+        },
       },
     },
-    async (req) => ({ ack: await executors.appendLogs(req.params.id, req.body, req.body.chunks) }),
+    async (req) => executors.appendLogs(req.params.id, req.body, req.body.chunks),
   );
 
   app.put(

@@ -394,4 +394,16 @@ export const runnerMigrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0015_run_log_sizes': {
+    async up(db: Kysely<unknown>) {
+      // What one attempt's log holds, so RUNNER_MAX_LOG_BYTES is checked without summing its chunks.
+      await db.schema
+        .createTable('run_log_sizes')
+        .addColumn('run_id', 'text', (c) => c.notNull().references('runs.id').onDelete('cascade'))
+        .addColumn('attempt', 'integer', (c) => c.notNull())
+        .addColumn('bytes', 'bigint', (c) => c.notNull())
+        .addPrimaryKeyConstraint('run_log_sizes_pk', ['run_id', 'attempt'])
+        .execute();
+    },
+  },
 };

@@ -215,6 +215,16 @@ export interface RunsTable {
   handbacks: ColumnType<number, number | undefined, number>;
 }
 
+/**
+ * UTF-8 bytes of log text stored per attempt of a run, so RUNNER_MAX_LOG_BYTES is checked
+ * without summing chunks; past the limit (the marker line stored) `bytes` exceeds it.
+ */
+export interface RunLogSizesTable {
+  run_id: string;
+  attempt: number;
+  bytes: number;
+}
+
 export interface RunLogsTable {
   run_id: string;
   seq: number;
@@ -293,6 +303,7 @@ export interface RunnerDB {
   workflow_versions: WorkflowVersionsTable;
   runs: RunsTable;
   run_logs: RunLogsTable;
+  run_log_sizes: RunLogSizesTable;
   run_outputs: RunOutputsTable;
   executors: ExecutorsTable;
   schedules: SchedulesTable;

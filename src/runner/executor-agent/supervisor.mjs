@@ -1,7 +1,7 @@
 // Runs one command for `pier runner executor` and makes sure nothing of it outlives the executor
 // or the run. Plain JavaScript so that it starts fast with no loader (one per run).
 //
-//   node supervisor.mjs <shell> <shell command>
+//   node supervisor.mjs <shell> <shell command> [<uid> <gid>]
 //
 // The executor starts this process as the leader of a new process group (`detached`), and the
 // command runs as `<shell> -c <command>` in that same group, so the executor knows the group
@@ -15,13 +15,18 @@
 // process writes how (`{"code":…,"signal":…}` and a newline) to file descriptor 3, the
 // executor's status pipe, then kills the group, itself included, so nothing the shell left
 // running in the background goes on. A supervisor that ends without that line was killed.
+//
+// With a uid and gid (the executor's `--run-as`), the shell runs as that user (with that group
+// only: no supplementary groups), while this process stays the executor's: the command can
+// neither signal it nor read its pipes.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 
 const shell = process.argv[2];
 const command = process.argv[3];
-if (shell === undefined || command === undefined) {
-  process.stderr.write('usage: supervisor.mjs <shell> <shell command>\n');
+const [uid, gid] = [process.argv[4], process.argv[5]].map((v) => (v === undefined ? undefined : Number(v)));
+if (shell === undefined || command === undefined || (uid !== undefined && !(Number.isInteger(uid) && Number.isInteger(gid)))) {
+  process.stderr.write('usage: supervisor.mjs <shell> <shell command> [<uid> <gid>]\n');
   process.exit(64);
 }
 
@@ -43,7 +48,7 @@ if (stat !== null && Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2])
 // this process too: the executor decides what happens to it.
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT', 'SIGUSR2', 'SIGALRM']) process.on(signal, () => {});
 
-const child = spawn(shell, ['-c', command], { stdio: ['ignore', 'inherit', 'inherit'] });
+const child = spawn(shell, ['-c', command], { stdio: ['ignore', 'inherit', 'inherit'], ...(uid !== undefined ? { uid, gid } : {}) });
 
 /** @param {NodeJS.Signals} signal */
 function signalGroup(signal) {

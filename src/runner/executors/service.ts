@@ -20,6 +20,8 @@ export interface ExecutorSettings {
   maxAttempts: number;
   /** Largest output file an executor may upload. */
   maxOutputBytes: number;
+  /** Log text one attempt of a run may store (RUNNER_MAX_LOG_BYTES); the rest is dropped. */
+  maxLogBytes: number;
   /**
    * A waiting claim looks at the queue again after this long even without a notification
    * (covers instances that cannot notify each other); never a tight loop.
@@ -241,18 +243,19 @@ export class ExecutorsService {
 
   /**
    * Stores numbered chunks of the lease's attempt (retries are idempotent); answers the highest
-   * gap-free sequence of this attempt. Chunks more than LOG_WINDOW ahead of it are refused.
+   * gap-free sequence of this attempt. Chunks more than LOG_WINDOW ahead of it are refused. Past
+   * RUNNER_MAX_LOG_BYTES the attempt's log is `full`: chunks are acknowledged and dropped.
    */
-  async appendLogs(runId: string, proof: LeaseProof, chunks: { seq: number; text: string }[]): Promise<number> {
+  async appendLogs(runId: string, proof: LeaseProof, chunks: { seq: number; text: string }[]): Promise<{ ack: number; full: boolean }> {
     const clean = chunks.map((c) => ({ seq: c.seq, text: withoutNul(c.text) }));
-    const outcome = await this.d.runs.appendLogs(runId, leaseOf(proof), clean, this.d.now().toISOString());
+    const outcome = await this.d.runs.appendLogs(runId, leaseOf(proof), clean, this.d.now().toISOString(), this.d.settings.maxLogBytes);
     if (outcome === 'stale-lease') throw await this.staleOrMissing(runId);
     if (outcome === 'out-of-window') {
       throw new ValidationError(`log sequences may run at most ${LOG_WINDOW} ahead of the acknowledged one; send the missing chunks first`, [
         { field: 'chunks', message: `a sequence is more than ${LOG_WINDOW} ahead of ack` },
       ], 'log_seq_out_of_window');
     }
-    return outcome.ack;
+    return { ack: outcome.ack, full: outcome.full === true };
   }
 
   /**

@@ -54,7 +54,8 @@ export interface LogPosition {
 
 export type ClaimOutcome = { run: RunRow } | 'unknown-executor' | 'draining' | 'at-capacity' | 'nothing-queued';
 
-export type AppendOutcome = { ack: number } | 'stale-lease' | 'out-of-window';
+/** `full` (set only when true): the attempt's log reached its limit; later chunks are acknowledged and dropped. */
+export type AppendOutcome = { ack: number; full?: true } | 'stale-lease' | 'out-of-window';
 
 /** A run put back in the queue and the attempt it lost (whose outputs are dropped). */
 export interface LostAttempt {
@@ -111,6 +112,69 @@ export async function insertRun(db: Kysely<RunnerDB>, row: NewRunRow): Promise<R
   const full = { ...row, log_ack: 0, handbacks: 0 };
   await db.insertInto('runs').values(full).execute();
   return full;
+}
+
+/** The line that ends an attempt's log cut at RUNNER_MAX_LOG_BYTES. */
+export function logLimitMarker(maxBytes: number): string {
+  return `[pier] this attempt's log reached its limit of ${formatBytes(maxBytes)} (RUNNER_MAX_LOG_BYTES): the rest of its output was dropped\n`;
+}
+
+function formatBytes(n: number): string {
+  for (const [unit, size] of [['GiB', 1024 ** 3], ['MiB', 1024 ** 2], ['KiB', 1024]] as const) {
+    if (n >= size && n % size === 0) return `${n / size} ${unit}`;
+  }
+  return `${n} bytes`;
+}
+
+/**
+ * The longest start of `text` that is at most `maxBytes` in UTF-8, never splitting a character
+ * (a surrogate pair counts as one four-byte character).
+ */
+export function utf8Prefix(text: string, maxBytes: number): string {
+  let bytes = 0;
+  let i = 0;
+  while (i < text.length) {
+    const c = text.charCodeAt(i);
+    const pair = c >= 0xd800 && c <= 0xdbff && i + 1 < text.length && (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00;
+    const size = pair ? 4 : c < 0x80 ? 1 : c < 0x800 ? 2 : 3;
+    if (bytes + size > maxBytes) break;
+    bytes += size;
+    i += pair ? 2 : 1;
+  }
+  return text.slice(0, i);
+}
+
+/**
+ * The chunks (by sequence) that fit in an attempt's log holding `before` bytes of `maxBytes`:
+ * the one that crosses the limit is cut there and ends with the marker, which takes the count
+ * past `maxBytes`: from then on the log is `full` and nothing more is stored. Out-of-order chunks count too, so the bound holds
+ * whatever order an executor sends them in.
+ */
+export function withinLogLimit(
+  chunks: { seq: number; text: string }[],
+  before: number,
+  maxBytes: number,
+): { stored: { seq: number; text: string }[]; bytes: number; full: boolean } {
+  let bytes = before;
+  // Past the limit only once the marker was stored (it takes the count beyond `maxBytes`).
+  let full = bytes > maxBytes;
+  const stored: { seq: number; text: string }[] = [];
+  for (const c of [...chunks].sort((a, b) => a.seq - b.seq)) {
+    if (full) break;
+    const size = Buffer.byteLength(c.text);
+    if (bytes + size <= maxBytes) {
+      stored.push(c);
+      bytes += size;
+      continue;
+    }
+    const head = utf8Prefix(c.text, maxBytes - bytes);
+    const marker = logLimitMarker(maxBytes);
+    const text = `${head}${head === '' || head.endsWith('\n') ? '' : '\n'}${marker}`;
+    stored.push({ seq: c.seq, text });
+    bytes += Buffer.byteLength(text);
+    full = true;
+  }
+  return { stored, bytes, full };
 }
 
 export class RunsRepository {
@@ -391,35 +455,64 @@ export class RunsRepository {
    * (retries are idempotent). Answers the highest sequence up to which this attempt's log has no
    * gap. The first statement writes the run row, which checks the lease and serialises appends
    * to one run (PostgreSQL row lock; SQLite write transaction), so `log_ack` never goes back.
+   *
+   * An attempt stores at most `maxBytes` of text (UTF-8): the chunk that crosses the limit is cut
+   * there and ends with LOG_LIMIT_MARKER; later chunks are acknowledged (the executor must not
+   * send them again) and dropped, so what an executor sends cannot grow the database further.
    */
-  async appendLogs(runId: string, lease: Lease, chunks: { seq: number; text: string }[], now: string): Promise<AppendOutcome> {
+  async appendLogs(
+    runId: string,
+    lease: Lease,
+    chunks: { seq: number; text: string }[],
+    now: string,
+    maxBytes = Number.POSITIVE_INFINITY,
+  ): Promise<AppendOutcome> {
     return this.db.transaction().execute(async (trx): Promise<AppendOutcome> => {
       const run = await lockLeased(trx, runId, lease);
       if (!run) return 'stale-lease';
       let ack = run.log_ack;
       if (chunks.some((c) => c.seq > ack + LOG_WINDOW)) return 'out-of-window';
-      const fresh = chunks.filter((c) => c.seq > ack);
-      if (fresh.length === 0) return { ack };
-      await trx
-        .insertInto('run_logs')
-        .values(fresh.map((c) => ({ run_id: runId, attempt: lease.attempt, seq: c.seq, text: c.text, created_at: now })))
-        .onConflict((oc) => oc.columns(['run_id', 'attempt', 'seq']).doNothing())
-        .execute();
-      const seqs = await trx
-        .selectFrom('run_logs')
-        .select('seq')
-        .where('run_id', '=', runId)
-        .where('attempt', '=', lease.attempt)
-        .where('seq', '>', ack)
-        .orderBy('seq')
-        .limit(LOG_WINDOW + 1)
-        .execute();
-      for (const { seq } of seqs) {
-        if (seq !== ack + 1) break;
-        ack = seq;
+      const size = await trx.selectFrom('run_log_sizes').select('bytes').where('run_id', '=', runId).where('attempt', '=', lease.attempt).executeTakeFirst();
+      const before = Number(size?.bytes ?? 0);
+      const { stored, bytes, full } = withinLogLimit(
+        chunks.filter((c) => c.seq > ack),
+        before,
+        maxBytes,
+      );
+      if (stored.length > 0) {
+        await trx
+          .insertInto('run_logs')
+          .values(stored.map((c) => ({ run_id: runId, attempt: lease.attempt, seq: c.seq, text: c.text, created_at: now })))
+          .onConflict((oc) => oc.columns(['run_id', 'attempt', 'seq']).doNothing())
+          .execute();
+      }
+      if (full) {
+        // Nothing after the limit is kept: every sequence sent is taken as delivered.
+        ack = Math.max(ack, ...chunks.map((c) => c.seq));
+      } else if (stored.length > 0) {
+        const seqs = await trx
+          .selectFrom('run_logs')
+          .select('seq')
+          .where('run_id', '=', runId)
+          .where('attempt', '=', lease.attempt)
+          .where('seq', '>', ack)
+          .orderBy('seq')
+          .limit(LOG_WINDOW + 1)
+          .execute();
+        for (const { seq } of seqs) {
+          if (seq !== ack + 1) break;
+          ack = seq;
+        }
       }
       if (ack !== run.log_ack) await trx.updateTable('runs').set({ log_ack: ack }).where('id', '=', runId).execute();
-      return { ack };
+      if (bytes !== before) {
+        await trx
+          .insertInto('run_log_sizes')
+          .values({ run_id: runId, attempt: lease.attempt, bytes })
+          .onConflict((oc) => oc.columns(['run_id', 'attempt']).doUpdateSet({ bytes }))
+          .execute();
+      }
+      return full ? { ack, full } : { ack };
     });
   }
 
