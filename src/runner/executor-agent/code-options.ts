@@ -120,7 +120,8 @@ function roles(w: readonly string[], p: number, spec: OptionProgram): Role[] {
     // An option (one holding a placeholder too: the value could make it any option).
     const long = o.startsWith('--') || spec.singleDashLong === true;
     const eq = long ? o.indexOf('=') : -1;
-    const name = (eq < 0 ? o : o.slice(0, eq)).replace(spec.singleDashLong ? /^--/ : /^$/, '-');
+    const written = eq < 0 ? o : o.slice(0, eq);
+    const name = spec.singleDashLong && written.startsWith('--') ? written.slice(1) : written;
     const whole = valued(name);
     if (whole) {
       out[k] = eq < 0 ? { kind: 'option' } : whole;

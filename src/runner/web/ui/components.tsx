@@ -9,7 +9,9 @@ export function ErrorNote(props: { error: ApiError | null; placed?: string[]; id
   if (!props.error) return null;
   const detail = props.error.message;
   // A problem the detail already states (the API joins them into it) is not listed again.
-  const rest = (props.error.problem.errors ?? []).filter((e) => !props.placed?.some((f) => e.field === f || e.field === `/${f}`) && !detail.includes(`${e.field ?? ''} ${e.message}`.trim()));
+  const rest = (props.error.problem.errors ?? []).filter(
+    (e) => !props.placed?.some((f) => e.field === f || e.field === `/${f}`) && e.message !== detail && !detail.includes(`${e.field ?? ''} ${e.message}`.trim()),
+  );
   return (
     <div class="alert error" role="alert" id={props.id}>
       <p>{detail}</p>
