@@ -69,6 +69,8 @@ describe(`an executor running commands as other users (${target.name})`, { skip 
     fs.mkdirSync(rootOnly, { mode: 0o700 });
     fs.writeFileSync(path.join(rootOnly, 'executor.key'), 'the admin key');
     users.push(addUser(), addUser());
+    // The administrator every test signs in as.
+    await protocolFixture(r);
   });
 
   // A test that failed half-way leaves no executor to take the next test's runs.
@@ -132,7 +134,7 @@ describe(`an executor running commands as other users (${target.name})`, { skip 
   };
 
   test('a process left by one run is ended with it: it cannot swap a folder of the next run for a link while its archive is unpacked', { timeout: 180_000 }, async () => {
-    const f = await protocolFixture(r);
+    const f = await protocolFixture(r, false);
     const user = users[0]!;
     const runs = path.join(work, 'unpack', 'runs');
     // Left running by mode=plant (setsid: out of the command's process group), it watches for
