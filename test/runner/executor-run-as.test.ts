@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { type ChildProcess, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { after, afterEach, before, describe, test } from 'node:test';
 import { processesOf } from '../../src/runner/executor-agent/run-user.js';
 import { randomId } from '../../src/infra/secrets.js';
 import { dialects, tempDir } from '../helpers/db.js';
@@ -69,10 +69,21 @@ describe(`an executor running commands as other users (${target.name})`, { skip 
     fs.mkdirSync(rootOnly, { mode: 0o700 });
     fs.writeFileSync(path.join(rootOnly, 'executor.key'), 'the admin key');
     users.push(addUser(), addUser());
+    // The administrator every test signs in as.
+    await protocolFixture(r);
+  });
+
+  // A test that failed half-way leaves no executor to take the next test's runs.
+  afterEach(async () => {
+    for (const c of started.splice(0)) {
+      if (c.exitCode === null && c.signalCode === null) {
+        c.kill('SIGKILL');
+        await exited(c);
+      }
+    }
   });
 
   after(async () => {
-    for (const c of started) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
     for (const u of users) {
       try {
         execFileSync('pkill', ['-KILL', '-u', u.name]);
@@ -98,6 +109,24 @@ describe(`an executor running commands as other users (${target.name})`, { skip 
     const res = await f.inject({ method: 'POST', url: `/api/workflows/${f.workflowId}/versions`, headers: { ...bearer(f.session), ...m.headers }, payload: m.payload });
     assert.equal(res.statusCode, 201, res.body);
   };
+  /**
+   * Shell text that leaves `loop` running out of the command's process group (setsid) and ends
+   * only once it runs: it notes its pid on the board first, so the run cannot end before it is
+   * established (killed with the group while still starting).
+   */
+  const leaveRunning = (name: string, loop: string) => {
+    const pidFile = path.join(board, `${name}.pid`);
+    return `setsid sh -c 'echo $$ > ${pidFile}; ${loop}' </dev/null >/dev/null 2>&1 & while [ ! -s ${pidFile} ]; do sleep 0.05; done; echo planted`;
+  };
+  const planted = (name: string) => Number(fs.readFileSync(path.join(board, `${name}.pid`), 'utf8'));
+  /** Running, not just a zombie waiting for whoever adopted it to reap it. */
+  const alive = (pid: number) => {
+    try {
+      return !/^State:\s+[ZX]/m.test(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+    } catch {
+      return false;
+    }
+  };
   const spawnExecutor = (name: string, command: string, runAs: string[]) => {
     const ex = startExecutor(base, name, path.join(work, name), command, ['--run-as', runAs.join(','), '--capacity', String(runAs.length), '--kill-grace', '1']);
     started.push(ex);
@@ -105,7 +134,7 @@ describe(`an executor running commands as other users (${target.name})`, { skip 
   };
 
   test('a process left by one run is ended with it: it cannot swap a folder of the next run for a link while its archive is unpacked', { timeout: 180_000 }, async () => {
-    const f = await protocolFixture(r);
+    const f = await protocolFixture(r, false);
     const user = users[0]!;
     const runs = path.join(work, 'unpack', 'runs');
     // Left running by mode=plant (setsid: out of the command's process group), it watches for
@@ -113,7 +142,7 @@ describe(`an executor running commands as other users (${target.name})`, { skip 
     const attacker = `while :; do for w in ${runs}/*/workflow/workflow; do [ -L "$w/d" ] || { rm -rf "$w/d"; ln -s ${rootOnly} "$w/d"; }; done 2>/dev/null; sleep 0.01; done`;
     const command = [
       'case {param.mode} in',
-      `plant) setsid sh -c '${attacker.replaceAll("'", "'\\''")}' </dev/null >/dev/null 2>&1 & echo planted ;;`,
+      `plant) ${leaveRunning('unpack', attacker)} ;;`,
       'look) echo "uid=$(id -u) folder=$(stat -c %u:%a {workdir}) home=$HOME"',
       `  ls {workdir}/.. >/dev/null 2>&1 && echo runs:listed || echo runs:denied`,
       `  cat {workdir}/../../archives/* >/dev/null 2>&1 && echo archives:read || echo archives:denied`,
@@ -133,6 +162,7 @@ describe(`an executor running commands as other users (${target.name})`, { skip 
     assert.equal(first.status, 'succeeded', `${first.error} ${await logText(f, plant.id)} ${ex.output.join('')}`);
     assert.equal(await logText(f, plant.id), 'planted\n');
     // The run is over: so is every process of its user, the one it left running included.
+    assert.ok(!alive(planted('unpack')), 'the process left behind still runs');
     assert.deepEqual(await processesOf(user.uid), [], 'a process of the command user outlived its run');
     assert.match(ex.output.join(''), new RegExp(`"event":"user_processes_ended","runId":"${plant.id}","user":"${user.name}"`));
     const look = await f.start({ parameters: { mode: 'look' } });
@@ -155,7 +185,7 @@ describe(`an executor running commands as other users (${target.name})`, { skip 
     const attacker = `while :; do id=$(cat ${board}/victim 2>/dev/null); [ -n "$id" ] && for f in ${runs}/$id-*/out/result.txt; do echo forged > "$f" 2>/dev/null; done; sleep 0.01; done`;
     const command = [
       'case {param.mode} in',
-      `plant) setsid sh -c '${attacker}' </dev/null >/dev/null 2>&1 & echo planted ;;`,
+      `plant) ${leaveRunning('projects', attacker)} ;;`,
       // Project A's run: its result, kept for a while (a forgery would show), then printed.
       'genuine) echo genuine > {out}/result.txt; touch ' + `${board}/a-wrote` + '; i=0; while [ $i -lt 30 ] && [ "$(cat {out}/result.txt)" = genuine ]; do sleep 0.1; i=$((i+1)); done; cat {out}/result.txt ;;',
       // Project M's run at the same time, as the other user: it knows where A's run is.
@@ -168,6 +198,7 @@ describe(`an executor running commands as other users (${target.name})`, { skip 
     const ex = spawnExecutor('projects', command, users.map((u) => u.name));
     const plant = await mine.start({ parameters: { mode: 'plant' } });
     assert.equal((await ended(mine, plant.id, ex)).status, 'succeeded');
+    assert.ok(!alive(planted('projects')), 'the process left behind still runs');
     for (const u of users) assert.deepEqual(await processesOf(u.uid), [], `${u.name} still runs a process after the run ended`);
     // Project A's run, and a run of M alongside it (capacity 2: each has a user of its own).
     const genuine = await theirs.start({ parameters: { mode: 'genuine' } });
