@@ -45,6 +45,7 @@ async function withProducts<T>(
       downloadUrl: config.publishing.downloadUrl,
       isolation: { maxMemoryMb: config.publishing.crawlMaxMemoryMb, timeoutMs: config.publishing.crawlTimeoutSeconds * 1000 },
       platformCorePrefixes: config.publishing.platformCorePrefixes,
+      nodeLimits: config.publishing.nodeLimits,
     });
     try {
       const trust = trustService({ repo: trustRepository(database.db), products: repo, oidc: config.publishing.oidc });

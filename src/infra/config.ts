@@ -66,6 +66,12 @@ export interface Config {
     crawlTimeoutSeconds: number;
     /** Name prefixes of the platform's core units, for labels' platform ranges (PIER_PLATFORM_CORE_PREFIXES, default `org.knime.`). */
     platformCorePrefixes: string[];
+    /**
+     * What a product's node catalog may hold: nodes listed per label (PIER_CRAWL_MAX_NODES, default
+     * 2000) and bytes of node data (descriptions, icons) every label together (PIER_NODE_DATA_QUOTA,
+     * default 32M). A crawl past either lists what fits and says so in its report.
+     */
+    nodeLimits: { perLabel: number; productBytes: number };
     /** Wall time rendering one product page's Markdown may take (PIER_PAGE_RENDER_TIMEOUT_SECONDS, default 10). */
     pageRenderTimeoutSeconds: number;
     /**
@@ -373,6 +379,10 @@ export function loadConfig(env: Env = process.env): Config {
       crawlMaxMemoryMb: mebibytes(env, 'PIER_CRAWL_MAX_MEMORY_MB', 512, 32, 16_384),
       crawlTimeoutSeconds: seconds(env, 'PIER_CRAWL_TIMEOUT_SECONDS', 600, 1, 86_400),
       platformCorePrefixes: corePrefixes(env, 'PIER_PLATFORM_CORE_PREFIXES'),
+      nodeLimits: {
+        perLabel: count(env, 'PIER_CRAWL_MAX_NODES', 2_000, 1_000_000),
+        productBytes: size(env, 'PIER_NODE_DATA_QUOTA', 32 * 1024 * 1024),
+      },
       pageRenderTimeoutSeconds: seconds(env, 'PIER_PAGE_RENDER_TIMEOUT_SECONDS', 10, 1, 600),
       pageRenderWorkers: count(env, 'PIER_PAGE_RENDER_WORKERS', os.availableParallelism() >= 2 ? 2 : 1, 64),
       pageRenderBudgetSeconds: seconds(env, 'PIER_PAGE_RENDER_BUDGET_SECONDS', 30, 1, 86_400),

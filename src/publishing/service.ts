@@ -113,6 +113,7 @@ export async function createPublishingService(config: Config, options: Publishin
     log: { error: (o, msg) => app.log.error(o, msg) },
     isolation: { maxMemoryMb: config.publishing.crawlMaxMemoryMb, timeoutMs: config.publishing.crawlTimeoutSeconds * 1000 },
     platformCorePrefixes: config.publishing.platformCorePrefixes,
+    nodeLimits: config.publishing.nodeLimits,
   });
   const renderer = isolatedRenderer({
     timeoutMs: config.publishing.pageRenderTimeoutSeconds * 1000,

@@ -51,10 +51,11 @@ export function crawlsRepository(db: Kysely<PublishingDB>, dialect: DialectName)
 
     /**
      * Stores a finished crawl and replaces the label's nodes (null keeps the previous ones), in
-     * one transaction: readers see the old or the new index, never a mix. The platform range goes
-     * with the nodes: a crawl that keeps the old nodes keeps the old range too.
+     * one transaction: readers see the old or the new index, never a mix. The platform range, the
+     * node count and `nodeBytes` (their stored data, crawler/node-limits.ts) go with the nodes: a
+     * crawl that keeps the old nodes keeps the old values too.
      */
-    async finish(row: CrawlRow, nodes: CrawlNodeRow[] | null): Promise<void> {
+    async finish(row: CrawlRow, nodes: CrawlNodeRow[] | null, nodeBytes = 0): Promise<void> {
       await db.transaction().execute(async (trx) => {
         if (nodes) {
           await trx.deleteFrom('crawl_nodes').where('product_id', '=', row.product_id).where('label', '=', row.label).execute();
@@ -62,7 +63,7 @@ export function crawlsRepository(db: Kysely<PublishingDB>, dialect: DialectName)
         }
         await trx
           .insertInto('crawls')
-          .values(row)
+          .values(nodes ? { ...row, node_count: nodes.length, node_bytes: nodeBytes } : row)
           .onConflict((oc) =>
             oc.columns(['product_id', 'label']).doUpdateSet({
               status: row.status,
@@ -73,7 +74,7 @@ export function crawlsRepository(db: Kysely<PublishingDB>, dialect: DialectName)
               summary: row.summary,
               problems: row.problems,
               units: row.units,
-              ...(nodes ? { platform_range: row.platform_range ?? null } : {}),
+              ...(nodes ? { platform_range: row.platform_range ?? null, node_count: nodes.length, node_bytes: nodeBytes } : {}),
             }),
           )
           .execute();
@@ -186,10 +187,13 @@ export function crawlsRepository(db: Kysely<PublishingDB>, dialect: DialectName)
         .execute();
     },
 
-    /** Every label's nodes of a product (catalog search text). */
-    async nodeNamesOf(productIds: readonly string[]): Promise<{ product_id: string; name: string }[]> {
-      if (productIds.length === 0) return [];
-      return db.selectFrom('crawl_nodes').select(['product_id', 'name']).where('product_id', 'in', productIds).execute();
+    /**
+     * The distinct names of a product's nodes, every label together, the first `limit` by name
+     * (the catalog's search text): read from the name index alone, never the descriptions.
+     */
+    async nodeNamesOf(productId: string, limit: number): Promise<string[]> {
+      const rows = await db.selectFrom('crawl_nodes').select('name').distinct().where('product_id', '=', productId).orderBy('name').limit(limit).execute();
+      return rows.map((r) => r.name);
     },
 
     /**
@@ -292,19 +296,54 @@ export function crawlsRepository(db: Kysely<PublishingDB>, dialect: DialectName)
     },
 
     /**
-     * Every label's node list of a product (the product page shows them all, issue 20): the
-     * columns a list shows, without the stored descriptions, and only the start of each icon
-     * (its type and pixel size are in the first bytes; the icon itself is served apart).
+     * One page of a label's node list (the product page's first nodes of a label, the label's
+     * paged node list), in the order lists show them (category, then name, the index
+     * crawl_nodes_list): the columns a list shows, without the stored descriptions, and only the
+     * start of each icon (its type and pixel size are in the first bytes; the icon itself is
+     * served apart). Reads `limit` rows past `offset` index entries, whatever the label holds.
      */
-    async nodeLists(productId: string): Promise<NodeListRow[]> {
+    async nodeListPage(productId: string, label: string, offset: number, limit: number): Promise<NodeListRow[]> {
       return db
         .selectFrom('crawl_nodes')
         .select(['label', 'factory_class', 'name', 'category_names', 'short_description', 'deprecated', 'icon_type'])
         .select(sql<string | null>`substr(icon, 1, 64)`.as('icon'))
         .where('product_id', '=', productId)
-        .orderBy('label')
+        .where('label', '=', label)
         .orderBy('category_names')
         .orderBy('name')
+        .orderBy('factory_class')
+        .limit(limit)
+        .offset(offset)
+        .execute();
+    },
+
+    /** Distinct nodes (factory classes) of the product's `labels` together: what a catalog card counts. */
+    async distinctNodeCount(productId: string, labels: readonly string[]): Promise<number> {
+      if (labels.length === 0) return 0;
+      const row = await db
+        .selectFrom((eb) =>
+          eb.selectFrom('crawl_nodes').select('factory_class').distinct().where('product_id', '=', productId).where('label', 'in', labels).as('d'),
+        )
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .executeTakeFirst();
+      return Number(row?.n ?? 0);
+    },
+
+    /**
+     * Nodes of the product's `labels` named `name` that are not deprecated (a deprecated node's
+     * replacement keeps its name without the mark): at most `limit`, from the name index.
+     */
+    async currentNodesNamed(productId: string, labels: readonly string[], name: string, limit: number): Promise<{ factory_class: string; name: string }[]> {
+      if (labels.length === 0 || name === '') return [];
+      return db
+        .selectFrom('crawl_nodes')
+        .select(['factory_class', 'name'])
+        .where('product_id', '=', productId)
+        .where('name', '=', name)
+        .where('deprecated', '=', 0)
+        .where('label', 'in', labels)
+        .orderBy('factory_class')
+        .limit(limit)
         .execute();
     },
 

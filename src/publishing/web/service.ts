@@ -9,7 +9,6 @@
 // (DESIGN "Changes made by another process"). Because keys are read before the content, a
 // change racing a render can only make the cached copy look older than it is (re-rendered
 // next time), never newer.
-import { withdrawnInFields } from '../notices/notices.js';
 import { createHash } from 'node:crypto';
 import { versionBadge } from '../content/badge.js';
 import { ServiceUnavailableError } from '../../infra/errors.js';
@@ -17,7 +16,7 @@ import { type ContentRenderer, PageRenderFailed, RenderDeferred } from '../conte
 import { type FeedProduct, productFeed, siteFeed } from '../content/feeds.js';
 import { rasterSize, sanitizeSvg, sniffRasterImage } from '../content/svg.js';
 import type { NodeDescription } from '../crawler/node-description.js';
-import { type CrawlNodeRow, type CrawlsRepository, type NodeListRow, searchWords } from '../crawler/repository.js';
+import { type CrawlNodeRow, type CrawlRow, type CrawlsRepository, searchWords } from '../crawler/repository.js';
 import { NODE_SANITIZER_VERSION, sanitizeNode } from '../crawler/sanitize-node.js';
 import { DEFAULT_CRAWL_LIMITS } from '../crawler/crawl.js';
 import { rangeContains } from '../crawler/platform-range.js';
@@ -29,16 +28,19 @@ import type { PageChanges } from './page-changes.js';
 import type { ChangesService } from '../changes/service.js';
 import type { ChangesAnswer, ChangesPages } from './changes-pages.js';
 import { CatalogPage } from './catalog-page.js';
-import type { CatalogCard, CatalogPageModel, NodePageModel, NodeSearchModel, ProductPageModel, SiteInfo, Served } from './model.js';
+import type { CatalogCard, CatalogPageModel, LabelNodesPageModel, NodePageModel, NodeSearchModel, ProductPageModel, SiteInfo, Served } from './model.js';
 import { NodePage } from './node-page.js';
 import { NodeSearchPage } from './node-search-page.js';
 import { NotFoundPage } from './not-found-page.js';
 import { PAGE_IDS, ProductPage } from './product-page.js';
-import { catalogCard, iconVersion, nodeGroups, nodeUrl, type ProductFilesView, type ProductInput, productPageModel } from './presenter.js';
+import { iconVersion, nodeUrl, type ProductFilesView, type ProductInput, productPageModel } from './presenter.js';
 import { renderDocument } from './render.js';
 import { feedNotices } from '../notices/view.js';
 import type { StatsService } from '../stats/service.js';
-import { compareLabelsAsc, descriptionChangedIn, distinctNodes, iconSizeOf, labelNodes, nodeSearchHref, replacementFor, vendorOf } from './node-presenter.js';
+import { compareLabelsAsc, descriptionChangedIn, iconSizeOf, nodeGroupsWithIcons, nodeSearchHref, replacementFor, unmarkedNodeName, vendorOf } from './node-presenter.js';
+import { catalogIndex, fold, parseFields } from './catalog-index.js';
+import { LabelNodesPage } from './label-nodes-page.js';
+import { labelNodesUrl, NODE_LIST_PAGE, nodeCounts, productNodes } from './product-nodes.js';
 
 export interface PagesServiceDeps {
   repo: ProductsRepository;
@@ -102,19 +104,11 @@ function served(body: string | Buffer, type: string): Served {
   return { body: bytes, type, etag: etagOf(bytes) };
 }
 
-/** Lower-cased, accents removed: "Café" matches "cafe". */
-function fold(s: string): string {
-  return s.normalize('NFKD').replace(/\p{M}/gu, '').toLowerCase();
-}
-
-function parseFields(row: ProductRow): ProductFields {
-  return { ...(JSON.parse(row.fields) as ProductFields), name: row.name };
-}
-
 export const NODE_SEARCH_LIMIT = 100;
 
 export function pagesService({ repo, site, files, crawls, renderer, changes, nodeChanges, downloads, cacheSize = 500, failureRetryMs = 10 * 60_000, nodeCacheBytes = 32 * 1024 * 1024, now = Date.now }: PagesServiceDeps) {
   const cache = new Map<string, Rendered>();
+  const nodeLists = productNodes(crawls, cacheSize);
   const building = new Map<string, Promise<Rendered>>();
   // Renders that failed, per product, by the key of the data they failed on: content built to
   // exceed the render limits costs one render per change, not one per request. A later key
@@ -128,36 +122,28 @@ export function pagesService({ repo, site, files, crawls, renderer, changes, nod
     if (cache.size > cacheSize) cache.delete(cache.keys().next().value as string);
   }
 
-  async function build(id: string, key: string, seq: number, release: string | null): Promise<Rendered | null> {
+  async function build(id: string, key: string, seq: number, stamp: { release: string | null; crawled: string | null }): Promise<Rendered | null> {
     const row = await repo.find(id);
     if (!row) return null;
     const [labels, workflows] = await Promise.all([files.listLabels(id), files.listFiles(id, 'workflows')]);
     const filesView: ProductFilesView = { labels, workflows };
     const input: ProductInput = { id: row.id, state: row.state, fields: parseFields(row) };
-    const content = await renderer.render(input.fields, release, PAGE_IDS, id);
-    const ranges = new Map((await crawls.forProduct(id)).map((c) => [c.label, c.platform_range ?? null] as const));
-    const model = productPageModel(site, input, release, filesView, content, ranges);
+    const content = await renderer.render(input.fields, stamp.release, PAGE_IDS, id);
+    const runs = await crawls.forProduct(id);
+    const ranges = new Map(runs.map((c) => [c.label, c.platform_range ?? null] as const));
+    const model = productPageModel(site, input, stamp.release, filesView, content, ranges);
     if (downloads) model.downloads = await downloads.chart(id);
     // Nodes of every label that has been crawled, the best first (recommended first: issue 7's
-    // order); `nodes` keeps the best one's alone. Only labels with an update site: an archive
-    // alone is never crawled, and nodes left from a folder since deleted would point users at an
-    // update site that no longer exists.
-    const crawled: Parameters<typeof labelNodes>[1] = [];
-    const lists = new Map<string, NodeListRow[]>();
-    for (const n of await crawls.nodeLists(id)) {
-      const list = lists.get(n.label);
-      if (list) list.push(n);
-      else lists.set(n.label, [n]);
-    }
-    for (const l of model.labels ?? []) {
-      if (l.url === null) continue;
-      const rows = lists.get(l.label) ?? [];
-      if (rows.length > 0 && !model.nodes) model.nodes = { label: l.label, groups: nodeGroups(id, rows) };
-      crawled.push({ label: l.label, url: l.url, recommended: l.recommended, rows });
-    }
-    model.nodeLabels = model.nodes ? labelNodes(id, crawled) : null;
+    // order), each bounded (product-nodes.ts); `nodes` keeps the best one's alone. Only labels
+    // with an update site: an archive alone is never crawled, and nodes left from a folder since
+    // deleted would point users at an update site that no longer exists.
+    const offered = (model.labels ?? []).flatMap((l) => (l.url === null ? [] : [{ label: l.label, url: l.url, recommended: l.recommended }]));
+    const nodes = await nodeLists.of(id, stamp.crawled, offered, nodeCounts(runs));
+    const best = nodes.lists[0];
+    model.nodes = best ? { label: best.label, groups: best.groups } : null;
+    model.nodeLabels = best ? nodes.lists : null;
     if (await nodeChanges?.service.comparable(id)) model.changesUrl = `/product/${id}/changes`;
-    const facts = await cardFacts(id, model);
+    const facts = cardFacts(model, runs, nodes.distinct);
     return { key, seq, state: row.state, updatedAt: row.updated_at, input, model, facts };
   }
 
@@ -184,7 +170,7 @@ export function pagesService({ repo, site, files, crawls, renderer, changes, nod
     const flight = `${id}\u0000${key}`;
     let pending = building.get(flight);
     if (!pending) {
-      pending = build(id, key, seq, stamp.release).then(
+      pending = build(id, key, seq, stamp).then(
         (r) => {
           failures.delete(id);
           if (r) remember(id, r);
@@ -232,73 +218,8 @@ export function pagesService({ repo, site, files, crawls, renderer, changes, nod
     };
   }
 
-  /**
-   * Live products as catalog cards with their search text, kept per product until its row
-   * changes (only the card, never the page fields, so memory stays small).
-   */
-  interface IndexEntry {
-    /** updated_at and last crawl of the product row when indexed. */
-    stamp: string;
-    updatedAt: string;
-    card: CatalogCard;
-    /** Folded name, and name + description: what search matches. */
-    name: string;
-    text: string;
-    /** Platform ranges of the product's crawled labels (the "works with" filter). */
-    ranges: string[];
-    /** The same by label (the node search's "works with" filter). */
-    labelRanges: { label: string; range: string }[];
-    /** Labels the vendor withdrew: their nodes and ranges are offered nowhere. */
-    withdrawn: string[];
-  }
-  const catalogIndex = new Map<string, IndexEntry>();
-  /** The last list of live products and the change counter read before it was made. */
-  let liveList: { seq: number; list: (IndexEntry & { id: string })[] } | null = null;
-
-  async function liveProducts(): Promise<(IndexEntry & { id: string })[]> {
-    const seq = await changes.current();
-    if (liveList?.seq === seq) return liveList.list;
-    const list = await readLiveProducts();
-    if (!liveList || seq >= liveList.seq) liveList = { seq, list };
-    return list;
-  }
-
-  async function readLiveProducts(): Promise<(IndexEntry & { id: string })[]> {
-    const stamps = await repo.liveStamps();
-    const stampOf = (s: { updated_at: string; crawled: string | null }) => `${s.updated_at}|${s.crawled ?? ''}`;
-    const stale = stamps.filter((s) => catalogIndex.get(s.id)?.stamp !== stampOf(s));
-    const staleIds = stale.map((s) => s.id);
-    const nodeNames = new Map<string, Set<string>>();
-    for (const n of await crawls.nodeNamesOf(staleIds)) {
-      if (!nodeNames.has(n.product_id)) nodeNames.set(n.product_id, new Set());
-      nodeNames.get(n.product_id)!.add(n.name);
-    }
-    const ranges = new Map<string, { label: string; range: string }[]>();
-    for (const r of await crawls.platformRanges(staleIds)) ranges.set(r.product_id, [...(ranges.get(r.product_id) ?? []), { label: r.label, range: r.platform_range }]);
-    for (const row of await repo.findLive(staleIds)) {
-      const fields = parseFields(row);
-      const s = stale.find((x) => x.id === row.id)!;
-      const withdrawn = withdrawnInFields(row.fields);
-      const labelRanges = (ranges.get(row.id) ?? []).filter((r) => !withdrawn.has(r.label));
-      // Node names are part of the search text: the catalog finds products by their nodes too.
-      catalogIndex.set(row.id, {
-        stamp: stampOf({ updated_at: row.updated_at, crawled: s.crawled }),
-        updatedAt: row.updated_at,
-        card: catalogCard({ id: row.id, state: row.state, fields }),
-        name: fold(fields.name),
-        text: fold(`${fields.name}\n${fields.description ?? ''}\n${[...(nodeNames.get(row.id) ?? [])].join('\n')}`),
-        ranges: labelRanges.map((r) => r.range),
-        labelRanges,
-        withdrawn: [...withdrawn.keys()],
-      });
-    }
-    const live = new Set(stamps.map((s) => s.id));
-    for (const id of catalogIndex.keys()) if (!live.has(id)) catalogIndex.delete(id);
-    return stamps.flatMap((s) => {
-      const e = catalogIndex.get(s.id);
-      return e ? [{ id: s.id, ...e }] : [];
-    });
-  }
+  const index = catalogIndex({ repo, crawls, changes });
+  const liveProducts = () => index.live();
 
   // Node pages and icons, served as built until the product's page key changes (a crawl, an
   // upload, a state change): building one parses the stored node and renders it, which grows with
@@ -361,8 +282,7 @@ export function pagesService({ repo, site, files, crawls, renderer, changes, nod
    * provider of the best crawled label's features, else the contact name), the distinct nodes
    * across labels, and the newest upload or crawl.
    */
-  async function cardFacts(id: string, model: ProductPageModel): Promise<CardFacts> {
-    const runs = await crawls.forProduct(id);
+  function cardFacts(model: ProductPageModel, runs: CrawlRow[], distinct: number): CardFacts {
     let vendor: string | null = null;
     for (const l of model.labels ?? []) {
       vendor = vendorOf(runs.find((c) => c.label === l.label)?.units);
@@ -372,7 +292,7 @@ export function pagesService({ repo, site, files, crawls, renderer, changes, nod
     return {
       version: model.badge?.version ?? null,
       vendor: vendor ?? model.contact?.name ?? null,
-      nodeCount: model.nodeLabels ? distinctNodes(model.nodeLabels) : 0,
+      nodeCount: distinct,
       lastUpdate: times.length ? times.reduce((a, b) => (a > b ? a : b)) : null,
     };
   }
@@ -389,7 +309,13 @@ export function pagesService({ repo, site, files, crawls, renderer, changes, nod
   }
 
   /** A node page's model: the stored description is already sanitized HTML (crawler/sanitize-node.ts). */
-  function nodeModel(r: Rendered, id: string, found: { row: CrawlNodeRow; label: string; installUrl: string }, all: CrawlNodeRow[]): NodePageModel {
+  function nodeModel(
+    r: Rendered,
+    id: string,
+    found: { row: CrawlNodeRow; label: string; installUrl: string },
+    all: CrawlNodeRow[],
+    replacement: NodePageModel['replacement'],
+  ): NodePageModel {
     const { row } = found;
     // The labels the product page offers (with an update site) that have this node.
     const offered = (r.model.labels ?? []).filter((l): l is typeof l & { url: string } => l.url !== null);
@@ -398,7 +324,6 @@ export function pagesService({ repo, site, files, crawls, renderer, changes, nod
       .filter((l) => inLabel.has(l.label))
       .map((l) => ({ label: l.label, url: l.url, recommended: l.recommended, installed: l.label === found.label }))
       .sort((a, b) => compareLabelsAsc(b.label, a.label));
-    const everyNode = (r.model.nodeLabels ?? []).flatMap((l) => l.groups.flatMap((g) => g.nodes));
     const data = JSON.parse(row.data) as { categoryNames: string[]; description: NodeDescription | null; platforms?: string[] | null };
     const url = nodeUrl(id, row.factory_class);
     return {
@@ -423,10 +348,22 @@ export function pagesService({ repo, site, files, crawls, renderer, changes, nod
       productColors: r.model.colors,
       labels,
       descriptionChangedIn: descriptionChangedIn(labels.map((l) => inLabel.get(l.label)!)),
-      replacement: row.deprecated === 1 ? replacementFor({ name: row.name, url }, everyNode) : null,
+      replacement,
       productSearchUrl: nodeSearchHref({ product: id }),
       categorySearchUrl: row.category_names ? nodeSearchHref({ product: id, category: row.category_names }) : null,
     };
+  }
+
+  /**
+   * A deprecated node's replacement: a current node of the product's offered labels named like it
+   * without its mark (node-presenter.ts), looked up by name, never by reading every node.
+   */
+  async function replacementOf(r: Rendered, id: string, row: CrawlNodeRow): Promise<NodePageModel['replacement']> {
+    if (row.deprecated !== 1) return null;
+    const labels = (r.model.labels ?? []).flatMap((l) => (l.url === null ? [] : [l.label]));
+    const named = await crawls.currentNodesNamed(id, labels, unmarkedNodeName(row.name), 8);
+    const candidates = named.map((n) => ({ name: n.name, url: nodeUrl(id, n.factory_class), deprecated: false }));
+    return replacementFor({ name: row.name, url: nodeUrl(id, row.factory_class) }, candidates);
   }
 
   /**
@@ -458,6 +395,42 @@ export function pagesService({ repo, site, files, crawls, renderer, changes, nod
       if (!p || !nodeChanges) return null;
       const s = await nodeChanges.pages.page(p.r, query);
       return s.status ? s : marked(s, p.provisional);
+    },
+
+    /**
+     * One page of a label's node list (`label` null: the best label's), or null: no such product,
+     * no such label with nodes, or no such page. Reads and renders one page's nodes.
+     */
+    async labelNodesPage(id: string, label: string | null, page: number): Promise<Served | null> {
+      const p = await product(id);
+      if (!p) return null;
+      const { r } = p;
+      const lists = r.model.nodeLabels ?? [];
+      const l = label === null ? lists[0] : lists.find((x) => x.label === label);
+      if (!l) return null;
+      const pages = Math.max(1, Math.ceil(l.count / NODE_LIST_PAGE));
+      if (page > pages) return null;
+      const s = await cachedNode(r, JSON.stringify(['list', id, l.label, page]), async () => {
+        const rows = await crawls.nodeListPage(id, l.label, (page - 1) * NODE_LIST_PAGE, NODE_LIST_PAGE);
+        const m: LabelNodesPageModel = {
+          productId: id,
+          productName: r.model.name,
+          productUrl: `/product/${id}`,
+          productHidden: r.model.hidden,
+          label: l.label,
+          recommended: l.recommended,
+          count: l.count,
+          page,
+          pages,
+          first: (page - 1) * NODE_LIST_PAGE + 1,
+          groups: nodeGroupsWithIcons(id, rows),
+          labels: lists.map((x) => ({ label: x.label, count: x.count, url: x.listUrl, current: x.label === l.label })),
+          previousUrl: page > 1 ? labelNodesUrl(id, l.label, page - 1) : null,
+          nextUrl: page < pages ? labelNodesUrl(id, l.label, page + 1) : null,
+        };
+        return served(renderDocument(LabelNodesPage({ site, m })), HTML);
+      });
+      return marked(s, p.provisional);
     },
 
     /** The icon as uploaded (SVG sanitized again on the way out) and its version tag, or null. */
@@ -535,7 +508,7 @@ export function pagesService({ repo, site, files, crawls, renderer, changes, nod
         if (!found) return null;
         // Every label's copy, sanitized alike, so that comparing descriptions compares content.
         const all = await Promise.all((await crawls.nodeInLabels(id, factoryClass)).map((n) => sanitizedRow(n)));
-        return served(renderDocument(NodePage({ site, m: nodeModel(r, id, found, all) })), HTML);
+        return served(renderDocument(NodePage({ site, m: nodeModel(r, id, found, all, await replacementOf(r, id, found.row)) })), HTML);
       });
       return marked(s, p.provisional);
     },
