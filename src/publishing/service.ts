@@ -37,6 +37,7 @@ import { type ProductService, productService } from './products/service.js';
 import { PageAnswers } from './web/page-answers.js';
 import { databasePageChanges } from './web/page-changes.js';
 import { changesPages } from './web/changes-pages.js';
+import { stampedFiles } from './web/files-view.js';
 import { MAX_FACTORY_LENGTH, PAGE_CSP, registerPageRoutes } from './web/routes.js';
 import { type PagesService, pagesService } from './web/service.js';
 import { trustRepository } from './trust/repository.js';
@@ -101,7 +102,9 @@ export async function createPublishingService(config: Config, options: Publishin
   const crawls = crawlsRepository(database.db, database.dialect);
   const releases = releasesService({ storage: localStorage(config.publishing.storageDir), repo: releasesRepository(database.db), keep: config.publishing.releasesKept });
   const snapshots = releaseNodesRepository(database.db);
-  const nodeChanges = changesService({ snapshots, files, products: repo, current: releases.current });
+  // Pages and comparisons read labels and workflows once per change of the product's files.
+  const pageFiles = stampedFiles(files);
+  const nodeChanges = changesService({ snapshots, files: pageFiles, products: repo, current: releases.current });
   const crawler = crawlerService({
     crawls,
     products: repo,
@@ -131,7 +134,7 @@ export async function createPublishingService(config: Config, options: Publishin
     nodeChanges: { service: nodeChanges, pages: changesPages({ service: nodeChanges, changes, site }) },
     renderer,
     repo,
-    files,
+    files: pageFiles,
     crawls,
     changes,
     downloads: stats,

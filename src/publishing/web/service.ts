@@ -9,7 +9,6 @@
 // (DESIGN "Changes made by another process"). Because keys are read before the content, a
 // change racing a render can only make the cached copy look older than it is (re-rendered
 // next time), never newer.
-import { createHash } from 'node:crypto';
 import { versionBadge } from '../content/badge.js';
 import { ServiceUnavailableError } from '../../infra/errors.js';
 import { type ContentRenderer, PageRenderFailed, RenderDeferred } from '../content/isolated-render.js';
@@ -32,9 +31,10 @@ import type { CatalogCard, CatalogPageModel, LabelNodesPageModel, NodePageModel,
 import { NodePage } from './node-page.js';
 import { NodeSearchPage } from './node-search-page.js';
 import { NotFoundPage } from './not-found-page.js';
-import { PAGE_IDS, ProductPage } from './product-page.js';
+import { PAGE_IDS } from './product-page.js';
 import { iconVersion, nodeUrl, type ProductFilesView, type ProductInput, productPageModel } from './presenter.js';
 import { renderDocument } from './render.js';
+import { entityTag } from './entity-tag.js';
 import { feedNotices } from '../notices/view.js';
 import type { StatsService } from '../stats/service.js';
 import { compareLabelsAsc, descriptionChangedIn, iconSizeOf, nodeGroupsWithIcons, nodeSearchHref, replacementFor, unmarkedNodeName, vendorOf } from './node-presenter.js';
@@ -81,6 +81,8 @@ interface Rendered {
   model: ProductPageModel;
   // Built on first use:
   page?: Served;
+  /** The page document's render in the render pool, while it runs. */
+  pageRender?: Promise<Served>;
   feed?: Served;
   badge?: Served;
   icon?: Served | null;
@@ -94,14 +96,10 @@ export const CATALOG_PAGE_SIZE = 24;
 
 const HTML = 'text/html; charset=utf-8';
 
-function etagOf(body: string | Buffer): string {
-  return `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`;
-}
-
 /** Bodies are kept encoded: a cached page is written to the socket without re-encoding. */
 function served(body: string | Buffer, type: string): Served {
   const bytes = typeof body === 'string' ? Buffer.from(body) : body;
-  return { body: bytes, type, etag: etagOf(bytes) };
+  return { body: bytes, type, etag: entityTag(bytes) };
 }
 
 export const NODE_SEARCH_LIMIT = 100;
@@ -200,6 +198,25 @@ export function pagesService({ repo, site, files, crawls, renderer, changes, nod
       if (e instanceof RenderDeferred && previous?.state === stamp.state) return { r: previous, provisional: true };
       throw e;
     }
+  }
+
+  /**
+   * The product page's document, rendered in the render pool (its size follows the vendor's
+   * content; the serving loop only sends the bytes), once per rendering; concurrent requests share it.
+   */
+  function pageOf(r: Rendered): Promise<Served> {
+    if (r.page) return Promise.resolve(r.page);
+    r.pageRender ??= renderer.renderPage(site, r.model, r.input.id).then(
+      ({ body, etag }) => {
+        r.page = { body, etag, type: HTML };
+        return r.page;
+      },
+      (e: unknown) => {
+        r.pageRender = undefined;
+        throw e;
+      },
+    );
+    return r.pageRender;
   }
 
   /** `s` as served from a provisional rendering (see Served). */
@@ -385,8 +402,7 @@ export function pagesService({ repo, site, files, crawls, renderer, changes, nod
     async productPage(id: string): Promise<Served | null> {
       const p = await product(id);
       if (!p) return null;
-      p.r.page ??= served(renderDocument(ProductPage({ site, m: p.r.model })), HTML);
-      return marked(p.r.page, p.provisional);
+      return marked(await pageOf(p.r), p.provisional);
     },
 
     /** What changed between two labels or releases (changes-pages.ts), like the product page also while hidden; null: no such product. */
