@@ -342,7 +342,7 @@ export function crawlsRepository(db: Kysely<PublishingDB>, dialect: DialectName)
         .where('name', '=', name)
         .where('deprecated', '=', 0)
         .where('label', 'in', labels)
-        .orderBy('factory_class')
+        // No ORDER BY: sorting by another column would lead SQLite's planner away from the name index.
         .limit(limit)
         .execute();
     },

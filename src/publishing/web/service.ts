@@ -378,7 +378,7 @@ export function pagesService({ repo, site, files, crawls, renderer, changes, nod
   async function replacementOf(r: Rendered, id: string, row: CrawlNodeRow): Promise<NodePageModel['replacement']> {
     if (row.deprecated !== 1) return null;
     const labels = (r.model.labels ?? []).flatMap((l) => (l.url === null ? [] : [l.label]));
-    const named = await crawls.currentNodesNamed(id, labels, unmarkedNodeName(row.name), 8);
+    const named = (await crawls.currentNodesNamed(id, labels, unmarkedNodeName(row.name), 8)).sort((a, b) => (a.factory_class < b.factory_class ? -1 : a.factory_class > b.factory_class ? 1 : 0));
     const candidates = named.map((n) => ({ name: n.name, url: nodeUrl(id, n.factory_class), deprecated: false }));
     return replacementFor({ name: row.name, url: nodeUrl(id, row.factory_class) }, candidates);
   }
