@@ -10,6 +10,8 @@ import { isolatedRenderer, type RenderHold } from './content/isolated-render.js'
 import { releaseNodesRepository } from './changes/repository.js';
 import { registerChangesRoutes } from './changes/routes.js';
 import { changesService } from './changes/service.js';
+import { localDiffer } from './changes/compare.js';
+import { isolatedDiffer } from './changes/isolated-compare.js';
 import { type AutoCrawl, startAutoCrawl } from './crawler/auto.js';
 import { crawlsRepository } from './crawler/repository.js';
 import { type CrawlerService, crawlerService } from './crawler/service.js';
@@ -104,7 +106,13 @@ export async function createPublishingService(config: Config, options: Publishin
   const snapshots = releaseNodesRepository(database.db);
   // Pages and comparisons read labels and workflows once per change of the product's files.
   const pageFiles = stampedFiles(files);
-  const nodeChanges = changesService({ snapshots, files: pageFiles, products: repo, current: releases.current });
+  // Two labels of thousands of nodes are compared in a worker thread with its own connection
+  // (a database only this process can open is compared here).
+  const differ =
+    config.publishing.databaseUrl === ':memory:'
+      ? localDiffer(snapshots)
+      : isolatedDiffer({ databaseUrl: config.publishing.databaseUrl, timeoutMs: config.publishing.pageRenderTimeoutSeconds * 1000 });
+  const nodeChanges = changesService({ snapshots, files: pageFiles, products: repo, current: releases.current, differ });
   const crawler = crawlerService({
     crawls,
     products: repo,
@@ -131,7 +139,7 @@ export async function createPublishingService(config: Config, options: Publishin
   const changes = withChartDays(databasePageChanges(database, options.pageFreshMs), stats.chartDay);
   const site = { name: 'Pier', baseUrl: config.publishing.baseUrl, downloadUrl: config.publishing.downloadUrl };
   const pages = pagesService({
-    nodeChanges: { service: nodeChanges, pages: changesPages({ service: nodeChanges, changes, site }) },
+    nodeChanges: { service: nodeChanges, pages: changesPages({ service: nodeChanges, site }) },
     renderer,
     repo,
     files: pageFiles,
@@ -222,6 +230,7 @@ export async function createPublishingService(config: Config, options: Publishin
         }),
       ]);
       await renderer.close();
+      await differ.close();
       await validator.close();
       await database.close();
     },

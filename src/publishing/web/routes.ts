@@ -153,7 +153,7 @@ export function registerPageRoutes(app: HttpApp, pages: PagesService, options: P
 
   app.get('/product/:id/changes', { schema: { params: ProductParams, querystring: ChangesQuery } }, async (req, reply) => {
     const seq = await changes.current();
-    const s = await pages.changesPage(req.params.id, { from: req.query.from, to: req.query.to });
+    const s = await pages.changesPage(req.params.id, { from: req.query.from, to: req.query.to, page: req.query.page });
     if (!s) return notFound(reply, `There is no extension "${req.params.id}".`);
     // A value naming nothing, or malformed: said on a page, never filed for the fast path.
     if (s.status) return reply.code(s.status).header('content-security-policy', PAGE_CSP).header('cache-control', 'no-cache').type(s.type).send(s.body);

@@ -73,6 +73,8 @@ export type { Served } from './model.js';
 
 interface Rendered {
   key: string;
+  /** The product's crawl stamp the rendering was built under (what its node lists and comparisons depend on). */
+  crawled: string | null;
   /** The page change counter read before the key was last found current. */
   seq: number;
   state: ProductRow['state'];
@@ -142,7 +144,7 @@ export function pagesService({ repo, site, files, crawls, renderer, changes, nod
     model.nodeLabels = best ? nodes.lists : null;
     if (await nodeChanges?.service.comparable(id)) model.changesUrl = `/product/${id}/changes`;
     const facts = cardFacts(model, runs, nodes.distinct);
-    return { key, seq, state: row.state, updatedAt: row.updated_at, input, model, facts };
+    return { key, crawled: stamp.crawled, seq, state: row.state, updatedAt: row.updated_at, input, model, facts };
   }
 
   /**
@@ -406,10 +408,10 @@ export function pagesService({ repo, site, files, crawls, renderer, changes, nod
     },
 
     /** What changed between two labels or releases (changes-pages.ts), like the product page also while hidden; null: no such product. */
-    async changesPage(id: string, query: { from?: string; to?: string }): Promise<ChangesAnswer | null> {
+    async changesPage(id: string, query: { from?: string; to?: string; page?: string }): Promise<ChangesAnswer | null> {
       const p = await product(id);
       if (!p || !nodeChanges) return null;
-      const s = await nodeChanges.pages.page(p.r, query);
+      const s = await nodeChanges.pages.page({ model: p.r.model, crawled: p.r.crawled }, query);
       return s.status ? s : marked(s, p.provisional);
     },
 
