@@ -7,7 +7,7 @@
 import { parentPort } from 'node:worker_threads';
 import { type Database, openDatabase } from '../../infra/database/index.js';
 import type { PublishingDB } from '../db.js';
-import { comparePage, type CompareOutcome, type SideRef } from './compare.js';
+import { comparePage, type CompareOutcome, type DiffsKept, type SideRef } from './compare.js';
 import { releaseNodesRepository } from './repository.js';
 
 export interface CompareJob {
@@ -16,17 +16,20 @@ export interface CompareJob {
   from: SideRef;
   to: SideRef;
   page: number;
+  /** See NodesDiffer. */
+  version: string | null;
 }
 
 export type CompareReply = { ok: true; outcome: CompareOutcome } | { ok: false; message: string };
 
 const port = parentPort;
 let database: Database<PublishingDB> | null = null;
+const kept: DiffsKept = new Map();
 if (port) {
   port.on('message', async (job: CompareJob) => {
     try {
       database ??= openDatabase<PublishingDB>(job.databaseUrl);
-      const outcome = await comparePage(releaseNodesRepository(database.db), job.productId, job.from, job.to, job.page);
+      const outcome = await comparePage(releaseNodesRepository(database.db), job.productId, job.from, job.to, job.page, job.version, kept);
       port.postMessage({ ok: true, outcome } satisfies CompareReply);
     } catch (e) {
       port.postMessage({ ok: false, message: e instanceof Error ? e.message : String(e) } satisfies CompareReply);

@@ -42,9 +42,17 @@ export interface ComparisonPage {
 export type CompareOutcome = { ok: true; page: ComparisonPage } | { ok: false; missing: 'from' | 'to' | 'page'; pages?: number };
 
 export interface NodesDiffer {
-  compare(productId: string, from: SideRef, to: SideRef, page: number): Promise<CompareOutcome>;
+  /**
+   * Page `page` of the comparison. `version` stands for everything the sides are read from (the
+   * product's sources and crawl stamp): a comparison made under the same version is re-used for
+   * its other pages; null: never re-used.
+   */
+  compare(productId: string, from: SideRef, to: SideRef, page: number, version: string | null): Promise<CompareOutcome>;
   close(): Promise<void>;
 }
+
+/** Whole comparisons kept for their other pages (a comparison of two big labels is a few MB). */
+const DIFFS_KEPT = 4;
 
 type Reads = Pick<ReleaseNodesRepository, 'labelNodes' | 'find' | 'factoriesWithPage'>;
 
@@ -69,13 +77,33 @@ export function diffPage(diff: NodesDiff, page: number, size = COMPARE_PAGE): { 
   return { diff: { added: cut(diff.added), removed: cut(diff.removed), deprecated: cut(diff.deprecated), changed: cut(diff.changed), unchanged: diff.unchanged }, pages };
 }
 
-/** Reads both sides, compares them and cuts page `page`. */
-export async function comparePage(snapshots: Reads, productId: string, from: SideRef, to: SideRef, page: number): Promise<CompareOutcome> {
-  const toNodes = await nodesOf(snapshots, productId, to);
-  if (!toNodes) return { ok: false, missing: 'to' };
-  const fromNodes = await nodesOf(snapshots, productId, from);
-  if (!fromNodes) return { ok: false, missing: 'from' };
-  const full = diffNodes(fromNodes, toNodes);
+/** The last few whole comparisons, by product, sides and version (see NodesDiffer). */
+export type DiffsKept = Map<string, NodesDiff>;
+
+/** Reads both sides, compares them (or takes the comparison kept for `version`) and cuts page `page`. */
+export async function comparePage(
+  snapshots: Reads,
+  productId: string,
+  from: SideRef,
+  to: SideRef,
+  page: number,
+  version: string | null = null,
+  kept: DiffsKept = new Map(),
+): Promise<CompareOutcome> {
+  const k = version === null ? null : JSON.stringify([productId, from, to, version]);
+  let full = k === null ? undefined : kept.get(k);
+  if (!full) {
+    const toNodes = await nodesOf(snapshots, productId, to);
+    if (!toNodes) return { ok: false, missing: 'to' };
+    const fromNodes = await nodesOf(snapshots, productId, from);
+    if (!fromNodes) return { ok: false, missing: 'from' };
+    full = diffNodes(fromNodes, toNodes);
+  }
+  if (k !== null) {
+    kept.delete(k);
+    kept.set(k, full);
+    if (kept.size > DIFFS_KEPT) kept.delete(kept.keys().next().value as string);
+  }
   const cut = diffPage(full, page);
   if (page > cut.pages) return { ok: false, missing: 'page', pages: cut.pages };
   const shown: (NodeRef | ChangedNode)[] = [...cut.diff.added, ...cut.diff.removed, ...cut.diff.deprecated, ...cut.diff.changed];
@@ -97,5 +125,6 @@ export async function comparePage(snapshots: Reads, productId: string, from: Sid
 
 /** Compares on the calling thread: for a database only this process can open (`:memory:`) and for tests. */
 export function localDiffer(snapshots: Reads): NodesDiffer {
-  return { compare: (productId, from, to, page) => comparePage(snapshots, productId, from, to, page), close: async () => {} };
+  const kept: DiffsKept = new Map();
+  return { compare: (productId, from, to, page, version) => comparePage(snapshots, productId, from, to, page, version, kept), close: async () => {} };
 }

@@ -78,11 +78,11 @@ export function isolatedDiffer(limits: CompareLimits): NodesDiffer {
   }
 
   return {
-    compare(productId: string, from: SideRef, to: SideRef, page: number): Promise<CompareOutcome> {
-      const key = JSON.stringify([productId, from, to, page]);
+    compare(productId: string, from: SideRef, to: SideRef, page: number, version: string | null): Promise<CompareOutcome> {
+      const key = JSON.stringify([productId, from, to, page, version]);
       const shared = running.get(key);
       if (shared) return shared;
-      const mine = (latest.get(productId) ?? Promise.resolve()).then(() => run({ databaseUrl: limits.databaseUrl, productId, from, to, page }));
+      const mine = (latest.get(productId) ?? Promise.resolve()).then(() => run({ databaseUrl: limits.databaseUrl, productId, from, to, page, version }));
       const settled = mine.catch(() => {});
       latest.set(productId, settled);
       running.set(key, mine);

@@ -148,6 +148,8 @@ export function changesService({ snapshots, files, products, current = () => nul
       productId: string,
       query: { from?: string; to?: string },
       page = 1,
+      /** The product's crawl stamp read before (see NodesDiffer); without it, nothing is re-used. */
+      crawled?: string | null,
     ): Promise<{ sources: ChangeSources } & ({ comparison: Comparison } | { missing: 'from' | 'to' })> {
       // Both are parsed first: a malformed value is a 400 whatever the product holds.
       const askedTo = query.to ? parseSide('to', query.to) : null;
@@ -160,7 +162,7 @@ export function changesService({ snapshots, files, products, current = () => nul
       const from = askedFrom ?? earlier(to, src);
       if (!from) return { sources: src, missing: 'from' };
       known('from', from, src);
-      const outcome = await differ.compare(productId, from, to, page);
+      const outcome = await differ.compare(productId, from, to, page, crawled === undefined ? null : JSON.stringify([src, crawled]));
       if (!outcome.ok) {
         if (outcome.missing === 'page') throw new UnknownPageError(outcome.pages ?? 1);
         // Its release was pruned between reading the sources and reading its nodes.

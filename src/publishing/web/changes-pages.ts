@@ -72,7 +72,7 @@ export function changesPages({ service, site, maxBytes = KEPT_BYTES }: { service
           kept.set(k, hit);
           return hit.served;
         }
-        const result = await service.compare(id, query, page);
+        const result = await service.compare(id, query, page, product.crawled);
         const served = servedOf(
           renderDocument(
             ChangesPage({
