@@ -11,7 +11,7 @@ import { releaseNodesRepository } from './changes/repository.js';
 import { registerChangesRoutes } from './changes/routes.js';
 import { changesService } from './changes/service.js';
 import { localDiffer } from './changes/compare.js';
-import { isolatedDiffer } from './changes/isolated-compare.js';
+import { type CatalogReads, catalogReads } from './web/catalog-reads.js';
 import { type AutoCrawl, startAutoCrawl } from './crawler/auto.js';
 import { crawlsRepository } from './crawler/repository.js';
 import { type CrawlerService, crawlerService } from './crawler/service.js';
@@ -55,6 +55,8 @@ export interface PublishingService {
   pages: PagesService;
   /** Whole page answers the fast path serves (null when it is off). */
   pageAnswers: PageAnswers | null;
+  /** The worker thread comparisons and node searches run in (null for a `:memory:` database, read in-process). */
+  catalogReads: CatalogReads | null;
   /** Crawls of uploaded update sites, their reports and going live. */
   crawler: CrawlerService;
   /** Trusted publishing: CI identities bound to products, the credential exchange, the history (`recordRelease`). */
@@ -106,12 +108,10 @@ export async function createPublishingService(config: Config, options: Publishin
   const snapshots = releaseNodesRepository(database.db);
   // Pages and comparisons read labels and workflows once per change of the product's files.
   const pageFiles = stampedFiles(files);
-  // Two labels of thousands of nodes are compared in a worker thread with its own connection
-  // (a database only this process can open is compared here).
-  const differ =
-    config.publishing.databaseUrl === ':memory:'
-      ? localDiffer(snapshots)
-      : isolatedDiffer({ databaseUrl: config.publishing.databaseUrl, timeoutMs: config.publishing.pageRenderTimeoutSeconds * 1000 });
+  // Two labels of thousands of nodes are compared, and nodes searched, in a worker thread with
+  // its own connection (a database only this process can open is read here).
+  const reads = config.publishing.databaseUrl === ':memory:' ? null : catalogReads({ databaseUrl: config.publishing.databaseUrl, timeoutMs: config.publishing.pageRenderTimeoutSeconds * 1000 });
+  const differ = reads?.differ ?? localDiffer(snapshots);
   const nodeChanges = changesService({ snapshots, files: pageFiles, products: repo, current: releases.current, differ });
   const crawler = crawlerService({
     crawls,
@@ -144,6 +144,7 @@ export async function createPublishingService(config: Config, options: Publishin
     repo,
     files: pageFiles,
     crawls,
+    searchNodes: reads?.search,
     changes,
     downloads: stats,
     site,
@@ -212,6 +213,7 @@ export async function createPublishingService(config: Config, options: Publishin
     files,
     pages,
     pageAnswers: answers,
+    catalogReads: reads,
     crawler,
     trust,
     autoCrawl,
@@ -230,7 +232,7 @@ export async function createPublishingService(config: Config, options: Publishin
         }),
       ]);
       await renderer.close();
-      await differ.close();
+      await reads?.close();
       await validator.close();
       await database.close();
     },

@@ -15,6 +15,8 @@ import { catalogCard } from './presenter.js';
 
 /** Distinct node names of one product that its catalog search text holds (the first by name). */
 export const CATALOG_NODE_NAMES = 2_000;
+/** Distinct category paths of one product that the node search's category filter offers (the first by name). */
+export const CATEGORY_FACETS = 200;
 
 export interface IndexEntry {
   /** updated_at and last crawl of the product row when indexed. */
@@ -30,9 +32,21 @@ export interface IndexEntry {
   labelRanges: { label: string; range: string }[];
   /** Labels the vendor withdrew: their nodes and ranges are offered nowhere. */
   withdrawn: string[];
+  /** The last finish of any of the product's crawls: what its nodes were read under. */
+  crawled: string | null;
+  /** Whether it has nodes, and its category paths (the node search's filters). */
+  hasNodes: boolean;
+  categories: string[];
 }
 
 export type LiveProduct = IndexEntry & { id: string };
+
+interface NodeFacts {
+  crawled: string | null;
+  text: string;
+  hasNodes: boolean;
+  categories: string[];
+}
 
 /** Lower-cased, accents removed: "Café" matches "cafe". */
 export function fold(s: string): string {
@@ -43,19 +57,28 @@ export function parseFields(row: ProductRow): ProductFields {
   return { ...(JSON.parse(row.fields) as ProductFields), name: row.name };
 }
 
-export function catalogIndex({ repo, crawls, changes }: { repo: ProductsRepository; crawls: Pick<CrawlsRepository, 'nodeNamesOf' | 'platformRanges'>; changes: PageChanges }) {
+export function catalogIndex({
+  repo,
+  crawls,
+  changes,
+}: {
+  repo: ProductsRepository;
+  crawls: Pick<CrawlsRepository, 'nodeNamesOf' | 'nodeCategoriesOf' | 'platformRanges'>;
+  changes: PageChanges;
+}) {
   const entries = new Map<string, IndexEntry>();
-  /** Folded node names per product, by the crawl stamp they were read under. */
-  const nodeNames = new Map<string, { crawled: string | null; text: string }>();
+  /** Folded node names and category paths per product, by the crawl stamp they were read under. */
+  const nodeFacts = new Map<string, NodeFacts>();
   /** The last list of live products and the change counter read before it was made. */
   let liveList: { seq: number; list: LiveProduct[] } | null = null;
 
-  async function namesOf(id: string, crawled: string | null): Promise<string> {
-    const hit = nodeNames.get(id);
-    if (hit && hit.crawled === crawled) return hit.text;
-    const text = fold((await crawls.nodeNamesOf(id, CATALOG_NODE_NAMES)).join('\n'));
-    nodeNames.set(id, { crawled, text });
-    return text;
+  async function factsOf(id: string, crawled: string | null): Promise<NodeFacts> {
+    const hit = nodeFacts.get(id);
+    if (hit && hit.crawled === crawled) return hit;
+    const names = await crawls.nodeNamesOf(id, CATALOG_NODE_NAMES);
+    const facts = { crawled, text: fold(names.join('\n')), hasNodes: names.length > 0, categories: await crawls.nodeCategoriesOf(id, CATEGORY_FACETS) };
+    nodeFacts.set(id, facts);
+    return facts;
   }
 
   async function read(): Promise<LiveProduct[]> {
@@ -70,20 +93,24 @@ export function catalogIndex({ repo, crawls, changes }: { repo: ProductsReposito
       const s = stale.find((x) => x.id === row.id)!;
       const withdrawn = withdrawnInFields(row.fields);
       const labelRanges = (ranges.get(row.id) ?? []).filter((r) => !withdrawn.has(r.label));
+      const facts = await factsOf(row.id, s.crawled);
       entries.set(row.id, {
         stamp: stampOf({ updated_at: row.updated_at, crawled: s.crawled }),
         updatedAt: row.updated_at,
         card: catalogCard({ id: row.id, state: row.state, fields }),
         name: fold(fields.name),
-        text: `${fold(`${fields.name}\n${fields.description ?? ''}`)}\n${await namesOf(row.id, s.crawled)}`,
+        text: `${fold(`${fields.name}\n${fields.description ?? ''}`)}\n${facts.text}`,
         ranges: labelRanges.map((r) => r.range),
         labelRanges,
         withdrawn: [...withdrawn.keys()],
+        crawled: s.crawled,
+        hasNodes: facts.hasNodes,
+        categories: facts.categories,
       });
     }
     const live = new Set(stamps.map((s) => s.id));
     for (const id of entries.keys()) if (!live.has(id)) entries.delete(id);
-    for (const id of nodeNames.keys()) if (!live.has(id)) nodeNames.delete(id);
+    for (const id of nodeFacts.keys()) if (!live.has(id)) nodeFacts.delete(id);
     return stamps.flatMap((s) => {
       const e = entries.get(s.id);
       return e ? [{ id: s.id, ...e }] : [];

@@ -15,7 +15,7 @@ import { type ContentRenderer, PageRenderFailed, RenderDeferred } from '../conte
 import { type FeedProduct, productFeed, siteFeed } from '../content/feeds.js';
 import { rasterSize, sanitizeSvg, sniffRasterImage } from '../content/svg.js';
 import type { NodeDescription } from '../crawler/node-description.js';
-import { type CrawlNodeRow, type CrawlRow, type CrawlsRepository, searchWords } from '../crawler/repository.js';
+import type { CrawlNodeRow, CrawlRow, CrawlsRepository } from '../crawler/repository.js';
 import { NODE_SANITIZER_VERSION, sanitizeNode } from '../crawler/sanitize-node.js';
 import { DEFAULT_CRAWL_LIMITS } from '../crawler/crawl.js';
 import { rangeContains } from '../crawler/platform-range.js';
@@ -27,9 +27,8 @@ import type { PageChanges } from './page-changes.js';
 import type { ChangesService } from '../changes/service.js';
 import type { ChangesAnswer, ChangesPages } from './changes-pages.js';
 import { CatalogPage } from './catalog-page.js';
-import type { CatalogCard, CatalogPageModel, LabelNodesPageModel, NodePageModel, NodeSearchModel, ProductPageModel, SiteInfo, Served } from './model.js';
+import type { CatalogCard, CatalogPageModel, LabelNodesPageModel, NodePageModel, ProductPageModel, SiteInfo, Served } from './model.js';
 import { NodePage } from './node-page.js';
-import { NodeSearchPage } from './node-search-page.js';
 import { NotFoundPage } from './not-found-page.js';
 import { PAGE_IDS } from './product-page.js';
 import { iconVersion, nodeUrl, type ProductFilesView, type ProductInput, productPageModel } from './presenter.js';
@@ -37,9 +36,10 @@ import { renderDocument } from './render.js';
 import { entityTag } from './entity-tag.js';
 import { feedNotices } from '../notices/view.js';
 import type { StatsService } from '../stats/service.js';
-import { compareLabelsAsc, descriptionChangedIn, iconSizeOf, nodeGroupsWithIcons, nodeSearchHref, replacementFor, unmarkedNodeName, vendorOf } from './node-presenter.js';
+import { compareLabelsAsc, descriptionChangedIn, nodeGroupsWithIcons, nodeSearchHref, replacementFor, unmarkedNodeName, vendorOf } from './node-presenter.js';
 import { catalogIndex, fold, parseFields } from './catalog-index.js';
 import { LabelNodesPage } from './label-nodes-page.js';
+import { nodeSearchPages } from './node-search.js';
 import { labelNodesUrl, NODE_LIST_PAGE, nodeCounts, productNodes } from './product-nodes.js';
 
 export interface PagesServiceDeps {
@@ -63,6 +63,8 @@ export interface PagesServiceDeps {
   failureRetryMs?: number;
   /** Bytes of node pages and node icons kept built (least recently used are dropped). */
   nodeCacheBytes?: number;
+  /** Runs a node search (web/catalog-reads.ts: in a worker thread); default: `crawls.searchNodes` here. */
+  searchNodes?: CrawlsRepository['searchNodes'];
   now?: () => number;
 }
 
@@ -104,9 +106,23 @@ function served(body: string | Buffer, type: string): Served {
   return { body: bytes, type, etag: entityTag(bytes) };
 }
 
-export const NODE_SEARCH_LIMIT = 100;
+export { NODE_SEARCH_LIMIT } from './node-search.js';
 
-export function pagesService({ repo, site, files, crawls, renderer, changes, nodeChanges, downloads, cacheSize = 500, failureRetryMs = 10 * 60_000, nodeCacheBytes = 32 * 1024 * 1024, now = Date.now }: PagesServiceDeps) {
+export function pagesService({
+  repo,
+  site,
+  files,
+  crawls,
+  renderer,
+  changes,
+  nodeChanges,
+  downloads,
+  cacheSize = 500,
+  failureRetryMs = 10 * 60_000,
+  nodeCacheBytes = 32 * 1024 * 1024,
+  searchNodes = (filter, limit) => crawls.searchNodes(filter, limit),
+  now = Date.now,
+}: PagesServiceDeps) {
   const cache = new Map<string, Rendered>();
   const nodeLists = productNodes(crawls, cacheSize);
   const building = new Map<string, Promise<Rendered>>();
@@ -239,6 +255,7 @@ export function pagesService({ repo, site, files, crawls, renderer, changes, nod
 
   const index = catalogIndex({ repo, crawls, changes });
   const liveProducts = () => index.live();
+  const nodeSearches = nodeSearchPages({ site, live: liveProducts, search: searchNodes });
 
   // Node pages and icons, served as built until the product's page key changes (a crawl, an
   // upload, a state change): building one parses the stored node and renders it, which grows with
@@ -547,46 +564,8 @@ export function pagesService({ repo, site, files, crawls, renderer, changes, nod
       return marked(s, p.provisional);
     },
 
-    /**
-     * Node search over live products (one hit per product and node, the copy in its highest label): full text,
-     * narrowed by product and category (issue 20); a filter without words lists its nodes. At
-     * most NODE_SEARCH_LIMIT hits, with a note when more matched.
-     */
-    async nodeSearch(query: string, filter: { product?: string | null; category?: string | null; works?: string | null } = {}): Promise<{ served: Served; model: NodeSearchModel }> {
-      const product = filter.product || null;
-      const category = filter.category || null;
-      const works = filter.works || null;
-      // "Works with <release>" (a validated release): the labels of live products whose platform range holds it.
-      const live = await liveProducts();
-      const labels = works
-        ? live.flatMap((p) => p.labelRanges.filter((r) => rangeContains(r.range, works)).map((r) => ({ product: p.id, label: r.label })))
-        : null;
-      // Nodes of withdrawn labels are left out (their update sites answer 410).
-      const exceptLabels = live.flatMap((p) => p.withdrawn.map((label) => ({ product: p.id, label })));
-      // One hit per product and node (deduplicated in SQL); one more than a page tells that more matched.
-      const hits = await crawls.searchNodes({ words: searchWords(query), product, category, labels, exceptLabels }, NODE_SEARCH_LIMIT + 1);
-      const facets = await crawls.searchFacets();
-      // Sorted here: the databases' collations differ (SQLite compares bytes).
-      const byText = (a: string, b: string) => a.localeCompare(b, 'en', { sensitivity: 'base' }) || (a < b ? -1 : a > b ? 1 : 0);
-      facets.products.sort((a, b) => byText(a.name, b.name) || byText(a.id, b.id));
-      facets.categories.sort(byText);
-      const model: NodeSearchModel = { query, hits: [], product, category, works, facets, capped: hits.length > NODE_SEARCH_LIMIT };
-      for (const h of hits.slice(0, NODE_SEARCH_LIMIT)) {
-        const url = nodeUrl(h.product_id, h.factory_class);
-        model.hits.push({
-          name: h.name,
-          url,
-          productName: h.product_name,
-          productUrl: `/product/${h.product_id}`,
-          category: h.category_names,
-          shortDescription: h.short_description,
-          iconUrl: h.icon_head ? `${url}/icon` : null,
-          iconSize: iconSizeOf({ icon: h.icon_head, icon_type: h.icon_type }),
-          categoryUrl: h.category_names ? nodeSearchHref({ product: h.product_id, category: h.category_names }) : null,
-        });
-      }
-      return { served: served(renderDocument(NodeSearchPage({ site, m: model })), HTML), model };
-    },
+    /** Node search over live products (node-search.ts). */
+    nodeSearch: (query: string, filter: { product?: string | null; category?: string | null; works?: string | null } = {}) => nodeSearches.page(query, filter),
 
     async sitemap(): Promise<Served> {
       const live = await liveProducts();
