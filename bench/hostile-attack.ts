@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import ssh2 from 'ssh2';
 import { call, connectSftp, hostileChangelog, putFile } from './hostile-fixtures.js';
+import { type CatalogPlan, catalogAttacks, catalogDeadline, catalogReport } from './hostile-catalog.js';
 
 export interface AttackPlan {
   /** How long the attack lasts after `go`. */
@@ -18,7 +19,9 @@ export interface AttackPlan {
   token: string;
   username: string;
   password: string;
-  attacks: ('crawl' | 'page' | 'sftp')[];
+  attacks: ('crawl' | 'page' | 'sftp' | 'catalog' | 'search')[];
+  /** The big node catalog (bench/hostile-catalog.ts), for the catalog and search attacks. */
+  catalog?: CatalogPlan;
   /** Local folders of the hostile labels and the files to upload from each. */
   labels: { label: string; dir: string; files: string[]; reupload: string[] }[];
   changelogItems: number;
@@ -50,6 +53,7 @@ const report = {
   },
   page: { patches: 0, refused: null as string | null, renders: 0, longestMs: 0, waitingMs: 0, error: null as string | null },
   sftp: { held: 0, refusedOpens: 0, acceptedOpens: 0, readdirs: 0, listings: 0, error: null as string | null },
+  ...catalogReport,
 };
 
 /** What the attacks were waiting for when the deadline came (reported with how long). */
@@ -229,6 +233,7 @@ await new Promise<void>((resolve) => {
 // Reports and exits at the deadline, whatever is still waiting for the server.
 setTimeout(() => {
   if (pageStarted) report.page.waitingMs = Date.now() - pageStarted;
+  catalogDeadline();
   if (crawlAwaited?.labels.size) report.crawl.waiting = `${[...crawlAwaited.labels].join(', ')} for ${((Date.now() - crawlAwaited.since) / 1000).toFixed(1)} s`;
   process.stdout.write(`${JSON.stringify(report)}\n`);
   process.exit(0);
@@ -237,4 +242,5 @@ await Promise.all([
   uploader && attempt('crawl', () => crawlAttack(uploader.sftp)),
   wanted.has('page') && attempt('page', pageAttack),
   abuser && attempt('sftp', () => sftpAttack(abuser.conn.sftp, abuser.dirs)),
+  ...catalogAttacks(plan.webUrl, plan.catalog, wanted, live),
 ]);
