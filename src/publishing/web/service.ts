@@ -13,11 +13,8 @@ import { versionBadge } from '../content/badge.js';
 import { ServiceUnavailableError } from '../../infra/errors.js';
 import { type ContentRenderer, PageRenderFailed, RenderDeferred } from '../content/isolated-render.js';
 import { type FeedProduct, productFeed, siteFeed } from '../content/feeds.js';
-import { rasterSize, sanitizeSvg, sniffRasterImage } from '../content/svg.js';
-import type { NodeDescription } from '../crawler/node-description.js';
-import type { CrawlNodeRow, CrawlRow, CrawlsRepository } from '../crawler/repository.js';
-import { NODE_SANITIZER_VERSION, sanitizeNode } from '../crawler/sanitize-node.js';
-import { DEFAULT_CRAWL_LIMITS } from '../crawler/crawl.js';
+import { sanitizeSvg, sniffRasterImage } from '../content/svg.js';
+import type { CrawlRow, CrawlsRepository } from '../crawler/repository.js';
 import { rangeContains } from '../crawler/platform-range.js';
 import { BadRequestPage } from './bad-request-page.js';
 import type { ProductFilesReader } from '../files/reader.js';
@@ -27,20 +24,19 @@ import type { PageChanges } from './page-changes.js';
 import type { ChangesService } from '../changes/service.js';
 import type { ChangesAnswer, ChangesPages } from './changes-pages.js';
 import { CatalogPage } from './catalog-page.js';
-import type { CatalogCard, CatalogPageModel, LabelNodesPageModel, NodePageModel, ProductPageModel, SiteInfo, Served } from './model.js';
-import { NodePage } from './node-page.js';
+import type { CatalogCard, CatalogPageModel, ProductPageModel, SiteInfo, Served } from './model.js';
 import { NotFoundPage } from './not-found-page.js';
 import { PAGE_IDS } from './product-page.js';
-import { iconVersion, nodeUrl, type ProductFilesView, type ProductInput, productPageModel } from './presenter.js';
+import { iconVersion, type ProductFilesView, type ProductInput, productPageModel } from './presenter.js';
 import { renderDocument } from './render.js';
 import { entityTag } from './entity-tag.js';
 import { feedNotices } from '../notices/view.js';
 import type { StatsService } from '../stats/service.js';
-import { compareLabelsAsc, descriptionChangedIn, nodeGroupsWithIcons, nodeSearchHref, replacementFor, unmarkedNodeName, vendorOf } from './node-presenter.js';
+import { vendorOf } from './node-presenter.js';
 import { catalogIndex, fold, parseFields } from './catalog-index.js';
-import { LabelNodesPage } from './label-nodes-page.js';
 import { nodeSearchPages } from './node-search.js';
-import { labelNodesUrl, NODE_LIST_PAGE, nodeCounts, productNodes } from './product-nodes.js';
+import { nodePages, RASTER_TYPES } from './node-pages.js';
+import { nodeCounts, productNodes } from './product-nodes.js';
 
 export interface PagesServiceDeps {
   repo: ProductsRepository;
@@ -67,9 +63,6 @@ export interface PagesServiceDeps {
   searchNodes?: CrawlsRepository['searchNodes'];
   now?: () => number;
 }
-
-/** An icon stored before migration 0008 larger than this (the crawler's limit) is not shown. */
-const STORED_ICON_MAX_BYTES = DEFAULT_CRAWL_LIMITS.maxIconBytes;
 
 export type { Served } from './model.js';
 
@@ -256,62 +249,7 @@ export function pagesService({
   const index = catalogIndex({ repo, crawls, changes });
   const liveProducts = () => index.live();
   const nodeSearches = nodeSearchPages({ site, live: liveProducts, search: searchNodes });
-
-  // Node pages and icons, served as built until the product's page key changes (a crawl, an
-  // upload, a state change): building one parses the stored node and renders it, which grows with
-  // the vendor's description, so it is not done per request. Bounded by bytes, least recently used
-  // dropped first.
-  const nodeServed = new Map<string, { key: string; served: Served | null; bytes: number }>();
-  let nodeServedBytes = 0;
-  async function cachedNode(r: Rendered, cacheKey: string, build: () => Promise<Served | null>): Promise<Served | null> {
-    const hit = nodeServed.get(cacheKey);
-    if (hit?.key === r.key) {
-      nodeServed.delete(cacheKey);
-      nodeServed.set(cacheKey, hit);
-      return hit.served;
-    }
-    const s = await build();
-    const entry = { key: r.key, served: s, bytes: (s?.body.length ?? 0) + 256 };
-    const old = nodeServed.get(cacheKey);
-    if (old) nodeServedBytes -= old.bytes;
-    nodeServed.delete(cacheKey);
-    nodeServed.set(cacheKey, entry);
-    nodeServedBytes += entry.bytes;
-    for (const [k, v] of nodeServed) {
-      if (nodeServedBytes <= nodeCacheBytes) break;
-      nodeServed.delete(k);
-      nodeServedBytes -= v.bytes;
-    }
-    return s;
-  }
-
-  // Rows crawled before migration 0008 (or by an older sanitizer) are sanitized once, here, and
-  // stored; concurrent requests for the same row share that one pass.
-  const sanitizing = new Map<string, Promise<CrawlNodeRow>>();
-  function sanitizedRow(row: CrawlNodeRow): Promise<CrawlNodeRow> | CrawlNodeRow {
-    if (row.sanitized >= NODE_SANITIZER_VERSION) return row;
-    const k = JSON.stringify([row.product_id, row.label, row.factory_class]);
-    let pending = sanitizing.get(k);
-    if (!pending) {
-      pending = (async () => {
-        const data = JSON.parse(row.data) as { description: NodeDescription | null };
-        const icon = row.icon && row.icon_type ? { contentType: row.icon_type, base64: row.icon } : null;
-        const clean = sanitizeNode(data.description, icon, STORED_ICON_MAX_BYTES);
-        const next: CrawlNodeRow = {
-          ...row,
-          data: JSON.stringify({ ...data, description: clean.description }),
-          icon: clean.icon?.base64 ?? null,
-          icon_type: clean.icon?.contentType ?? null,
-          sanitized: NODE_SANITIZER_VERSION,
-        };
-        await crawls.storeSanitized(next);
-        return next;
-      })();
-      sanitizing.set(k, pending);
-      pending.finally(() => sanitizing.delete(k)).catch(() => {});
-    }
-    return pending;
-  }
+  const nodes = nodePages({ site, crawls, cacheBytes: nodeCacheBytes });
 
   /**
    * A catalog card's facts: the badge's version (the changelog's newest release), the vendor (the
@@ -331,75 +269,6 @@ export function pagesService({
       nodeCount: distinct,
       lastUpdate: times.length ? times.reduce((a, b) => (a > b ? a : b)) : null,
     };
-  }
-
-  /** The node's row from the label the product page shows (recommended first), sanitized. */
-  async function findNodeRow(r: Rendered, id: string, factoryClass: string): Promise<{ row: CrawlNodeRow; label: string; installUrl: string } | null> {
-    for (const l of r.model.labels ?? []) {
-      if (l.url === null) continue; // the same labels the product page takes its nodes from
-      const row = await crawls.node(id, l.label, factoryClass);
-      if (!row) continue;
-      return { row: await sanitizedRow(row), label: l.label, installUrl: l.url };
-    }
-    return null;
-  }
-
-  /** A node page's model: the stored description is already sanitized HTML (crawler/sanitize-node.ts). */
-  function nodeModel(
-    r: Rendered,
-    id: string,
-    found: { row: CrawlNodeRow; label: string; installUrl: string },
-    all: CrawlNodeRow[],
-    replacement: NodePageModel['replacement'],
-  ): NodePageModel {
-    const { row } = found;
-    // The labels the product page offers (with an update site) that have this node.
-    const offered = (r.model.labels ?? []).filter((l): l is typeof l & { url: string } => l.url !== null);
-    const inLabel = new Map(all.map((n) => [n.label, n]));
-    const labels = offered
-      .filter((l) => inLabel.has(l.label))
-      .map((l) => ({ label: l.label, url: l.url, recommended: l.recommended, installed: l.label === found.label }))
-      .sort((a, b) => compareLabelsAsc(b.label, a.label));
-    const data = JSON.parse(row.data) as { categoryNames: string[]; description: NodeDescription | null; platforms?: string[] | null };
-    const url = nodeUrl(id, row.factory_class);
-    return {
-      productId: id,
-      productName: r.model.name,
-      productUrl: `/product/${id}`,
-      productHidden: r.model.hidden,
-      label: found.label,
-      installUrl: found.installUrl,
-      url: `${site.baseUrl}${url}`,
-      name: row.name,
-      factoryClass: row.factory_class,
-      bundle: row.bundle,
-      categoryNames: data.categoryNames,
-      deprecated: row.deprecated === 1,
-      iconUrl: row.icon ? `${url}/icon` : null,
-      iconSize: row.icon && row.icon_type !== 'image/svg+xml' ? rasterSize(Buffer.from(row.icon, 'base64')) : null,
-      description: data.description,
-      platforms: data.platforms ?? null,
-      labelNotice: r.model.labels?.find((l) => l.label === found.label)?.notice ?? null,
-      productIconUrl: r.model.iconUrl,
-      productColors: r.model.colors,
-      labels,
-      descriptionChangedIn: descriptionChangedIn(labels.map((l) => inLabel.get(l.label)!)),
-      replacement,
-      productSearchUrl: nodeSearchHref({ product: id }),
-      categorySearchUrl: row.category_names ? nodeSearchHref({ product: id, category: row.category_names }) : null,
-    };
-  }
-
-  /**
-   * A deprecated node's replacement: a current node of the product's offered labels named like it
-   * without its mark (node-presenter.ts), looked up by name, never by reading every node.
-   */
-  async function replacementOf(r: Rendered, id: string, row: CrawlNodeRow): Promise<NodePageModel['replacement']> {
-    if (row.deprecated !== 1) return null;
-    const labels = (r.model.labels ?? []).flatMap((l) => (l.url === null ? [] : [l.label]));
-    const named = (await crawls.currentNodesNamed(id, labels, unmarkedNodeName(row.name), 8)).sort((a, b) => (a.factory_class < b.factory_class ? -1 : a.factory_class > b.factory_class ? 1 : 0));
-    const candidates = named.map((n) => ({ name: n.name, url: nodeUrl(id, n.factory_class), deprecated: false }));
-    return replacementFor({ name: row.name, url: nodeUrl(id, row.factory_class) }, candidates);
   }
 
   /**
@@ -432,40 +301,10 @@ export function pagesService({
       return s.status ? s : marked(s, p.provisional);
     },
 
-    /**
-     * One page of a label's node list (`label` null: the best label's), or null: no such product,
-     * no such label with nodes, or no such page. Reads and renders one page's nodes.
-     */
+    /** One page of a label's node list (node-pages.ts), or null: no such product, label with nodes, or page. */
     async labelNodesPage(id: string, label: string | null, page: number): Promise<Served | null> {
       const p = await product(id);
-      if (!p) return null;
-      const { r } = p;
-      const lists = r.model.nodeLabels ?? [];
-      const l = label === null ? lists[0] : lists.find((x) => x.label === label);
-      if (!l) return null;
-      const pages = Math.max(1, Math.ceil(l.count / NODE_LIST_PAGE));
-      if (page > pages) return null;
-      const s = await cachedNode(r, JSON.stringify(['list', id, l.label, page]), async () => {
-        const rows = await crawls.nodeListPage(id, l.label, (page - 1) * NODE_LIST_PAGE, NODE_LIST_PAGE);
-        const m: LabelNodesPageModel = {
-          productId: id,
-          productName: r.model.name,
-          productUrl: `/product/${id}`,
-          productHidden: r.model.hidden,
-          label: l.label,
-          recommended: l.recommended,
-          count: l.count,
-          page,
-          pages,
-          first: (page - 1) * NODE_LIST_PAGE + 1,
-          groups: nodeGroupsWithIcons(id, rows),
-          labels: lists.map((x) => ({ label: x.label, count: x.count, url: x.listUrl, current: x.label === l.label })),
-          previousUrl: page > 1 ? labelNodesUrl(id, l.label, page - 1) : null,
-          nextUrl: page < pages ? labelNodesUrl(id, l.label, page + 1) : null,
-        };
-        return served(renderDocument(LabelNodesPage({ site, m })), HTML);
-      });
-      return marked(s, p.provisional);
+      return p ? marked(await nodes.labelList(p.r, label, page), p.provisional) : null;
     },
 
     /** The icon as uploaded (SVG sanitized again on the way out) and its version tag, or null. */
@@ -536,32 +375,13 @@ export function pagesService({
     /** A node's page (also while the product is hidden, like the product page), or null. */
     async nodePage(id: string, factoryClass: string): Promise<Served | null> {
       const p = await product(id);
-      if (!p) return null;
-      const { r } = p;
-      const s = await cachedNode(r, JSON.stringify(['page', id, factoryClass]), async () => {
-        const found = await findNodeRow(r, id, factoryClass);
-        if (!found) return null;
-        // Every label's copy, sanitized alike, so that comparing descriptions compares content.
-        const all = await Promise.all((await crawls.nodeInLabels(id, factoryClass)).map((n) => sanitizedRow(n)));
-        return served(renderDocument(NodePage({ site, m: nodeModel(r, id, found, all, await replacementOf(r, id, found.row)) })), HTML);
-      });
-      return marked(s, p.provisional);
+      return p ? marked(await nodes.page(p.r, factoryClass), p.provisional) : null;
     },
 
     /** A node's icon as stored: SVG sanitized by the crawl, rasters checked to be what they claim. */
     async nodeIcon(id: string, factoryClass: string): Promise<Served | null> {
       const p = await product(id);
-      if (!p) return null;
-      const { r } = p;
-      const s = await cachedNode(r, JSON.stringify(['icon', id, factoryClass]), async () => {
-        const row = (await findNodeRow(r, id, factoryClass))?.row;
-        if (!row?.icon || !row.icon_type) return null;
-        const bytes = Buffer.from(row.icon, 'base64');
-        if (row.icon_type === 'image/svg+xml') return served(bytes, 'image/svg+xml; charset=utf-8');
-        const kind = sniffRasterImage(bytes);
-        return kind ? served(bytes, RASTER_TYPES[kind]) : null;
-      });
-      return marked(s, p.provisional);
+      return p ? marked(await nodes.icon(p.r, factoryClass), p.provisional) : null;
     },
 
     /** Node search over live products (node-search.ts). */
@@ -598,7 +418,6 @@ function xmlEscape(s: string): string {
   return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 }
 
-const RASTER_TYPES = { png: 'image/png', jpeg: 'image/jpeg', gif: 'image/gif', webp: 'image/webp' } as const;
 
 function iconOf(fields: ProductFields): Served | null {
   if (fields.icon) {
