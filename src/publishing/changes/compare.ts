@@ -2,7 +2,7 @@
  * One page of what changed between two sides (changes/service.ts chooses them): both sides'
  * nodes read and signed (changes/signature.ts), compared (changes/diff.ts), and cut to the page
  * asked for. A side is thousands of nodes in a big catalog, so this runs in a worker thread of
- * its own with its own database connection (changes/isolated-compare.ts), never on the serving
+ * its own with its own database connection (web/catalog-reads.ts), never on the serving
  * loop; what comes back is one page, whatever the sides hold.
  */
 import { type ChangedNode, diffNodes, type NodeRef, type NodesDiff } from './diff.js';

@@ -72,7 +72,7 @@ export interface ChangesServiceDeps {
   products: Pick<ProductsRepository, 'getSetting' | 'find'>;
   /** The label's current release (releases/service.ts `current`); absent: labels have none. */
   current?: (productId: string, label: string) => number | null;
-  /** Where the sides are read and compared (changes/isolated-compare.ts: off the serving loop); default: here. */
+  /** Where the sides are read and compared (web/catalog-reads.ts: off the serving loop); default: here. */
   differ?: NodesDiffer;
 }
 

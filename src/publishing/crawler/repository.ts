@@ -205,7 +205,7 @@ export function crawlsRepository(db: Kysely<PublishingDB>, dialect: DialectName)
     },
 
     /**
-     * Node search with filters (issue 20 "Node pages and discovery"): the full-text match of the
+     * Node search with filters (vendors.md "Your nodes in the node catalog"): the full-text match of the
      * words when there are any (each word as a prefix, from SEARCH_PREFIX_MIN characters on;
      * FTS5 bm25 on SQLite, ts_rank over the stored tsvector on PostgreSQL), narrowed in SQL to one
      * product and/or one category path (the category and everything below it); without words, a

@@ -1,10 +1,11 @@
 /**
- * The changes page (issue 20), one page of a comparison at a time (changes/compare.ts: at most
- * COMPARE_PAGE nodes, compared in a worker thread, changes/isolated-compare.ts), kept by what it
- * is built from: the product's own sources (its labels, their kept releases and current ones,
- * the recommended label), its crawl stamp (every crawl that stores nodes moves it), its name and
- * state, and `from`, `to` and `page` as asked. No other product's change drops it. Kept answers
- * are bounded by bytes, least recently used dropped first.
+ * The changes page (vendors.md "What changed between labels"), one page of a comparison at a
+ * time (changes/compare.ts: at most COMPARE_PAGE nodes, compared in the catalog's worker thread,
+ * web/catalog-reads.ts), kept by what it is built from: the product's own sources (its labels,
+ * their kept releases and current ones, the recommended label), its crawl stamp (every crawl
+ * that stores nodes moves it), its name and state, and `from`, `to` and `page` as asked. No
+ * other product's change drops it. Kept answers are bounded by bytes, least recently used
+ * dropped first.
  */
 import { AppError } from '../../infra/errors.js';
 import type { ChangesService } from '../changes/service.js';

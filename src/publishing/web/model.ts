@@ -66,7 +66,7 @@ export interface ProductPageModel {
   changesUrl?: string;
   /** Installs counted by the download host (complete days only); absent without statistics. */
   downloads?: import('../stats/service.js').DownloadsChartModel;
-  /** Nodes of every crawled label with an update site, best label first (issue 20), each bounded (web/product-nodes.ts); null before any crawl. */
+  /** Nodes of every crawled label with an update site, best label first, each bounded (web/product-nodes.ts); null before any crawl. */
   nodeLabels?: LabelNodes[] | null;
 }
 

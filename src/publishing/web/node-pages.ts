@@ -1,5 +1,5 @@
 /**
- * Node pages, node icons and a label's paged node list (issue 20 "Node pages and discovery"),
+ * Node pages, node icons and a label's paged node list (vendors.md "Your nodes in the node catalog"),
  * each built from a product's rendering (web/service.ts) and served as built until the
  * product's page key changes (a crawl, an upload, a state change): building one reads and
  * renders a bounded part of the catalog (one node's copies, one page of a label), which grows

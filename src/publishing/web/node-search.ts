@@ -1,5 +1,5 @@
 /**
- * The node search page (`/nodes?q=&product=&category=&works=`, issue 20) at any catalog size:
+ * The node search page (`/nodes?q=&product=&category=&works=`) at any catalog size:
  * the search itself runs where `search` runs it (web/catalog-reads.ts: a worker thread with its
  * own connection, bounded by crawler/repository.ts `searchNodes`); the filters' choices come from
  * the catalog index (kept per product by its crawl stamp, web/catalog-index.ts), never from a
