@@ -10,6 +10,7 @@ import ssh2 from 'ssh2';
 import { call, connectSftp, hostileChangelog, putFile } from './hostile-fixtures.js';
 import { seedStats, statsAttack, statsReport } from './hostile-stats.js';
 import { folderIndexAttack, folderIndexReport, prepareFolderIndex } from './hostile-folder-index.js';
+import { type CatalogPlan, catalogAttacks, catalogDeadline, catalogReport } from './hostile-catalog.js';
 
 export interface AttackPlan {
   /** How long the attack lasts after `go`. */
@@ -20,9 +21,11 @@ export interface AttackPlan {
   token: string;
   username: string;
   password: string;
-  attacks: ('crawl' | 'page' | 'sftp' | 'stats' | 'folder-index')[];
   /** The server's publishing database (the stats attack seeds its counts there). */
   databaseUrl: string;
+  attacks: ('crawl' | 'page' | 'sftp' | 'stats' | 'folder-index' | 'catalog' | 'search')[];
+  /** The big node catalog (bench/hostile-catalog.ts), for the catalog and search attacks. */
+  catalog?: CatalogPlan;
   /** Local folders of the hostile labels and the files to upload from each. */
   labels: { label: string; dir: string; files: string[]; reupload: string[] }[];
   changelogItems: number;
@@ -56,6 +59,7 @@ const report = {
   sftp: { held: 0, refusedOpens: 0, acceptedOpens: 0, readdirs: 0, listings: 0, error: null as string | null },
   stats: statsReport(),
   'folder-index': folderIndexReport,
+  ...catalogReport,
 };
 
 /** What the attacks were waiting for when the deadline came (reported with how long). */
@@ -246,6 +250,7 @@ await new Promise<void>((resolve) => {
 // Reports and exits at the deadline, whatever is still waiting for the server.
 setTimeout(() => {
   if (pageStarted) report.page.waitingMs = Date.now() - pageStarted;
+  catalogDeadline();
   if (crawlAwaited?.labels.size) report.crawl.waiting = `${[...crawlAwaited.labels].join(', ')} for ${((Date.now() - crawlAwaited.since) / 1000).toFixed(1)} s`;
   process.stdout.write(`${JSON.stringify(report)}\n`);
   process.exit(0);
@@ -256,4 +261,5 @@ await Promise.all([
   abuser && attempt('sftp', () => sftpAttack(abuser.conn.sftp, abuser.dirs)),
   wanted.has('stats') && attempt('stats', () => statsAttack(plan, live, report.stats)),
   indexUrl && attempt('folder-index', () => folderIndexAttack(indexUrl, live)),
+  ...catalogAttacks(plan.webUrl, plan.catalog, wanted, live),
 ]);

@@ -25,13 +25,15 @@ import { buildPythonSite, buildXzBomb, connectSftp, mkdirMany, putFile, type Sft
 import { statsLine } from './hostile-stats.js';
 import { folderIndexLine } from './hostile-folder-index.js';
 import { freePort, pierCli, tempDir } from './lib.js';
+import { catalogLines, readyCatalog, seedCatalog } from './hostile-catalog.js';
+import { pageRow, pageVerdict, steadyPage } from './hostile-steady.js';
 
 const SECONDS = Number(process.env.BENCH_HOSTILE_SECONDS ?? 10);
 const RATE = Number(process.env.BENCH_HOSTILE_RATE ?? 200);
 const GRACE_S = Number(process.env.BENCH_HOSTILE_GRACE ?? 5);
 const FOLDER_ENTRIES = Number(process.env.BENCH_HOSTILE_FOLDER_ENTRIES ?? 5_000);
 /** Which attacks run together (a subset helps find which one hurts). */
-const ATTACKS = (process.env.BENCH_HOSTILE_ATTACKS ?? 'crawl,page,sftp,stats,folder-index').split(',') as AttackPlan['attacks'];
+const ATTACKS = (process.env.BENCH_HOSTILE_ATTACKS ?? 'crawl,page,sftp,stats,folder-index,catalog,search').split(',') as AttackPlan['attacks'];
 const CHANGELOG_ITEMS = 2_000;
 const PYTHON_MODULE_BYTES = 100 * 1024;
 const TARGET = 2;
@@ -211,6 +213,7 @@ export async function benchHostileLoad(): Promise<string> {
   const started = performance.now();
   // The first registration creates the database; the second runs while the server starts.
   const steady = JSON.parse(pierCli(env, 'staff', 'register', 'steady-ext', '--name', 'Steady', '--json'));
+  const catalog = ATTACKS.includes('catalog') || ATTACKS.includes('search') ? await seedCatalog(env) : null;
   const logFile = path.join(work, 'server.log');
   const log = fs.openSync(logFile, 'w');
   const server = spawn(process.execPath, ['bin/pier.js', 'serve', '--only', 'web,downloads,sftp'], {
@@ -248,11 +251,13 @@ export async function benchHostileLoad(): Promise<string> {
       Array.from({ length: FOLDER_ENTRIES }, (_, i) => `entry-${String(i).padStart(6, '0')}`),
     );
     for (const c of conns.splice(0)) c.end();
+    if (catalog) await readyCatalog(webUrl, sftpPort, catalog);
     const setupS = (performance.now() - started) / 1000;
     // Not counted: the server's first requests pay for compiling its code paths.
-    await steadyLoad(downloadUrl, 2);
+    const otherPage = () => steadyPage(`${webUrl}/product/steady-ext`, 'Steady', SECONDS, GRACE_S);
+    await Promise.all([steadyLoad(downloadUrl, 2), steadyPage(`${webUrl}/product/steady-ext`, 'Steady', 2, GRACE_S)]);
 
-    const quiet = await steadyLoad(downloadUrl);
+    const [quiet, quietPage] = await Promise.all([steadyLoad(downloadUrl), otherPage()]);
     const plan: AttackPlan = {
       seconds: SECONDS,
       webUrl,
@@ -267,6 +272,7 @@ export async function benchHostileLoad(): Promise<string> {
       changelogItems: CHANGELOG_ITEMS,
       smallFile: '/assets/f.bin',
       bigFolder: '/assets/big',
+      catalog: catalog?.plan,
     };
     const child = spawn(process.execPath, ['--import', 'tsx', 'bench/hostile-attack.ts', JSON.stringify(plan)], { stdio: ['pipe', 'pipe', 'inherit'] });
     // The attacker's own CPU (SSH crypto, building requests) would be on another machine in
@@ -288,7 +294,7 @@ export async function benchHostileLoad(): Promise<string> {
       void attackerDone.then(() => reject(new Error('the attacker process ended before it was ready')));
     });
     child.stdin?.end('go\n');
-    const attack = await steadyLoad(downloadUrl);
+    const [attack, attackPage] = await Promise.all([steadyLoad(downloadUrl), otherPage()]);
     await Promise.race([attackerDone, new Promise((r) => setTimeout(r, 5_000))]);
     const rss = peakRssMb(server.pid as number);
     let what: string[];
@@ -303,6 +309,7 @@ export async function benchHostileLoad(): Promise<string> {
           `  sftp: ${r.sftp.held} handles held, ${r.sftp.refusedOpens} OPENs refused, ${r.sftp.acceptedOpens} accepted over the cap, ${r.sftp.readdirs} READDIRs, ${r.sftp.listings} full listings${r.sftp.error ? `; stopped: ${r.sftp.error}` : ''}`,
         ATTACKS.includes('stats') && statsLine(r.stats),
         ATTACKS.includes('folder-index') && folderIndexLine(r['folder-index']),
+        ...catalogLines(r.catalog ? r : undefined, ATTACKS),
       ].filter((l): l is string => typeof l === 'string');
     } catch {
       what = ['  the attacker process reported nothing'];
@@ -315,9 +322,12 @@ export async function benchHostileLoad(): Promise<string> {
       `hostile vendor: ${ATTACKS.join(' + ')} (xz bomb ${(xzBytes / 1024).toFixed(1)} KB -> 16 MiB of <p/>, Python module ${PYTHON_MODULE_BYTES / 1024} KB of "@knext.node((", changelog ${CHANGELOG_ITEMS} items + ${CHANGELOG_ITEMS} link definitions, folder of ${FOLDER_ENTRIES} entries)`,
       row('quiet', quiet),
       row('under attack', attack),
+      pageRow("another product's page, quiet", quietPage),
+      pageRow("another product's page, attack", attackPage),
       ...what,
       `server: peak RSS ${rss === null ? '?' : `${rss.toFixed(0)} MB`}; error log lines: ${serverErrors(logFile)}`,
       `p99 under attack / quiet: ${ratio.toFixed(2)} (target <= ${TARGET.toFixed(2)}, no errors): ${pass ? 'PASS' : `FAIL${why}`}`,
+      pageVerdict(quietPage, attackPage, TARGET).line,
     ].join('\n');
   } finally {
     for (const c of conns) c.end();

@@ -53,6 +53,7 @@ async function withProducts<T>(
       isolation: { maxMemoryMb: config.publishing.crawlMaxMemoryMb, timeoutMs: config.publishing.crawlTimeoutSeconds * 1000 },
       platformCorePrefixes: config.publishing.platformCorePrefixes,
       platformCategories: config.publishing.platformCategories,
+      nodeLimits: config.publishing.nodeLimits,
     });
     try {
       const trust = trustService({ repo: trustRepository(database.db), products: repo, oidc: config.publishing.oidc });

@@ -83,6 +83,12 @@ export interface Config {
      * path is named with the platform's name for it.
      */
     platformCategories: PlatformCategory[];
+    /**
+     * What a product's node catalog may hold: nodes listed per label (PIER_CRAWL_MAX_NODES, default
+     * 2000) and bytes of node data (descriptions, icons) every label together (PIER_NODE_DATA_QUOTA,
+     * default 32M). A crawl past either lists what fits and says so in its report.
+     */
+    nodeLimits: { perLabel: number; productBytes: number };
     /** Wall time rendering one product page's Markdown may take (PIER_PAGE_RENDER_TIMEOUT_SECONDS, default 10). */
     pageRenderTimeoutSeconds: number;
     /**
@@ -414,6 +420,10 @@ export function loadConfig(env: Env = process.env): Config {
       crawlTimeoutSeconds: seconds(env, 'PIER_CRAWL_TIMEOUT_SECONDS', 600, 1, 86_400),
       platformCorePrefixes: corePrefixes(env, 'PIER_PLATFORM_CORE_PREFIXES'),
       platformCategories: platformCategories(env, 'PIER_PLATFORM_CATEGORIES'),
+      nodeLimits: {
+        perLabel: count(env, 'PIER_CRAWL_MAX_NODES', 2_000, 1_000_000),
+        productBytes: size(env, 'PIER_NODE_DATA_QUOTA', 32 * 1024 * 1024),
+      },
       pageRenderTimeoutSeconds: seconds(env, 'PIER_PAGE_RENDER_TIMEOUT_SECONDS', 10, 1, 600),
       pageRenderWorkers: count(env, 'PIER_PAGE_RENDER_WORKERS', os.availableParallelism() >= 2 ? 2 : 1, 64),
       pageRenderBudgetSeconds: seconds(env, 'PIER_PAGE_RENDER_BUDGET_SECONDS', 30, 1, 86_400),

@@ -7,6 +7,7 @@ import { labelReleasesMigration, type ReleasesTables } from './releases/tables.j
 import { downloadCountsMigration, downloadInstallsMigration, type StatsTables } from './stats/tables.js';
 import { type TrustTables, trustedPublishingMigration, trustRefKindsMigration } from './trust/tables.js';
 import { platformRangesMigration } from './crawler/platform-tables.js';
+import { nodeListsMigration } from './crawler/node-list-tables.js';
 
 export interface ProductsTable {
   id: string;
@@ -91,6 +92,10 @@ export interface CrawlsTable {
   units: string;
   /** The label's platform range, OSGi notation (migration 0012); null: none found, or not crawled since. */
   platform_range?: string | null;
+  /** Nodes the latest crawl that replaced the label's nodes stored (migration 0015). */
+  node_count?: number | null;
+  /** Bytes of those nodes' stored data (crawler/node-limits.ts `nodeBytes`, migration 0015). */
+  node_bytes?: number | null;
 }
 
 /**
@@ -519,6 +524,7 @@ const migrations: Record<string, Migration> = {
   '0014_download_counts': downloadCountsMigration,
   '0015_download_installs': downloadInstallsMigration,
   '0016_trust_ref_kinds': trustRefKindsMigration,
+  '0017_node_lists': nodeListsMigration,
 };
 
 /** The ordered migrations (tests migrate part of the way to check a backfill). */

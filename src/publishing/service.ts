@@ -10,6 +10,8 @@ import { isolatedRenderer, type RenderHold } from './content/isolated-render.js'
 import { releaseNodesRepository } from './changes/repository.js';
 import { registerChangesRoutes } from './changes/routes.js';
 import { changesService } from './changes/service.js';
+import { localDiffer } from './changes/compare.js';
+import { type CatalogReads, catalogReads } from './web/catalog-reads.js';
 import { type AutoCrawl, startAutoCrawl } from './crawler/auto.js';
 import { crawlsRepository } from './crawler/repository.js';
 import { type CrawlerService, crawlerService } from './crawler/service.js';
@@ -37,6 +39,7 @@ import { type ProductService, productService } from './products/service.js';
 import { PageAnswers } from './web/page-answers.js';
 import { databasePageChanges } from './web/page-changes.js';
 import { changesPages } from './web/changes-pages.js';
+import { stampedFiles } from './web/files-view.js';
 import { MAX_FACTORY_LENGTH, PAGE_CSP, registerPageRoutes } from './web/routes.js';
 import { type PagesService, pagesService } from './web/service.js';
 import { trustRepository } from './trust/repository.js';
@@ -52,6 +55,8 @@ export interface PublishingService {
   pages: PagesService;
   /** Whole page answers the fast path serves (null when it is off). */
   pageAnswers: PageAnswers | null;
+  /** The worker thread comparisons and node searches run in (null for a `:memory:` database, read in-process). */
+  catalogReads: CatalogReads | null;
   /** Crawls of uploaded update sites, their reports and going live. */
   crawler: CrawlerService;
   /** Trusted publishing: CI identities bound to products, the credential exchange, the history (`recordRelease`). */
@@ -101,7 +106,13 @@ export async function createPublishingService(config: Config, options: Publishin
   const crawls = crawlsRepository(database.db, database.dialect);
   const releases = releasesService({ storage: localStorage(config.publishing.storageDir), repo: releasesRepository(database.db), keep: config.publishing.releasesKept });
   const snapshots = releaseNodesRepository(database.db);
-  const nodeChanges = changesService({ snapshots, files, products: repo, current: releases.current });
+  // Pages and comparisons read labels and workflows once per change of the product's files.
+  const pageFiles = stampedFiles(files);
+  // Two labels of thousands of nodes are compared, and nodes searched, in a worker thread with
+  // its own connection (a database only this process can open is read here).
+  const reads = config.publishing.databaseUrl === ':memory:' ? null : catalogReads({ databaseUrl: config.publishing.databaseUrl, timeoutMs: config.publishing.pageRenderTimeoutSeconds * 1000 });
+  const differ = reads?.differ ?? localDiffer(snapshots);
+  const nodeChanges = changesService({ snapshots, files: pageFiles, products: repo, current: releases.current, differ });
   const crawler = crawlerService({
     crawls,
     products: repo,
@@ -114,6 +125,7 @@ export async function createPublishingService(config: Config, options: Publishin
     isolation: { maxMemoryMb: config.publishing.crawlMaxMemoryMb, timeoutMs: config.publishing.crawlTimeoutSeconds * 1000 },
     platformCorePrefixes: config.publishing.platformCorePrefixes,
     platformCategories: config.publishing.platformCategories,
+    nodeLimits: config.publishing.nodeLimits,
   });
   const renderer = isolatedRenderer({
     timeoutMs: config.publishing.pageRenderTimeoutSeconds * 1000,
@@ -128,11 +140,12 @@ export async function createPublishingService(config: Config, options: Publishin
   const changes = withChartDays(databasePageChanges(database, options.pageFreshMs), stats.chartDay);
   const site = { name: 'Pier', baseUrl: config.publishing.baseUrl, downloadUrl: config.publishing.downloadUrl };
   const pages = pagesService({
-    nodeChanges: { service: nodeChanges, pages: changesPages({ service: nodeChanges, changes, site }) },
+    nodeChanges: { service: nodeChanges, pages: changesPages({ service: nodeChanges, site }) },
     renderer,
     repo,
-    files,
+    files: pageFiles,
     crawls,
+    searchNodes: reads?.search,
     changes,
     downloads: stats,
     site,
@@ -202,6 +215,7 @@ export async function createPublishingService(config: Config, options: Publishin
     files,
     pages,
     pageAnswers: answers,
+    catalogReads: reads,
     crawler,
     trust,
     autoCrawl,
@@ -220,6 +234,7 @@ export async function createPublishingService(config: Config, options: Publishin
         }),
       ]);
       await renderer.close();
+      await reads?.close();
       await validator.close();
       await database.close();
     },

@@ -2,8 +2,9 @@ import { nodeUrl } from '../web/presenter.js';
 import { type ChangedNode, describeChange, type NodeRef } from './diff.js';
 import type { Comparison } from './service.js';
 
-/** A comparison as the API answers it: node page URLs and each change in words. */
-export function presentComparison(productId: string, c: Comparison, paged: ReadonlySet<string>) {
+/** One page of a comparison as the API answers it: node page URLs and each change in words. */
+export function presentComparison(productId: string, c: Comparison) {
+  const paged = new Set(c.paged);
   const node = (n: NodeRef) => ({
     factoryClass: n.factoryClass,
     name: n.name,
@@ -20,5 +21,8 @@ export function presentComparison(productId: string, c: Comparison, paged: Reado
     deprecated: c.diff.deprecated.map(changed),
     changed: c.diff.changed.map(changed),
     unchanged: c.diff.unchanged,
+    counts: c.counts,
+    page: c.page,
+    pages: c.pages,
   };
 }

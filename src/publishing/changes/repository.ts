@@ -46,10 +46,11 @@ export function releaseNodesRepository(db: Kysely<PublishingDB>) {
       return rows.map((r) => ({ ...r, deprecated: Number(r.deprecated) }));
     },
 
-    /** Factory classes of the product's crawled nodes in any label: the nodes that have a page. */
-    async crawledFactories(productId: string): Promise<Set<string>> {
-      const rows = await db.selectFrom('crawl_nodes').select('factory_class').distinct().where('product_id', '=', productId).execute();
-      return new Set(rows.map((r) => r.factory_class));
+    /** Which of `factories` the product has crawled in any label: the nodes that have a page (from the index crawl_nodes_factory). */
+    async factoriesWithPage(productId: string, factories: readonly string[]): Promise<string[]> {
+      if (factories.length === 0) return [];
+      const rows = await db.selectFrom('crawl_nodes').select('factory_class').distinct().where('product_id', '=', productId).where('factory_class', 'in', factories).execute();
+      return rows.map((r) => r.factory_class);
     },
 
     /** Every kept, released release of the product with a snapshot, by label, newest first. */

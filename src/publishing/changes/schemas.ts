@@ -8,6 +8,7 @@ export const ChangesQuery = Type.Object(
   {
     from: Type.Optional(Type.String({ maxLength: 1024, description: '`<label>` or `<label>@<release number>`' })),
     to: Type.Optional(Type.String({ maxLength: 1024, description: '`<label>` or `<label>@<release number>`' })),
+    page: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,4}$', description: 'the page of nodes, from 1 (200 nodes a page)' })),
   },
   { additionalProperties: true },
 );
@@ -47,4 +48,10 @@ export const ChangesAnswer = Type.Object({
   deprecated: Type.Array(Changed, { description: 'deprecated in `to`, not in `from`' }),
   changed: Type.Array(Changed),
   unchanged: Type.Integer({ description: 'nodes on both sides with no change' }),
+  counts: Type.Object(
+    { added: Type.Integer(), removed: Type.Integer(), deprecated: Type.Integer(), changed: Type.Integer(), unchanged: Type.Integer() },
+    { description: 'every bucket\'s size; the lists above hold this page\'s part of them' },
+  ),
+  page: Type.Integer({ minimum: 1 }),
+  pages: Type.Integer({ minimum: 1, description: 'pages of up to 200 nodes, the buckets in the order added, removed, deprecated, changed' }),
 });

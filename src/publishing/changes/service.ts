@@ -11,9 +11,8 @@ import { AppError, ValidationError } from '../../infra/errors.js';
 import type { ProductFilesReader } from '../files/reader.js';
 import { isLabel, MAX_LABEL_LENGTH } from '../files/tree.js';
 import type { ProductsRepository } from '../products/repository.js';
-import { diffNodes, type NodesDiff } from './diff.js';
+import { type ComparisonPage, localDiffer, type NodesDiffer } from './compare.js';
 import type { ReleaseNodesRepository } from './repository.js';
-import { type NodeSignature, signaturesOf } from './signature.js';
 
 /** One side of a comparison. */
 export interface Side {
@@ -24,10 +23,10 @@ export interface Side {
   value: string;
 }
 
-export interface Comparison {
+/** One page of a comparison (changes/compare.ts): `diff` holds the page's nodes, `counts` every bucket's size. */
+export interface Comparison extends ComparisonPage {
   from: Side;
   to: Side;
-  diff: NodesDiff;
 }
 
 /** What can be compared: every label (best first) and its kept releases (newest first). */
@@ -73,9 +72,20 @@ export interface ChangesServiceDeps {
   products: Pick<ProductsRepository, 'getSetting' | 'find'>;
   /** The label's current release (releases/service.ts `current`); absent: labels have none. */
   current?: (productId: string, label: string) => number | null;
+  /** Where the sides are read and compared (web/catalog-reads.ts: off the serving loop); default: here. */
+  differ?: NodesDiffer;
 }
 
-export function changesService({ snapshots, files, products, current = () => null }: ChangesServiceDeps) {
+/** A `page` of a comparison past its last (404 naming the parameter). */
+export class UnknownPageError extends AppError {
+  constructor(pages: number) {
+    const detail = `the comparison has ${pages} page${pages === 1 ? '' : 's'}`;
+    super(404, 'not_found', 'Not found', detail, [{ field: 'page', message: detail }]);
+    this.name = 'UnknownPageError';
+  }
+}
+
+export function changesService({ snapshots, files, products, current = () => null, differ = localDiffer(snapshots) }: ChangesServiceDeps) {
   async function sources(productId: string): Promise<ChangeSources> {
     const [uploaded, kept, release, row] = await Promise.all([
       files.listLabels(productId),
@@ -101,15 +111,14 @@ export function changesService({ snapshots, files, products, current = () => nul
     return { labels: [...labels.filter((l) => l.recommended), ...labels.filter((l) => !l.recommended)] };
   }
 
-  async function nodesOf(productId: string, field: 'from' | 'to', side: { label: string; release: number | null }, src: ChangeSources): Promise<NodeSignature[]> {
+  /** A side named by a value: a label that is uploaded now, or a kept release of a label; else a 404 naming the parameter. */
+  function known(field: 'from' | 'to', side: { label: string; release: number | null }, src: ChangeSources): void {
     const l = src.labels.find((x) => x.label === side.label);
     if (side.release === null) {
       if (!l?.uploaded) throw new UnknownSideError(field, `the product has no label "${side.label}"`);
-      return signaturesOf(await snapshots.labelNodes(productId, side.label));
+    } else if (!l?.releases.includes(side.release)) {
+      throw new UnknownSideError(field, `label "${side.label}" has no kept release ${side.release} (kept: ${l?.releases.join(', ') || 'none'})`);
     }
-    const nodes = l?.releases.includes(side.release) ? await snapshots.find(productId, side.label, side.release) : undefined;
-    if (!nodes) throw new UnknownSideError(field, `label "${side.label}" has no kept release ${side.release} (kept: ${l?.releases.join(', ') || 'none'})`);
-    return nodes;
   }
 
   /** The default `from` for `to`: its release before, else the next lower label; null: none. */
@@ -131,10 +140,17 @@ export function changesService({ snapshots, files, products, current = () => nul
     sources,
 
     /**
-     * Compares `from` with `to` (either may be missing: see the defaults above). `missing` names
-     * the side that has no default (no label at all, or nothing earlier than `to`).
+     * Compares `from` with `to` (either may be missing: see the defaults above) and answers page
+     * `page` of it (changes/compare.ts). `missing` names the side that has no default (no label
+     * at all, or nothing earlier than `to`).
      */
-    async compare(productId: string, query: { from?: string; to?: string }): Promise<{ sources: ChangeSources } & ({ comparison: Comparison } | { missing: 'from' | 'to' })> {
+    async compare(
+      productId: string,
+      query: { from?: string; to?: string },
+      page = 1,
+      /** The product's crawl stamp read before (see NodesDiffer); without it, nothing is re-used. */
+      crawled?: string | null,
+    ): Promise<{ sources: ChangeSources } & ({ comparison: Comparison } | { missing: 'from' | 'to' })> {
       // Both are parsed first: a malformed value is a 400 whatever the product holds.
       const askedTo = query.to ? parseSide('to', query.to) : null;
       const askedFrom = query.from ? parseSide('from', query.from) : null;
@@ -142,15 +158,19 @@ export function changesService({ snapshots, files, products, current = () => nul
       const recommended = src.labels.find((l) => l.recommended);
       const to = askedTo ?? (recommended ? { label: recommended.label, release: null } : null);
       if (!to) return { sources: src, missing: 'to' };
-      const toNodes = await nodesOf(productId, 'to', to, src);
+      known('to', to, src);
       const from = askedFrom ?? earlier(to, src);
       if (!from) return { sources: src, missing: 'from' };
-      const fromNodes = await nodesOf(productId, 'from', from, src);
-      return { sources: src, comparison: { from: value(from), to: value(to), diff: diffNodes(fromNodes, toNodes) } };
+      known('from', from, src);
+      const outcome = await differ.compare(productId, from, to, page, crawled === undefined ? null : JSON.stringify([src, crawled]));
+      if (!outcome.ok) {
+        if (outcome.missing === 'page') throw new UnknownPageError(outcome.pages ?? 1);
+        // Its release was pruned between reading the sources and reading its nodes.
+        const side = outcome.missing === 'to' ? to : from;
+        throw new UnknownSideError(outcome.missing, `label "${side.label}" has no kept release ${side.release}`);
+      }
+      return { sources: src, comparison: { from: value(from), to: value(to), ...outcome.page } };
     },
-
-    /** Factory classes that have a node page now (a node removed everywhere has none). */
-    pagedNodes: (productId: string) => snapshots.crawledFactories(productId),
 
     /** Whether the product has two things to compare: two labels, or a label with an earlier release. */
     async comparable(productId: string): Promise<boolean> {

@@ -1,7 +1,7 @@
 /**
- * Renders product content in worker threads with a wall-time and a memory limit, so that a
- * vendor's Markdown crafted to be slow (thousands of items and link references, fields up to
- * 512 KiB) can never block the serving event loop (the kept workers of infra/kept-worker.ts:
+ * Renders product content, and the product page's document built from it, in worker threads
+ * with a wall-time and a memory limit, so that a vendor's Markdown crafted to be slow (thousands
+ * of items and link references, fields up to 512 KiB) can never block the serving event loop (the kept workers of infra/kept-worker.ts:
  * one render per worker, at most `maxQueued` waiting, a worker past a limit replaced). What the
  * worker posts is checked before a page is built from it.
  *
@@ -23,6 +23,7 @@ import type { RenderedContent } from './product-content.js';
 import { type RenderBudgetOptions, renderBudget } from './render-budget.js';
 import { checkRenderedContent } from './rendered-check.js';
 import type { RenderJob, RenderReply } from './render-worker.js';
+import type { ProductPageModel, SiteInfo } from '../web/model.js';
 
 export interface RenderLimits {
   /** Wall time one render may take, ms. */
@@ -49,7 +50,15 @@ export type RenderHold = Int32Array | ((product: string) => Int32Array | undefin
 export interface ContentRenderer {
   /** Renders the content of `product` (its id: whose turn and budget the render counts against). */
   render(fields: ProductFields, release: string | null, reservedIds: readonly string[], product: string): Promise<RenderedContent>;
+  /** Renders the product page's document from its model, like `render`: its bytes and their entity tag. */
+  renderPage(site: SiteInfo, model: ProductPageModel, product: string): Promise<RenderedPage>;
   close(): Promise<void>;
+}
+
+/** A page document as the worker built it: the bytes to send and their entity tag. */
+export interface RenderedPage {
+  body: Buffer;
+  etag: string;
 }
 
 /** Seconds a client is asked to wait before retrying a page that could not be rendered. */
@@ -80,6 +89,9 @@ export class RenderDeferred extends ServiceUnavailableError {
   }
 }
 
+/** What `entityTag` (web/entity-tag.ts) makes. */
+const ENTITY_TAG = /^"[A-Za-z0-9_-]{27}"$/;
+
 /** Nice value of the render thread: page renders yield the CPU to serving. */
 const RENDER_NICE = 10;
 
@@ -100,9 +112,19 @@ export function isolatedRenderer(limits: RenderLimits): ContentRenderer {
   function accept(reply: unknown): RenderedContent {
     const r = reply as RenderReply;
     if (!r || typeof r !== 'object' || r.ok !== true) throw new RenderFailed(r && r.ok === false ? String(r.message) : 'the render worker replied with something unexpected');
-    const content = checkRenderedContent(r.content);
+    const content = 'content' in r ? checkRenderedContent(r.content) : null;
     if (!content) throw new RenderFailed('the render worker replied with something other than rendered content');
     return content;
+  }
+
+  function acceptPage(reply: unknown): RenderedPage {
+    const r = reply as RenderReply;
+    if (!r || typeof r !== 'object' || r.ok !== true) throw new RenderFailed(r && r.ok === false ? String(r.message) : 'the render worker replied with something unexpected');
+    const page = 'page' in r ? r.page : null;
+    if (!page || !(page.bytes instanceof Uint8Array) || typeof page.etag !== 'string' || !ENTITY_TAG.test(page.etag)) {
+      throw new RenderFailed('the render worker replied with something other than a page');
+    }
+    return { body: Buffer.from(page.bytes.buffer, page.bytes.byteOffset, page.bytes.byteLength), etag: page.etag };
   }
 
   const now = limits.now ?? Date.now;
@@ -110,15 +132,19 @@ export function isolatedRenderer(limits: RenderLimits): ContentRenderer {
   // The last render of each product with one running or waiting: the next one starts after it.
   const latest = new Map<string, Promise<unknown>>();
 
-  async function renderNow(fields: ProductFields, release: string | null, reservedIds: readonly string[], product: string): Promise<RenderedContent> {
-    const wait = budget?.waitMs(product) ?? 0;
-    if (wait > 0) throw new RenderDeferred(wait / 1000);
-    const hold = typeof limits.hold === 'function' ? limits.hold(product) : limits.hold;
-    const job: RenderJob = { fields, release, reservedIds: [...reservedIds], hold };
+  async function renderNow<R>(job: RenderJob, product: string, take: (reply: unknown) => R): Promise<R> {
+    // A page document is built from content whose render passed the budget just before (once
+    // per rendering, bounded by that content): its time is charged, but it is never deferred, so
+    // content rendered is always shown. Tests hold content renders only.
+    if (job.kind !== 'page') {
+      const wait = budget?.waitMs(product) ?? 0;
+      if (wait > 0) throw new RenderDeferred(wait / 1000);
+      job.hold = typeof limits.hold === 'function' ? limits.hold(product) : limits.hold;
+    }
     let startedAt: number | null = null;
     try {
       // A worker that replied with something unexpected is in an unknown state: never reused.
-      return await worker.run(job, accept, (e) => e instanceof RenderFailed, () => (startedAt = now()));
+      return await worker.run(job, take, (e) => e instanceof RenderFailed, () => (startedAt = now()));
     } catch (e) {
       // The reason stays in the server (it may describe vendor input or internals); the
       // client gets a plain 503.
@@ -131,16 +157,20 @@ export function isolatedRenderer(limits: RenderLimits): ContentRenderer {
     }
   }
 
+  /** Runs `job` after the product's render before it (one at a time per product, see above). */
+  function inTurn<R>(job: RenderJob, product: string, take: (reply: unknown) => R): Promise<R> {
+    const mine = (latest.get(product) ?? Promise.resolve()).then(() => renderNow(job, product, take));
+    const settled = mine.catch(() => {});
+    latest.set(product, settled);
+    void settled.then(() => {
+      if (latest.get(product) === settled) latest.delete(product);
+    });
+    return mine;
+  }
+
   return {
-    render(fields, release, reservedIds, product) {
-      const mine = (latest.get(product) ?? Promise.resolve()).then(() => renderNow(fields, release, reservedIds, product));
-      const settled = mine.catch(() => {});
-      latest.set(product, settled);
-      void settled.then(() => {
-        if (latest.get(product) === settled) latest.delete(product);
-      });
-      return mine;
-    },
+    render: (fields, release, reservedIds, product) => inTurn({ fields, release, reservedIds: [...reservedIds] }, product, accept),
+    renderPage: (site, model, product) => inTurn({ kind: 'page', site, model }, product, acceptPage),
     close: () => worker.close(),
   };
 }

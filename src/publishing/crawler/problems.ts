@@ -22,7 +22,9 @@ export interface CrawlProblem {
     | 'description_truncated'
     | 'icon_refused'
     | 'platform_range_conflict'
-    | 'platform_range_label';
+    | 'platform_range_label'
+    | 'node_limit_exceeded'
+    | 'node_data_quota_exceeded';
   message: string;
   /** URL or `bundle!entry` the problem is about. */
   where: string;

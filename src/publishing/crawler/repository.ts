@@ -10,6 +10,14 @@ export type CrawlNodeRow = CrawlNodesTable;
 /** The start time of a handed-back claim (see `handBack`): older than any claim can be. */
 export const HANDED_BACK_AT = '1970-01-01T00:00:00.000Z';
 
+/** A search word this long or longer matches as a prefix; a shorter one only as a whole word (a one-letter prefix matches nearly everything). */
+export const SEARCH_PREFIX_MIN = 2;
+/** Rows one node search reads at most (the best ranked, or the first by name) before folding them into distinct nodes. */
+export const SEARCH_CANDIDATES = 2_000;
+
+/** What a product id looks like (products/slug.ts). */
+const PRODUCT_SLUG = /^[a-z0-9]+(?:-[a-z0-9]+)*$/;
+
 export function searchWords(query: string): string[] {
   return (query.normalize('NFKC').match(/[\p{L}\p{N}]+/gu) ?? []).slice(0, 8).map((w) => w.slice(0, 64).toLowerCase());
 }
@@ -51,10 +59,11 @@ export function crawlsRepository(db: Kysely<PublishingDB>, dialect: DialectName)
 
     /**
      * Stores a finished crawl and replaces the label's nodes (null keeps the previous ones), in
-     * one transaction: readers see the old or the new index, never a mix. The platform range goes
-     * with the nodes: a crawl that keeps the old nodes keeps the old range too.
+     * one transaction: readers see the old or the new index, never a mix. The platform range, the
+     * node count and `nodeBytes` (their stored data, crawler/node-limits.ts) go with the nodes: a
+     * crawl that keeps the old nodes keeps the old values too.
      */
-    async finish(row: CrawlRow, nodes: CrawlNodeRow[] | null): Promise<void> {
+    async finish(row: CrawlRow, nodes: CrawlNodeRow[] | null, nodeBytes = 0): Promise<void> {
       await db.transaction().execute(async (trx) => {
         if (nodes) {
           await trx.deleteFrom('crawl_nodes').where('product_id', '=', row.product_id).where('label', '=', row.label).execute();
@@ -67,7 +76,7 @@ export function crawlsRepository(db: Kysely<PublishingDB>, dialect: DialectName)
         }
         await trx
           .insertInto('crawls')
-          .values(row)
+          .values(nodes ? { ...row, node_count: nodes.length, node_bytes: nodeBytes } : row)
           .onConflict((oc) =>
             oc.columns(['product_id', 'label']).doUpdateSet({
               status: row.status,
@@ -78,7 +87,7 @@ export function crawlsRepository(db: Kysely<PublishingDB>, dialect: DialectName)
               summary: row.summary,
               problems: row.problems,
               units: row.units,
-              ...(nodes ? { platform_range: row.platform_range ?? null } : {}),
+              ...(nodes ? { platform_range: row.platform_range ?? null, node_count: nodes.length, node_bytes: nodeBytes } : {}),
             }),
           )
           .execute();
@@ -191,42 +200,28 @@ export function crawlsRepository(db: Kysely<PublishingDB>, dialect: DialectName)
         .execute();
     },
 
-    /** Every label's nodes of a product (catalog search text). */
-    async nodeNamesOf(productIds: readonly string[]): Promise<{ product_id: string; name: string }[]> {
-      if (productIds.length === 0) return [];
-      return db.selectFrom('crawl_nodes').select(['product_id', 'name']).where('product_id', 'in', productIds).execute();
-    },
-
     /**
-     * Full-text search over nodes of live products: every word as a prefix, best first
-     * (FTS5 bm25 on SQLite, ts_rank over the stored tsvector on PostgreSQL).
+     * The distinct names of a product's nodes, every label together, the first `limit` by name
+     * (the catalog's search text): read from the name index alone, never the descriptions.
      */
-    async search(words: string[], limit: number): Promise<NodeHit[]> {
-      if (words.length === 0) return [];
-      if (dialect === 'postgres') {
-        const q = words.map((w) => `${w}:*`).join(' & ');
-        const r = await sql<NodeHit>`SELECT n.product_id, n.label, n.factory_class, n.name, n.product_name, n.category_names, n.short_description
-          FROM crawl_nodes n JOIN products p ON p.id = n.product_id
-          WHERE p.state = 'live' AND n.search @@ to_tsquery('simple', ${q})
-          ORDER BY ts_rank(n.search, to_tsquery('simple', ${q})) DESC, n.name, n.product_id, n.label DESC
-          LIMIT ${limit}`.execute(db);
-        return r.rows;
-      }
-      const match = words.map((w) => `"${w.replace(/"/g, '""')}"*`).join(' ');
-      const r = await sql<NodeHit>`SELECT n.product_id, n.label, n.factory_class, n.name, n.product_name, n.category_names, n.short_description
-        FROM crawl_nodes_fts f JOIN crawl_nodes n ON n.rowid = f.rowid JOIN products p ON p.id = n.product_id
-        WHERE crawl_nodes_fts MATCH ${match} AND p.state = 'live'
-        ORDER BY bm25(crawl_nodes_fts), n.name, n.product_id, n.label DESC
-        LIMIT ${limit}`.execute(db);
-      return r.rows;
+    async nodeNamesOf(productId: string, limit: number): Promise<string[]> {
+      const rows = await db.selectFrom('crawl_nodes').select('name').distinct().where('product_id', '=', productId).orderBy('name').limit(limit).execute();
+      return rows.map((r) => r.name);
     },
 
     /**
-     * Node search with filters (issue 20 "Node pages and discovery"): the full-text match of
-     * `search` when there are words, narrowed in SQL to one product and/or one category path
-     * (the category and everything below it); without words, a filter alone lists its nodes by
-     * name. One hit per product and node (the copy in its highest matching label), so `limit`
-     * counts distinct nodes. Live products only, like `search`.
+     * Node search with filters (vendors.md "Your nodes in the node catalog"): the full-text match of the
+     * words when there are any (each word as a prefix, from SEARCH_PREFIX_MIN characters on;
+     * FTS5 bm25 on SQLite, ts_rank over the stored tsvector on PostgreSQL), narrowed in SQL to one
+     * product and/or one category path (the category and everything below it); without words, a
+     * filter alone lists its nodes by name. One hit per product and node (the copy in its highest
+     * matching label), so `limit` counts distinct nodes. Live products only.
+     *
+     * Bounded whatever the catalog holds: at most SEARCH_CANDIDATES rows (the best ranked, or
+     * the first by name) are read and folded into distinct nodes; when that many matched, the
+     * caller's "more matched" note asks for more words. On SQLite the ranking is done by FTS5
+     * over its own index before any node row is read, so the product filter is also put into its
+     * MATCH (as a superset, checked exactly after).
      */
     async searchNodes(filter: NodeSearchFilter, limit: number): Promise<NodeSearchHit[]> {
       const { words, product, category } = filter;
@@ -247,30 +242,46 @@ export function crawlsRepository(db: Kysely<PublishingDB>, dialect: DialectName)
       // Every label's copy of a node is a row: numbered within (product, node) from the highest
       // label down, so that only the highest matching label's copy is kept and the LIMIT counts
       // distinct nodes (filters apply first). A window function: SQLite 3.25+ and PostgreSQL.
-      const best = sql`ROW_NUMBER() OVER (PARTITION BY n.product_id, n.factory_class ORDER BY n.label DESC) AS pick`;
+      const best = sql`ROW_NUMBER() OVER (PARTITION BY c.product_id, c.factory_class ORDER BY c.label DESC) AS pick`;
       const out = sql`h.product_id, h.label, h.factory_class, h.name, h.product_name, h.category_names, h.short_description, h.icon_type, h.icon_head`;
       let r: { rows: NodeSearchHit[] };
       if (words.length === 0) {
-        r = await sql<NodeSearchHit>`SELECT ${out} FROM (SELECT ${cols}, ${best} FROM crawl_nodes n JOIN products p ON p.id = n.product_id
-          WHERE ${filters}) h
+        r = await sql<NodeSearchHit>`SELECT ${out} FROM (SELECT c.*, ${best} FROM (SELECT ${cols} FROM crawl_nodes n JOIN products p ON p.id = n.product_id
+          WHERE ${filters} ORDER BY n.name, n.product_id, n.factory_class LIMIT ${SEARCH_CANDIDATES}) c) h
           WHERE h.pick = 1 ORDER BY h.name, h.product_id, h.factory_class LIMIT ${limit}`.execute(db);
       } else if (dialect === 'postgres') {
-        const q = words.map((w) => `${w}:*`).join(' & ');
-        r = await sql<NodeSearchHit>`SELECT ${out} FROM (SELECT ${cols}, ts_rank(n.search, to_tsquery('simple', ${q})) AS score, ${best}
+        const q = words.map((w) => (w.length >= SEARCH_PREFIX_MIN ? `${w}:*` : w)).join(' & ');
+        r = await sql<NodeSearchHit>`SELECT ${out} FROM (SELECT c.*, ${best} FROM (SELECT ${cols}, ts_rank(n.search, to_tsquery('simple', ${q})) AS score
           FROM crawl_nodes n JOIN products p ON p.id = n.product_id
-          WHERE ${filters} AND n.search @@ to_tsquery('simple', ${q})) h
+          WHERE ${filters} AND n.search @@ to_tsquery('simple', ${q}) ORDER BY score DESC LIMIT ${SEARCH_CANDIDATES}) c) h
           WHERE h.pick = 1 ORDER BY h.score DESC, h.name, h.product_id, h.factory_class
           LIMIT ${limit}`.execute(db);
       } else {
-        const match = words.map((w) => `"${w.replace(/"/g, '""')}"*`).join(' ');
-        // bm25() is refused next to a window function: scored in a subquery of its own first.
-        r = await sql<NodeSearchHit>`SELECT ${out} FROM (SELECT n.*, ${best} FROM (SELECT ${cols}, bm25(crawl_nodes_fts) AS score
-          FROM crawl_nodes_fts f JOIN crawl_nodes n ON n.rowid = f.rowid JOIN products p ON p.id = n.product_id
-          WHERE crawl_nodes_fts MATCH ${match} AND ${filters}) n) h
+        const terms = words.map((w) => `"${w.replace(/"/g, '""')}"${w.length >= SEARCH_PREFIX_MIN ? '*' : ''}`);
+        // A product id (a slug: products/slug.ts) as a phrase of its parts in its column: every
+        // row of the product matches it, so the candidates ranked are that product's.
+        if (product !== null && PRODUCT_SLUG.test(product)) terms.push(`product_id : "${product.split('-').join(' ')}"`);
+        r = await sql<NodeSearchHit>`SELECT ${out} FROM (SELECT c.*, ${best} FROM (SELECT ${cols}, f.score FROM
+          (SELECT rowid, bm25(crawl_nodes_fts) AS score FROM crawl_nodes_fts WHERE crawl_nodes_fts MATCH ${terms.join(' ')} ORDER BY score LIMIT ${SEARCH_CANDIDATES}) f
+          JOIN crawl_nodes n ON n.rowid = f.rowid JOIN products p ON p.id = n.product_id WHERE ${filters}) c) h
           WHERE h.pick = 1 ORDER BY h.score, h.name, h.product_id, h.factory_class
           LIMIT ${limit}`.execute(db);
       }
       return r.rows;
+    },
+
+    /** A product's distinct named category paths, the first `limit` (the node search's category filter offers them). */
+    async nodeCategoriesOf(productId: string, limit: number): Promise<string[]> {
+      const rows = await db
+        .selectFrom('crawl_nodes')
+        .select('category_names')
+        .distinct()
+        .where('product_id', '=', productId)
+        .where('category_names', '!=', '')
+        .orderBy('category_names')
+        .limit(limit)
+        .execute();
+      return rows.map((r) => r.category_names);
     },
 
     /** What the node search's filters offer: live products that have nodes, and their category paths. */
@@ -297,19 +308,54 @@ export function crawlsRepository(db: Kysely<PublishingDB>, dialect: DialectName)
     },
 
     /**
-     * Every label's node list of a product (the product page shows them all, issue 20): the
-     * columns a list shows, without the stored descriptions, and only the start of each icon
-     * (its type and pixel size are in the first bytes; the icon itself is served apart).
+     * One page of a label's node list (the product page's first nodes of a label, the label's
+     * paged node list), in the order lists show them (category, then name, the index
+     * crawl_nodes_list): the columns a list shows, without the stored descriptions, and only the
+     * start of each icon (its type and pixel size are in the first bytes; the icon itself is
+     * served apart). Reads `limit` rows past `offset` index entries, whatever the label holds.
      */
-    async nodeLists(productId: string): Promise<NodeListRow[]> {
+    async nodeListPage(productId: string, label: string, offset: number, limit: number): Promise<NodeListRow[]> {
       return db
         .selectFrom('crawl_nodes')
         .select(['label', 'factory_class', 'name', 'category_names', 'short_description', 'deprecated', 'icon_type'])
         .select(sql<string | null>`substr(icon, 1, 64)`.as('icon'))
         .where('product_id', '=', productId)
-        .orderBy('label')
+        .where('label', '=', label)
         .orderBy('category_names')
         .orderBy('name')
+        .orderBy('factory_class')
+        .limit(limit)
+        .offset(offset)
+        .execute();
+    },
+
+    /** Distinct nodes (factory classes) of the product's `labels` together: what a catalog card counts. */
+    async distinctNodeCount(productId: string, labels: readonly string[]): Promise<number> {
+      if (labels.length === 0) return 0;
+      const row = await db
+        .selectFrom((eb) =>
+          eb.selectFrom('crawl_nodes').select('factory_class').distinct().where('product_id', '=', productId).where('label', 'in', labels).as('d'),
+        )
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .executeTakeFirst();
+      return Number(row?.n ?? 0);
+    },
+
+    /**
+     * Nodes of the product's `labels` named `name` that are not deprecated (a deprecated node's
+     * replacement keeps its name without the mark): at most `limit`, from the name index.
+     */
+    async currentNodesNamed(productId: string, labels: readonly string[], name: string, limit: number): Promise<{ factory_class: string; name: string }[]> {
+      if (labels.length === 0 || name === '') return [];
+      return db
+        .selectFrom('crawl_nodes')
+        .select(['factory_class', 'name'])
+        .where('product_id', '=', productId)
+        .where('name', '=', name)
+        .where('deprecated', '=', 0)
+        .where('label', 'in', labels)
+        // No ORDER BY: sorting by another column would lead SQLite's planner away from the name index.
+        .limit(limit)
         .execute();
     },
 

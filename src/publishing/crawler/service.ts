@@ -19,6 +19,7 @@ import { type CrawlLimits, type CrawlSummary, DEFAULT_CRAWL_LIMITS } from './cra
 import type { StoredCrawlResult as CrawlResult } from './result.js';
 import { CrawlAborted, DEFAULT_ISOLATION, type IsolationLimits, isolatedCrawler } from './isolated.js';
 import { type CrawlOutcome, crawlMetrics } from './metrics.js';
+import { DEFAULT_NODE_LIMITS, limitNodes, type NodeLimits } from './node-limits.js';
 import type { CrawlProblem } from './problems.js';
 import { NODE_SANITIZER_VERSION } from './sanitize-node.js';
 import { contradictsLabel, DEFAULT_CORE_PREFIXES, platformReleases } from './platform-range.js';
@@ -70,6 +71,8 @@ export interface CrawlerServiceDeps {
   platformCorePrefixes?: readonly string[];
   /** Node categories the platform declares (PIER_PLATFORM_CATEGORIES): not warned about as undeclared. */
   platformCategories?: readonly PlatformCategory[];
+  /** What one label's and one product's node catalog may hold (PIER_CRAWL_MAX_NODES, PIER_NODE_DATA_QUOTA). */
+  nodeLimits?: NodeLimits;
   /** Where failures of ours (not of the site) are logged for operators. */
   log?: { error(o: object, msg: string): void };
   now?: () => Date;
@@ -173,6 +176,7 @@ export function crawlerService({
   isolation = DEFAULT_ISOLATION,
   platformCorePrefixes = DEFAULT_CORE_PREFIXES,
   platformCategories = KNIME_CATEGORIES,
+  nodeLimits = DEFAULT_NODE_LIMITS,
   log,
   now = () => new Date(),
 }: CrawlerServiceDeps) {
@@ -289,6 +293,11 @@ export function crawlerService({
       result = failedCrawl(url, e);
     }
     if (outcome === 'ok' && result.summary.fatal) outcome = 'fatal';
+    // Node data counts against the product (node-limits.ts): what is past its limits is left out
+    // of the catalog (and of the release's snapshot, so comparisons see what the catalog lists).
+    const otherBytes = (await crawls.forProduct(productId)).reduce((sum, c) => sum + (c.label === l ? 0 : Number(c.node_bytes ?? 0)), 0);
+    const stored = limitNodes(nodeRows(productId, row.name, l, result), nodeLimits, otherBytes, url);
+    if (stored.problems.length > 0) result = { ...result, problems: [...result.problems, ...stored.problems], summary: { ...result.summary, problems: result.problems.length + stored.problems.length } };
     let released = false;
     if (candidate && releases) {
       if (blocksRelease(result)) await releases.discard(candidate);
@@ -299,7 +308,7 @@ export function crawlerService({
     // release crawled again (a rollback, a re-crawl: releases made before snapshots were kept).
     const snapshotOf = candidate ? (blocksRelease(result) ? null : candidate.number) : present && !result.summary.fatal ? (releases?.current(productId, l) ?? null) : null;
     if (snapshotOf !== null && snapshots) {
-      await snapshots.save(productId, l, snapshotOf, signaturesOf(nodeRows(productId, row.name, l, result)), now().toISOString()).catch((e: unknown) => {
+      await snapshots.save(productId, l, snapshotOf, signaturesOf(stored.rows), now().toISOString()).catch((e: unknown) => {
         // The release stands; only comparisons with it are missing (the operators' log says why).
         log?.error({ err: e, productId, label: l, release: snapshotOf }, 'storing the node snapshot of a release failed');
       });
@@ -324,7 +333,7 @@ export function crawlerService({
     try {
       // A fatal crawl (no readable metadata: a broken upload, or the download host down) keeps
       // the last good node index; its report says what is wrong and blocks going live.
-      await crawls.finish(record(result), keepsNodes ? null : nodeRows(productId, row.name, l, result));
+      await crawls.finish(record(result), keepsNodes ? null : stored.rows, stored.bytes);
     } catch (e) {
       // Storing failed (a defect of ours): the crawl still ends, as fatal, never "running"; the
       // database's message goes to the operators' log, not into the vendor's report.

@@ -1,5 +1,6 @@
 import type { ChangedNode, NodeRef } from '../changes/diff.js';
 import { describeChange } from '../changes/diff.js';
+import { COMPARE_PAGE } from '../changes/compare.js';
 import type { ChangeSources, Comparison } from '../changes/service.js';
 import { Layout } from './layout.js';
 import type { SiteInfo } from './model.js';
@@ -53,13 +54,14 @@ function NodeName(props: { m: ChangesPageModel; n: NodeRef }) {
   );
 }
 
-function Bucket(props: { m: ChangesPageModel; id: string; title: string; badge: string; nodes: (NodeRef | ChangedNode)[] }) {
-  const { m, nodes } = props;
+function Bucket(props: { m: ChangesPageModel; id: string; title: string; badge: string; nodes: (NodeRef | ChangedNode)[]; total: number }) {
+  const { m, nodes, total } = props;
   if (nodes.length === 0) return null;
   return (
     <section class="card-section changes-bucket" aria-labelledby={props.id}>
       <h2 id={props.id}>
-        <span class={`badge ${props.badge}`}>{props.title}</span> {nodes.length} {nodes.length === 1 ? 'node' : 'nodes'}
+        <span class={`badge ${props.badge}`}>{props.title}</span> {total.toLocaleString('en')} {total === 1 ? 'node' : 'nodes'}
+        {nodes.length < total ? <small class="changes-part"> ({nodes.length.toLocaleString('en')} on this page)</small> : null}
       </h2>
       <ul class="change-list">
         {nodes.map((n) => (
@@ -84,7 +86,31 @@ export function ChangesPage(props: { site: SiteInfo; m: ChangesPageModel }) {
   const c = m.comparison;
   const productUrl = `/product/${m.productId}`;
   const d = c?.diff;
-  const total = d ? d.added.length + d.removed.length + d.deprecated.length + d.changed.length : 0;
+  const n = c?.counts;
+  const total = n ? n.added + n.removed + n.deprecated + n.changed : 0;
+  const pageHref = (page: number) => {
+    const q = new URLSearchParams({ from: c!.from.value, to: c!.to.value });
+    if (page > 1) q.set('page', String(page));
+    return `${productUrl}/changes?${q.toString()}`;
+  };
+  const pager =
+    c && c.pages > 1 ? (
+      <nav class="pagination" aria-label="Pages">
+        {c.page > 1 ? (
+          <a class="page-step" href={pageHref(c.page - 1)} rel="prev">
+            ← Previous
+          </a>
+        ) : null}
+        <span class="page-current" aria-current="page">
+          Page {c.page} of {c.pages}
+        </span>
+        {c.page < c.pages ? (
+          <a class="page-step" href={pageHref(c.page + 1)} rel="next">
+            Next →
+          </a>
+        ) : null}
+      </nav>
+    ) : null;
   return (
     <Layout
       site={site}
@@ -138,13 +164,16 @@ export function ChangesPage(props: { site: SiteInfo; m: ChangesPageModel }) {
             <p class="changes-summary" role="status">
               From <strong>{c.from.value}</strong> to <strong>{c.to.value}</strong>:{' '}
               {total === 0
-                ? `no node changes (${d!.unchanged} ${d!.unchanged === 1 ? 'node' : 'nodes'} in both, unchanged).`
-                : `${d!.added.length} added, ${d!.removed.length} removed, ${d!.deprecated.length} deprecated, ${d!.changed.length} changed, ${d!.unchanged} unchanged.`}
+                ? `no node changes (${n!.unchanged} ${n!.unchanged === 1 ? 'node' : 'nodes'} in both, unchanged).`
+                : `${n!.added} added, ${n!.removed} removed, ${n!.deprecated} deprecated, ${n!.changed} changed, ${n!.unchanged} unchanged.`}
+              {c.pages > 1 ? ` Listed ${COMPARE_PAGE} at a time.` : ''}
             </p>
-            <Bucket m={m} id="added" title="Added" badge="badge-added" nodes={d!.added} />
-            <Bucket m={m} id="removed" title="Removed" badge="badge-removed" nodes={d!.removed} />
-            <Bucket m={m} id="deprecated" title="Deprecated" badge="badge-deprecated" nodes={d!.deprecated} />
-            <Bucket m={m} id="changed" title="Changed" badge="badge-changed" nodes={d!.changed} />
+            {pager}
+            <Bucket m={m} id="added" title="Added" badge="badge-added" nodes={d!.added} total={n!.added} />
+            <Bucket m={m} id="removed" title="Removed" badge="badge-removed" nodes={d!.removed} total={n!.removed} />
+            <Bucket m={m} id="deprecated" title="Deprecated" badge="badge-deprecated" nodes={d!.deprecated} total={n!.deprecated} />
+            <Bucket m={m} id="changed" title="Changed" badge="badge-changed" nodes={d!.changed} total={n!.changed} />
+            {pager}
           </>
         )}
       </div>

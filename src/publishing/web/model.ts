@@ -66,18 +66,43 @@ export interface ProductPageModel {
   changesUrl?: string;
   /** Installs counted by the download host (complete days only); absent without statistics. */
   downloads?: import('../stats/service.js').DownloadsChartModel;
-  /** Nodes of every crawled label with an update site, best label first (issue 20); null before any crawl. */
+  /** Nodes of every crawled label with an update site, best label first, each bounded (web/product-nodes.ts); null before any crawl. */
   nodeLabels?: LabelNodes[] | null;
 }
 
-/** One label's nodes on the product page. */
+/** One label's nodes on the product page: its count, its first nodes (web/product-nodes.ts) and its full list's address. */
 export interface LabelNodes {
   label: string;
   /** The label's update site. */
   url: string;
   recommended: boolean;
   count: number;
+  /** Nodes in `groups`: the label's first ones (none for labels past the page's preview). */
+  shown: number;
   groups: NodeGroup[];
+  /** The label's node list, paged (`/product/<id>/nodes?label=…`). */
+  listUrl: string;
+}
+
+/** A label's node list, one page of it (`/product/<id>/nodes?label=…&page=…`). */
+export interface LabelNodesPageModel {
+  productId: string;
+  productName: string;
+  productUrl: string;
+  productHidden: boolean;
+  label: string;
+  recommended: boolean;
+  count: number;
+  page: number;
+  pages: number;
+  /** Position of the page's first node in the label's list, from 1. */
+  first: number;
+  groups: NodeGroup[];
+  /** Every label of the product with nodes (the page offers to switch), best first. */
+  labels: { label: string; count: number; url: string; current: boolean }[];
+  /** The page before and after this one, when there is one. */
+  previousUrl: string | null;
+  nextUrl: string | null;
 }
 
 /** A raster icon's own pixel size (drawn unscaled), or null: SVG or unknown, drawn at 16 px. */

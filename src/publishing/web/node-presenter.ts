@@ -3,7 +3,7 @@
 import { rasterSize } from '../content/svg.js';
 import type { CrawlNodeRow } from '../crawler/repository.js';
 import type { InstallableUnit } from '../crawler/units.js';
-import type { IconSize, LabelNodes, NodeGroup } from './model.js';
+import type { IconSize, NodeGroup } from './model.js';
 import { nodeGroups, nodeUrl } from './presenter.js';
 
 /** Rows a node list needs. */
@@ -33,24 +33,6 @@ export function compareLabelsAsc(a: string, b: string): number {
   return a.localeCompare(b, 'en', { numeric: true });
 }
 
-/** The product page's node lists: one per label with an update site that has nodes, best first. */
-export function labelNodes(productId: string, labels: { label: string; url: string; recommended: boolean; rows: ListRow[] }[]): LabelNodes[] {
-  return labels
-    .filter((l) => l.rows.length > 0)
-    .map((l) => ({
-      label: l.label,
-      url: l.url,
-      recommended: l.recommended,
-      count: new Set(l.rows.map((r) => r.factory_class)).size,
-      groups: nodeGroupsWithIcons(productId, l.rows),
-    }));
-}
-
-/** Distinct nodes (factory classes) across every label's list: what a catalog card counts. */
-export function distinctNodes(lists: LabelNodes[]): number {
-  return new Set(lists.flatMap((l) => l.groups.flatMap((g) => g.nodes.map((n) => n.url)))).size;
-}
-
 /**
  * The labels whose node description differs from the previous label's in version order: the
  * stored description (already sanitized, so equal input compares equal) plus the name and
@@ -77,10 +59,12 @@ export function descriptionChangedIn(rows: Pick<CrawlNodeRow, 'label' | 'data' |
  * ("Excel Reader (XLS) (deprecated)", "Row Filter (legacy)"): the name its replacement keeps.
  */
 export function baseNodeName(name: string): string {
-  return name
-    .replace(/\s*\((?:deprecated|legacy|old|outdated)\)\s*$/i, '')
-    .trim()
-    .toLowerCase();
+  return unmarkedNodeName(name).toLowerCase();
+}
+
+/** `baseNodeName` as written (the name a replacement is looked up by). */
+export function unmarkedNodeName(name: string): string {
+  return name.replace(/\s*\((?:deprecated|legacy|old|outdated)\)\s*$/i, '').trim();
 }
 
 /**

@@ -1,4 +1,4 @@
-import type { JSX } from 'preact';
+import { Fragment, type JSX } from 'preact';
 import type { RenderedRelease } from '../content/product-content.js';
 import { formatDate } from './dates.js';
 import { Icon, Layout } from './layout.js';
@@ -282,13 +282,16 @@ function Release(props: { r: RenderedRelease }) {
 /**
  * The product's nodes (issue 11), shown also while the page is hidden: every crawled label's,
  * best first, grouped by category (issue 20). Many nodes, or more than one label, fold into
- * <details> per label (no script needed), the best label open.
+ * <details> per label (no script needed), the best label open. A label shows its first nodes
+ * only, and links to its full list, paged (web/product-nodes.ts): the page stays the same size
+ * whatever a catalog holds.
  */
 function Nodes(props: { m: ProductPageModel }) {
   const { m } = props;
-  const lists = m.nodeLabels ?? (m.nodes ? [{ label: m.nodes.label, url: '', recommended: true, count: m.nodes.groups.reduce((n, g) => n + g.nodes.length, 0), groups: m.nodes.groups }] : []);
+  const lists = m.nodeLabels ?? [];
   if (!lists.length) return null;
   const folded = lists.length > 1 || lists.some((l) => l.count > NODE_LIST_OPEN_MAX);
+  const nodes = (n: number) => (n === 1 ? '1 node' : `${n.toLocaleString('en')} nodes`);
   return (
     <section class="card-section" aria-labelledby="nodes">
       <h2 id="nodes">Nodes</h2>
@@ -302,19 +305,29 @@ function Nodes(props: { m: ProductPageModel }) {
       <p class="node-list-search">
         <a href={`/nodes?product=${encodeURIComponent(m.id)}`}>Search the nodes of {m.name}</a>
       </p>
-      {lists.map((l, i) =>
-        folded ? (
+      {lists.map((l, i) => {
+        const more =
+          l.count > l.shown ? (
+            <p class="node-list-more">
+              <a href={l.listUrl}>{l.shown > 0 ? `All ${nodes(l.count)} of ${l.label}` : `The ${nodes(l.count)} of ${l.label}`}</a>
+            </p>
+          ) : null;
+        return folded ? (
           <details key={l.label} class="node-label" open={i === 0}>
             <summary>
-              <span class="label-name">{l.label}</span> <span class="node-count">{l.count === 1 ? '1 node' : `${l.count} nodes`}</span>
+              <span class="label-name">{l.label}</span> <span class="node-count">{nodes(l.count)}</span>
               {l.recommended ? <span class="pill">Recommended</span> : null}
             </summary>
             <NodeGroups groups={l.groups} />
+            {more}
           </details>
         ) : (
-          <NodeGroups key={l.label} groups={l.groups} />
-        ),
-      )}
+          <Fragment key={l.label}>
+            <NodeGroups groups={l.groups} />
+            {more}
+          </Fragment>
+        );
+      })}
     </section>
   );
 }
@@ -322,7 +335,7 @@ function Nodes(props: { m: ProductPageModel }) {
 /** A label holding more nodes than this is folded (issue 20: "collapsible when there are many"). */
 const NODE_LIST_OPEN_MAX = 12;
 
-function NodeGroups(props: { groups: NodeGroup[] }) {
+export function NodeGroups(props: { groups: NodeGroup[] }) {
   return (
     <>
       {props.groups.map((g) => (

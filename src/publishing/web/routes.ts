@@ -57,6 +57,14 @@ const NodeSearchQuery = Type.Object(
   },
   { additionalProperties: true },
 );
+const LabelNodesQuery = Type.Object(
+  {
+    // A label name (files/tree.ts allows up to 128 characters); an unknown one is a 404 page.
+    label: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    page: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,4}$' })),
+  },
+  { additionalProperties: true },
+);
 const IconQuery = Type.Object({ v: Type.Optional(Type.String({ maxLength: 64 })) }, { additionalProperties: true });
 
 /** What the page routes need beside the pages service. */
@@ -145,10 +153,17 @@ export function registerPageRoutes(app: HttpApp, pages: PagesService, options: P
 
   app.get('/product/:id/changes', { schema: { params: ProductParams, querystring: ChangesQuery } }, async (req, reply) => {
     const seq = await changes.current();
-    const s = await pages.changesPage(req.params.id, { from: req.query.from, to: req.query.to });
+    const s = await pages.changesPage(req.params.id, { from: req.query.from, to: req.query.to, page: req.query.page });
     if (!s) return notFound(reply, `There is no extension "${req.params.id}".`);
     // A value naming nothing, or malformed: said on a page, never filed for the fast path.
     if (s.status) return reply.code(s.status).header('content-security-policy', PAGE_CSP).header('cache-control', 'no-cache').type(s.type).send(s.body);
+    return send(req, reply, seq, s, revalidate);
+  });
+
+  app.get('/product/:id/nodes', { schema: { params: ProductParams, querystring: LabelNodesQuery } }, async (req, reply) => {
+    const seq = await changes.current();
+    const s = await pages.labelNodesPage(req.params.id, req.query.label ?? null, Number(req.query.page ?? 1));
+    if (!s) return notFound(reply, `"${req.params.id}" has no nodes${req.query.label ? ` in update site "${req.query.label}"` : ''}${req.query.page ? ` on page ${req.query.page}` : ''}.`);
     return send(req, reply, seq, s, revalidate);
   });
 

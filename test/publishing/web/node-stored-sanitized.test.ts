@@ -208,7 +208,7 @@ for (const target of dialects()) {
         await repo.storeSanitized({ ...old, data: '{}', sanitized: NODE_SANITIZER_VERSION });
         assert.equal((await repo.node('p', '5.4', 'a.WidgetNodeFactory'))?.sanitized, NODE_SANITIZER_VERSION);
         // An update of the unindexed columns leaves the search index (FTS5 on SQLite) intact.
-        assert.deepEqual((await repo.search(['widget'], 10)).map((h) => h.factory_class), ['a.WidgetNodeFactory']);
+        assert.deepEqual((await repo.searchNodes({ words: ['widget'], product: null, category: null }, 10)).map((h) => h.factory_class), ['a.WidgetNodeFactory']);
       } finally {
         await database.close();
         await handle.drop();
