@@ -126,6 +126,13 @@ export interface Storage {
   /** Removes a folder and everything below it; nothing when there is none. */
   removeTree(key: string): Promise<void>;
   /**
+   * Every file below `key` (temporary files left out) as its stored bytes: an id shared by names
+   * that share the bytes (linkTree's hard links), the size, and how many names the bytes have in
+   * the whole storage. null when `key` is not a folder. What release copies hold that nothing
+   * else does is counted from this (releases/usage.ts).
+   */
+  fileLinks(key: string): Promise<{ id: string; size: number; links: number }[] | null>;
+  /**
    * Points `key` at `target`, a name in the same folder, replacing what it pointed at in one
    * step (readers see the old target or the new one, never nothing); null removes the pointer.
    */
