@@ -99,7 +99,13 @@ export async function createPublishingService(config: Config, options: Publishin
   const products = productService({ repo, publishing: config.publishing, validate: validator.validate, trust, uploadedLabels: uploadedLabelsOf(productFilesReader(filesRepository(database.db))) });
   const files = productFilesReader(filesRepository(database.db));
   const crawls = crawlsRepository(database.db, database.dialect);
-  const releases = releasesService({ storage: localStorage(config.publishing.storageDir), repo: releasesRepository(database.db), keep: config.publishing.releasesKept });
+  const releases = releasesService({
+    storage: localStorage(config.publishing.storageDir),
+    repo: releasesRepository(database.db),
+    keep: config.publishing.releasesKept,
+    limits: config.publishing.limits,
+    log: { error: (o, msg) => app.log.error(o, msg) },
+  });
   const snapshots = releaseNodesRepository(database.db);
   const nodeChanges = changesService({ snapshots, files, products: repo, current: releases.current });
   const crawler = crawlerService({
