@@ -3,6 +3,7 @@ import type { Command } from 'commander';
 import { type FileLimits, loadConfig, parseSize } from '../infra/config.js';
 import { localStorage } from '../infra/storage-local.js';
 import { UsageError } from '../infra/errors.js';
+import { boundedSnapshots } from '../publishing/changes/snapshot-budget.js';
 import { releaseNodesRepository } from '../publishing/changes/repository.js';
 import { crawlsRepository } from '../publishing/crawler/repository.js';
 import { type CrawlerService, crawlerService, type LabelCrawl } from '../publishing/crawler/service.js';
@@ -41,7 +42,7 @@ async function withProducts<T>(
       files: productFilesReader(filesRepository(database.db)),
       releases,
       // A release made by `pier staff crawl` keeps its node snapshot as the server's do.
-      snapshots: releaseNodesRepository(database.db),
+      snapshots: boundedSnapshots(releaseNodesRepository(database.db), config.publishing.releaseSnapshotBytes),
       downloadUrl: config.publishing.downloadUrl,
       isolation: { maxMemoryMb: config.publishing.crawlMaxMemoryMb, timeoutMs: config.publishing.crawlTimeoutSeconds * 1000 },
       platformCorePrefixes: config.publishing.platformCorePrefixes,

@@ -9,6 +9,7 @@ import { createHttpApp, type HttpApp } from '../infra/http.js';
 import { isolatedRenderer, type RenderHold } from './content/isolated-render.js';
 import { releaseNodesRepository } from './changes/repository.js';
 import { registerChangesRoutes } from './changes/routes.js';
+import { boundedSnapshots } from './changes/snapshot-budget.js';
 import { changesService } from './changes/service.js';
 import { type AutoCrawl, startAutoCrawl } from './crawler/auto.js';
 import { crawlsRepository } from './crawler/repository.js';
@@ -113,7 +114,7 @@ export async function createPublishingService(config: Config, options: Publishin
     products: repo,
     files,
     releases,
-    snapshots,
+    snapshots: boundedSnapshots(snapshots, config.publishing.releaseSnapshotBytes),
     downloadUrl: config.publishing.downloadUrl,
     // The app (and its logger) is built below; crawls run only after start-up.
     log: { error: (o, msg) => app.log.error(o, msg) },
