@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import ssh2 from 'ssh2';
 import { call, connectSftp, hostileChangelog, putFile } from './hostile-fixtures.js';
+import { prepareRelease, releaseAttack, releaseReport } from './hostile-release.js';
 
 export interface AttackPlan {
   /** How long the attack lasts after `go`. */
@@ -18,7 +19,7 @@ export interface AttackPlan {
   token: string;
   username: string;
   password: string;
-  attacks: ('crawl' | 'page' | 'sftp')[];
+  attacks: ('crawl' | 'page' | 'sftp' | 'release')[];
   /** Local folders of the hostile labels and the files to upload from each. */
   labels: { label: string; dir: string; files: string[]; reupload: string[] }[];
   changelogItems: number;
@@ -50,6 +51,7 @@ const report = {
   },
   page: { patches: 0, refused: null as string | null, renders: 0, longestMs: 0, waitingMs: 0, error: null as string | null },
   sftp: { held: 0, refusedOpens: 0, acceptedOpens: 0, readdirs: 0, listings: 0, error: null as string | null },
+  release: releaseReport(),
 };
 
 /** What the attacks were waiting for when the deadline came (reported with how long). */
@@ -202,7 +204,7 @@ async function attempt<T>(name: keyof typeof report, work: () => Promise<T>): Pr
 
 const wanted = new Set(plan.attacks);
 const connect = () => connectSftp(plan.sftpPort, plan.username, plan.password);
-const [uploader, abuser] = await Promise.all([
+const [uploader, abuser, releaser] = await Promise.all([
   wanted.has('crawl')
     ? attempt('crawl', async () => {
         const conn = await connect();
@@ -214,6 +216,13 @@ const [uploader, abuser] = await Promise.all([
     ? attempt('sftp', async () => {
         const conn = await connect();
         return { conn, dirs: await holdHandles(conn.sftp) };
+      })
+    : null,
+  wanted.has('release')
+    ? attempt('release', async () => {
+        const conn = await connect();
+        await prepareRelease(conn.sftp, plan, report.release);
+        return conn;
       })
     : null,
 ]);
@@ -237,4 +246,5 @@ await Promise.all([
   uploader && attempt('crawl', () => crawlAttack(uploader.sftp)),
   wanted.has('page') && attempt('page', pageAttack),
   abuser && attempt('sftp', () => sftpAttack(abuser.conn.sftp, abuser.dirs)),
+  releaser && attempt('release', () => releaseAttack(releaser.sftp, plan, report.release, live)),
 ]);

@@ -21,6 +21,7 @@ import http from 'node:http';
 import path from 'node:path';
 import type { AttackPlan } from './hostile-attack.js';
 import { buildPythonSite, buildXzBomb, connectSftp, mkdirMany, putFile, type SftpConnection } from './hostile-fixtures.js';
+import { describeRelease } from './hostile-release.js';
 import { freePort, pierCli, tempDir } from './lib.js';
 
 const SECONDS = Number(process.env.BENCH_HOSTILE_SECONDS ?? 10);
@@ -28,7 +29,7 @@ const RATE = Number(process.env.BENCH_HOSTILE_RATE ?? 200);
 const GRACE_S = Number(process.env.BENCH_HOSTILE_GRACE ?? 5);
 const FOLDER_ENTRIES = Number(process.env.BENCH_HOSTILE_FOLDER_ENTRIES ?? 5_000);
 /** Which attacks run together (a subset helps find which one hurts). */
-const ATTACKS = (process.env.BENCH_HOSTILE_ATTACKS ?? 'crawl,page,sftp').split(',') as AttackPlan['attacks'];
+const ATTACKS = (process.env.BENCH_HOSTILE_ATTACKS ?? 'crawl,page,sftp,release').split(',') as AttackPlan['attacks'];
 const CHANGELOG_ITEMS = 2_000;
 const PYTHON_MODULE_BYTES = 100 * 1024;
 const TARGET = 2;
@@ -273,7 +274,7 @@ export async function benchHostileLoad(): Promise<string> {
     const attackerDone = new Promise((r) => child.once('exit', r));
     // Logged in, handles held, labels staged: the attacks themselves start with the load.
     await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error('the attacker process did not get ready in 60 s')), 60_000);
+      const timer = setTimeout(() => reject(new Error('the attacker process did not get ready in 180 s')), 180_000);
       child.stdout?.on('data', (c) => {
         out += c;
         if (out.startsWith('ready\n')) {
@@ -297,6 +298,7 @@ export async function benchHostileLoad(): Promise<string> {
           `  page: ${r.page.patches} PATCHes stored, ${r.page.renders} page GETs answered${r.page.renders ? ` (slowest ${(r.page.longestMs / 1000).toFixed(1)} s)` : ''}${r.page.waitingMs ? `, one GET unanswered after ${(r.page.waitingMs / 1000).toFixed(1)} s` : ''}${r.page.refused ? `; PATCH refused: ${r.page.refused}` : ''}${r.page.error ? `; stopped: ${r.page.error}` : ''}`,
         ATTACKS.includes('sftp') &&
           `  sftp: ${r.sftp.held} handles held, ${r.sftp.refusedOpens} OPENs refused, ${r.sftp.acceptedOpens} accepted over the cap, ${r.sftp.readdirs} READDIRs, ${r.sftp.listings} full listings${r.sftp.error ? `; stopped: ${r.sftp.error}` : ''}`,
+        ATTACKS.includes('release') && describeRelease(r.release),
       ].filter((l): l is string => typeof l === 'string');
     } catch {
       what = ['  the attacker process reported nothing'];
