@@ -59,6 +59,16 @@ export interface UploadContext {
   existing_size: number | null;
 }
 
+/** One label's files (or its archive) as the database sums them (`labelTotals`). */
+export interface LabelTotalsRow {
+  label: string;
+  /** `update-site/<label>.zip`, not the folder's files. */
+  archive: boolean;
+  files: number;
+  bytes: number;
+  lastUploadAt: string | null;
+}
+
 /** The limits a commit is checked against (the product's own, else the configured defaults). */
 export interface CommitLimits {
   quotaBytes: number;
@@ -283,6 +293,37 @@ export function filesRepository(db: Kysely<PublishingDB>, hot: { readNow?: ReadN
         .where('product_id', '=', productId)
         .where(startsWith(prefix))
         .execute();
+    },
+
+    /**
+     * Totals of the product's update-site labels, summed by the database: one row per label and
+     * kind (its folder's files, or its `update-site/<label>.zip`). A label may hold as many files
+     * as the quota allows; reading every row into the serving process to count them cost tens to
+     * hundreds of ms per call on the event loop at 20,000 files, and a release calls it several times.
+     */
+    async labelTotals(productId: string): Promise<LabelTotalsRow[]> {
+      const prefix = 'update-site/';
+      const slash = postgres ? sql`strpos(rest, '/')` : sql`instr(rest, '/')`;
+      // Each row's string work once: the label's end (`slash`), then the label itself.
+      const { rows } = await sql<Record<string, unknown>>`
+        select label, archive, count(*) as files, sum(size) as bytes, max(uploaded_at) as last_upload_at from (
+          select case when slash > 0 then substr(rest, 1, slash - 1)
+                      when substr(rest, length(rest) - 3) = '.zip' then substr(rest, 1, length(rest) - 4) end as label,
+                 slash = 0 as archive, size, uploaded_at
+          from (select rest, ${slash} as slash, size, uploaded_at from (
+            select substr(path, ${prefix.length + 1}) as rest, size, uploaded_at from product_files
+            where product_id = ${productId} and ${startsWith(prefix)}) f) s
+        ) l
+        where label is not null
+        group by label, archive`.execute(db);
+      return rows.map((r) => ({
+        label: String(r.label),
+        // A boolean on PostgreSQL, 0 or 1 on SQLite.
+        archive: r.archive === true || Number(r.archive) === 1,
+        files: Number(r.files),
+        bytes: Number(r.bytes ?? 0),
+        lastUploadAt: r.last_upload_at == null ? null : String(r.last_upload_at),
+      }));
     },
 
     async usage(productId: string): Promise<{ files: number; bytes: number }> {

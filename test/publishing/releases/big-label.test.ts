@@ -11,7 +11,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { localStorage } from '../../../src/infra/storage-local.js';
-import { tempDir } from '../../helpers/db.js';
+import { openPublishingDatabase } from '../../../src/publishing/db.js';
+import { releasesRepository } from '../../../src/publishing/releases/repository.js';
+import { releasesService } from '../../../src/publishing/releases/service.js';
+import { dialects, tempDir } from '../../helpers/db.js';
 
 const FILES = 20_000;
 
@@ -95,4 +98,65 @@ describe('a release copy of a 20,000-file label', () => {
     }
     assert.ok(counting.ticks >= 3, `counting: the heartbeat fired ${counting.ticks} times`);
   });
+
+  for (const dialect of dialects()) {
+    test(`a release of the label with one file changed: copy and pruning leave the loop and the database to other requests (${dialect.name})`, { timeout: 240_000 }, async () => {
+      const root = tempDir('pier-big-release-');
+      roots.push(root);
+      const target = await dialect.create();
+      const database = await openPublishingDatabase(target.url);
+      try {
+        const now = new Date().toISOString();
+        await database.db
+          .insertInto('products')
+          .values({ id: 'acme', name: 'Acme', state: 'hidden', fields: '{}', edit_token_hash: 'x', edit_token_id: 'x', sftp_username: 'acme', sftp_password_hash: 'x', created_at: now, updated_at: now })
+          .execute();
+        bigLabel(root, 'acme/update-site/5.4');
+        const repo = releasesRepository(database.db);
+        const releases = releasesService({ storage: localStorage(root), repo, keep: 3 });
+        const change = (n: number) => {
+          fs.writeFileSync(path.join(root, 'acme/update-site/5.4/.next'), `content v${n}`);
+          fs.renameSync(path.join(root, 'acme/update-site/5.4/.next'), path.join(root, 'acme/update-site/5.4/content.xml'));
+        };
+        for (let n = 1; n <= 3; n++) {
+          change(n);
+          await releases.release(await releases.candidate('acme', '5.4', n), { kind: 'vendor' });
+        }
+        // Unchanged files have 4 names now (upload, releases 1-3): 5 while release 4 is copied,
+        // 4 again once release 1 (past the 3 kept) is removed.
+        const sample = Array.from({ length: 18 }, (_, i) => path.join(root, 'acme/update-site/5.4/plugins', `p${i * 1000 + 7}.jar`));
+        const share = linkedShare(sample, 5);
+        change(4);
+        // Another request's query, sent at every tick: it must be answered while the work is
+        // half done (with the removal inside the product's transaction, SQLite's one connection
+        // answered nothing else until every file was unlinked).
+        const answered = { copying: 0, pruning: 0 };
+        const watch = (phase: keyof typeof answered, progress: () => number) =>
+          heartbeat(() => {
+            const p = progress();
+            void repo.room('acme').then(() => {
+              const q = progress();
+              if (p > 0 && p < 1 && q > 0 && q < 1) answered[phase]++;
+            });
+            return p;
+          });
+        let beat = watch('copying', share);
+        const c = await releases.candidate('acme', '5.4', 4);
+        const copied = beat.stop();
+        beat = watch('pruning', () => 1 - share());
+        assert.equal(await releases.release(c, { kind: 'vendor' }), true);
+        const pruned = beat.stop();
+        assert.deepEqual(fs.readdirSync(path.join(root, 'acme/releases/5.4')).sort(), ['2', '3', '4', 'current']);
+        assert.equal(fs.readFileSync(path.join(root, 'acme/releases/5.4/4/content.xml'), 'utf8'), 'content v4');
+        assert.deepEqual((await releases.list('acme'))[0]?.releases.map((r) => [r.number, r.files]), [[4, FILES], [3, FILES], [2, FILES]]);
+        for (const [what, beats] of Object.entries({ copied, pruned })) {
+          assert.ok(beats.midway >= 3, `${what}: the heartbeat saw the work half done at ${beats.midway} of its ${beats.ticks} ticks`);
+        }
+        for (const [what, n] of Object.entries(answered)) assert.ok(n >= 3, `${what}: ${n} queries of other requests were answered while the work was half done`);
+      } finally {
+        await database.close();
+        await target.drop();
+      }
+    });
+  }
 });
