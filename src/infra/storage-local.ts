@@ -595,14 +595,14 @@ export function localStorage(root: string, options: LocalStorageOptions = {}): S
       await fsp.mkdir(path.dirname(target), { recursive: true });
       // Built under a temporary name and renamed into place: `to` exists whole or not at all.
       // Known as live (and this instance's lease renewed) while it is built: a sweep takes only
-      // what a process that died left. Asynchronous calls, a few at a time (storage-tree.ts): a
-      // label of 100,000 files must not hold the event loop.
+      // what a process that died left. The per-file work runs in a worker thread (storage-tree.ts):
+      // a label of 100,000 files must not hold the event loop.
       renewLease();
       const building = path.join(path.dirname(target), `${TEMP_PREFIX}${instance.id}_${randomUUID()}`);
       live.add(building);
       let counts: { files: number; bytes: number };
       try {
-        counts = await linkTreeInto(source, building, (name) => name.startsWith(RESERVED_NAME_PREFIX));
+        counts = await linkTreeInto(source, building, RESERVED_NAME_PREFIX);
         await fsp.rename(building, target);
       } catch (e) {
         await removeTreeBounded(building).catch(() => {});
@@ -630,8 +630,8 @@ export function localStorage(root: string, options: LocalStorageOptions = {}): S
       }
     },
 
-    async fileLinks(key) {
-      return fileLinksBelow(resolve(key), (name) => name.startsWith(RESERVED_NAME_PREFIX));
+    async fileLinks(keys) {
+      return fileLinksBelow(keys.map(resolve), RESERVED_NAME_PREFIX);
     },
 
     async setPointer(key, target) {

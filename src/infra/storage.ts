@@ -16,6 +16,14 @@ export interface StoredEntry {
   version?: string;
 }
 
+/** Storage.fileLinks: stored files by their bytes (typed arrays: a copy may have 100,000 files). */
+export interface StoredLinks {
+  /** Per key, the index of each file's bytes; null when the key is not a folder. */
+  files: (Uint32Array | null)[];
+  size: Float64Array;
+  links: Uint32Array;
+}
+
 /** An open folder listing (Storage.openList). */
 export interface StoredList {
   /** Up to `max` further entries; an empty array only at the end. */
@@ -126,12 +134,12 @@ export interface Storage {
   /** Removes a folder and everything below it; nothing when there is none. */
   removeTree(key: string): Promise<void>;
   /**
-   * Every file below `key` (temporary files left out) as its stored bytes: an id shared by names
-   * that share the bytes (linkTree's hard links), the size, and how many names the bytes have in
-   * the whole storage. null when `key` is not a folder. What release copies hold that nothing
-   * else does is counted from this (releases/usage.ts).
+   * The files below each of `keys` (temporary files left out) as their stored bytes: names that
+   * share bytes (linkTree's hard links) share an index into `size` and `links`, which says how
+   * many names the bytes have in the whole storage. `files[i]` is null when `keys[i]` is not a
+   * folder. What release copies hold that nothing else does is counted from this (releases/usage.ts).
    */
-  fileLinks(key: string): Promise<{ id: string; size: number; links: number }[] | null>;
+  fileLinks(keys: string[]): Promise<StoredLinks>;
   /**
    * Points `key` at `target`, a name in the same folder, replacing what it pointed at in one
    * step (readers see the old target or the new one, never nothing); null removes the pointer.

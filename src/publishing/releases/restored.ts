@@ -32,9 +32,11 @@ export interface RestoredLabelReleases {
 
 /** Whether the copy holds exactly the files and bytes its record counted when it was made. */
 async function whole(storage: Storage, key: string, row: ReleaseRow): Promise<boolean> {
-  const files = await storage.fileLinks(key);
-  if (files === null) return false;
-  return files.length === row.files && files.reduce((n, f) => n + f.size, 0) === row.bytes;
+  const { files: [files], size } = await storage.fileLinks([key]);
+  if (!files) return false;
+  let bytes = 0;
+  for (const i of files) bytes += size[i]!;
+  return files.length === row.files && bytes === row.bytes;
 }
 
 export async function reconcileRestoredReleases(

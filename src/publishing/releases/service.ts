@@ -12,7 +12,7 @@ import { ConflictError, NotFoundError } from '../../infra/errors.js';
 import type { Storage } from '../../infra/storage.js';
 import { releaseKeys, releaseNumberOf } from './keys.js';
 import type { ReleaseRow, ReleasesRepository } from './repository.js';
-import { ReleaseHoldings, releaseTrees } from './usage.js';
+import { releaseHoldings } from './usage.js';
 
 /** Who moved a label: shown in the release history (`pier staff show`, `GET …/labels`). */
 export type ReleasedBy =
@@ -114,8 +114,7 @@ export function releasesService({ storage, repo, keep, limits = DEFAULT_LIMITS, 
    * the part current releases hold (what uploads are checked against) and answers what it removed.
    */
   async function measureAndEvict(productId: string): Promise<Evicted[]> {
-    const { trees, inodes } = await releaseTrees(storage, productId);
-    const holdings = new ReleaseHoldings(inodes);
+    const { trees, holdings } = await releaseHoldings(storage, productId);
     const room = await repo.room(productId);
     const quotaBytes = room.quotaBytes ?? limits.quotaBytes;
     const quotaFiles = room.quotaFiles ?? limits.quotaFiles;

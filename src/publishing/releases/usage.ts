@@ -26,48 +26,30 @@ export interface TreeOnDisk {
   number: number;
   /** The label's pointer names it: downloaders get it. */
   current: boolean;
-  /** Ids of its stored files (LinkedFile.id), one per name. */
-  ids: string[];
+  /** Its files, one per name, as indexes of their stored bytes (ReleaseHoldings). */
+  files: Uint32Array;
 }
 
-interface Inode {
-  size: number;
-  /** Names the bytes have in the whole storage. */
-  links: number;
-  /** Names inside the product's release copies. */
-  inReleases: number;
-  /** Names inside current release copies. */
-  inCurrent: number;
-}
-
-/** Every release copy of the product on disk (candidates being crawled included). */
-export async function releaseTrees(storage: Storage, productId: string): Promise<{ trees: TreeOnDisk[]; inodes: Map<string, Inode> }> {
-  const trees: TreeOnDisk[] = [];
-  const inodes = new Map<string, Inode>();
+/**
+ * Every release copy of the product on disk (candidates being crawled included), and the count of
+ * what they hold. The files are read in the storage's worker (one request for all copies).
+ */
+export async function releaseHoldings(storage: Storage, productId: string): Promise<{ trees: TreeOnDisk[]; holdings: ReleaseHoldings }> {
+  const found: Omit<TreeOnDisk, 'files'>[] = [];
   for (const label of (await storage.listNames(`${productId}/releases`)) ?? []) {
     const current = releaseNumberOf(storage.pointer(releaseKeys.pointer(productId, label)));
     for (const name of (await storage.listNames(releaseKeys.folder(productId, label))) ?? []) {
       const number = releaseNumberOf(name);
-      if (number === null) continue;
-      const files = await storage.fileLinks(releaseKeys.tree(productId, label, number));
-      if (files === null) continue; // removed meanwhile
-      const tree: TreeOnDisk = { label, number, current: number === current, ids: [] };
-      for (const f of files) {
-        let inode = inodes.get(f.id);
-        if (!inode) {
-          inode = { size: f.size, links: f.links, inReleases: 0, inCurrent: 0 };
-          inodes.set(f.id, inode);
-        }
-        // The lowest count seen: a name removed meanwhile lowers it, and must not count twice.
-        inode.links = Math.min(inode.links, f.links);
-        inode.inReleases++;
-        if (tree.current) inode.inCurrent++;
-        tree.ids.push(f.id);
-      }
-      trees.push(tree);
+      if (number !== null) found.push({ label, number, current: number === current });
     }
   }
-  return { trees, inodes };
+  const links = await storage.fileLinks(found.map((t) => releaseKeys.tree(productId, t.label, t.number)));
+  const trees: TreeOnDisk[] = [];
+  found.forEach((t, i) => {
+    const files = links.files[i];
+    if (files) trees.push({ ...t, files }); // else removed meanwhile
+  });
+  return { trees, holdings: new ReleaseHoldings(links.size, links.links, trees) };
 }
 
 /**
@@ -75,24 +57,39 @@ export async function releaseTrees(storage: Storage, productId: string): Promise
  * so a caller can decide which to remove from one walk of the disk.
  */
 export class ReleaseHoldings {
-  private readonly inodes: Map<string, Inode>;
+  private readonly size: Float64Array;
+  /** Names the bytes have in the whole storage. */
+  private readonly links: Uint32Array;
+  /** Names inside the product's release copies. */
+  private readonly inReleases: Uint32Array;
+  /** Names inside current release copies. */
+  private readonly inCurrent: Uint32Array;
 
-  constructor(inodes: Map<string, Inode>) {
-    this.inodes = inodes;
+  constructor(size: Float64Array, links: Uint32Array, trees: TreeOnDisk[]) {
+    this.size = size;
+    this.links = Uint32Array.from(links);
+    this.inReleases = new Uint32Array(size.length);
+    this.inCurrent = new Uint32Array(size.length);
+    for (const t of trees) {
+      for (const i of t.files) {
+        this.inReleases[i]!++;
+        if (t.current) this.inCurrent[i]!++;
+      }
+    }
   }
 
   /** Files only releases hold (`all`), and the part of them a current release links (`pinned`). */
   usage(): { all: Held; pinned: Held } {
     const all: Held = { files: 0, bytes: 0 };
     const pinned: Held = { files: 0, bytes: 0 };
-    for (const i of this.inodes.values()) {
-      // Names outside the releases (the upload folder) keep the bytes whatever releases do.
-      if (i.inReleases < i.links) continue;
+    for (let i = 0; i < this.size.length; i++) {
+      // Gone, or with a name outside the releases (the upload folder keeps the bytes whatever releases do).
+      if (this.links[i] === 0 || this.inReleases[i]! < this.links[i]!) continue;
       all.files++;
-      all.bytes += i.size;
-      if (i.inCurrent > 0) {
+      all.bytes += this.size[i]!;
+      if (this.inCurrent[i]! > 0) {
         pinned.files++;
-        pinned.bytes += i.size;
+        pinned.bytes += this.size[i]!;
       }
     }
     return { all, pinned };
@@ -100,13 +97,11 @@ export class ReleaseHoldings {
 
   /** Counts `tree` as removed: the files only it held are freed. */
   drop(tree: TreeOnDisk): void {
-    for (const id of tree.ids) {
-      const i = this.inodes.get(id);
-      if (!i) continue;
-      i.links--;
-      i.inReleases--;
-      if (tree.current) i.inCurrent--;
-      if (i.links <= 0) this.inodes.delete(id);
+    for (const i of tree.files) {
+      if (this.links[i] === 0) continue;
+      this.links[i]!--;
+      this.inReleases[i]!--;
+      if (tree.current) this.inCurrent[i]!--;
     }
   }
 }

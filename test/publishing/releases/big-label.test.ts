@@ -81,10 +81,11 @@ describe('a release copy of a 20,000-file label', () => {
     assert.equal(fs.readFileSync(path.join(root, 'acme/releases/5.4/2/content.xml'), 'utf8'), 'content v2');
 
     beat = heartbeat();
-    const links = await storage.fileLinks('acme/releases/5.4');
+    const links = await storage.fileLinks(['acme/releases/5.4/1', 'acme/releases/5.4/2', 'acme/releases/5.4/none']);
     const counting = beat.stop();
-    assert.equal(links?.length, 2 * FILES);
-    assert.equal(links?.filter((l) => l.links === 3).length, 2 * (FILES - 1), 'unchanged files: upload + two releases');
+    assert.deepEqual(links.files.map((f) => f?.length ?? null), [FILES, FILES, null]);
+    assert.equal(links.size.length, FILES + 1, 'each stored file once: the shared ones and both content.xml');
+    assert.equal(links.links.filter((n) => n === 3).length, FILES - 1, 'unchanged files: upload + two releases');
 
     beat = heartbeat(linkedShare(sample, 2));
     await storage.removeTree('acme/releases/5.4/1');
