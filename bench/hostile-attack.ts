@@ -11,6 +11,7 @@ import { call, connectSftp, hostileChangelog, putFile } from './hostile-fixtures
 import { seedStats, statsAttack, statsReport } from './hostile-stats.js';
 import { folderIndexAttack, folderIndexReport, prepareFolderIndex } from './hostile-folder-index.js';
 import { type CatalogPlan, catalogAttacks, catalogDeadline, catalogReport } from './hostile-catalog.js';
+import { prepareRelease, releaseAttack, releaseReport } from './hostile-release.js';
 
 export interface AttackPlan {
   /** How long the attack lasts after `go`. */
@@ -23,7 +24,7 @@ export interface AttackPlan {
   password: string;
   /** The server's publishing database (the stats attack seeds its counts there). */
   databaseUrl: string;
-  attacks: ('crawl' | 'page' | 'sftp' | 'stats' | 'folder-index' | 'catalog' | 'search')[];
+  attacks: ('crawl' | 'page' | 'sftp' | 'stats' | 'folder-index' | 'catalog' | 'search' | 'release')[];
   /** The big node catalog (bench/hostile-catalog.ts), for the catalog and search attacks. */
   catalog?: CatalogPlan;
   /** Local folders of the hostile labels and the files to upload from each. */
@@ -60,6 +61,7 @@ const report = {
   stats: statsReport(),
   'folder-index': folderIndexReport,
   ...catalogReport,
+  release: releaseReport(),
 };
 
 /** What the attacks were waiting for when the deadline came (reported with how long). */
@@ -212,7 +214,7 @@ async function attempt<T>(name: keyof typeof report, work: () => Promise<T>): Pr
 
 const wanted = new Set(plan.attacks);
 const connect = () => connectSftp(plan.sftpPort, plan.username, plan.password);
-const [uploader, abuser, indexUrl] = await Promise.all([
+const [uploader, abuser, , indexUrl, releaser] = await Promise.all([
   wanted.has('crawl')
     ? attempt('crawl', async () => {
         const conn = await connect();
@@ -235,6 +237,13 @@ const [uploader, abuser, indexUrl] = await Promise.all([
         } finally {
           conn.end();
         }
+      })
+    : null,
+  wanted.has('release')
+    ? attempt('release', async () => {
+        const conn = await connect();
+        await prepareRelease(conn.sftp, plan, report.release);
+        return conn;
       })
     : null,
 ]);
@@ -262,4 +271,5 @@ await Promise.all([
   wanted.has('stats') && attempt('stats', () => statsAttack(plan, live, report.stats)),
   indexUrl && attempt('folder-index', () => folderIndexAttack(indexUrl, live)),
   ...catalogAttacks(plan.webUrl, plan.catalog, wanted, live),
+  releaser && attempt('release', () => releaseAttack(releaser.sftp, plan, report.release, live)),
 ]);

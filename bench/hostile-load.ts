@@ -24,6 +24,7 @@ import type { AttackPlan } from './hostile-attack.js';
 import { buildPythonSite, buildXzBomb, connectSftp, mkdirMany, putFile, type SftpConnection } from './hostile-fixtures.js';
 import { statsLine } from './hostile-stats.js';
 import { folderIndexLine } from './hostile-folder-index.js';
+import { describeRelease } from './hostile-release.js';
 import { freePort, pierCli, tempDir } from './lib.js';
 import { catalogLines, readyCatalog, seedCatalog } from './hostile-catalog.js';
 import { pageRow, pageVerdict, steadyPage } from './hostile-steady.js';
@@ -33,7 +34,7 @@ const RATE = Number(process.env.BENCH_HOSTILE_RATE ?? 200);
 const GRACE_S = Number(process.env.BENCH_HOSTILE_GRACE ?? 5);
 const FOLDER_ENTRIES = Number(process.env.BENCH_HOSTILE_FOLDER_ENTRIES ?? 5_000);
 /** Which attacks run together (a subset helps find which one hurts). */
-const ATTACKS = (process.env.BENCH_HOSTILE_ATTACKS ?? 'crawl,page,sftp,stats,folder-index,catalog,search').split(',') as AttackPlan['attacks'];
+const ATTACKS = (process.env.BENCH_HOSTILE_ATTACKS ?? 'crawl,page,sftp,stats,folder-index,catalog,search,release').split(',') as AttackPlan['attacks'];
 const CHANGELOG_ITEMS = 2_000;
 const PYTHON_MODULE_BYTES = 100 * 1024;
 const TARGET = 2;
@@ -283,7 +284,7 @@ export async function benchHostileLoad(): Promise<string> {
     const attackerDone = new Promise((r) => child.once('exit', r));
     // Logged in, handles held, labels staged: the attacks themselves start with the load.
     await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error('the attacker process did not get ready in 60 s')), 60_000);
+      const timer = setTimeout(() => reject(new Error('the attacker process did not get ready in 180 s')), 180_000);
       child.stdout?.on('data', (c) => {
         out += c;
         if (out.startsWith('ready\n')) {
@@ -310,6 +311,7 @@ export async function benchHostileLoad(): Promise<string> {
         ATTACKS.includes('stats') && statsLine(r.stats),
         ATTACKS.includes('folder-index') && folderIndexLine(r['folder-index']),
         ...catalogLines(r.catalog ? r : undefined, ATTACKS),
+        ATTACKS.includes('release') && describeRelease(r.release),
       ].filter((l): l is string => typeof l === 'string');
     } catch {
       what = ['  the attacker process reported nothing'];

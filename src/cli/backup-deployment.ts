@@ -8,6 +8,9 @@ import { openPublishingDatabase, PUBLISHING_MIGRATION_TABLE } from '../publishin
 import { filesRepository } from '../publishing/files/repository.js';
 import { type RestoredFilesResult, reconcileRestoredFiles } from '../publishing/files/restored.js';
 import { filesService } from '../publishing/files/service.js';
+import { releasesRepository } from '../publishing/releases/repository.js';
+import { type RestoredLabelReleases, reconcileRestoredReleases } from '../publishing/releases/restored.js';
+import { releasesService } from '../publishing/releases/service.js';
 import { reconcileRunnerFiles, type RunnerReconcileResult } from '../runner/backup/reconcile.js';
 import { isRunnerTransient, RUNNER_STORAGE_FOLDERS } from '../runner/backup/scope.js';
 import { openRunnerDatabase, RUNNER_MIGRATION_TABLE } from '../runner/db/index.js';
@@ -49,6 +52,8 @@ export function restoreTargets(config: Config): RestoreTargets {
 
 export interface ReconcileSummary {
   publishing: RestoredFilesResult;
+  /** Labels whose release records or pointer changed to follow the restored release copies. */
+  releases: RestoredLabelReleases[];
   runner: RunnerReconcileResult;
 }
 
@@ -60,11 +65,20 @@ export interface ReconcileSummary {
 export async function reconcileRestored(config: Config, manifest: Manifest): Promise<ReconcileSummary> {
   const publishingDb = await openPublishingDatabase(config.publishing.databaseUrl);
   let publishing: RestoredFilesResult;
+  let releases: RestoredLabelReleases[];
   try {
     const repo = filesRepository(publishingDb.db);
-    const files = filesService({ storage: localStorage(config.publishing.storageDir), repo, limits: config.publishing.limits });
+    const storage = localStorage(config.publishing.storageDir);
+    const files = filesService({ storage, repo, limits: config.publishing.limits });
     const runnerFolders = new Set(RUNNER_STORAGE_FOLDERS.map((f) => path.resolve(config.runner.storageDir, f)));
     publishing = await reconcileRestoredFiles(files, repo, config.publishing.storageDir, runnerFolders);
+    // Then each label's releases follow the copies restored, and what they hold is counted again
+    // (the quota counts it; the snapshot's count predates the copies).
+    const releasesRepo = releasesRepository(publishingDb.db);
+    const products = await repo.productIds();
+    releases = await reconcileRestoredReleases(storage, releasesRepo, products);
+    const service = releasesService({ storage, repo: releasesRepo, keep: config.publishing.releasesKept, limits: config.publishing.limits });
+    for (const p of products) await service.settleUsage(p);
   } finally {
     await publishingDb.close();
   }
@@ -72,7 +86,7 @@ export async function reconcileRestored(config: Config, manifest: Manifest): Pro
   try {
     const known = new Map(manifest.files.filter((f) => f.storage === RUNNER).map((f) => [f.path, f]));
     const runner = await reconcileRunnerFiles(runnerDb.db, config.runner.storageDir, (rel) => known.get(rel));
-    return { publishing, runner };
+    return { publishing, releases, runner };
   } finally {
     await runnerDb.close();
   }

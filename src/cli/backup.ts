@@ -3,6 +3,7 @@ import type { Command } from 'commander';
 import { loadConfig } from '../infra/config.js';
 import { BackupDamagedError, BackupError } from '../infra/backup/errors.js';
 import { formatBytes, say } from '../infra/backup/progress.js';
+import type { RestoredLabelReleases } from '../publishing/releases/restored.js';
 
 // The work is loaded when a command runs, so every other `pier` command starts without it.
 const work = async () => ({
@@ -27,6 +28,21 @@ async function withExitCodes(action: () => Promise<void>): Promise<void> {
 }
 
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
+
+/** One label whose releases the restore changed (publishing/releases/restored.ts), and what to do next. */
+function releaseChangeLine(r: RestoredLabelReleases): string {
+  const parts = [
+    ...(r.dropped.length ? [`dropped the records of release${r.dropped.length > 1 ? 's' : ''} ${r.dropped.join(', ')} (copied incomplete or not at all)`] : []),
+    ...(r.unrecorded.length ? [`removed release${r.unrecorded.length > 1 ? 's' : ''} ${r.unrecorded.join(', ')} (made after the database snapshot)`] : []),
+  ];
+  const serves =
+    r.current === r.restoredCurrent
+      ? ''
+      : r.current === null
+        ? `; it serves no release now (release it again: pier staff crawl ${r.productId} --label ${r.label})`
+        : `; it serves release ${r.current} now (was ${r.restoredCurrent}: crawl it so its nodes follow, pier staff crawl ${r.productId} --label ${r.label})`;
+  return `label ${r.label} of product "${r.productId}": ${parts.join(', ') || 'its current release was not restored whole'}${serves}`;
+}
 
 export function registerBackupCommands(program: Command): void {
   program
@@ -73,10 +89,11 @@ export function registerBackupCommands(program: Command): void {
         const { restoreBackup, restoreTargets, reconcileRestored } = await work();
         const manifest = await restoreBackup(source, restoreTargets(config));
         say('making the restored records agree with the restored files');
-        const { publishing, runner } = await reconcileRestored(config, manifest);
+        const { publishing, releases, runner } = await reconcileRestored(config, manifest);
         const changes = [
           ...publishing.removedProducts.map((p) => `removed the files of product "${p}", which the database does not have`),
           ...publishing.reconciled.map((r) => `product "${r.productId}": ${r.added} file records added, ${r.updated} updated, ${r.removed} removed`),
+          ...releases.map((r) => releaseChangeLine(r)),
           ...(runner.workflowsDeleted.length ? [`deleted ${plural(runner.workflowsDeleted.length, 'workflow')} whose archives were deleted during the backup`] : []),
           ...(runner.archivesRemoved ? [`removed ${plural(runner.archivesRemoved, 'workflow archive')} uploaded during the backup`] : []),
           ...(runner.outputRecordsDropped ? [`dropped ${plural(runner.outputRecordsDropped, 'run output record')} whose file was deleted during the backup`] : []),

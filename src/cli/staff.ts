@@ -3,6 +3,7 @@ import type { Command } from 'commander';
 import { type FileLimits, loadConfig, parseSize } from '../infra/config.js';
 import { localStorage } from '../infra/storage-local.js';
 import { UsageError } from '../infra/errors.js';
+import { boundedSnapshots } from '../publishing/changes/snapshot-budget.js';
 import { releaseNodesRepository } from '../publishing/changes/repository.js';
 import { crawlsRepository } from '../publishing/crawler/repository.js';
 import { type CrawlerService, crawlerService, type LabelCrawl } from '../publishing/crawler/service.js';
@@ -41,14 +42,14 @@ async function withProducts<T>(
       limits: config.publishing.limits,
     });
     const repo = productsRepository(database.db, database.dialect);
-    const releases = releasesService({ storage: localStorage(config.publishing.storageDir), repo: releasesRepository(database.db), keep: config.publishing.releasesKept });
+    const releases = releasesService({ storage: localStorage(config.publishing.storageDir), repo: releasesRepository(database.db), keep: config.publishing.releasesKept, limits: config.publishing.limits });
     const crawler = crawlerService({
       crawls: crawlsRepository(database.db, database.dialect),
       products: repo,
       files: productFilesReader(filesRepository(database.db)),
       releases,
       // A release made by `pier staff crawl` keeps its node snapshot as the server's do.
-      snapshots: releaseNodesRepository(database.db),
+      snapshots: boundedSnapshots(releaseNodesRepository(database.db), config.publishing.releaseSnapshotBytes),
       downloadUrl: config.publishing.downloadUrl,
       isolation: { maxMemoryMb: config.publishing.crawlMaxMemoryMb, timeoutMs: config.publishing.crawlTimeoutSeconds * 1000 },
       platformCorePrefixes: config.publishing.platformCorePrefixes,
@@ -201,7 +202,7 @@ export function registerStaffCommands(program: Command): void {
       const fieldsSet = FIELD_NAMES.filter((f) => product.fields[f] !== undefined);
       const revisions = history.map(({ changes: _c, ...r }) => r);
       const { custom, ...limits } = files.limits;
-      const uploads = { files: files.files, bytes: files.bytes, lastUploadAt: files.lastUploadAt, labels: files.labels, limits, customLimits: custom };
+      const uploads = { files: files.files, bytes: files.bytes, heldByReleases: files.releases, lastUploadAt: files.lastUploadAt, labels: files.labels, limits, customLimits: custom };
       print(!!opts.json, { ...product, fieldsSet, revisions, uploads, releases, crawls, trustBindings: bindings, trustedPublishes, sftpHostKeys: hostKeys }, () =>
         [
           `${product.productId}: ${product.name}`,
@@ -213,6 +214,7 @@ export function registerStaffCommands(program: Command): void {
           `  ${opts.history ? 'history' : 'last edits'}:${revisions.length ? '' : ' none'}`,
           ...revisions.map((r) => `    ${r.at}  token ${r.tokenId}  from ${r.clientAddress}  ${r.changedFields.join(', ')}`),
           `  uploads:    ${files.files} files, ${mb(files.bytes)} of ${mb(limits.quotaBytes)}; ${limits.quotaFiles} files max, ${mb(limits.maxFileBytes)} per file${Object.keys(custom).length ? ' (set by staff)' : ''}`,
+          ...(files.releases.files ? [`  releases:   ${files.releases.files} files, ${mb(files.releases.bytes)} only current releases still hold (counted in the quota)`] : []),
           `  last upload: ${files.lastUploadAt ?? 'never'}`,
           `  labels:${files.labels.length ? '' : ' none'}`,
           ...files.labels.map(

@@ -71,6 +71,8 @@ export interface Config {
     crawlSettleSeconds: number;
     /** Releases kept per label for a rollback, the current one included (PIER_RELEASES_KEPT, default 3, at least 2). */
     releasesKept: number;
+    /** Bytes of node snapshots of one product's releases kept for the changes page (PIER_RELEASE_SNAPSHOT_BYTES, default 32 MiB). */
+    releaseSnapshotBytes: number;
     /** Heap of the worker thread a crawl runs in, MiB (PIER_CRAWL_MAX_MEMORY_MB, default 512). */
     crawlMaxMemoryMb: number;
     /** Wall time one crawl of one label may take (PIER_CRAWL_TIMEOUT_SECONDS, default 600). */
@@ -416,6 +418,7 @@ export function loadConfig(env: Env = process.env): Config {
       sftpIdleTimeoutSeconds: seconds(env, 'PIER_SFTP_IDLE_TIMEOUT', 900, 1, 86_400),
       crawlSettleSeconds: env.PIER_CRAWL_SETTLE_SECONDS === '0' ? 0 : count(env, 'PIER_CRAWL_SETTLE_SECONDS', 60, 86_400),
       releasesKept: releasesKept(env),
+      releaseSnapshotBytes: size(env, 'PIER_RELEASE_SNAPSHOT_BYTES', 32 * 1024 ** 2),
       crawlMaxMemoryMb: mebibytes(env, 'PIER_CRAWL_MAX_MEMORY_MB', 512, 32, 16_384),
       crawlTimeoutSeconds: seconds(env, 'PIER_CRAWL_TIMEOUT_SECONDS', 600, 1, 86_400),
       platformCorePrefixes: corePrefixes(env, 'PIER_PLATFORM_CORE_PREFIXES'),

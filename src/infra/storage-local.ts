@@ -13,6 +13,7 @@ import {
   type StoredList,
   type StoredReader,
 } from './storage.js';
+import { fileLinksBelow, linkTreeInto, removeTreeBounded } from './storage-tree.js';
 
 const TEMP_PREFIX = `${RESERVED_NAME_PREFIX}tmp-`;
 /** Leases of the instances writing to this storage, one file each (see `sweepTemporary`). */
@@ -623,43 +624,23 @@ export function localStorage(root: string, options: LocalStorageOptions = {}): S
       await fsp.mkdir(path.dirname(target), { recursive: true });
       // Built under a temporary name and renamed into place: `to` exists whole or not at all.
       // Known as live (and this instance's lease renewed) while it is built: a sweep takes only
-      // what a process that died left.
+      // what a process that died left. The per-file work runs in a worker thread (storage-tree.ts):
+      // a label of 100,000 files must not hold the event loop.
       renewLease();
       const building = path.join(path.dirname(target), `${TEMP_PREFIX}${instance.id}_${randomUUID()}`);
       live.add(building);
-      let files = 0;
-      let bytes = 0;
-      const copy = async (dir: string, into: string): Promise<void> => {
-        fs.mkdirSync(into);
-        for (const d of await fsp.readdir(dir, { withFileTypes: true })) {
-          if (d.name.startsWith(RESERVED_NAME_PREFIX)) continue;
-          const p = path.join(dir, d.name);
-          const st = await lstat(p);
-          if (!st) continue; // gone meanwhile, or not a regular file or folder
-          if (st.isDirectory()) await copy(p, path.join(into, d.name));
-          else {
-            try {
-              fs.linkSync(p, path.join(into, d.name));
-            } catch (e) {
-              if ((e as NodeJS.ErrnoException).code === 'ENOENT') continue; // removed meanwhile
-              throw e;
-            }
-            files++;
-            bytes += st.size;
-          }
-        }
-      };
+      let counts: { files: number; bytes: number };
       try {
-        await copy(source, building);
-        fs.renameSync(building, target);
+        counts = await linkTreeInto(source, building, RESERVED_NAME_PREFIX);
+        await fsp.rename(building, target);
       } catch (e) {
-        await fsp.rm(building, { recursive: true, force: true });
+        await removeTreeBounded(building).catch(() => {});
         throw e;
       } finally {
         live.delete(building);
       }
       changed();
-      return { files, bytes };
+      return counts;
     },
 
     async removeTree(key) {
@@ -672,10 +653,14 @@ export function localStorage(root: string, options: LocalStorageOptions = {}): S
       try {
         fs.renameSync(p, aside);
         changed();
-        await fsp.rm(aside, { recursive: true, force: true });
+        await removeTreeBounded(aside);
       } finally {
         live.delete(aside);
       }
+    },
+
+    async fileLinks(keys) {
+      return fileLinksBelow(keys.map(resolve), RESERVED_NAME_PREFIX);
     },
 
     async setPointer(key, target) {

@@ -16,6 +16,14 @@ export interface StoredEntry {
   version?: string;
 }
 
+/** Storage.fileLinks: stored files by their bytes (typed arrays: a copy may have 100,000 files). */
+export interface StoredLinks {
+  /** Per key, the index of each file's bytes; null when the key is not a folder. */
+  files: (Uint32Array | null)[];
+  size: Float64Array;
+  links: Uint32Array;
+}
+
 /** An open folder listing (Storage.openList). */
 export interface StoredList {
   /** Up to `max` further entries; an empty array only at the end. */
@@ -131,6 +139,13 @@ export interface Storage {
   linkTree(from: string, to: string): Promise<{ files: number; bytes: number }>;
   /** Removes a folder and everything below it; nothing when there is none. */
   removeTree(key: string): Promise<void>;
+  /**
+   * The files below each of `keys` (temporary files left out) as their stored bytes: names that
+   * share bytes (linkTree's hard links) share an index into `size` and `links`, which says how
+   * many names the bytes have in the whole storage. `files[i]` is null when `keys[i]` is not a
+   * folder. What release copies hold that nothing else does is counted from this (releases/usage.ts).
+   */
+  fileLinks(keys: string[]): Promise<StoredLinks>;
   /**
    * Points `key` at `target`, a name in the same folder, replacing what it pointed at in one
    * step (readers see the old target or the new one, never nothing); null removes the pointer.

@@ -3,7 +3,7 @@ import { openMigratedDatabase } from '../infra/database/index.js';
 import { createPageChangeTriggers, type WatchedTable } from './page-change-triggers.js';
 import { type ChangesTables, releaseNodesMigration } from './changes/tables.js';
 import { MAX_LABEL_LENGTH } from './files/tree.js';
-import { labelReleasesMigration, type ReleasesTables } from './releases/tables.js';
+import { labelReleasesMigration, type ReleasesTables, releaseUsageMigration } from './releases/tables.js';
 import { downloadCountsMigration, downloadInstallsMigration, type StatsTables } from './stats/tables.js';
 import { type TrustTables, trustedPublishingMigration, trustRefKindsMigration } from './trust/tables.js';
 import { platformRangesMigration } from './crawler/platform-tables.js';
@@ -68,6 +68,12 @@ export interface ProductStorageTable {
    * RMDIR under the product's lock and set from the disk by a reconcile.
    */
   used_folders: Generated<number>;
+  /**
+   * Bytes and files the current releases of the product's labels hold that its upload folders no
+   * longer have (migration 0015; measured by releases/usage.ts): counted in its quota.
+   */
+  release_bytes: Generated<number>;
+  release_files: Generated<number>;
   /** null = the configured default. */
   quota_bytes: number | null;
   quota_files: number | null;
@@ -525,6 +531,7 @@ const migrations: Record<string, Migration> = {
   '0015_download_installs': downloadInstallsMigration,
   '0016_trust_ref_kinds': trustRefKindsMigration,
   '0017_node_lists': nodeListsMigration,
+  '0018_release_usage': releaseUsageMigration,
 };
 
 /** The ordered migrations (tests migrate part of the way to check a backfill). */

@@ -9,6 +9,7 @@ import { createHttpApp, type HttpApp } from '../infra/http.js';
 import { isolatedRenderer, type RenderHold } from './content/isolated-render.js';
 import { releaseNodesRepository } from './changes/repository.js';
 import { registerChangesRoutes } from './changes/routes.js';
+import { boundedSnapshots } from './changes/snapshot-budget.js';
 import { changesService } from './changes/service.js';
 import { localDiffer } from './changes/compare.js';
 import { type CatalogReads, catalogReads } from './web/catalog-reads.js';
@@ -104,7 +105,13 @@ export async function createPublishingService(config: Config, options: Publishin
   const products = productService({ repo, publishing: config.publishing, validate: validator.validate, trust, uploadedLabels: uploadedLabelsOf(productFilesReader(filesRepository(database.db))) });
   const files = productFilesReader(filesRepository(database.db));
   const crawls = crawlsRepository(database.db, database.dialect);
-  const releases = releasesService({ storage: localStorage(config.publishing.storageDir), repo: releasesRepository(database.db), keep: config.publishing.releasesKept });
+  const releases = releasesService({
+    storage: localStorage(config.publishing.storageDir),
+    repo: releasesRepository(database.db),
+    keep: config.publishing.releasesKept,
+    limits: config.publishing.limits,
+    log: { error: (o, msg) => app.log.error(o, msg) },
+  });
   const snapshots = releaseNodesRepository(database.db);
   // Pages and comparisons read labels and workflows once per change of the product's files.
   const pageFiles = stampedFiles(files);
@@ -118,7 +125,7 @@ export async function createPublishingService(config: Config, options: Publishin
     products: repo,
     files,
     releases,
-    snapshots,
+    snapshots: boundedSnapshots(snapshots, config.publishing.releaseSnapshotBytes),
     downloadUrl: config.publishing.downloadUrl,
     // The app (and its logger) is built below; crawls run only after start-up.
     log: { error: (o, msg) => app.log.error(o, msg) },

@@ -130,14 +130,23 @@ async function writeFully(out: fsp.FileHandle, chunk: Buffer): Promise<void> {
   while (done < chunk.length) done += (await out.write(chunk, done, chunk.length - done)).bytesWritten;
 }
 
+/** Backup copies of stored files that have several names, by `<device>:<inode>` of the stored file. */
+export type CopiedInodes = Map<string, Promise<{ to: string; copied: CopiedFile } | null>>;
+
 /**
  * Copies one stored file into the backup, hashing what it copies. The file is opened once and
  * read through that descriptor: stored files are never changed in place (uploads write a
  * temporary file and rename it over the old one), so whatever version was opened is copied
  * whole, even if a newer one replaces it meanwhile. null when the file is gone (deleted since
  * the walk) or is no longer a regular file.
+ *
+ * With `inodes`, a stored file with several names (a label's releases hard-link the uploaded
+ * files they share: releases/service.ts) is copied once: its other names become hard links to
+ * that one copy in the backup, so a backup takes the room the storage takes, not once per
+ * release. A name is linked only when its bytes hash to the copy's (an inode number freed and
+ * reused during the backup names other bytes).
  */
-export async function copyStoredFile(from: string, to: string): Promise<CopiedFile | null> {
+export async function copyStoredFile(from: string, to: string, inodes: CopiedInodes | null = null): Promise<CopiedFile | null> {
   let input: fsp.FileHandle;
   try {
     input = await fsp.open(from, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
@@ -147,27 +156,51 @@ export async function copyStoredFile(from: string, to: string): Promise<CopiedFi
     throw e;
   }
   try {
-    const st = await input.stat();
+    const st = await input.stat({ bigint: true });
     if (!st.isFile()) return null;
-    const hash = createHash('sha256');
-    const out = await fsp.open(to, 'wx', 0o600);
-    let size: number;
-    try {
-      size = await readAll(input, async (chunk) => {
+    const id = `${st.dev}:${st.ino}`;
+    const shared = inodes !== null && st.nlink > 1n;
+    // Looked up and claimed with no wait in between: two names copied at once cannot both be first.
+    const pending = shared ? inodes.get(id) : undefined;
+    const earlier = pending ? await pending : undefined;
+    if (earlier) {
+      const hash = createHash('sha256');
+      const size = await readAll(input, async (chunk) => {
         hash.update(chunk);
-        await writeFully(out, chunk);
       });
-      const mode = st.mode & 0o777;
-      await out.chmod(mode);
-      await setTimesMs(out, st.atimeMs, st.mtimeMs);
-      await out.sync();
-    } finally {
-      await out.close();
+      if (size === earlier.copied.size && hash.digest('hex') === earlier.copied.sha256) {
+        await fsp.link(earlier.to, to);
+        return earlier.copied;
+      }
     }
-    return { size, sha256: hash.digest('hex'), mtimeMs: Math.floor(st.mtimeMs), mode: st.mode & 0o777 };
+    if (!shared || earlier) return await copyOpen(input, st, to);
+    // The first of its names: the others wait for this copy.
+    const copying = copyOpen(input, st, to).then((copied) => ({ to, copied }));
+    inodes.set(id, copying.catch(() => null));
+    return (await copying).copied;
   } finally {
     await input.close();
   }
+}
+
+async function copyOpen(input: fsp.FileHandle, st: fs.BigIntStats, to: string): Promise<CopiedFile> {
+  const hash = createHash('sha256');
+  const out = await fsp.open(to, 'wx', 0o600);
+  let size: number;
+  const mode = Number(st.mode) & 0o777;
+  const mtimeMs = Number(st.mtimeMs);
+  try {
+    size = await readAll(input, async (chunk) => {
+      hash.update(chunk);
+      await writeFully(out, chunk);
+    });
+    await out.chmod(mode);
+    await setTimesMs(out, Number(st.atimeMs), mtimeMs);
+    await out.sync();
+  } finally {
+    await out.close();
+  }
+  return { size, sha256: hash.digest('hex'), mtimeMs: Math.floor(mtimeMs), mode };
 }
 
 /** sha256 and size of a file, read once. */

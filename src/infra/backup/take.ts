@@ -3,7 +3,7 @@ import path from 'node:path';
 import { isPostgresUrl } from '../database/index.js';
 import { databaseIdentity, maskDatabaseUrl } from './database-url.js';
 import { BackupError } from './errors.js';
-import { copyStoredFile, hashFile, type StorageSource, walkStorage } from './file-copy.js';
+import { type CopiedInodes, copyStoredFile, hashFile, type StorageSource, walkStorage } from './file-copy.js';
 import {
   DATABASES_DIR,
   FILES_DIR,
@@ -197,6 +197,8 @@ interface Copied {
   links: Map<string, ManifestLink>;
   /** `storage\0path` of every folder and file in the backup. */
   seen: Set<string>;
+  /** Stored files with several names (releases share their label's files), copied once for all. */
+  inodes: CopiedInodes;
 }
 
 /**
@@ -232,7 +234,7 @@ async function copyPass(storages: StorageSource[], target: string, options: Pass
         const f = files[next++]!;
         const to = path.join(root, f.path);
         fs.mkdirSync(path.dirname(to), { recursive: true });
-        const copied = await copyStoredFile(path.join(source.root, f.path), to);
+        const copied = await copyStoredFile(path.join(source.root, f.path), to, into.inodes);
         progress.advance(copied?.size ?? 0);
         // Gone since the walk (deleted or moved away): not part of this backup.
         if (!copied) continue;
@@ -258,7 +260,7 @@ async function copyStorages(
   target: string,
   options: Pick<Pass, 'sink' | 'afterWalk'>,
 ): Promise<{ dirs: ManifestDir[]; files: ManifestFile[]; links: ManifestLink[] }> {
-  const copied: Copied = { dirs: [], files: [], seen: new Set(), links: new Map() };
+  const copied: Copied = { dirs: [], files: [], seen: new Set(), links: new Map(), inodes: new Map() };
   await copyPass(storages, target, { ...options, pass: 1, what: 'copying stored files' }, copied);
   await copyPass(storages, target, { ...options, pass: 2, what: 'copying files stored meanwhile' }, copied);
   const order = (a: { storage: string; path: string }, b: { storage: string; path: string }) =>

@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import { type Kysely, PostgresAdapter, sql } from 'kysely';
 import type { PublishingDB } from '../db.js';
 import type { NodeRowLike, NodeSignature } from './signature.js';
 
@@ -8,17 +8,49 @@ export interface SnapshotKey {
   number: number;
 }
 
+/** A stored snapshot and its size (snapshot-budget.ts). */
+export interface SnapshotSize extends SnapshotKey {
+  bytes: number;
+  createdAt: string;
+}
+
 /** SQL of release node snapshots (changes/tables.ts). */
 export function releaseNodesRepository(db: Kysely<PublishingDB>) {
+  // Bytes of the stored JSON text (SQLite's length() of text counts characters).
+  const bytesOf = db.getExecutor().adapter instanceof PostgresAdapter ? sql<number>`octet_length(nodes)` : sql<number>`length(cast(nodes as blob))`;
+  /** `save` of a snapshot already serialized (`JSON.stringify` of the NodeSignature[]). */
+  async function saveJson(productId: string, label: string, number: number, json: string, createdAt: string): Promise<void> {
+    await db
+      .insertInto('release_nodes')
+      .values({ product_id: productId, label, number, nodes: json, created_at: createdAt })
+      .onConflict((oc) => oc.columns(['product_id', 'label', 'number']).doUpdateSet({ nodes: json, created_at: createdAt }))
+      .execute();
+  }
+
   return {
     /** Stores (or replaces) the node snapshot of a release; its label_releases row must exist. */
     async save(productId: string, label: string, number: number, nodes: readonly NodeSignature[], createdAt: string): Promise<void> {
-      const json = JSON.stringify(nodes);
-      await db
-        .insertInto('release_nodes')
-        .values({ product_id: productId, label, number, nodes: json, created_at: createdAt })
-        .onConflict((oc) => oc.columns(['product_id', 'label', 'number']).doUpdateSet({ nodes: json, created_at: createdAt }))
+      await saveJson(productId, label, number, JSON.stringify(nodes), createdAt);
+    },
+
+    saveJson,
+
+    /** Every snapshot the product has and its size, oldest first. */
+    async sizes(productId: string): Promise<SnapshotSize[]> {
+      const rows = await db
+        .selectFrom('release_nodes')
+        .select(['label', 'number', 'created_at', bytesOf.as('bytes')])
+        .where('product_id', '=', productId)
+        .orderBy('created_at')
+        .orderBy('label')
+        .orderBy('number')
         .execute();
+      return rows.map((r) => ({ label: r.label, number: Number(r.number), bytes: Number(r.bytes), createdAt: r.created_at }));
+    },
+
+    /** Drops one release's snapshot (the release stays; comparisons with it are no longer offered). */
+    async drop(productId: string, label: string, number: number): Promise<void> {
+      await db.deleteFrom('release_nodes').where('product_id', '=', productId).where('label', '=', label).where('number', '=', number).execute();
     },
 
     /** The snapshot of a kept, released release (a candidate's or a refused copy's never counts). */

@@ -38,30 +38,22 @@ export function productFilesReader(repo: FilesRepository): ProductFilesReader {
   return {
     async listLabels(productId) {
       const labels = new Map<string, LabelSummary>();
-      for (const row of await repo.listUnder(productId, 'update-site/')) {
-        const rest = row.path.slice('update-site/'.length);
-        const slash = rest.indexOf('/');
-        let label: string;
-        let archive = false;
-        if (slash > 0) label = rest.slice(0, slash);
-        else if (rest.endsWith('.zip')) {
-          label = rest.slice(0, -'.zip'.length);
-          archive = true;
-        } else continue;
-        if (!isLabel(label)) continue;
-        let s = labels.get(label);
+      // Summed by the database, a row per label: a label may hold 100,000 files.
+      for (const row of await repo.labelTotals(productId)) {
+        if (!isLabel(row.label)) continue;
+        let s = labels.get(row.label);
         if (!s) {
-          s = { label, files: 0, bytes: 0, hasArchive: false, lastUploadAt: null, archiveBytes: 0 };
-          labels.set(label, s);
+          s = { label: row.label, files: 0, bytes: 0, hasArchive: false, lastUploadAt: null, archiveBytes: 0 };
+          labels.set(row.label, s);
         }
-        if (archive) {
+        if (row.archive) {
           s.hasArchive = true;
-          s.archiveBytes = row.size;
+          s.archiveBytes = row.bytes;
         } else {
-          s.files++;
-          s.bytes += row.size;
+          s.files = row.files;
+          s.bytes = row.bytes;
         }
-        if (s.lastUploadAt === null || row.uploaded_at > s.lastUploadAt) s.lastUploadAt = row.uploaded_at;
+        if (row.lastUploadAt !== null && (s.lastUploadAt === null || row.lastUploadAt > s.lastUploadAt)) s.lastUploadAt = row.lastUploadAt;
       }
       return [...labels.values()].sort((a, b) => byString(a.label, b.label));
     },

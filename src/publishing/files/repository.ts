@@ -46,13 +46,27 @@ async function bumpOnly(db: Db, productId: string): Promise<void> {
 
 /** What starting an upload needs to know, read in one statement (see `uploadContext`). */
 export interface UploadContext {
+  /** The product's files, and what its current releases hold beyond them (counted alike). */
   files: number;
   bytes: number;
+  /** The part of `files` and `bytes` that current releases hold (releases/usage.ts). */
+  release_files: number;
+  release_bytes: number;
   quota_bytes: number | null;
   quota_files: number | null;
   max_file_bytes: number | null;
   /** Size of the recorded file at the path, null when there is none. */
   existing_size: number | null;
+}
+
+/** One label's files (or its archive) as the database sums them (`labelTotals`). */
+export interface LabelTotalsRow {
+  label: string;
+  /** `update-site/<label>.zip`, not the folder's files. */
+  archive: boolean;
+  files: number;
+  bytes: number;
+  lastUploadAt: string | null;
 }
 
 /** The limits a commit is checked against (the product's own, else the configured defaults). */
@@ -103,7 +117,8 @@ export function filesRepository(db: Kysely<PublishingDB>, hot: { readNow?: ReadN
   // the OPEN reply of every file. Usage is the running total (migration 0004), one row by key.
   const uploadContextRead = preparedRead<Record<string, unknown>>(
     { db, readNow: hot.readNow ?? (() => null) },
-    sql<Record<string, unknown>>`select s.used_files as files, s.used_bytes as bytes, s.quota_bytes, s.quota_files, s.max_file_bytes, f.size as existing_size
+    sql<Record<string, unknown>>`select s.used_files + s.release_files as files, s.used_bytes + s.release_bytes as bytes, s.release_files, s.release_bytes,
+        s.quota_bytes, s.quota_files, s.max_file_bytes, f.size as existing_size
       from (select 1 as one) o
       left join product_storage s on s.product_id = ${''}
       left join product_files f on f.product_id = ${''} and f.path = ${''}`.compile(db),
@@ -111,15 +126,16 @@ export function filesRepository(db: Kysely<PublishingDB>, hot: { readNow?: ReadN
 
   /**
    * Records a finished upload only if the product's files still fit its quotas with it: usage
-   * now (other uploads may have finished since this one began), minus the file it replaces.
+   * now (other uploads may have finished since this one began), minus the file it replaces, plus
+   * what the current releases of its labels hold beyond the upload folders (releases/usage.ts).
    * One statement; the totals follow through the triggers in the same statement. Compiled once,
    * as every SFTP CLOSE of an upload runs it; the parameters are in the order of the `${}`s.
    */
   const insertWithinQuotaQuery = sql<{ size: number }>`insert into product_files (product_id, path, size, modified_at, uploaded_at)
       select ${''}, ${''}, cast(${0} as bigint), ${''}, ${''}
       where (
-        select coalesce(s.used_bytes, 0) - coalesce(f.size, 0) + cast(${0} as bigint) <= coalesce(s.quota_bytes, cast(${0} as bigint))
-          and (f.size is not null or coalesce(s.used_files, 0) + 1 <= coalesce(s.quota_files, cast(${0} as bigint)))
+        select coalesce(s.used_bytes, 0) + coalesce(s.release_bytes, 0) - coalesce(f.size, 0) + cast(${0} as bigint) <= coalesce(s.quota_bytes, cast(${0} as bigint))
+          and (f.size is not null or coalesce(s.used_files, 0) + coalesce(s.release_files, 0) + 1 <= coalesce(s.quota_files, cast(${0} as bigint)))
         from (select 1 as one) o
         left join product_storage s on s.product_id = ${''}
         left join product_files f on f.product_id = ${''} and f.path = ${''}
@@ -256,6 +272,8 @@ export function filesRepository(db: Kysely<PublishingDB>, hot: { readNow?: ReadN
       return {
         files: Number(r.files ?? 0),
         bytes: Number(r.bytes ?? 0),
+        release_files: Number(r.release_files ?? 0),
+        release_bytes: Number(r.release_bytes ?? 0),
         quota_bytes: num(r.quota_bytes),
         quota_files: num(r.quota_files),
         max_file_bytes: num(r.max_file_bytes),
@@ -275,6 +293,37 @@ export function filesRepository(db: Kysely<PublishingDB>, hot: { readNow?: ReadN
         .where('product_id', '=', productId)
         .where(startsWith(prefix))
         .execute();
+    },
+
+    /**
+     * Totals of the product's update-site labels, summed by the database: one row per label and
+     * kind (its folder's files, or its `update-site/<label>.zip`). A label may hold as many files
+     * as the quota allows; reading every row into the serving process to count them cost tens to
+     * hundreds of ms per call on the event loop at 20,000 files, and a release calls it several times.
+     */
+    async labelTotals(productId: string): Promise<LabelTotalsRow[]> {
+      const prefix = 'update-site/';
+      const slash = postgres ? sql`strpos(rest, '/')` : sql`instr(rest, '/')`;
+      // Each row's string work once: the label's end (`slash`), then the label itself.
+      const { rows } = await sql<Record<string, unknown>>`
+        select label, archive, count(*) as files, sum(size) as bytes, max(uploaded_at) as last_upload_at from (
+          select case when slash > 0 then substr(rest, 1, slash - 1)
+                      when substr(rest, length(rest) - 3) = '.zip' then substr(rest, 1, length(rest) - 4) end as label,
+                 slash = 0 as archive, size, uploaded_at
+          from (select rest, ${slash} as slash, size, uploaded_at from (
+            select substr(path, ${prefix.length + 1}) as rest, size, uploaded_at from product_files
+            where product_id = ${productId} and ${startsWith(prefix)}) f) s
+        ) l
+        where label is not null
+        group by label, archive`.execute(db);
+      return rows.map((r) => ({
+        label: String(r.label),
+        // A boolean on PostgreSQL, 0 or 1 on SQLite.
+        archive: r.archive === true || Number(r.archive) === 1,
+        files: Number(r.files),
+        bytes: Number(r.bytes ?? 0),
+        lastUploadAt: r.last_upload_at == null ? null : String(r.last_upload_at),
+      }));
     },
 
     async usage(productId: string): Promise<{ files: number; bytes: number }> {

@@ -1,7 +1,7 @@
 import type { FileLimits } from '../../infra/config.js';
 import { KeptCopyTooLargeError, type PendingWrite, type Storage, type StoredEntry } from '../../infra/storage.js';
 import { type LabelSummary, productFilesReader } from './reader.js';
-import type { FilesRepository, StorageRow } from './repository.js';
+import type { FilesRepository, StorageRow, UploadContext } from './repository.js';
 import { AREAS } from './tree.js';
 
 /** A write refused by a limit; the SFTP server reports `message` to the client as is. */
@@ -40,12 +40,23 @@ export interface ReconcileResult {
 export interface FilesSummary {
   files: number;
   bytes: number;
+  /** What the current releases of its labels hold beyond the upload folders, counted in the quota (releases/usage.ts). */
+  releases: { files: number; bytes: number };
   lastUploadAt: string | null;
   limits: FileLimits & { custom: Partial<FileLimits> };
   labels: LabelSummary[];
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
+
+/**
+ * What of a refused quota current releases take (releases/usage.ts): files replaced or removed in
+ * the upload folder after they were released, which downloaders still get.
+ */
+const releaseNote = (context: Pick<UploadContext, 'release_files' | 'release_bytes'>, unit: 'bytes' | 'files') => {
+  const n = unit === 'bytes' ? context.release_bytes : context.release_files;
+  return n > 0 ? `; ${n} ${unit} of it are files that only the current releases of its labels still hold` : '';
+};
 
 /** Copies of current files (uploads opened without TRUNC) made at once by one process. */
 const MAX_COPIES_AT_ONCE = 4;
@@ -98,11 +109,11 @@ export function filesService({ storage, repo, limits: defaults, now = () => new 
     const context = await repo.uploadContext(productId, path);
     const limits = limitsOf(context);
     if (context.existing_size === null && context.files + 1 > limits.quotaFiles) {
-      return new QuotaExceededError(`file-count quota exceeded: this product may store ${limits.quotaFiles} files`);
+      return new QuotaExceededError(`file-count quota exceeded: this product may store ${limits.quotaFiles} files${releaseNote(context, 'files')}`);
     }
     const used = context.bytes - (context.existing_size ?? 0);
     return new QuotaExceededError(
-      `storage quota exceeded: this product may store ${limits.quotaBytes} bytes (${used} used by other files, this one has ${size})`,
+      `storage quota exceeded: this product may store ${limits.quotaBytes} bytes (${used} used by other files, this one has ${size})${releaseNote(context, 'bytes')}`,
     );
   }
 
@@ -238,7 +249,7 @@ export function filesService({ storage, repo, limits: defaults, now = () => new 
       const existingSize = context.existing_size;
       if (existingSize === null && context.files + 1 > limits.quotaFiles) {
         await fresh.value?.abort();
-        throw new QuotaExceededError(`file-count quota exceeded: this product may store ${limits.quotaFiles} files`);
+        throw new QuotaExceededError(`file-count quota exceeded: this product may store ${limits.quotaFiles} files${releaseNote(context, 'files')}`);
       }
       const available = limits.quotaBytes - (context.bytes - (existingSize ?? 0));
       const claim = roomClaim(productId);
@@ -254,7 +265,7 @@ export function filesService({ storage, repo, limits: defaults, now = () => new 
             throw new QuotaExceededError(`file too large: the limit is ${limits.maxFileBytes} bytes per file`);
           }
           if (end > available) {
-            throw new QuotaExceededError(`storage quota exceeded: this product may store ${limits.quotaBytes} bytes`);
+            throw new QuotaExceededError(`storage quota exceeded: this product may store ${limits.quotaBytes} bytes${releaseNote(context, 'bytes')}`);
           }
           if (end > claim.held) {
             // Claimed before the bytes land: writes of parallel uploads cannot all pass one check.
@@ -365,7 +376,8 @@ export function filesService({ storage, repo, limits: defaults, now = () => new 
         reader.listLabels(productId),
         limitsFor(productId),
       ]);
-      return { ...usage, lastUploadAt: state?.last_upload_at ?? null, limits, labels };
+      const releases = { files: Number(state?.release_files ?? 0), bytes: Number(state?.release_bytes ?? 0) };
+      return { ...usage, releases, lastUploadAt: state?.last_upload_at ?? null, limits, labels };
     },
 
     /** Staff override of one product's limits; null restores the configured default. */

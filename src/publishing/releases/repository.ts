@@ -14,6 +14,19 @@ export interface ReleasesRepository {
   find(productId: string, label: string, number: number): Promise<ReleaseRow | undefined>;
   forProduct(productId: string): Promise<ReleaseRow[]>;
   forLabel(productId: string, label: string): Promise<ReleaseRow[]>;
+  /** Keeps `number` taken with no copy behind it (status refused), unless a row holds it already. */
+  reserve(productId: string, label: string, number: number, createdAt: string): Promise<void>;
+  /** The product's uploaded files as recorded, and its quota overrides (null: the configured default). */
+  room(productId: string): Promise<ProductRoom>;
+  /** Records what the product's current releases hold beyond its upload folders (its quota counts it). */
+  setUsage(productId: string, held: { files: number; bytes: number }): Promise<void>;
+}
+
+export interface ProductRoom {
+  usedFiles: number;
+  usedBytes: number;
+  quotaFiles: number | null;
+  quotaBytes: number | null;
 }
 
 /** Attempts at taking the next number when another process took it first. */
@@ -100,6 +113,33 @@ export function releasesRepository(db: Kysely<PublishingDB>): ReleasesRepository
     async forProduct(productId: string): Promise<ReleaseRow[]> {
       const rows = await db.selectFrom('label_releases').selectAll().where('product_id', '=', productId).orderBy('label').orderBy('number', 'desc').execute();
       return rows.map(row);
+    },
+
+    async reserve(productId: string, label: string, number: number, createdAt: string): Promise<void> {
+      await db
+        .insertInto('label_releases')
+        .values({ product_id: productId, label, number, status: 'refused', created_at: createdAt, released_at: null, files: 0, bytes: 0, files_seq: 0, released_by: null })
+        .onConflict((oc) => oc.columns(['product_id', 'label', 'number']).doNothing())
+        .execute();
+    },
+
+    async room(productId: string): Promise<ProductRoom> {
+      const r = await db
+        .selectFrom('product_storage')
+        .select(['used_files', 'used_bytes', 'quota_files', 'quota_bytes'])
+        .where('product_id', '=', productId)
+        .executeTakeFirst();
+      const num = (v: unknown) => (v == null ? null : Number(v));
+      return { usedFiles: Number(r?.used_files ?? 0), usedBytes: Number(r?.used_bytes ?? 0), quotaFiles: num(r?.quota_files), quotaBytes: num(r?.quota_bytes) };
+    },
+
+    async setUsage(productId: string, held: { files: number; bytes: number }): Promise<void> {
+      // Not a change of the product's files: change_seq stays (pages and crawls do not follow it).
+      await db
+        .insertInto('product_storage')
+        .values({ product_id: productId, change_seq: 0, last_upload_at: null, release_files: held.files, release_bytes: held.bytes })
+        .onConflict((oc) => oc.column('product_id').doUpdateSet({ release_files: held.files, release_bytes: held.bytes }))
+        .execute();
     },
 
     async forLabel(productId: string, label: string): Promise<ReleaseRow[]> {

@@ -7,9 +7,12 @@
  * released label from its current release only, so a downloader sees one upload or the other,
  * never a mix. Earlier releases are kept for a rollback, `keep` per label.
  */
+import { DEFAULT_LIMITS, type FileLimits } from '../../infra/config.js';
 import { ConflictError, NotFoundError } from '../../infra/errors.js';
 import type { Storage } from '../../infra/storage.js';
+import { releaseKeys, releaseNumberOf } from './keys.js';
 import type { ReleaseRow, ReleasesRepository } from './repository.js';
+import { releaseHoldings } from './usage.js';
 
 /** Who moved a label: shown in the release history (`pier staff show`, `GET …/labels`). */
 export type ReleasedBy =
@@ -47,17 +50,7 @@ export interface Candidate {
 /** A candidate not released after this long was left by a process that died. */
 const CANDIDATE_STALE_MS = 60 * 60_000;
 
-export const releaseKeys = {
-  folder: (productId: string, label: string) => `${productId}/releases/${label}`,
-  tree: (productId: string, label: string, n: number) => `${productId}/releases/${label}/${n}`,
-  pointer: (productId: string, label: string) => `${productId}/releases/${label}/current`,
-};
-
-/** The number a pointer names, or null (no pointer, or not a number: never served). */
-export function releaseNumberOf(target: string | null): number | null {
-  if (target === null || !/^[1-9][0-9]{0,8}$/.test(target)) return null;
-  return Number(target);
-}
+export { releaseKeys, releaseNumberOf };
 
 const present = (r: ReleaseRow): Release => ({
   number: r.number,
@@ -73,28 +66,127 @@ export interface ReleasesServiceDeps {
   repo: ReleasesRepository;
   /** Releases kept per label, the current one included (PIER_RELEASES_KEPT). */
   keep: number;
+  /** The configured quotas (PIER_QUOTA_BYTES, PIER_QUOTA_FILES); a product's own come from the database. */
+  limits?: Pick<FileLimits, 'quotaBytes' | 'quotaFiles'>;
+  /** Where a failed count of what releases hold is logged (the release itself stands). */
+  log?: { error(o: object, msg: string): void };
   now?: () => Date;
 }
 
-export function releasesService({ storage, repo, keep, now = () => new Date() }: ReleasesServiceDeps) {
+/** A kept release removed to give the product's quota back its room. */
+export interface Evicted {
+  label: string;
+  number: number;
+}
+
+export function releasesService({ storage, repo, keep, limits = DEFAULT_LIMITS, log, now = () => new Date() }: ReleasesServiceDeps) {
   const current = (productId: string, label: string) => releaseNumberOf(storage.pointer(releaseKeys.pointer(productId, label)));
 
-  /** Removes released copies past the newest `keep` (never the current one) and stale candidates. */
-  async function prune(r: ReleasesRepository, productId: string, label: string, cur: number | null): Promise<void> {
+  /**
+   * Drops the records of released copies past the newest `keep` (never the current one) and of
+   * stale candidates; answers the copies to remove. They are removed after the transaction: it
+   * holds the product's lock (on SQLite the one connection every request uses) and a copy may have
+   * 100,000 files.
+   */
+  async function prune(r: ReleasesRepository, productId: string, label: string, cur: number | null): Promise<string[]> {
     const rows = await r.forLabel(productId, label);
     const staleBefore = new Date(now().getTime() - CANDIDATE_STALE_MS).toISOString();
+    const gone: string[] = [];
     let kept = cur === null ? 0 : 1;
     for (const row of rows) {
       if (row.number === cur) continue;
       if (row.status === 'refused') continue;
       const drop = row.status === 'released' ? ++kept > keep : row.created_at < staleBefore;
       if (!drop) continue;
-      await storage.removeTree(releaseKeys.tree(productId, label, row.number));
+      gone.push(releaseKeys.tree(productId, label, row.number));
       // A stale candidate keeps its row as refused: its number is never given to another copy.
       if (row.status === 'released') await r.remove(productId, label, row.number);
       else await r.markRefused(productId, label, row.number);
     }
+    return gone;
   }
+
+  /**
+   * Counts what the product's release copies hold beyond its upload folders (releases/usage.ts),
+   * and while its files and those copies together exceed its quota removes kept releases that no
+   * label serves, oldest first: copies no record names, then those of labels with no current
+   * release (removed labels), then by age. A label's current release is never removed. Records
+   * the part current releases hold (what uploads are checked against) and answers what it removed.
+   */
+  async function measureAndEvict(productId: string): Promise<Evicted[]> {
+    const { trees, holdings } = await releaseHoldings(storage, productId);
+    const room = await repo.room(productId);
+    const quotaBytes = room.quotaBytes ?? limits.quotaBytes;
+    const quotaFiles = room.quotaFiles ?? limits.quotaFiles;
+    const over = () => {
+      const { all } = holdings.usage();
+      return room.usedBytes + all.bytes > quotaBytes || room.usedFiles + all.files > quotaFiles;
+    };
+    const rows = new Map((await repo.forProduct(productId)).map((r) => [`${r.label}/${r.number}`, r]));
+    const served = new Set(trees.filter((t) => t.current).map((t) => t.label));
+    const rank = (t: (typeof trees)[number]) => {
+      const row = rows.get(`${t.label}/${t.number}`);
+      return [row ? 1 : 0, served.has(t.label) ? 1 : 0, row?.created_at ?? '', t.number] as const;
+    };
+    const evictable = trees
+      .filter((t) => {
+        const row = rows.get(`${t.label}/${t.number}`);
+        return !t.current && (row === undefined || row.status === 'released');
+      })
+      .sort((a, b) => {
+        const [x, y] = [rank(a), rank(b)];
+        for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) return x[i]! < y[i]! ? -1 : 1;
+        return 0;
+      });
+    const evicted: Evicted[] = [];
+    for (const t of evictable) {
+      if (!over()) break;
+      // Checked again under the lock: a rollback may have made it current meanwhile.
+      const removed = await repo.locked(productId, async (r) => {
+        if (current(productId, t.label) === t.number) return false;
+        const row = await r.find(productId, t.label, t.number);
+        if (row && row.status !== 'released') return false;
+        if (row) await r.remove(productId, t.label, t.number);
+        return true;
+      });
+      if (!removed) continue;
+      await storage.removeTree(releaseKeys.tree(productId, t.label, t.number));
+      holdings.drop(t);
+      evicted.push({ label: t.label, number: t.number });
+    }
+    await repo.setUsage(productId, holdings.usage().pinned);
+    return evicted;
+  }
+
+  // One count per product at a time in this process; calls meanwhile share the one after it.
+  const running = new Map<string, Promise<Evicted[]>>();
+  const queued = new Map<string, Promise<Evicted[]>>();
+  function settleUsage(productId: string): Promise<Evicted[]> {
+    const waiting = queued.get(productId);
+    if (waiting) return waiting;
+    const start = () => {
+      const run = measureAndEvict(productId).finally(() => {
+        if (running.get(productId) === run) running.delete(productId);
+      });
+      running.set(productId, run);
+      return run;
+    };
+    const busy = running.get(productId);
+    if (!busy) return start();
+    const next = busy
+      .catch(() => [])
+      .then(() => {
+        queued.delete(productId);
+        return start();
+      });
+    queued.set(productId, next);
+    return next;
+  }
+  /** After a change of the releases: a failed count is logged, the change stands. */
+  const settle = (productId: string) =>
+    settleUsage(productId).catch((e: unknown) => {
+      log?.error({ err: e, productId }, 'counting what the releases of a product hold failed');
+    });
 
   return {
     current,
@@ -146,6 +238,7 @@ export function releasesService({ storage, repo, keep, now = () => new Date() }:
     async discard(c: Candidate): Promise<void> {
       await storage.removeTree(releaseKeys.tree(c.productId, c.label, c.number));
       await repo.markRefused(c.productId, c.label, c.number);
+      await settle(c.productId);
     },
 
     /**
@@ -153,19 +246,21 @@ export function releasesService({ storage, repo, keep, now = () => new Date() }:
      * process released a newer upload first: this one is kept as an earlier release).
      */
     async release(c: Candidate, by: ReleasedBy): Promise<boolean> {
-      return repo.locked(c.productId, async (r) => {
+      const { moves, gone } = await repo.locked(c.productId, async (r) => {
         const cur = current(c.productId, c.label);
         await r.markReleased(c.productId, c.label, c.number, now().toISOString(), JSON.stringify(by));
         const moves = cur === null || c.number > cur;
         if (moves) await storage.setPointer(releaseKeys.pointer(c.productId, c.label), String(c.number));
-        await prune(r, c.productId, c.label, moves ? c.number : cur);
-        return moves;
+        return { moves, gone: await prune(r, c.productId, c.label, moves ? c.number : cur) };
       });
+      for (const key of gone) await storage.removeTree(key);
+      await settle(c.productId);
+      return moves;
     },
 
     /** Moves the label back to `to` (default: the newest release before the current one). */
     async rollback(productId: string, label: string, to?: number): Promise<{ label: string; current: number; previous: number | null }> {
-      return repo.locked(productId, async (r) => {
+      const moved = await repo.locked(productId, async (r) => {
         const cur = current(productId, label);
         const released = (await r.forLabel(productId, label)).filter((x) => x.status === 'released');
         if (released.length === 0) throw new NotFoundError(`label "${label}" of product "${productId}" has no releases`);
@@ -177,12 +272,20 @@ export function releasesService({ storage, repo, keep, now = () => new Date() }:
         await storage.setPointer(releaseKeys.pointer(productId, label), String(target));
         return { label, current: target, previous: cur };
       });
+      // The release rolled back from is no longer current: it now uses the room the quota leaves.
+      await settle(productId);
+      return moved;
     },
 
     /** The label's folder was removed: downloaders get nothing; its releases stay for a rollback. */
     async withdraw(productId: string, label: string): Promise<void> {
-      if (current(productId, label) !== null) await storage.setPointer(releaseKeys.pointer(productId, label), null);
+      if (current(productId, label) === null) return;
+      await storage.setPointer(releaseKeys.pointer(productId, label), null);
+      // Its releases are no label's current one now: they use the room the quota leaves.
+      await settle(productId);
     },
+
+    settleUsage,
 
     async list(productId: string): Promise<LabelReleases[]> {
       const byLabel = new Map<string, LabelReleases>();

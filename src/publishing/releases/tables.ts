@@ -44,3 +44,17 @@ export const labelReleasesMigration: Migration = {
     )`.execute(db);
   },
 };
+
+/**
+ * What a product's release copies hold on disk beyond its upload folders (releases/usage.ts):
+ * files (and their bytes) whose every name is inside `releases/` and that a label's current
+ * release links. Uploads count them against the product's quota with its own files
+ * (files/repository.ts); written by each count, after a release is made, refused, rolled back or
+ * withdrawn.
+ */
+export const releaseUsageMigration: Migration = {
+  async up(db: Kysely<unknown>) {
+    await sql`ALTER TABLE product_storage ADD COLUMN release_bytes bigint NOT NULL DEFAULT 0`.execute(db);
+    await sql`ALTER TABLE product_storage ADD COLUMN release_files bigint NOT NULL DEFAULT 0`.execute(db);
+  },
+};
