@@ -109,6 +109,7 @@ export async function createPublishingService(config: Config, options: Publishin
     releases,
     snapshots,
     downloadUrl: config.publishing.downloadUrl,
+    sftp: { host: config.publishing.sftpHost, port: config.publishing.sftpPort },
     // The app (and its logger) is built below; crawls run only after start-up.
     log: { error: (o, msg) => app.log.error(o, msg) },
     isolation: { maxMemoryMb: config.publishing.crawlMaxMemoryMb, timeoutMs: config.publishing.crawlTimeoutSeconds * 1000 },
@@ -131,6 +132,7 @@ export async function createPublishingService(config: Config, options: Publishin
     renderer,
     repo,
     files,
+    released: releases.current,
     crawls,
     changes,
     downloads: stats,

@@ -45,6 +45,11 @@ export interface PagesServiceDeps {
   site: SiteInfo;
   /** Uploaded files (labels, workflows) and their change stamp. */
   files: ProductFilesReader;
+  /**
+   * The release a label's URL serves (releases/service.ts `current`), null: none, the label serves
+   * nothing. Moves only inside a crawl, which the page key's last-crawl stamp follows.
+   */
+  released: (productId: string, label: string) => number | null;
   /** Crawled nodes (issue 11): the product page's node list, node pages and node search. */
   crawls: CrawlsRepository;
   /** Renders the vendor Markdown off the serving event loop, under a time limit. */
@@ -113,7 +118,7 @@ function parseFields(row: ProductRow): ProductFields {
 
 export const NODE_SEARCH_LIMIT = 100;
 
-export function pagesService({ repo, site, files, crawls, renderer, changes, nodeChanges, downloads, cacheSize = 500, failureRetryMs = 10 * 60_000, nodeCacheBytes = 32 * 1024 * 1024, now = Date.now }: PagesServiceDeps) {
+export function pagesService({ repo, site, files, released, crawls, renderer, changes, nodeChanges, downloads, cacheSize = 500, failureRetryMs = 10 * 60_000, nodeCacheBytes = 32 * 1024 * 1024, now = Date.now }: PagesServiceDeps) {
   const cache = new Map<string, Rendered>();
   const building = new Map<string, Promise<Rendered>>();
   // Renders that failed, per product, by the key of the data they failed on: content built to
@@ -132,7 +137,8 @@ export function pagesService({ repo, site, files, crawls, renderer, changes, nod
     const row = await repo.find(id);
     if (!row) return null;
     const [labels, workflows] = await Promise.all([files.listLabels(id), files.listFiles(id, 'workflows')]);
-    const filesView: ProductFilesView = { labels, workflows };
+    const unreleased = new Set(labels.filter((l) => l.files > 0 && released(id, l.label) === null).map((l) => l.label));
+    const filesView: ProductFilesView = { labels, workflows, unreleased };
     const input: ProductInput = { id: row.id, state: row.state, fields: parseFields(row) };
     const content = await renderer.render(input.fields, release, PAGE_IDS, id);
     const ranges = new Map((await crawls.forProduct(id)).map((c) => [c.label, c.platform_range ?? null] as const));
