@@ -8,6 +8,9 @@ import { crawlsRepository } from '../../../src/publishing/crawler/repository.js'
 import { type CrawlerService, crawlerService } from '../../../src/publishing/crawler/service.js';
 import { openPublishingDatabase, type PublishingDB } from '../../../src/publishing/db.js';
 import { productsRepository } from '../../../src/publishing/products/repository.js';
+import { releasesRepository } from '../../../src/publishing/releases/repository.js';
+import { releasesService } from '../../../src/publishing/releases/service.js';
+import { localStorage } from '../../../src/infra/storage-local.js';
 import { dialects, tempDir } from '../../helpers/db.js';
 import { buildComposite, buildSite, exampleSpec } from '../../helpers/p2-fixtures.js';
 import { type Stack, startStack } from '../sftp/stack.js';
@@ -56,6 +59,7 @@ for (const target of dialects()) {
         crawls: crawlsRepository(database.db, database.dialect),
         products: productsRepository(database.db, database.dialect),
         files: stack.files,
+        releases: releasesService({ storage: localStorage(stack.storageDir), repo: releasesRepository(database.db), keep: 3 }),
         downloadUrl: stack.downloads.url,
         log: { error: (o) => void logged.push(o) },
       });

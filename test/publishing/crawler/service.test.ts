@@ -9,6 +9,9 @@ import { openPublishingDatabase } from '../../../src/publishing/db.js';
 import { productFilesReader } from '../../../src/publishing/files/reader.js';
 import { filesRepository } from '../../../src/publishing/files/repository.js';
 import { productsRepository } from '../../../src/publishing/products/repository.js';
+import { releasesRepository } from '../../../src/publishing/releases/repository.js';
+import { releasesService } from '../../../src/publishing/releases/service.js';
+import { localStorage } from '../../../src/infra/storage-local.js';
 import { dialects, tempDir } from '../../helpers/db.js';
 import { buildSite, exampleSpec, PNG } from '../../helpers/p2-fixtures.js';
 import { type RunningPublishing, startPublishing } from '../../helpers/publishing.js';
@@ -218,6 +221,7 @@ for (const target of dialects()) {
           crawls: crawlsRepository(database.db, database.dialect),
           products: productsRepository(database.db, database.dialect),
           files: productFilesReader(filesRepository(database.db)),
+          releases: releasesService({ storage: localStorage(stack.storageDir), repo: releasesRepository(database.db), keep: 3 }),
           downloadUrl: stack.downloads.url,
         });
         const [a, b] = await Promise.all([crawler.crawlSettled(0), other.crawlSettled(0)]);

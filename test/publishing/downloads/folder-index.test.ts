@@ -9,6 +9,7 @@ import type { Storage } from '../../../src/infra/storage.js';
 import { FOLDER_PAGE_ENTRIES } from '../../../src/publishing/downloads/index-page.js';
 import { createDownloadServer, type DownloadServer } from '../../../src/publishing/downloads/server.js';
 import { tempDir } from '../../helpers/db.js';
+import { makeCurrent } from './released.js';
 
 const silent = { info() {}, error() {} };
 const FILES = 2 * 1000 + 345;
@@ -24,10 +25,11 @@ describe('download host folder index', () => {
 
   before(async () => {
     root = tempDir('pier-dl-index-');
-    const dir = path.join(root, 'big-site/update-site/5.4/plugins');
+    const dir = path.join(root, 'big-site/releases/5.4/1/plugins');
     fs.mkdirSync(dir, { recursive: true });
     for (let i = 0; i < FILES; i++) fs.writeFileSync(path.join(dir, `b${String(i).padStart(5, '0')}.jar`), 'x');
     fs.writeFileSync(path.join(dir, '.pier-tmp-0123456789abcdef'), 'half an upload');
+    makeCurrent(root, 'big-site', '5.4');
     const real = localStorage(root);
     // The real storage, counting how many entries each request has it stat.
     const counting: Storage = Object.assign(Object.create(real) as Storage, {
@@ -83,19 +85,19 @@ describe('download host folder index', () => {
   test('a page past the end or not a number is a 404 problem, and a new file shows on the next request', async () => {
     assert.equal((await fetch(`${base}/big-site/5.4/plugins/?page=99`)).status, 404);
     assert.equal((await fetch(`${base}/big-site/5.4/plugins/?page=x`)).status, 404);
-    fs.writeFileSync(path.join(root, 'big-site/update-site/5.4/plugins/a-first.jar'), 'x');
+    fs.writeFileSync(path.join(root, 'big-site/releases/5.4/1/plugins/a-first.jar'), 'x');
     const html = await (await fetch(`${base}/big-site/5.4/plugins/`)).text();
     assert.match(html, /<a href="a-first\.jar">/);
-    fs.rmSync(path.join(root, 'big-site/update-site/5.4/plugins/a-first.jar'));
+    fs.rmSync(path.join(root, 'big-site/releases/5.4/1/plugins/a-first.jar'));
     assert.doesNotMatch(await (await fetch(`${base}/big-site/5.4/plugins/`)).text(), /a-first/);
   });
 
   test('requests arriving together after the folder changed share one read of its listing', async () => {
-    fs.writeFileSync(path.join(root, 'big-site/update-site/5.4/plugins/a-new.jar'), 'x');
+    fs.writeFileSync(path.join(root, 'big-site/releases/5.4/1/plugins/a-new.jar'), 'x');
     listings = 0;
     const pages = await Promise.all(Array.from({ length: 20 }, () => fetch(`${base}/big-site/5.4/plugins/`).then((r) => r.text())));
     for (const html of pages) assert.match(html, /<a href="a-new\.jar">/);
     assert.equal(listings, 1);
-    fs.rmSync(path.join(root, 'big-site/update-site/5.4/plugins/a-new.jar'));
+    fs.rmSync(path.join(root, 'big-site/releases/5.4/1/plugins/a-new.jar'));
   });
 });
