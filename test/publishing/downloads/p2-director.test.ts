@@ -4,7 +4,6 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { dialects, tempDir } from '../../helpers/db.js';
 import { hasTool, IN_CI } from '../../helpers/tools.js';
-import { freePort } from '../../helpers/net.js';
 import { openSshSftp, run, startStack } from '../sftp/stack.js';
 import { generateP2Site } from './p2site.js';
 
@@ -33,9 +32,7 @@ function units(stdout: string): string[] {
 test('the p2 director lists and installs an update site from the download host exactly as from disk', { ...p2Ready(), timeout: 300_000 }, async () => {
   const [sqlite] = dialects();
   const db = await sqlite!.create();
-  // The composite documents of a released label name its releases by PIER_DOWNLOAD_URL.
-  const port = await freePort();
-  const stack = await startStack(db.url, { env: { PIER_DOWNLOAD_PORT: String(port), PIER_DOWNLOAD_URL: `http://127.0.0.1:${port}` } });
+  const stack = await startStack(db.url);
   const work = tempDir('pier-p2-');
   try {
     const site = await generateP2Site(path.join(work, 'site'));

@@ -19,6 +19,7 @@ import { crawlerService, type LabelCrawl } from '../../../src/publishing/crawler
 import { releasesRepository } from '../../../src/publishing/releases/repository.js';
 import { releasesService } from '../../../src/publishing/releases/service.js';
 import { tempDir } from '../../helpers/db.js';
+import { freePort } from '../../helpers/net.js';
 
 export interface Stack {
   config: Config;
@@ -46,11 +47,15 @@ export async function startStack(
   options: { env?: Record<string, string>; failureLimits?: Partial<FailureLimiterOptions>; sftp?: SftpTuning } = {},
 ): Promise<Stack> {
   const dataDir = tempDir('pier-sftp-');
+  // A released label's composite documents name its releases by PIER_DOWNLOAD_URL: the download
+  // host listens where that says.
+  const downloadPort = options.env?.PIER_DOWNLOAD_PORT ?? String(await freePort());
   const config = loadConfig({
     PIER_DATA_DIR: dataDir,
     PIER_DATABASE_URL: databaseUrl,
     PIER_SFTP_PORT: '0',
-    PIER_DOWNLOAD_PORT: '0',
+    PIER_DOWNLOAD_PORT: downloadPort,
+    PIER_DOWNLOAD_URL: `http://127.0.0.1:${downloadPort}`,
     PIER_LOG_LEVEL: 'silent',
     ...options.env,
   });
