@@ -90,8 +90,8 @@ for (const dialect of dialects()) {
       assert.equal(put.code, 0, put.stderr);
 
       // Uploaded, not released: users get nothing, however complete the folder looks.
-      for (const p of ['/content.jar', '/p2.index', '/compositeContent.xml', '/', '']) assert.equal((await fetchBytes(`${label}${p}`)).status, 404, p);
-      assert.equal((await fetchBytes(`${label}@1/content.jar`)).status, 404);
+      for (const p of ['/content.xml.xz', '/p2.index', '/compositeContent.xml', '/', '']) assert.equal((await fetchBytes(`${label}${p}`)).status, 404, p);
+      assert.equal((await fetchBytes(`${label}@1/content.xml.xz`)).status, 404);
 
       // The release call: refused, saying there is no release, naming the upload folder over SFTP.
       const refused = await api(web.url, creds.editToken, 'POST', '/api/products/first-nodes/labels/5.4/release');
@@ -102,7 +102,7 @@ for (const dialect of dialects()) {
       const folder = `sftp://first-nodes@127.0.0.1:${stack.sftp.port}/update-site/5.4/`;
       const fields = (refused.json.errors as { field: string }[]).map((e) => e.field);
       assert.ok(fields.length > 0 && fields.every((f) => f.startsWith(folder)), JSON.stringify(fields));
-      assert.ok(fields.every((f) => !f.includes('@')), 'no release or copy address, none of which answers');
+      assert.ok(fields.every((f) => !f.includes('5.4@')), 'no release or copy address, none of which answers');
       // The address opens with an SFTP client: the cut jar, as uploaded.
       const cutField = fields.find((f) => f.endsWith(`/features/${feature}`));
       assert.ok(cutField, JSON.stringify(fields));
@@ -112,8 +112,8 @@ for (const dialect of dialects()) {
       });
       assert.equal(fetched.code, 0, fetched.stderr);
       assert.ok(fs.readFileSync(got).equals(cut));
-      assert.equal((await fetchBytes(`${label}/content.jar`)).status, 404, 'still nothing served');
-      assert.equal((await fetchBytes(`${label}@1/content.jar`)).status, 404, 'the refused copy is never at a release address');
+      assert.equal((await fetchBytes(`${label}/content.xml.xz`)).status, 404, 'still nothing served');
+      assert.equal((await fetchBytes(`${label}@1/content.xml.xz`)).status, 404, 'the refused copy is never at a release address');
 
       // The crawl report and the labels list say the same.
       const report = await api(web.url, creds.editToken, 'GET', '/api/products/first-nodes/crawl');
@@ -161,7 +161,7 @@ for (const dialect of dialects()) {
       const kept = await api(web.url, creds.editToken, 'POST', '/api/products/first-nodes/labels/5.4/release');
       assert.equal(kept.status, 422);
       assert.match(kept.json.detail, new RegExp(`; users get release 3 from ${label}/$`));
-      assert.equal((await fetchBytes(`${label}@4/content.jar`)).status, 404);
+      assert.equal((await fetchBytes(`${label}@4/content.xml.xz`)).status, 404);
     });
 
     test('a copy is never served at its release address while it is crawled; only the crawl reads it, at its own address', async () => {
@@ -196,7 +196,7 @@ for (const dialect of dialects()) {
         const done = await crawler.release('copy-nodes', '5.4', { kind: 'vendor' });
         assert.equal(done.released, true, JSON.stringify(done.crawl));
         const fromCopy = seen.filter((s) => s.atRelease !== 0);
-        assert.ok(fromCopy.some((s) => s.path.endsWith('/content.jar') && s.status === 200), JSON.stringify(seen));
+        assert.ok(fromCopy.some((s) => s.path.endsWith('/content.xml.xz') && s.status === 200), JSON.stringify(seen));
         assert.deepEqual(
           fromCopy.filter((s) => s.atRelease !== 404),
           [],
@@ -204,18 +204,18 @@ for (const dialect of dialects()) {
         );
         // Accepted: at its release address now; its crawl address answers no more.
         const copyPath = fromCopy[0]!.path;
-        assert.equal((await fetchBytes(`${stack.downloads.url}/copy-nodes/5.4@1/content.jar`)).status, 200);
+        assert.equal((await fetchBytes(`${stack.downloads.url}/copy-nodes/5.4@1/content.xml.xz`)).status, 200);
         assert.equal((await fetchBytes(`${stack.downloads.url}${copyPath}`)).status, 404);
         // A made-up copy address answers nothing either.
-        assert.equal((await fetchBytes(`${stack.downloads.url}/copy-nodes/5.4@1~AAAAAAAAAAAAAAAAAAAAAA/content.jar`)).status, 404);
+        assert.equal((await fetchBytes(`${stack.downloads.url}/copy-nodes/5.4@1~AAAAAAAAAAAAAAAAAAAAAA/content.xml.xz`)).status, 404);
 
         // A copy that is refused: never at its release address, before or after.
         const c = await releases.candidate('copy-nodes', '5.4', 999);
-        assert.equal((await fetchBytes(`${stack.downloads.url}/copy-nodes/5.4@${c.number}/content.jar`)).status, 404);
-        assert.equal((await fetchBytes(`${stack.downloads.url}/copy-nodes/5.4@${c.number}~${c.secret}/content.jar`)).status, 200);
+        assert.equal((await fetchBytes(`${stack.downloads.url}/copy-nodes/5.4@${c.number}/content.xml.xz`)).status, 404);
+        assert.equal((await fetchBytes(`${stack.downloads.url}/copy-nodes/5.4@${c.number}~${c.secret}/content.xml.xz`)).status, 200);
         await releases.discard(c);
-        assert.equal((await fetchBytes(`${stack.downloads.url}/copy-nodes/5.4@${c.number}/content.jar`)).status, 404);
-        assert.equal((await fetchBytes(`${stack.downloads.url}/copy-nodes/5.4@${c.number}~${c.secret}/content.jar`)).status, 404);
+        assert.equal((await fetchBytes(`${stack.downloads.url}/copy-nodes/5.4@${c.number}/content.xml.xz`)).status, 404);
+        assert.equal((await fetchBytes(`${stack.downloads.url}/copy-nodes/5.4@${c.number}~${c.secret}/content.xml.xz`)).status, 404);
       } finally {
         await crawler.close();
         await database.close();
@@ -236,12 +236,12 @@ for (const dialect of dialects()) {
       await release();
       assert.equal((await openSshSftp(stack.sftp.port, creds.sftp, [`put -r ${v2.dir}/* /update-site/5.4/`])).code, 0);
       await release();
-      const content = (dir: string) => fs.readFileSync(path.join(dir, 'content.jar'));
+      const content = (dir: string) => fs.readFileSync(path.join(dir, 'content.xml.xz'));
 
       // The folder moved away, and the removal crawled: the label is withdrawn.
       assert.equal((await openSshSftp(stack.sftp.port, creds.sftp, ['rename /update-site/5.4 /update-site/old'])).code, 0);
       await web.service.crawler.crawl('gone-nodes');
-      assert.equal((await fetchBytes(`${label}/content.jar`)).status, 404);
+      assert.equal((await fetchBytes(`${label}/content.xml.xz`)).status, 404);
 
       const back = await api(web.url, creds.editToken, 'POST', '/api/products/gone-nodes/labels/5.4/rollback', {});
       assert.equal(back.status, 409, JSON.stringify(back.json));
@@ -251,7 +251,7 @@ for (const dialect of dialects()) {
       assert.notEqual(staff.code, 0);
       assert.match(staff.stderr, /label_removed|a removed folder withdraws the label/);
       await web.service.crawler.crawl('gone-nodes');
-      assert.equal((await fetchBytes(`${label}/content.jar`)).status, 404, 'nothing moved');
+      assert.equal((await fetchBytes(`${label}/content.xml.xz`)).status, 404, 'nothing moved');
       const listed = (await api(web.url, creds.editToken, 'GET', '/api/products/gone-nodes/labels')).json.labels.find((l: { label: string }) => l.label === '5.4');
       assert.equal(listed.current, null);
 
@@ -262,7 +262,7 @@ for (const dialect of dialects()) {
       assert.equal(rolled.status, 200, JSON.stringify(rolled.json));
       assert.equal(rolled.json.current, 1);
       await web.service.crawler.crawl('gone-nodes');
-      assert.ok((await fetchBytes(`${label}@1/content.jar`)).body.equals(content(v1.dir)));
+      assert.ok((await fetchBytes(`${label}@1/content.xml.xz`)).body.equals(content(v1.dir)));
       assert.equal((await fetchBytes(`${label}/compositeContent.xml`)).body.toString().includes('5.4@1/'), true, 'release 1 is still the one served');
     });
   });
