@@ -73,7 +73,7 @@ export class ReleaseRefusedError extends AppError {
       422,
       'release_refused',
       'Release refused',
-      `update-site/${label}/ was not released: its crawl found ${blocking.length} problem${blocking.length === 1 ? '' : 's'} that make installs fail (each in errors, named in your upload folder); ` +
+      `update-site/${label}/ was not released: its crawl found ${blocking.length} ${blocking.length === 1 ? 'problem that makes' : 'problems that make'} installs fail (each in errors, named in your upload folder); ` +
         crawl.release.users,
       blocking.map((p) => ({ field: p.where, message: `${p.severity} ${p.code}: ${p.message}`, ...(p.line ? { line: p.line } : {}) })),
     );
