@@ -51,6 +51,7 @@ async function withProducts<T>(
       // A release made by `pier staff crawl` keeps its node snapshot as the server's do.
       snapshots: boundedSnapshots(releaseNodesRepository(database.db), config.publishing.releaseSnapshotBytes),
       downloadUrl: config.publishing.downloadUrl,
+      sftp: { host: config.publishing.sftpHost, port: config.publishing.sftpPort },
       isolation: { maxMemoryMb: config.publishing.crawlMaxMemoryMb, timeoutMs: config.publishing.crawlTimeoutSeconds * 1000 },
       platformCorePrefixes: config.publishing.platformCorePrefixes,
       platformCategories: config.publishing.platformCategories,
@@ -74,13 +75,24 @@ async function hostKeyFingerprints(): Promise<{ type: string; fingerprint: strin
   return loadOrCreateHostKeys(hostKeyDir(loadConfig().publishing.storageDir)).map(({ type, fingerprint }) => ({ type, fingerprint }));
 }
 
+/** What a label's URL serves now, for `pier staff show`. */
+function servingLine(l: LabelReleases): string {
+  if (l.current !== null) return `serving release ${l.current}`;
+  return l.releases.length > 0 ? 'serving nothing (its folder was removed: users get 404)' : 'serving nothing: no release yet (users get 404)';
+}
+
 /** `pier staff show`: each label's current release and the kept ones, with who released them. */
 function releaseLines(labels: LabelReleases[]): string[] {
   if (labels.length === 0) return ['  releases:   none yet (a label is released when its upload is complete and crawls without errors)'];
   return [
     '  releases:',
     ...labels.flatMap((l) => [
-      `    ${l.label}: serving ${l.current === null ? 'nothing (withdrawn)' : `release ${l.current}`}`,
+      `    ${l.label}: ${servingLine(l)}`,
+      ...(l.attempt
+        ? [
+            `      newest upload: copy ${l.attempt.number} of ${l.attempt.createdAt}, ${l.attempt.status === 'refused' ? 'release refused (its crawl found problems that make installs fail: see the crawl below)' : 'being crawled'}`,
+          ]
+        : []),
       ...l.releases.map((r) => {
         const by = r.releasedBy?.kind === 'trusted-publisher' ? `${r.releasedBy.repository} ${r.releasedBy.workflow} ${r.releasedBy.ref} run ${r.releasedBy.runId}` : (r.releasedBy?.kind ?? '-');
         return `      ${r.number === l.current ? '*' : ' '} ${String(r.number).padStart(4)}  ${r.releasedAt ?? r.createdAt}  ${String(r.files).padStart(6)} files ${mb(r.bytes).padStart(10)}  by ${by}`;
@@ -131,6 +143,7 @@ function crawlLines(crawls: LabelCrawl[]): string[] {
       : []),
     ...(c.platformRange ? [`    works with platform ${platformReleases(c.platformRange)} (${c.platformRange})`] : []),
     ...c.problems.map((p) => `    ${p.severity.padEnd(7)} ${p.code.padEnd(20)} ${p.where}${p.line ? `:${p.line}` : ''}  ${p.message}`),
+    `    ${c.release.message}`,
   ]);
 }
 
@@ -262,7 +275,7 @@ export function registerStaffCommands(program: Command): void {
         ? `Product "${id}" has only archives (${archiveOnly.map((l) => `update-site/${l}.zip`).join(', ')}), which are not crawled; upload the update site's contents to ${archiveOnly.map((l) => `update-site/${l}/`).join(', ')} to crawl it.`
         : `Product "${id}" has no uploaded update-site label to crawl.`;
       print(!!opts.json, { productId: id, labels: crawls }, () => (crawls.length === 0 ? none : crawlLines(crawls).map((l) => l.slice(2)).join('\n')));
-      if (crawls.some((c) => c.summary?.fatal)) process.exitCode = 1;
+      if (crawls.some((c) => c.summary?.fatal || c.release.outcome === 'refused')) process.exitCode = 1;
     });
 
   staff

@@ -127,6 +127,7 @@ export async function createPublishingService(config: Config, options: Publishin
     releases,
     snapshots: boundedSnapshots(snapshots, config.publishing.releaseSnapshotBytes),
     downloadUrl: config.publishing.downloadUrl,
+    sftp: { host: config.publishing.sftpHost, port: config.publishing.sftpPort },
     // The app (and its logger) is built below; crawls run only after start-up.
     log: { error: (o, msg) => app.log.error(o, msg) },
     isolation: { maxMemoryMb: config.publishing.crawlMaxMemoryMb, timeoutMs: config.publishing.crawlTimeoutSeconds * 1000 },
@@ -151,6 +152,7 @@ export async function createPublishingService(config: Config, options: Publishin
     renderer,
     repo,
     files: pageFiles,
+    released: releases.current,
     crawls,
     searchNodes: reads?.search,
     changes,

@@ -28,7 +28,7 @@ for (const target of dialects()) {
       db = await target.create();
       env = { ...process.env, PIER_DATA_DIR: tempDir(), PIER_DATABASE_URL: db.url, PIER_LOG_LEVEL: 'silent' };
       site = await startSite(db.url);
-      seed = await seeder(db.url);
+      seed = await seeder(db.url, site.storageDir);
       token = await site.register(ID, { name: 'Staff Notices' });
       await seed.upload(ID, ['update-site/5.3/content.jar', 'update-site/4.7/content.jar']);
     });

@@ -20,6 +20,8 @@ import { startServeMetrics } from '../../src/infra/metrics/serve.js';
 import { type RunningDownloads, startDownloads } from '../../src/publishing/downloads/index.js';
 import { createPublishingService, type PublishingService } from '../../src/publishing/service.js';
 import { type RunningSftp, startSftp } from '../../src/publishing/sftp/index.js';
+import { openPublishingDatabase } from '../../src/publishing/db.js';
+import { releaseAsIs } from '../publishing/releases/release-as-is.js';
 import { dialects, tempDir } from '../helpers/db.js';
 import { needsTool } from '../helpers/tools.js';
 import { openSshSftp } from '../publishing/sftp/stack.js';
@@ -222,6 +224,13 @@ for (const target of dialects()) {
       assert.equal(value(afterCrawl, 'pier_crawls_total', { outcome: 'ok' }), 0);
       assert.equal(observations(afterCrawl, 'pier_crawl_duration_seconds'), 1);
 
+      // Never released by a crawl (nor served before a release): released as is, so the download host serves it.
+      const database = await openPublishingDatabase(publishingDb.url);
+      try {
+        await releaseAsIs(database.db, path.join(dataDir, 'storage'), productId, '1.0');
+      } finally {
+        await database.close();
+      }
       const url = `${downloads.url}/${productId}/1.0/site.txt`;
       const hostDownloads = (p: Page, via: string, statusClass = '2xx') => value(p, 'pier_host_requests_total', { host: 'downloads', via, status_class: statusClass });
       const first = await fetch(url);
@@ -376,8 +385,10 @@ describe('pier serve', () => {
   test('metrics on: one loopback page for the process tree, the download host’s process included', async () => {
     const [httpPort, downloadPort, metricsPort] = [await freePort(), await freePort(), await freePort()];
     const dataDir = tempDir();
-    fs.mkdirSync(path.join(dataDir, 'storage', 'tree-check', 'update-site', '2.0'), { recursive: true });
-    fs.writeFileSync(path.join(dataDir, 'storage', 'tree-check', 'update-site', '2.0', 'content.jar'), 'jar bytes');
+    // The label's current release (the download host serves a label from it).
+    fs.mkdirSync(path.join(dataDir, 'storage', 'tree-check', 'releases', '2.0', '1'), { recursive: true });
+    fs.writeFileSync(path.join(dataDir, 'storage', 'tree-check', 'releases', '2.0', '1', 'content.jar'), 'jar bytes');
+    fs.symlinkSync('1', path.join(dataDir, 'storage', 'tree-check', 'releases', '2.0', 'current'));
     const s = await serve(
       // The parts on every address: the metrics stay on loopback.
       { PIER_DATA_DIR: dataDir, PIER_HOST: '0.0.0.0', PIER_HTTP_PORT: String(httpPort), PIER_DOWNLOAD_PORT: String(downloadPort), PIER_METRICS_PORT: String(metricsPort) },

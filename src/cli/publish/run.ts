@@ -270,7 +270,8 @@ export async function publish(o: PublishOptions, env: Env, out: Output): Promise
     if (e instanceof HttpTimeout) throw new PublishFailure(EXIT.timedOut, `${e.message} (--timeout ${o.timeout}); the upload is complete, the label switches when its crawl passes`);
     if (e instanceof HttpProblem && e.problem.status === 422) {
       const problems = (e.problem.problems ?? []).map((p) => `${p.severity} ${p.code}: ${p.message} (${p.where})`);
-      throw new PublishFailure(EXIT.releaseRefused, `release refused: ${e.problem.detail}; the label stays on its previous release`, [...problems, ...fieldLines(e.problem)]);
+      // The server's detail says what users get now: the previous release, or nothing before the first.
+      throw new PublishFailure(EXIT.releaseRefused, `release refused: ${e.problem.detail}`, [...problems, ...fieldLines(e.problem)]);
     }
     throw failureOf(e, 'release', EXIT.releaseRefused);
   }

@@ -36,6 +36,22 @@ export const CrawlSummarySchema = Type.Object(
   { additionalProperties: true },
 );
 
+export const ReleaseOutcomeSchema = Type.Object(
+  {
+    outcome: Type.Unsafe<'released' | 'refused' | 'checking' | 'none'>({
+      type: 'string',
+      enum: ['released', 'refused', 'checking', 'none'],
+      description:
+        'what the crawl did with a copy of the upload: `released` (it became release `number`), `refused` (problems that make installs fail: not released), `checking` (being crawled), `none` (no new copy: the folder had not changed since its release, a rollback, a removal)',
+    }),
+    number: Type.Unsafe<number | null>({ type: ['integer', 'null'], description: "the copy's number; `<label>@<n>/` serves it only once released" }),
+    serving: Type.Unsafe<number | null>({ type: ['integer', 'null'], description: "the release users get from the label's URL now; null: it answers 404" }),
+    users: Type.String({ description: "what users get from the label's URL now, for people" }),
+    message: Type.String({ description: 'what happened and what users get, for people' }),
+  },
+  { description: "What the crawl did about the label's releases" },
+);
+
 /** GET /api/products/:id/crawl lists one per label; a release answers the one of its crawl. */
 export const LabelCrawlSchema = Type.Object(
   {
@@ -51,6 +67,7 @@ export const LabelCrawlSchema = Type.Object(
       type: ['string', 'null'],
       description: 'platform releases the label installs into, OSGi range notation (e.g. `[4.3.0,6.0.0)`); null when no unit requires a core unit of the platform',
     }),
+    release: ReleaseOutcomeSchema,
   },
   { description: 'The latest crawl of one label' },
 );

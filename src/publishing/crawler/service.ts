@@ -14,13 +14,15 @@ import { signaturesOf } from '../changes/signature.js';
 import type { ProductFilesReader } from '../files/reader.js';
 import { isLabel } from '../files/tree.js';
 import type { ProductRow, ProductsRepository } from '../products/repository.js';
-import type { Candidate, ReleasedBy, ReleasesService } from '../releases/service.js';
+import { type Candidate, candidateSegment, type ReleasedBy, type ReleasesService } from '../releases/service.js';
 import { type CrawlLimits, type CrawlSummary, DEFAULT_CRAWL_LIMITS } from './crawl.js';
 import type { StoredCrawlResult as CrawlResult } from './result.js';
 import { CrawlAborted, DEFAULT_ISOLATION, type IsolationLimits, isolatedCrawler } from './isolated.js';
 import { type CrawlOutcome, crawlMetrics } from './metrics.js';
 import { DEFAULT_NODE_LIMITS, limitNodes, type NodeLimits } from './node-limits.js';
 import type { CrawlProblem } from './problems.js';
+import { failedCrawl, removedLabel } from './empty-crawl.js';
+import { LabelRemovedError, readdressed, type ReleaseOutcome, releaseOutcome, uploadFolderAddress } from './release-outcome.js';
 import { NODE_SANITIZER_VERSION } from './sanitize-node.js';
 import { contradictsLabel, DEFAULT_CORE_PREFIXES, platformReleases } from './platform-range.js';
 import type { CrawlNodeRow, CrawlRow, CrawlsRepository } from './repository.js';
@@ -40,6 +42,8 @@ export interface LabelCrawl {
   problems: CrawlProblem[];
   /** The label's platform range (OSGi notation), null when none was found or before a crawl computed one. */
   platformRange: string | null;
+  /** What this crawl did about the label's releases, and what users get now. */
+  release: ReleaseOutcome;
 }
 
 /** A crawled label as the product's JSON lists it (issue 20). */
@@ -58,10 +62,12 @@ export interface CrawlerServiceDeps {
   /** Public URL of the download host: the crawler reads what users get. */
   downloadUrl: string;
   /**
-   * Label releases (issue 18): a crawl of a changed label crawls a copy of its folder and makes
-   * it the label's current release when it installs. Without it, the folder is crawled as is.
+   * Label releases: a crawl of a changed label crawls a copy of its folder and makes it the
+   * label's current release when it installs (a label's folder is never served as such).
    */
-  releases?: ReleasesService;
+  releases: ReleasesService;
+  /** The SFTP server's public address (PIER_SFTP_HOST, PIER_SFTP_PORT): a refused copy's problems name the vendor's upload folder there. */
+  sftp?: { host: string; port: number };
   /** Node snapshots of releases (issue 20): written when a copy is released, for the changes page. */
   snapshots?: Pick<ReleaseNodesRepository, 'save'>;
   limits?: CrawlLimits;
@@ -95,35 +101,6 @@ export interface StateChange {
   forced: boolean;
   /** Why going live would have been refused (listed also when forced). */
   blockers: string[];
-}
-
-/** A crawl that read nothing: no units, no nodes, one problem that says why. */
-function emptyCrawl(url: string, problem: CrawlProblem): CrawlResult {
-  return {
-    url,
-    units: [],
-    nodes: [],
-    categories: [],
-    nodeSets: [],
-    problems: [problem],
-    platformRange: null,
-    summary: { units: 0, features: 0, bundles: 0, categories: 0, nodes: 0, nodeSets: 0, problems: 1, fatal: problem.severity === 'fatal' },
-  };
-}
-
-function failedCrawl(url: string, e: unknown): CrawlResult {
-  if (e instanceof CrawlAborted) return emptyCrawl(url, { severity: 'fatal', code: 'crawl_limit_exceeded', message: e.message, where: url });
-  return emptyCrawl(url, { severity: 'fatal', code: 'crawl_failed', message: `the crawl failed: ${(e as Error).message}`, where: url });
-}
-
-/**
- * The crawl of a label whose update-site folder holds no files any more (removed, or renamed to
- * another label): nothing to read, so no nodes. Not fatal (that would keep the old nodes, as for
- * a broken upload): the label is gone, its nodes must leave the catalog, and the report keeps one
- * warning that says why it has none.
- */
-function removedLabel(url: string, label: string): CrawlResult {
-  return emptyCrawl(url, { severity: 'warning', code: 'label_removed', message: `update-site/${label}/ holds no files: its nodes were removed from the node catalog`, where: url });
 }
 
 /**
@@ -171,6 +148,7 @@ export function crawlerService({
   files,
   downloadUrl,
   releases,
+  sftp,
   snapshots,
   limits = DEFAULT_CRAWL_LIMITS,
   isolation = DEFAULT_ISOLATION,
@@ -195,6 +173,7 @@ export function crawlerService({
   async function report(productId: string): Promise<LabelCrawl[]> {
     await product(productId);
     const changed = await crawls.labelChanges(productId);
+    const copies = await releases.copies(productId);
     return (await crawls.forProduct(productId)).map((c) => ({
       label: c.label,
       status: c.status,
@@ -205,6 +184,11 @@ export function crawlerService({
       summary: c.status === 'finished' ? (JSON.parse(c.summary) as CrawlSummary) : null,
       problems: JSON.parse(c.problems) as CrawlProblem[],
       platformRange: c.platform_range ?? null,
+      release: releaseOutcome(
+        { status: c.status, startedAt: c.started_at, filesSeq: Number(c.files_seq), url: c.url },
+        copies.filter((r) => r.label === c.label),
+        releases.current(productId, c.label),
+      ),
     }));
   }
 
@@ -266,24 +250,28 @@ export function crawlerService({
     const timer = metrics?.duration.startTimer();
     let outcome: CrawlOutcome = present ? 'ok' : 'removed';
     let result: CrawlResult;
-    // A changed folder is copied first and the copy crawled (`<label>@<n>/` on the download
-    // host): what passes is exactly what becomes current, whatever is uploaded meanwhile.
+    // A changed folder is copied first and the copy crawled (at its candidate address on the
+    // download host, which only this crawl knows): what passes is exactly what becomes current,
+    // whatever is uploaded meanwhile.
     let candidate: Candidate | null = null;
+    const productUrl = `${downloadUrl}/${encodeURIComponent(productId)}/`;
+    let crawled = url;
     try {
-      if (copy && present && releases && !(await releases.upToDate(productId, l, (await crawls.labelChanges(productId)).get(l) ?? 0))) {
+      if (copy && present && !(await releases.upToDate(productId, l, (await crawls.labelChanges(productId)).get(l) ?? 0))) {
         candidate = await releases.candidate(productId, l, filesSeq);
       }
       // A released label is crawled at its release's own address, not through the composite
       // documents the download host answers at the label's root for P2 clients.
-      const release = candidate?.number ?? releases?.current(productId, l) ?? null;
-      const crawled = release !== null ? `${downloadUrl}/${encodeURIComponent(productId)}/${encodeURIComponent(l)}@${release}/` : url;
+      const current = releases.current(productId, l);
+      if (candidate) crawled = `${productUrl}${encodeURIComponent(l)}@${candidate.number}~${candidate.secret}/`;
+      else if (current !== null) crawled = `${productUrl}${encodeURIComponent(l)}@${current}/`;
       // Only the product's own folder: a composite child elsewhere on the download host is another vendor's.
-      result = present ? await isolated.crawl(crawled, `${downloadUrl}/${encodeURIComponent(productId)}/`) : removedLabel(url, l);
+      result = present ? await isolated.crawl(crawled, productUrl) : removedLabel(url, l);
     } catch (e) {
       if (closing) {
         // Cut short by a shutdown: nothing is recorded against the upload, and the label is
         // crawled again at the next start.
-        if (candidate) await releases?.discard(candidate);
+        if (candidate) await releases.discard(candidate);
         timer?.();
         await crawls.handBack(productId, l, startedAt);
         return null;
@@ -299,21 +287,26 @@ export function crawlerService({
     const stored = limitNodes(nodeRows(productId, row.name, l, result), nodeLimits, otherBytes, url);
     if (stored.problems.length > 0) result = { ...result, problems: [...result.problems, ...stored.problems], summary: { ...result.summary, problems: result.problems.length + stored.problems.length } };
     let released = false;
-    if (candidate && releases) {
-      if (blocksRelease(result)) await releases.discard(candidate);
-      else released = await releases.release(candidate, by);
+    if (candidate) {
+      const passed = !blocksRelease(result);
+      if (passed) released = await releases.release(candidate, by);
+      else await releases.discard(candidate);
+      // The candidate address answers no more: a passed copy is at its release's address, a
+      // refused one is gone (its problems name the vendor's upload folder).
+      const to = passed ? `${productUrl}${encodeURIComponent(l)}@${candidate.number}/` : uploadFolderAddress(sftp, productId, l);
+      result = readdressed(result, `${productUrl}${candidateSegment({ ...candidate, label: encodeURIComponent(l) })}/`, to);
     }
     // The nodes of the release just crawled, kept for comparisons (issue 20): a candidate that
     // passed (also when a newer one became current first: a release all the same), or the current
     // release crawled again (a rollback, a re-crawl: releases made before snapshots were kept).
-    const snapshotOf = candidate ? (blocksRelease(result) ? null : candidate.number) : present && !result.summary.fatal ? (releases?.current(productId, l) ?? null) : null;
+    const snapshotOf = candidate ? (blocksRelease(result) ? null : candidate.number) : present && !result.summary.fatal ? releases.current(productId, l) : null;
     if (snapshotOf !== null && snapshots) {
       await snapshots.save(productId, l, snapshotOf, signaturesOf(stored.rows), now().toISOString()).catch((e: unknown) => {
         // The release stands; only comparisons with it are missing (the operators' log says why).
         log?.error({ err: e, productId, label: l, release: snapshotOf }, 'storing the node snapshot of a release failed');
       });
     }
-    if (!present) await releases?.withdraw(productId, l);
+    if (!present) await releases.withdraw(productId, l);
     // A copy that did not become current keeps the current release's nodes in the catalog.
     const keepsNodes = result.summary.fatal || (candidate !== null && !released);
     result = labelNameChecked(result, l);
@@ -408,7 +401,12 @@ export function crawlerService({
      */
     async rollback(productId: string, label: string, to: number | undefined, by: ReleasedBy) {
       const row = await product(productId);
-      if (!releases) throw new NotFoundError('label releases are not kept here');
+      // A removed folder withdraws the label (its crawl takes the pointer away): a rollback would
+      // be undone by that same crawl, so it is refused and says how to bring the label back.
+      if (!(await files.listLabels(productId)).some((x) => x.label === label && x.files > 0)) {
+        const kept = (await releases.list(productId)).find((l) => l.label === label)?.releases.map((r) => r.number) ?? [];
+        throw new LabelRemovedError(productId, label, kept);
+      }
       const moved = await releases.rollback(productId, label, to);
       await crawlLabel(row, label, null, by, false);
       return moved;

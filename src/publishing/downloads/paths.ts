@@ -3,6 +3,9 @@
  *   /<product-id>/<label>/…           update site contents   → <product>/update-site/<label>/…
  *                                     (a released label: its current release, downloads/releases.ts)
  *   /<product-id>/<label>@<n>/…       release n of the label → <product>/releases/<label>/<n>/…
+ *                                     (only once accepted: a copy is moved there when its crawl passes)
+ *   /<product-id>/<label>@<n>~<secret>/…  copy n while its crawl reads it
+ *                                     → <product>/releases/<label>/candidate-<n>-<secret>/…
  *   /<product-id>/<label>.zip         update site archive    → <product>/update-site/<label>.zip
  *   /assets/<product-id>/<path>       assets                 → <product>/assets/<path>
  *   /workflows/<product-id>/<path>    example workflows      → <product>/workflows/<path>
@@ -12,11 +15,14 @@
 import { RESERVED_NAME_PREFIX } from '../../infra/storage.js';
 import { isLabel } from '../files/tree.js';
 import { productIdProblem } from '../products/slug.js';
+import { CANDIDATE_SECRET, releaseKeys } from '../releases/service.js';
 
 const isProductId = (s: string) => productIdProblem(s) === null;
 
 /** `<label>@<n>`: release n of a label (1 to 999,999,999, no leading zero: one spelling per release). */
 const RELEASE_SEGMENT = /^(.+)@([1-9][0-9]{0,8})$/;
+/** `<label>@<n>~<secret>`: copy n of a label while it is crawled (releases/service.ts candidateSegment). */
+const CANDIDATE_SEGMENT = /^(.+)@([1-9][0-9]{0,8})~([^~]+)$/;
 
 /** Longest decoded path the download host looks up. */
 export const MAX_DOWNLOAD_PATH_BYTES = 1024;
@@ -69,6 +75,21 @@ export function parseDownloadPath(pathname: string): ParsedPath {
     return { ok: true, target: { productId: second, area: first, key: [second, first, ...rest].join('/'), slash } };
   }
   if (!first || !second || !isProductId(first)) return { ok: false, status: 404, reason: 'not found' };
+  const copy = CANDIDATE_SEGMENT.exec(second);
+  if (copy) {
+    const [, label, n, secret] = copy as unknown as [string, string, string, string];
+    if (!isLabel(label) || !CANDIDATE_SECRET.test(secret)) return { ok: false, status: 404, reason: 'not found' };
+    return {
+      ok: true,
+      target: {
+        productId: first,
+        area: 'update-site',
+        key: [releaseKeys.candidate(first, label, Number(n), secret), ...rest].join('/'),
+        slash,
+        inLabel: { label, release: Number(n), rest: rest.join('/') },
+      },
+    };
+  }
   const pinned = RELEASE_SEGMENT.exec(second);
   if (pinned) {
     // `@` is in no label (files/tree.ts isLabel), so `<label>@<n>` names nothing uploaded.

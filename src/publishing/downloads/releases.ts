@@ -1,7 +1,10 @@
 /**
- * What a label's URL serves once the label has a release (issue 18 part 1; releases/service.ts).
+ * What a label's URL serves (releases/service.ts).
  *
- * `/<product>/<label>/…` is the label's current release, read through the pointer
+ * `/<product>/<label>/…` is the label's current release, and nothing (404) before the label's
+ * first release or once its folder was removed: what a vendor uploads to `update-site/<label>/`
+ * is its working copy, never served as such (a plain SFTP upload arrives file by file, and an
+ * upload whose crawl is refused must not reach users). It is read through the pointer
  * `<product>/releases/<label>/current` on every request (one readlink: a release made by any
  * process shows at once, and moves in one step). A file the current release lacks is looked up in
  * the earlier kept releases, so a client that read the previous metadata still finds its jars.
@@ -27,7 +30,10 @@ export interface GeneratedFile {
   version: string;
 }
 
-export type LabelAnswer = { key: string } | { generated: GeneratedFile };
+/** `none`: the label serves nothing (no release): 404, whatever its folder holds. */
+export type LabelAnswer = { key: string } | { generated: GeneratedFile } | { none: true };
+
+const NONE: LabelAnswer = { none: true };
 
 /** Earlier releases still answered through the label's address (an install spans seconds, not releases). */
 const EARLIER_SERVED = 2;
@@ -123,7 +129,7 @@ export function labelReleases(storage: Storage, downloadUrl?: string, freshMs = 
   }
 
   return {
-    /** The label's current release number, or null (never released: its folder is served as uploaded). */
+    /** The label's current release number, or null (no release: the label's URL serves nothing). */
     current,
 
     /**
@@ -134,7 +140,7 @@ export function labelReleases(storage: Storage, downloadUrl?: string, freshMs = 
       const inLabel = t.inLabel;
       if (!inLabel || inLabel.release !== null) return { key: t.key };
       const served = current(t.productId, inLabel.label);
-      if (served === null) return { key: t.key };
+      if (served === null) return NONE;
       if (!t.slash && GENERATED.has(inLabel.rest)) {
         return generate(t.productId, inLabel.label, inLabel.rest, served).then((generated) => ({ generated }));
       }

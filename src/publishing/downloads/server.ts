@@ -177,7 +177,7 @@ export function createDownloadServer(options: {
     // A withdrawn label's files stay cached: handle() answers 410 for them.
     if (withdrawnLabelOf(parsed.target)) return null;
     const answer = releases.resolve(parsed.target);
-    if (answer instanceof Promise || 'generated' in answer) return null;
+    if (answer instanceof Promise || !('key' in answer)) return null;
     return cache.current(answer.key, storedVersion, storage.changes());
   }
 
@@ -323,6 +323,8 @@ export function createDownloadServer(options: {
     if (withdrawnLabel) return gone(res, asked, withdrawnLabel, head);
     const resolved = releases.resolve(asked);
     const answer = resolved instanceof Promise ? await resolved : resolved;
+    // A label with no release serves nothing, whatever its upload folder holds (downloads/releases.ts).
+    if ('none' in answer) return problem(res, 404, 'not_found', 'No such file', head);
     if ('generated' in answer) {
       const g = answer.generated;
       return serveFile(req, res, describeFile(asked, { size: g.data.length, mtimeMs: g.modifiedMs, changedMs: g.modifiedMs, version: g.version }), g.data, null, head);

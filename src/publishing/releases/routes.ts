@@ -3,7 +3,7 @@ import { Type } from 'typebox';
 import { AppError, ConflictError, NotFoundError } from '../../infra/errors.js';
 import type { FailureLimiter } from '../../infra/failure-limiter.js';
 import type { HttpApp } from '../../infra/http.js';
-import type { CrawlerService } from '../crawler/service.js';
+import type { CrawlerService, LabelCrawl } from '../crawler/service.js';
 import { LabelCrawlSchema } from '../crawler/schemas.js';
 import { isLabel } from '../files/tree.js';
 import { problem, problems, VENDOR_SECURITY } from '../openapi.js';
@@ -31,10 +31,26 @@ const ReleaseSchema = Type.Object({
   releasedBy: ReleasedBySchema,
 });
 
+const AttemptSchema = Type.Object({
+  number: Type.Integer({ minimum: 1 }),
+  status: Type.Unsafe<'checking' | 'refused'>({ type: 'string', enum: ['checking', 'refused'], description: '`checking`: being crawled; `refused`: its crawl found problems that make installs fail (the crawl report lists them)' }),
+  createdAt: Type.String({ format: 'date-time' }),
+  files: Type.Integer(),
+  bytes: Type.Integer(),
+});
+
 const LabelReleasesSchema = Type.Object({
   label: Type.String(),
-  current: Type.Unsafe<number | null>({ type: ['integer', 'null'], description: 'the release downloaders get; null before the first release' }),
+  current: Type.Unsafe<number | null>({
+    type: ['integer', 'null'],
+    description: "the release downloaders get; null before the first release or after the label's folder was removed (the label's URL answers 404)",
+  }),
   releases: Type.Array(ReleaseSchema, { description: 'kept releases, newest first' }),
+  attempt: Type.Unsafe<object | null>({
+    ...AttemptSchema,
+    type: ['object', 'null'],
+    description: 'the newest copy of an upload when it is newer than every release and is not one (being crawled, or refused); `<label>@<n>/` never serves it',
+  }),
 });
 
 const ReleaseAnswer = Type.Object({
@@ -49,15 +65,16 @@ const RollbackBody = Type.Object(
   { additionalProperties: false },
 );
 
-/** A copy whose crawl found problems that make installs fail: the current release stays. */
+/** A copy whose crawl found problems that make installs fail: what users get does not change. */
 export class ReleaseRefusedError extends AppError {
-  constructor(label: string, problemsFound: { severity: string; code: string; message: string; where: string; line?: number }[]) {
-    const blocking = problemsFound.filter((p) => p.severity === 'fatal' || p.severity === 'error');
+  constructor(label: string, crawl: Pick<LabelCrawl, 'problems' | 'release'>) {
+    const blocking = crawl.problems.filter((p) => p.severity === 'fatal' || p.severity === 'error');
     super(
       422,
       'release_refused',
       'Release refused',
-      `update-site/${label}/ was not released: its crawl found ${blocking.length} problem${blocking.length === 1 ? '' : 's'} that make installs fail; the label's current release stays`,
+      `update-site/${label}/ was not released: its crawl found ${blocking.length} ${blocking.length === 1 ? 'problem that makes' : 'problems that make'} installs fail (each in errors, named in your upload folder); ` +
+        crawl.release.users,
       blocking.map((p) => ({ field: p.where, message: `${p.severity} ${p.code}: ${p.message}`, ...(p.line ? { line: p.line } : {}) })),
     );
     this.name = 'ReleaseRefusedError';
@@ -120,7 +137,10 @@ export function registerReleaseRoutes(app: HttpApp, { products, limiter, crawler
           ...problems(400, 401, 429),
           404: problem(404, 'No such product, or no uploaded update-site/<label>/ folder (problem+json `not_found`)'),
           409: problem(409, 'A newer upload of the label was released meanwhile (problem+json `superseded`)'),
-          422: problem(422, 'The crawl found problems that make installs fail, each in `errors` (problem+json `release_refused`); the current release stays'),
+          422: problem(
+            422,
+            "The crawl found problems that make installs fail, each in `errors` (problem+json `release_refused`, `field` names the file in the upload folder over SFTP); `detail` says what users get now (the current release, or 404 before the label's first release)",
+          ),
         },
       },
       onRequest: authenticate,
@@ -130,7 +150,7 @@ export function registerReleaseRoutes(app: HttpApp, { products, limiter, crawler
       const label = labelOf(req);
       const done = await crawler.release(id, label, byOf(req));
       if (done.candidate && !done.released) {
-        if (done.crawl.summary?.fatal || done.crawl.problems.some((p) => p.severity === 'error')) throw new ReleaseRefusedError(label, done.crawl.problems);
+        if (done.crawl.summary?.fatal || done.crawl.problems.some((p) => p.severity === 'error')) throw new ReleaseRefusedError(label, done.crawl);
         throw new ConflictError(`a newer upload of label "${label}" was released while this one was crawled; it is kept as release ${done.candidate.number}`, 'superseded');
       }
       const current = (await releases.list(id)).find((l) => l.label === label);
@@ -154,7 +174,10 @@ export function registerReleaseRoutes(app: HttpApp, { products, limiter, crawler
           200: Type.Object({ label: Type.String(), current: Type.Integer(), previous: Type.Unsafe<number | null>({ type: ['integer', 'null'] }) }),
           ...problems(400, 401, 413, 415, 429),
           404: problem(404, 'No such product, label or kept release (problem+json `not_found`)'),
-          409: problem(409, 'No release before the current one (problem+json `no_earlier_release`)'),
+          409: problem(
+            409,
+            "No release before the current one (problem+json `no_earlier_release`), or the label's upload folder was removed (`label_removed`: a removed folder withdraws the label; upload it again first)",
+          ),
         },
       },
       onRequest: authenticate,

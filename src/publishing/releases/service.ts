@@ -1,16 +1,20 @@
 /**
- * Atomic label releases (issue 18 part 1; spec area A "Files": a label is symlinked on the
- * server). SFTP writes `update-site/<label>/` as before; when an upload is complete, that folder
- * is copied (hard links, no bytes) to `<product>/releases/<label>/<n>/`, the copy is crawled,
- * and when it installs (no fatal or error problems) the label's pointer
- * `<product>/releases/<label>/current` moves to it in one rename. The download host serves a
- * released label from its current release only, so a downloader sees one upload or the other,
- * never a mix. Earlier releases are kept for a rollback, `keep` per label.
+ * Atomic label releases (spec area A "Files": a label is symlinked on the server). SFTP writes
+ * `update-site/<label>/` as before; when an upload is complete, that folder is copied (hard
+ * links, no bytes) to a candidate folder `<product>/releases/<label>/candidate-<n>-<secret>/`,
+ * the copy is crawled there (the download host answers it only at its unguessable address
+ * `<label>@<n>~<secret>/`), and when it installs (no fatal or error problems) it is renamed to
+ * `<product>/releases/<label>/<n>/` and the label's pointer `<product>/releases/<label>/current`
+ * moves to it in one rename. So `<label>@<n>/` only ever serves an accepted release, and the
+ * label's own address only its current one: a downloader sees one upload or the other, never a
+ * mix, and a label with no release yet serves nothing. Earlier releases are kept for a rollback,
+ * `keep` per label.
  */
+import { randomBytes } from 'node:crypto';
 import { DEFAULT_LIMITS, type FileLimits } from '../../infra/config.js';
 import { ConflictError, NotFoundError } from '../../infra/errors.js';
 import type { Storage } from '../../infra/storage.js';
-import { releaseKeys, releaseNumberOf } from './keys.js';
+import { CANDIDATE_SECRET, candidatePrefix, candidateSegment, releaseKeys, releaseNumberOf } from './keys.js';
 import type { ReleaseRow, ReleasesRepository } from './repository.js';
 import { releaseHoldings } from './usage.js';
 
@@ -30,11 +34,22 @@ export interface Release {
   releasedBy: ReleasedBy | null;
 }
 
+/** A copy of an upload that is not a release: being crawled (`checking`) or refused by its crawl. */
+export interface Attempt {
+  number: number;
+  status: 'checking' | 'refused';
+  createdAt: string;
+  files: number;
+  bytes: number;
+}
+
 export interface LabelReleases {
   label: string;
-  /** The release downloaders get; null before the label's first release (its folder is served as uploaded). */
+  /** The release downloaders get; null before the label's first release, or once its folder was removed (the label's URL answers 404). */
   current: number | null;
   releases: Release[];
+  /** The newest copy, when it is newer than every release and is not one (being crawled, or refused); else null. */
+  attempt: Attempt | null;
 }
 
 /** A copy that is being crawled before it may become current. */
@@ -45,12 +60,14 @@ export interface Candidate {
   createdAt: string;
   files: number;
   bytes: number;
+  /** The secret part of the copy's folder name and download address (`<label>@<n>~<secret>/`). */
+  secret: string;
 }
 
 /** A candidate not released after this long was left by a process that died. */
 const CANDIDATE_STALE_MS = 60 * 60_000;
 
-export { releaseKeys, releaseNumberOf };
+export { CANDIDATE_SECRET, candidateSegment, releaseKeys, releaseNumberOf };
 
 const present = (r: ReleaseRow): Release => ({
   number: r.number,
@@ -88,17 +105,18 @@ export function releasesService({ storage, repo, keep, limits = DEFAULT_LIMITS, 
    * holds the product's lock (on SQLite the one connection every request uses) and a copy may have
    * 100,000 files.
    */
-  async function prune(r: ReleasesRepository, productId: string, label: string, cur: number | null): Promise<string[]> {
+  async function prune(r: ReleasesRepository, productId: string, label: string, cur: number | null): Promise<(() => Promise<void>)[]> {
     const rows = await r.forLabel(productId, label);
     const staleBefore = new Date(now().getTime() - CANDIDATE_STALE_MS).toISOString();
-    const gone: string[] = [];
+    const gone: (() => Promise<void>)[] = [];
     let kept = cur === null ? 0 : 1;
     for (const row of rows) {
       if (row.number === cur) continue;
       if (row.status === 'refused') continue;
       const drop = row.status === 'released' ? ++kept > keep : row.created_at < staleBefore;
       if (!drop) continue;
-      gone.push(releaseKeys.tree(productId, label, row.number));
+      if (row.status === 'released') gone.push(() => storage.removeTree(releaseKeys.tree(productId, label, row.number)));
+      else gone.push(() => removeCandidates(productId, label, row.number));
       // A stale candidate keeps its row as refused: its number is never given to another copy.
       if (row.status === 'released') await r.remove(productId, label, row.number);
       else await r.markRefused(productId, label, row.number);
@@ -131,7 +149,7 @@ export function releasesService({ storage, repo, keep, limits = DEFAULT_LIMITS, 
     const evictable = trees
       .filter((t) => {
         const row = rows.get(`${t.label}/${t.number}`);
-        return !t.current && (row === undefined || row.status === 'released');
+        return !t.current && !t.candidate && (row === undefined || row.status === 'released');
       })
       .sort((a, b) => {
         const [x, y] = [rank(a), rank(b)];
@@ -188,6 +206,19 @@ export function releasesService({ storage, repo, keep, limits = DEFAULT_LIMITS, 
       log?.error({ err: e, productId }, 'counting what the releases of a product hold failed');
     });
 
+  /**
+   * Every folder of copy `n`, a candidate left by a process that died: its candidate folders
+   * (their secret was known only to that crawl) and the release address, in case it died after
+   * moving the copy there but before recording it.
+   */
+  async function removeCandidates(productId: string, label: string, n: number): Promise<void> {
+    await storage.removeTree(releaseKeys.tree(productId, label, n));
+    const names = (await storage.listNames(releaseKeys.folder(productId, label))) ?? [];
+    for (const name of names) {
+      if (name.startsWith(candidatePrefix(n))) await storage.removeTree(`${releaseKeys.folder(productId, label)}/${name}`);
+    }
+  }
+
   return {
     current,
 
@@ -218,13 +249,16 @@ export function releasesService({ storage, repo, keep, limits = DEFAULT_LIMITS, 
         number = await repo.allocate(productId, label, createdAt, filesSeq);
         tree = releaseKeys.tree(productId, label, number);
       }
+      const secret = randomBytes(16).toString('base64url');
+      const copy = releaseKeys.candidate(productId, label, number, secret);
       try {
+        // An unrecorded folder at the release's own address would be served as release `number`.
         await storage.removeTree(tree);
-        const counts = await storage.linkTree(`${productId}/update-site/${label}`, tree);
+        const counts = await storage.linkTree(`${productId}/update-site/${label}`, copy);
         await repo.setCounts(productId, label, number, counts);
-        return { productId, label, number, createdAt, ...counts };
+        return { productId, label, number, createdAt, ...counts, secret };
       } catch (e) {
-        await storage.removeTree(tree).catch(() => {});
+        await storage.removeTree(copy).catch(() => {});
         await repo.remove(productId, label, number);
         throw e;
       }
@@ -232,20 +266,22 @@ export function releasesService({ storage, repo, keep, limits = DEFAULT_LIMITS, 
 
     /**
      * A candidate that did not pass: its copy goes, the current release stays. Its number stays
-     * taken (refused): `<label>@<n>/` served this copy while it was crawled, and must never name
-     * another one.
+     * taken (refused): a number names one copy only, in reports as on the download host.
      */
     async discard(c: Candidate): Promise<void> {
-      await storage.removeTree(releaseKeys.tree(c.productId, c.label, c.number));
+      await storage.removeTree(releaseKeys.candidate(c.productId, c.label, c.number, c.secret));
       await repo.markRefused(c.productId, c.label, c.number);
       await settle(c.productId);
     },
 
     /**
-     * Makes a passed candidate current, unless a later one became current meanwhile (another
+     * Makes a passed candidate a release: its copy moves to the release's own address
+     * (`<label>@<n>/`) and becomes current, unless a later one became current meanwhile (another
      * process released a newer upload first: this one is kept as an earlier release).
      */
     async release(c: Candidate, by: ReleasedBy): Promise<boolean> {
+      // Outside the lock: the number is this copy's alone, and the rename needs no database.
+      await storage.rename(releaseKeys.candidate(c.productId, c.label, c.number, c.secret), releaseKeys.tree(c.productId, c.label, c.number));
       const { moves, gone } = await repo.locked(c.productId, async (r) => {
         const cur = current(c.productId, c.label);
         await r.markReleased(c.productId, c.label, c.number, now().toISOString(), JSON.stringify(by));
@@ -253,7 +289,7 @@ export function releasesService({ storage, repo, keep, limits = DEFAULT_LIMITS, 
         if (moves) await storage.setPointer(releaseKeys.pointer(c.productId, c.label), String(c.number));
         return { moves, gone: await prune(r, c.productId, c.label, moves ? c.number : cur) };
       });
-      for (const key of gone) await storage.removeTree(key);
+      for (const remove of gone) await remove();
       await settle(c.productId);
       return moves;
     },
@@ -287,19 +323,31 @@ export function releasesService({ storage, repo, keep, limits = DEFAULT_LIMITS, 
 
     settleUsage,
 
+    /**
+     * Each label that has a release or a copy of an upload, with its current release, the kept
+     * releases and the newest copy that is not (yet) one: a label before its first release is
+     * listed too (its vendor sees the copy being crawled or refused; users get 404).
+     */
     async list(productId: string): Promise<LabelReleases[]> {
       const byLabel = new Map<string, LabelReleases>();
+      // Rows come by label, newest first: the first row of a label is its newest copy.
       for (const row of await repo.forProduct(productId)) {
-        if (row.status !== 'released') continue;
         let l = byLabel.get(row.label);
         if (!l) {
-          l = { label: row.label, current: current(productId, row.label), releases: [] };
+          const attempt: Attempt | null =
+            row.status === 'released'
+              ? null
+              : { number: row.number, status: row.status === 'candidate' ? 'checking' : 'refused', createdAt: row.created_at, files: row.files, bytes: row.bytes };
+          l = { label: row.label, current: current(productId, row.label), releases: [], attempt };
           byLabel.set(row.label, l);
         }
-        l.releases.push(present(row));
+        if (row.status === 'released') l.releases.push(present(row));
       }
       return [...byLabel.values()];
     },
+
+    /** Every copy of the product's labels (releases, candidates, refused), by label, newest first. */
+    copies: (productId: string): Promise<ReleaseRow[]> => repo.forProduct(productId),
   };
 }
 

@@ -13,7 +13,7 @@
  *   the room the quota leaves, and give it back when the product needs it: the oldest go first.
  */
 import type { Storage } from '../../infra/storage.js';
-import { releaseKeys, releaseNumberOf } from './keys.js';
+import { candidateNumberOf, releaseKeys, releaseNumberOf } from './keys.js';
 
 export interface Held {
   files: number;
@@ -26,6 +26,10 @@ export interface TreeOnDisk {
   number: number;
   /** The label's pointer names it: downloaders get it. */
   current: boolean;
+  /** A copy being crawled (`candidate-<n>-<secret>`): counted, never removed for room. */
+  candidate: boolean;
+  /** Its folder in storage. */
+  key: string;
   /** Its files, one per name, as indexes of their stored bytes (ReleaseHoldings). */
   files: Uint32Array;
 }
@@ -39,11 +43,14 @@ export async function releaseHoldings(storage: Storage, productId: string): Prom
   for (const label of (await storage.listNames(`${productId}/releases`)) ?? []) {
     const current = releaseNumberOf(storage.pointer(releaseKeys.pointer(productId, label)));
     for (const name of (await storage.listNames(releaseKeys.folder(productId, label))) ?? []) {
+      const key = `${releaseKeys.folder(productId, label)}/${name}`;
       const number = releaseNumberOf(name);
-      if (number !== null) found.push({ label, number, current: number === current });
+      if (number !== null) found.push({ label, number, current: number === current, candidate: false, key });
+      const copy = candidateNumberOf(name);
+      if (copy !== null) found.push({ label, number: copy, current: false, candidate: true, key });
     }
   }
-  const links = await storage.fileLinks(found.map((t) => releaseKeys.tree(productId, t.label, t.number)));
+  const links = await storage.fileLinks(found.map((t) => t.key));
   const trees: TreeOnDisk[] = [];
   found.forEach((t, i) => {
     const files = links.files[i];

@@ -19,8 +19,10 @@ export interface Colors {
 
 export interface InstallLabel {
   label: string;
-  /** The update site to add in the platform; null for a label uploaded only as an archive. */
+  /** The update site to add in the platform; null for a label uploaded only as an archive, or not released yet. */
   url: string | null;
+  /** A folder was uploaded but the label has no release yet: nothing to install from it (never recommended). */
+  unreleased?: boolean;
   recommended: boolean;
   /** `{download_url}/<product>/<label>.zip`, or null without an archive. */
   archiveUrl: string | null;

@@ -14,6 +14,8 @@ import type { CatalogCard, Colors, InstallLabel, NodeGroup, ProductPageModel, Si
 export interface ProductFilesView {
   labels: LabelSummary[];
   workflows: FileEntry[];
+  /** Labels with a folder and no release: the download host serves nothing for them (docs/vendors.md "Releases"). */
+  unreleased?: ReadonlySet<string>;
 }
 
 export interface ProductInput {
@@ -93,24 +95,28 @@ export function installLabels(
   ranges: ReadonlyMap<string, string | null> = new Map(),
   /** The product's label notices: withdrawn labels are not offered (nor recommended), deprecated ones carry their notice. */
   notices?: LabelNotices,
+  /** Labels with a folder and no release: listed as not released yet, with no URL, never recommended. */
+  unreleased: ReadonlySet<string> = new Set(),
 ): InstallLabel[] {
   const sorted = labels.filter((l) => (l.files > 0 || l.hasArchive) && !isWithdrawn(notices, l.label)).sort((a, b) => compareLabelsDesc(a.label, b.label));
   const offered = new Set(sorted.map((l) => l.label));
-  const named = sorted.find((l) => l.label === release)?.label;
-  const fits = release ? sorted.find((l) => rangeContains(ranges.get(l.label) ?? '', release))?.label : undefined;
-  const recommended = named ?? fits ?? sorted[0]?.label ?? null;
+  const installable = sorted.filter((l) => !unreleased.has(l.label));
+  const named = installable.find((l) => l.label === release)?.label;
+  const fits = release ? installable.find((l) => rangeContains(ranges.get(l.label) ?? '', release))?.label : undefined;
+  const recommended = named ?? fits ?? installable[0]?.label ?? null;
   const why =
     named !== undefined
       ? `Built for the current platform release, ${release}.`
       : fits !== undefined
         ? `Works with the current platform release, ${release}.`
-        : sorted.length > 1
+        : installable.length > 1
           ? 'The newest label.'
           : null;
   const base = `${site.downloadUrl}/${productId}`;
   const rows = sorted.map((l) => ({
     label: l.label,
-    url: l.files > 0 ? `${base}/${l.label}` : null,
+    url: l.files > 0 && !unreleased.has(l.label) ? `${base}/${l.label}` : null,
+    ...(unreleased.has(l.label) ? { unreleased: true } : {}),
     recommended: l.label === recommended,
     archiveUrl: l.hasArchive ? `${base}/${l.label}.zip` : null,
     archiveBytes: l.archiveBytes,
@@ -156,7 +162,7 @@ export function productPageModel(
       ? { version: content.latest.version, date: content.latest.date, color: badgeColor, text: textColorOn([badgeColor]) }
       : null,
     content,
-    labels: files ? installLabels(site, p.id, files.labels, release, ranges, f.labels) : null,
+    labels: files ? installLabels(site, p.id, files.labels, release, ranges, f.labels, files.unreleased) : null,
     workflows,
     contact: f.contact ?? null,
     feedUrl: p.state === 'live' ? `/product/${p.id}/releases.atom` : null,

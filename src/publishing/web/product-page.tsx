@@ -195,10 +195,29 @@ function ArchiveRow(props: { l: InstallLabel & { archiveUrl: string }; steps: bo
   );
 }
 
+/**
+ * A label whose folder was uploaded but has no release yet (its first upload is being checked, or
+ * was refused): the download host serves nothing for it, so there is no URL to offer.
+ */
+function UnreleasedRow(props: { l: InstallLabel }) {
+  const { l } = props;
+  return (
+    <li class="label-row unreleased">
+      <div class="label-head">
+        <span class="label-name">{l.label}</span>
+        <span class="pill muted">Not released yet</span>
+        <span class="label-anchor" id={labelAnchor(l.label)} />
+      </div>
+      <p class="label-why">This label's upload has not passed the update-site check, so nothing can be installed from it yet.</p>
+    </li>
+  );
+}
+
 function Install(props: { m: ProductPageModel }) {
   const { m } = props;
   const labels = m.labels ?? [];
   const anySite = labels.some((l) => l.url !== null);
+  const anyArchive = labels.some((l) => !l.unreleased && l.archiveUrl !== null);
   return (
     <section class="card-section install" aria-labelledby="install">
       <h2 id="install">Install</h2>
@@ -209,15 +228,19 @@ function Install(props: { m: ProductPageModel }) {
               In the platform, choose <strong>Help › Install New Software…</strong>, add the update site URL below and
               select the extension.
             </p>
-          ) : (
+          ) : anyArchive ? (
             <p class="hint">
               This extension is offered as an archive, not as an update site URL. Download the archive below; then{' '}
               <ArchiveSteps />
             </p>
+          ) : (
+            <p class="hint">Nothing can be installed yet: no label has been released.</p>
           )}
           <ul class="labels">
             {labels.map((l) =>
-              l.url !== null ? (
+              l.unreleased ? (
+                <UnreleasedRow key={l.label} l={l} />
+              ) : l.url !== null ? (
                 <UpdateSiteRow key={l.label} l={{ ...l, url: l.url }} />
               ) : l.archiveUrl !== null ? (
                 <ArchiveRow key={l.label} l={{ ...l, archiveUrl: l.archiveUrl }} steps={anySite} />

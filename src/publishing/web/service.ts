@@ -43,6 +43,11 @@ export interface PagesServiceDeps {
   site: SiteInfo;
   /** Uploaded files (labels, workflows) and their change stamp. */
   files: ProductFilesReader;
+  /**
+   * The release a label's URL serves (releases/service.ts `current`), null: none, the label serves
+   * nothing. Moves only inside a crawl, which the page key's last-crawl stamp follows.
+   */
+  released: (productId: string, label: string) => number | null;
   /** Crawled nodes (issue 11): the product page's node list, node pages and node search. */
   crawls: CrawlsRepository;
   /** Renders the vendor Markdown off the serving event loop, under a time limit. */
@@ -105,6 +110,7 @@ export function pagesService({
   repo,
   site,
   files,
+  released,
   crawls,
   renderer,
   changes,
@@ -135,7 +141,8 @@ export function pagesService({
     const row = await repo.find(id);
     if (!row) return null;
     const [labels, workflows] = await Promise.all([files.listLabels(id), files.listFiles(id, 'workflows')]);
-    const filesView: ProductFilesView = { labels, workflows };
+    const unreleased = new Set(labels.filter((l) => l.files > 0 && released(id, l.label) === null).map((l) => l.label));
+    const filesView: ProductFilesView = { labels, workflows, unreleased };
     const input: ProductInput = { id: row.id, state: row.state, fields: parseFields(row) };
     const content = await renderer.render(input.fields, stamp.release, PAGE_IDS, id);
     const runs = await crawls.forProduct(id);

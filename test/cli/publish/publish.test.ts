@@ -156,7 +156,7 @@ for (const target of dialects()) {
         fs.writeFileSync(path.join(site, 'index.html'), 'changed');
         const r = await runPier(['publish', '--server', proxy.url, '--product', 'release-ext', '--label', '5.4', '--site', site], secrets(creds));
         assert.equal(r.code, 7, r.stderr + r.stdout);
-        assert.match(r.stderr, /release refused: .*the label stays on its previous release/);
+        assert.match(r.stderr, /release refused: .*; users get release 1 from /);
         assert.match(r.stderr, /org\.example\.nodes/);
         const served = await fetch(`${stack.downloads.url}/release-ext/5.4/plugins/org.example.nodes_1.2.0.v20260101.jar`);
         assert.equal(served.status, 200, 'release 1 is still what downloads get');

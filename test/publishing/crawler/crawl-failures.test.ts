@@ -8,6 +8,9 @@ import { crawlsRepository } from '../../../src/publishing/crawler/repository.js'
 import { type CrawlerService, crawlerService } from '../../../src/publishing/crawler/service.js';
 import { openPublishingDatabase, type PublishingDB } from '../../../src/publishing/db.js';
 import { productsRepository } from '../../../src/publishing/products/repository.js';
+import { releasesRepository } from '../../../src/publishing/releases/repository.js';
+import { releasesService } from '../../../src/publishing/releases/service.js';
+import { localStorage } from '../../../src/infra/storage-local.js';
 import { dialects, tempDir } from '../../helpers/db.js';
 import { buildComposite, buildSite, exampleSpec } from '../../helpers/p2-fixtures.js';
 import { type Stack, startStack } from '../sftp/stack.js';
@@ -56,6 +59,7 @@ for (const target of dialects()) {
         crawls: crawlsRepository(database.db, database.dialect),
         products: productsRepository(database.db, database.dialect),
         files: stack.files,
+        releases: releasesService({ storage: localStorage(stack.storageDir), repo: releasesRepository(database.db), keep: 3 }),
         downloadUrl: stack.downloads.url,
         log: { error: (o) => void logged.push(o) },
       });
@@ -166,9 +170,14 @@ for (const target of dialects()) {
       const refused = latest.problems.filter((p) => p.code === 'composite_child_refused');
       assert.equal(refused.length, 1, JSON.stringify(latest.problems));
       assert.equal(refused[0]!.message, `composite child "../../victim/1.0/" (${stack.downloads.url}/victim/1.0/) is outside this product's folder ${stack.downloads.url}/evil/: not read`);
-      const rows = await crawlsRepository(database.db, database.dialect).nodes('evil', 'latest');
-      assert.equal(rows.length, 4);
-      assert.deepEqual(rows.filter((r) => !r.factory_class.startsWith('org.evil.')), []);
+      // A refused child is an error (installs from the composite would fail): not released, so
+      // nothing of it is indexed; the product's own label 1.0 is, and nothing of the victim anywhere.
+      assert.equal(latest.release.outcome, 'refused', latest.release.message);
+      const repo = crawlsRepository(database.db, database.dialect);
+      assert.equal((await repo.nodes('evil', 'latest')).length, 0);
+      const own = await repo.nodes('evil', '1.0');
+      assert.equal(own.length, 4);
+      assert.deepEqual(own.filter((r) => !r.factory_class.startsWith('org.evil.')), []);
     });
   });
 }

@@ -3,6 +3,9 @@
 // PIER_NODE_DATA_QUOTA, says so in the crawl report (a warning: the update site installs as
 // uploaded), and records what it stored (crawls.node_count / node_bytes). Real uploads crawled
 // through the real download host, on SQLite and PostgreSQL; the rule itself as a property.
+import { localStorage } from '../../../src/infra/storage-local.js';
+import { releasesRepository } from '../../../src/publishing/releases/repository.js';
+import { releasesService } from '../../../src/publishing/releases/service.js';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -89,6 +92,7 @@ for (const target of dialects()) {
         products: productsRepository(database.db, database.dialect),
         files: stack.files,
         downloadUrl: stack.downloads.url,
+        releases: releasesService({ storage: localStorage(stack.storageDir), repo: releasesRepository(database.db), keep: 3 }),
         nodeLimits: { perLabel, productBytes },
       });
       crawlers.push(c);

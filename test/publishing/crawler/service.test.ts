@@ -9,6 +9,9 @@ import { openPublishingDatabase } from '../../../src/publishing/db.js';
 import { productFilesReader } from '../../../src/publishing/files/reader.js';
 import { filesRepository } from '../../../src/publishing/files/repository.js';
 import { productsRepository } from '../../../src/publishing/products/repository.js';
+import { releasesRepository } from '../../../src/publishing/releases/repository.js';
+import { releasesService } from '../../../src/publishing/releases/service.js';
+import { localStorage } from '../../../src/infra/storage-local.js';
 import { dialects, tempDir } from '../../helpers/db.js';
 import { buildSite, exampleSpec, PNG } from '../../helpers/p2-fixtures.js';
 import { type RunningPublishing, startPublishing } from '../../helpers/publishing.js';
@@ -61,9 +64,10 @@ for (const target of dialects()) {
       assert.equal(r.code, 1);
       assert.match(r.stderr, /cannot go live: label 5\.4 has not been crawled/);
       assert.equal((await stack.products.show('widgets')).state, 'hidden');
-      // Rendered and cached before any crawl: no node list yet (the next test sees it appear).
+      // Rendered and cached before any crawl: no node list yet, and the label, with no release
+      // yet, offers no URL (the next test sees both appear).
       const page = await (await fetch(`${web.url}/product/widgets`)).text();
-      assert.ok(page.includes('/widgets/5.4</code>') && !page.includes('id="nodes"'));
+      assert.ok(!page.includes('/widgets/5.4</code>') && page.includes('Not released yet') && !page.includes('id="nodes"'));
     });
 
     test('pier staff crawl reads the site from the download host and prints the summary; the report is in show and the API', async () => {
@@ -219,6 +223,7 @@ for (const target of dialects()) {
           crawls: crawlsRepository(database.db, database.dialect),
           products: productsRepository(database.db, database.dialect),
           files: productFilesReader(filesRepository(database.db)),
+          releases: releasesService({ storage: localStorage(stack.storageDir), repo: releasesRepository(database.db), keep: 3 }),
           downloadUrl: stack.downloads.url,
         });
         const [a, b] = await Promise.all([crawler.crawlSettled(0), other.crawlSettled(0)]);

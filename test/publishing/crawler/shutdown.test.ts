@@ -12,6 +12,9 @@ import { crawlsRepository } from '../../../src/publishing/crawler/repository.js'
 import { crawlerService } from '../../../src/publishing/crawler/service.js';
 import { openPublishingDatabase, type PublishingDB } from '../../../src/publishing/db.js';
 import { productsRepository } from '../../../src/publishing/products/repository.js';
+import { releasesRepository } from '../../../src/publishing/releases/repository.js';
+import { releasesService } from '../../../src/publishing/releases/service.js';
+import { localStorage } from '../../../src/infra/storage-local.js';
 import { dialects, tempDir } from '../../helpers/db.js';
 import { buildSite, exampleSpec } from '../../helpers/p2-fixtures.js';
 import { type Stack, startStack } from '../sftp/stack.js';
@@ -65,7 +68,8 @@ for (const target of dialects()) {
       buildSite(path.join(work, 'cut'), exampleSpec('jar', 'org.cut'));
       await upload(stack, 'cut', path.join(work, 'cut'), 'update-site/5.4');
       const crawls = crawlsRepository(database.db, database.dialect);
-      const deps = { crawls, products: productsRepository(database.db, database.dialect), files: stack.files };
+      const releases = releasesService({ storage: localStorage(stack.storageDir), repo: releasesRepository(database.db), keep: 3 });
+      const deps = { crawls, products: productsRepository(database.db, database.dialect), files: stack.files, releases };
       const first = crawlerService({ ...deps, downloadUrl: `http://127.0.0.1:${(hanging.address() as AddressInfo).port}` });
       const pass = first.crawlSettled(0);
       await askedOnce;

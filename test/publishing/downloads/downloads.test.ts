@@ -11,6 +11,7 @@ import { createDownloadServer, type DownloadServer } from '../../../src/publishi
 import { parseDownloadPath } from '../../../src/publishing/downloads/paths.js';
 import { sendBuffersHeld } from '../../../src/publishing/downloads/send-file.js';
 import { tempDir } from '../../helpers/db.js';
+import { makeCurrent } from './released.js';
 
 const silent = { info() {}, error() {} };
 
@@ -43,19 +44,20 @@ describe('download host', () => {
       fs.mkdirSync(path.dirname(path.join(root, rel)), { recursive: true });
       fs.writeFileSync(path.join(root, rel), data);
     };
-    w('csv-nodes/update-site/5.4/content.jar', 'content');
-    w('csv-nodes/update-site/5.4/artifacts.xml', '<artifacts/>');
-    w('csv-nodes/update-site/5.4/content.xml.xz', 'xz');
-    w('csv-nodes/update-site/5.4/plugins/big_1.0.0.jar', jar);
-    w('csv-nodes/update-site/5.4/plugins/a <b>&.jar', 'odd name');
+    w('csv-nodes/releases/5.4/1/content.jar', 'content');
+    w('csv-nodes/releases/5.4/1/artifacts.xml', '<artifacts/>');
+    w('csv-nodes/releases/5.4/1/content.xml.xz', 'xz');
+    w('csv-nodes/releases/5.4/1/plugins/big_1.0.0.jar', jar);
+    w('csv-nodes/releases/5.4/1/plugins/a <b>&.jar', 'odd name');
     w('csv-nodes/update-site/5.4.zip', 'zip');
-    w('csv-nodes/update-site/5.4/.pier-tmp-0123456789abcdef', 'half an upload');
+    w('csv-nodes/releases/5.4/1/.pier-tmp-0123456789abcdef', 'half an upload');
     w('csv-nodes/assets/logo.svg', '<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>');
     w('csv-nodes/assets/img/shot one.png', 'png');
     w('csv-nodes/assets/page.html', '<script>alert(1)</script>');
     w('csv-nodes/workflows/Demo.knwf', 'knwf');
     w('other-ext/assets/secret.txt', 'secret of another product');
     fs.symlinkSync('/etc/passwd', path.join(root, 'csv-nodes/assets/passwd'));
+    makeCurrent(root, 'csv-nodes', '5.4');
     server = createDownloadServer({ storage: localStorage(root), log: silent });
     base = (await server.listen(0, '127.0.0.1')).url;
   });
@@ -113,7 +115,7 @@ describe('download host', () => {
     assert.equal((await raw(base, '/csv-nodes/5.4/artifacts.xml', { 'if-modified-since': lastModified })).status, 304);
     assert.equal((await raw(base, '/csv-nodes/5.4/artifacts.xml', { 'if-none-match': '"nope"', 'if-modified-since': lastModified })).status, 200);
     assert.equal((await raw(base, '/csv-nodes/5.4/artifacts.xml', { 'if-modified-since': 'Thu, 01 Jan 1970 00:00:00 GMT' })).status, 200);
-    const p = path.join(root, 'csv-nodes/update-site/5.4/artifacts.xml');
+    const p = path.join(root, 'csv-nodes/releases/5.4/1/artifacts.xml');
     fs.writeFileSync(p, '<artifacts size="2"/>');
     await pastFreshness();
     const after = await raw(base, '/csv-nodes/5.4/artifacts.xml', { 'if-none-match': etag });
@@ -122,7 +124,7 @@ describe('download host', () => {
   });
 
   test('small files kept in memory follow every replacement, even to the same size and time, and removal', async () => {
-    const p = path.join(root, 'csv-nodes/update-site/5.4/features/f_1.0.0.jar');
+    const p = path.join(root, 'csv-nodes/releases/5.4/1/features/f_1.0.0.jar');
     const url = '/csv-nodes/5.4/features/f_1.0.0.jar';
     fs.mkdirSync(path.dirname(p), { recursive: true });
     const at = new Date('2024-01-01T00:00:00Z');
@@ -169,9 +171,9 @@ describe('download host', () => {
     const held = createDownloadServer({ storage: localStorage(root), log: silent, freshMs: 60 * 60_000 });
     const heldBase = (await held.listen(0, '127.0.0.1')).url;
     try {
-      const key = 'csv-nodes/update-site/5.4/features/g_1.0.0.jar';
+      const key = 'csv-nodes/releases/5.4/1/features/g_1.0.0.jar';
       const url = '/csv-nodes/5.4/features/g_1.0.0.jar';
-      fs.mkdirSync(path.join(root, 'csv-nodes/update-site/5.4/features'), { recursive: true });
+      fs.mkdirSync(path.join(root, 'csv-nodes/releases/5.4/1/features'), { recursive: true });
       fs.writeFileSync(path.join(root, key), 'one');
       assert.equal((await raw(heldBase, url)).body.toString(), 'one');
       assert.equal((await raw(heldBase, url)).body.toString(), 'one', 'now in memory');
@@ -194,7 +196,7 @@ describe('download host', () => {
     const size = 24 * 1024 * 1024 + 7;
     const data = Buffer.alloc(size);
     for (let i = 0; i < size; i += 4) data.writeUInt32LE(i, i > size - 4 ? size - 4 : i);
-    fs.writeFileSync(path.join(root, 'csv-nodes/update-site/5.4/plugins/huge_1.0.0.jar'), data);
+    fs.writeFileSync(path.join(root, 'csv-nodes/releases/5.4/1/plugins/huge_1.0.0.jar'), data);
     const url = '/csv-nodes/5.4/plugins/huge_1.0.0.jar';
     const whole = await raw(base, url);
     assert.equal(whole.status, 200);
@@ -244,7 +246,7 @@ describe('download host', () => {
 
   test('pipelined downloads of a large file that the client never reads release every descriptor when it leaves', async () => {
     const data = Buffer.alloc(3 * 1024 * 1024 + 5, 7);
-    fs.writeFileSync(path.join(root, 'csv-nodes/update-site/5.4/plugins/pipe_1.0.0.jar'), data);
+    fs.writeFileSync(path.join(root, 'csv-nodes/releases/5.4/1/plugins/pipe_1.0.0.jar'), data);
     const fds = () => fs.readdirSync('/proc/self/fd').length;
     const idle = fds();
     const u = new URL(base);
@@ -268,7 +270,7 @@ describe('download host', () => {
 
   test('many clients that stop reading a large file hold a bounded amount of buffer memory in all', async () => {
     const data = Buffer.alloc(24 * 1024 * 1024, 3);
-    fs.writeFileSync(path.join(root, 'csv-nodes/update-site/5.4/plugins/slow_1.0.0.jar'), data);
+    fs.writeFileSync(path.join(root, 'csv-nodes/releases/5.4/1/plugins/slow_1.0.0.jar'), data);
     const u = new URL(base);
     const sockets: net.Socket[] = [];
     for (let i = 0; i < 60; i++) {

@@ -12,6 +12,7 @@ import { FRESH_MS } from '../../../src/publishing/downloads/file-cache.js';
 import { MAX_HEAD_BYTES, parseSimpleHead } from '../../../src/infra/fast-path/request-head.js';
 import { createDownloadServer, type DownloadServer } from '../../../src/publishing/downloads/server.js';
 import { tempDir } from '../../helpers/db.js';
+import { makeCurrent } from './released.js';
 
 /** What node:http answers to bytes it cannot parse. */
 const BAD_REQUEST = 'HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n';
@@ -83,14 +84,15 @@ describe('download host fast path: byte-identical to node:http', () => {
       fs.mkdirSync(path.dirname(path.join(root, rel)), { recursive: true });
       fs.writeFileSync(path.join(root, rel), data);
     };
-    w('csv-nodes/update-site/5.4/content.jar', 'content jar bytes');
-    w('csv-nodes/update-site/5.4/artifacts.xml', '<artifacts/>');
-    w('csv-nodes/update-site/5.4/empty.txt', '');
-    w('csv-nodes/update-site/5.4/plugins/big_1.0.0.jar', big);
+    w('csv-nodes/releases/5.4/1/content.jar', 'content jar bytes');
+    w('csv-nodes/releases/5.4/1/artifacts.xml', '<artifacts/>');
+    w('csv-nodes/releases/5.4/1/empty.txt', '');
+    w('csv-nodes/releases/5.4/1/plugins/big_1.0.0.jar', big);
     w('csv-nodes/update-site/5.4.zip', 'zip');
     w('csv-nodes/assets/logo.svg', '<svg xmlns="http://www.w3.org/2000/svg"/>');
     w('csv-nodes/assets/img/shot one.png', 'png');
     w('other-ext/assets/secret.txt', 'secret of another product');
+    makeCurrent(root, 'csv-nodes', '5.4');
     const storage = localStorage(root);
     const log = (answers: unknown[]) => ({
       info(obj: object) {
@@ -164,7 +166,7 @@ describe('download host fast path: byte-identical to node:http', () => {
       ['an asset (CORS)', { writes: [closing('/assets/csv-nodes/logo.svg', 'Origin: https://elsewhere.example\r\n')] }],
       ['an encoded name', { writes: [closing('/assets/csv-nodes/img/shot%20one.png')] }],
       ['the archive', { writes: [closing('/csv-nodes/5.4.zip')] }],
-      ['If-None-Match', { writes: [closing(jar, `If-None-Match: "${(fs.statSync(path.join(root, 'csv-nodes/update-site/5.4/content.jar')).size).toString(16)}-0", *\r\n`)] }],
+      ['If-None-Match', { writes: [closing(jar, `If-None-Match: "${(fs.statSync(path.join(root, 'csv-nodes/releases/5.4/1/content.jar')).size).toString(16)}-0", *\r\n`)] }],
       ['If-Modified-Since', { writes: [closing(jar, 'If-Modified-Since: Sun, 01 Jan 2090 00:00:00 GMT\r\n')] }],
       ['Range', { writes: [closing(jar, 'Range: bytes=1-3\r\n')] }],
       ['Range with If-Range', { writes: [closing(jar, 'Range: bytes=1-3\r\nIf-Range: "x"\r\n')] }],
@@ -237,8 +239,8 @@ describe('download host fast path: byte-identical to node:http', () => {
   });
 
   test('a file replaced from outside is seen by the fast path once the freshness bound has passed', async () => {
-    const p = path.join(root, 'csv-nodes/update-site/5.4/artifacts.xml');
-    const temp = path.join(root, 'csv-nodes/update-site/5.4/.pier-tmp-x');
+    const p = path.join(root, 'csv-nodes/releases/5.4/1/artifacts.xml');
+    const temp = path.join(root, 'csv-nodes/releases/5.4/1/.pier-tmp-x');
     fs.writeFileSync(temp, '<artifacts v="2"/>');
     fs.renameSync(temp, p);
     await new Promise((r) => setTimeout(r, FRESH_MS + 1));
@@ -315,8 +317,9 @@ describe('download host: idle connections and the connection cap', () => {
 
   before(() => {
     root = tempDir('pier-dl-idle-');
-    fs.mkdirSync(path.join(root, 'csv-nodes/update-site/5.4'), { recursive: true });
-    fs.writeFileSync(path.join(root, 'csv-nodes/update-site/5.4/content.jar'), 'content jar bytes');
+    fs.mkdirSync(path.join(root, 'csv-nodes/releases/5.4/1'), { recursive: true });
+    fs.writeFileSync(path.join(root, 'csv-nodes/releases/5.4/1/content.jar'), 'content jar bytes');
+    makeCurrent(root, 'csv-nodes', '5.4');
   });
   after(async () => {
     for (const s of servers) await s.close();

@@ -16,6 +16,7 @@ import { acceptsGzip } from '../../../src/publishing/downloads/http-file.js';
 import { FOLDER_PAGE_ENTRIES } from '../../../src/publishing/downloads/index-page.js';
 import { createDownloadServer, type DownloadServer } from '../../../src/publishing/downloads/server.js';
 import { tempDir } from '../../helpers/db.js';
+import { makeCurrent } from './released.js';
 
 const silent = { info() {}, error() {} };
 const FILES = 4 * FOLDER_PAGE_ENTRIES + 345;
@@ -28,7 +29,8 @@ describe('download host folder index', () => {
   /** Entries the server stat-ed one by one (the synchronous-backed `stat`) and through statNames. */
   const counts = { stat: 0, statNames: 0, statNamesCalls: 0, largestBatch: 0, listings: 0 };
   const reset = () => Object.assign(counts, { stat: 0, statNames: 0, statNamesCalls: 0, largestBatch: 0, listings: 0 });
-  const dir = () => path.join(root, 'big-site/update-site/5.4/plugins');
+  // The download host serves a label from its current release only.
+  const dir = () => path.join(root, 'big-site/releases/5.4/1/plugins');
   const url = (query = '') => `${base}/big-site/5.4/plugins/${query}`;
 
   before(async () => {
@@ -37,6 +39,7 @@ describe('download host folder index', () => {
     for (let i = 0; i < FILES; i++) fs.writeFileSync(path.join(dir(), `b${String(i).padStart(5, '0')}.jar`), 'x');
     fs.mkdirSync(path.join(dir(), 'b00000-sub'));
     fs.writeFileSync(path.join(dir(), '.pier-tmp-0123456789abcdef'), 'half an upload');
+    makeCurrent(root, 'big-site', '5.4');
     real = localStorage(root);
     // The real storage, counting what each request has it look at.
     const counting: Storage = Object.assign(Object.create(real) as Storage, {
@@ -131,7 +134,7 @@ describe('download host folder index', () => {
     // SFTP SETSTAT / `put -p`: the file's time changes in place, the folder's entries do not.
     const row = (html: string) => /<a href="b00001\.jar">b00001\.jar<\/a><\/td><td>([^<]+)<\/td>/.exec(html)?.[1];
     assert.notEqual(row(await (await fetch(url())).text()), '2001-02-03 04:05');
-    await real.setTimes('big-site/update-site/5.4/plugins/b00001.jar', Date.UTC(2001, 1, 3, 4, 5), Date.UTC(2001, 1, 3, 4, 5));
+    await real.setTimes('big-site/releases/5.4/1/plugins/b00001.jar', Date.UTC(2001, 1, 3, 4, 5), Date.UTC(2001, 1, 3, 4, 5));
     assert.equal(row(await (await fetch(url())).text()), '2001-02-03 04:05');
   });
 

@@ -39,6 +39,7 @@ test('the p2 director lists and installs an update site from the download host e
     const creds = (await stack.register('csv-nodes')).sftp;
     const put = await openSshSftp(stack.sftp.port, creds, [`put -r ${site.dir} /update-site/5.4`]);
     assert.equal(put.code, 0, put.stderr);
+    await stack.release('csv-nodes', '5.4');
     const served = `${stack.downloads.url}/csv-nodes/5.4/`;
 
     const fromHost = await p2(['-repository', served, '-list']);

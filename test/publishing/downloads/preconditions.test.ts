@@ -11,6 +11,7 @@ import { localStorage } from '../../../src/infra/storage-local.js';
 import { evaluatePreconditions } from '../../../src/publishing/downloads/http-file.js';
 import { createDownloadServer, type DownloadServer } from '../../../src/publishing/downloads/server.js';
 import { tempDir } from '../../helpers/db.js';
+import { makeCurrent } from './released.js';
 
 const silent = { info() {}, error() {} };
 
@@ -48,6 +49,7 @@ describe('download host preconditions', () => {
 
   before(async () => {
     root = tempDir('pier-dl-pre-');
+    makeCurrent(root, 'csv-nodes', '5.4');
     server = createDownloadServer({ storage: localStorage(root), log: silent, freshMs: 0 });
     base = (await server.listen(0, '127.0.0.1')).url;
   });
@@ -58,7 +60,7 @@ describe('download host preconditions', () => {
 
   for (const [kind, size] of Object.entries(SIZES)) {
     test(`${kind} file: If-Match and If-Unmodified-Since answer 412 when they fail, and pass when they hold`, async () => {
-      const rel = `csv-nodes/update-site/5.4/plugins/${kind}-match.jar`;
+      const rel = `csv-nodes/releases/5.4/1/plugins/${kind}-match.jar`;
       const url = `/csv-nodes/5.4/plugins/${kind}-match.jar`;
       upload(rel, version(1, size));
       const first = await get(base, url);
@@ -87,7 +89,7 @@ describe('download host preconditions', () => {
     });
 
     test(`${kind} file: a download resumed after the file was replaced is never stitched from two versions`, async () => {
-      const rel = `csv-nodes/update-site/5.4/plugins/${kind}-resume.jar`;
+      const rel = `csv-nodes/releases/5.4/1/plugins/${kind}-resume.jar`;
       const url = `/csv-nodes/5.4/plugins/${kind}-resume.jar`;
       upload(rel, version(1, size));
       const old = await get(base, url);
@@ -103,7 +105,7 @@ describe('download host preconditions', () => {
     });
 
     test(`${kind} file: a future-dated file replaced by a current one is neither 304 nor 206 against the old date`, async () => {
-      const rel = `csv-nodes/update-site/5.4/plugins/${kind}-future.jar`;
+      const rel = `csv-nodes/releases/5.4/1/plugins/${kind}-future.jar`;
       const url = `/csv-nodes/5.4/plugins/${kind}-future.jar`;
       upload(rel, version(1, size), new Date('2031-05-01T00:00:00Z'));
       const old = await get(base, url);

@@ -41,10 +41,11 @@ describe('label notices in Chromium', needsTool('chromium'), () => {
   before(async () => {
     db = await sqlite!.create();
     site = await startSite(db.url);
-    seed = await seeder(db.url);
+    seed = await seeder(db.url, site.storageDir);
     const token = await site.register(ID, { ...FULL_FIELDS, name: 'Three Labels' });
     await seed.upload(ID, ['update-site/5.3/content.jar', 'update-site/5.3.zip', 'update-site/5.2/content.jar', 'update-site/4.7/content.jar']);
     await seed.crawl(ID, '5.2', 'Tokenizer');
+    await seed.release(ID, '5.3', '4.7');
     const res = await patchProduct(site.url, ID, token, {
       labels: {
         '5.2': { status: 'deprecated', message: 'Use 5.3: it fixes the tokenizer on texts longer than 64 KiB and reads Excel 2024 files.', replacement: '5.3' },

@@ -14,6 +14,7 @@ import { type RunningDownloads, startDownloads } from '../../../src/publishing/d
 import { filesRepository } from '../../../src/publishing/files/repository.js';
 import { filesService } from '../../../src/publishing/files/service.js';
 import { dialects, tempDir } from '../../helpers/db.js';
+import { releaseAsIs } from '../releases/release-as-is.js';
 import { patchProduct } from '../../helpers/publishing.js';
 import { type Site, startSite } from '../web/helpers.js';
 import { type RawAnswer, raw, request } from '../web/raw-http.js';
@@ -66,6 +67,7 @@ for (const target of dialects()) {
         await upload.write(data, 0, data.length, 0);
         await upload.commit();
       }
+      await releaseAsIs(database.db, storageDir, ID, '4.7', '5.3');
       await database.close();
       downloads = await startDownloads(config, { port: 0 });
     });

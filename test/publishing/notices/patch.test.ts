@@ -42,10 +42,11 @@ for (const target of dialects()) {
     before(async () => {
       db = await target.create();
       site = await startSite(db.url);
-      seed = await seeder(db.url);
+      seed = await seeder(db.url, site.storageDir);
       token = await site.register(ID, { name: 'Notice Tools', description: 'Three labels, one deprecated, one withdrawn' });
       await seed.upload(ID, uploaded);
       await seed.crawl(ID, '5.2', 'Tokenizer');
+      await seed.release(ID, '5.3', '4.7');
     });
     after(async () => {
       await seed.close();

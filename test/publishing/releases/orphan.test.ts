@@ -36,15 +36,20 @@ for (const dialect of dialects()) {
       for (let attempt = 0; attempt < 2; attempt++) {
         const c = await releases.candidate('orphan-nodes', '5.4', 1);
         assert.equal(c.number, attempt + 1);
-        assert.deepEqual(fs.readdirSync(orphan), ['content.xml'], 'only what the upload folder holds');
-        assert.equal(fs.readFileSync(path.join(orphan, 'content.xml'), 'utf8'), 'new upload');
+        // Never served as release n: the copy is crawled at its candidate address.
+        assert.equal(fs.existsSync(orphan), false, 'the folder without a record is gone from the release address');
+        const copy = path.join(storageDir, `orphan-nodes/releases/5.4/candidate-${c.number}-${c.secret}`);
+        assert.deepEqual(fs.readdirSync(copy), ['content.xml'], 'only what the upload folder holds');
+        assert.equal(fs.readFileSync(path.join(copy, 'content.xml'), 'utf8'), 'new upload');
         if (attempt === 1) {
           assert.equal(await releases.release(c, { kind: 'vendor' }), true);
+          assert.equal(fs.readFileSync(path.join(orphan, 'content.xml'), 'utf8'), 'new upload', 'moved to the release address once accepted');
+          assert.equal(fs.existsSync(copy), false);
           continue;
         }
         // Refused (its number stays taken); then a folder without a record at the next number.
         await releases.discard(c);
-        assert.equal(fs.existsSync(orphan), false);
+        assert.equal(fs.existsSync(copy), false);
         orphan = orphanAt(2);
         fs.mkdirSync(orphan);
         fs.writeFileSync(path.join(orphan, 'stale.jar'), 'x');

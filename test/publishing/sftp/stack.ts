@@ -14,7 +14,12 @@ import { localStorage } from '../../../src/infra/storage-local.js';
 import { productsRepository } from '../../../src/publishing/products/repository.js';
 import { type IssuedCredentials, productService, type ProductService } from '../../../src/publishing/products/service.js';
 import { type RunningSftp, type SftpTuning, startSftp } from '../../../src/publishing/sftp/index.js';
+import { crawlsRepository } from '../../../src/publishing/crawler/repository.js';
+import { crawlerService, type LabelCrawl } from '../../../src/publishing/crawler/service.js';
+import { releasesRepository } from '../../../src/publishing/releases/repository.js';
+import { releasesService } from '../../../src/publishing/releases/service.js';
 import { tempDir } from '../../helpers/db.js';
+import { freePort } from '../../helpers/net.js';
 
 export interface Stack {
   config: Config;
@@ -27,6 +32,12 @@ export interface Stack {
   /** The same files service the server uses (limits, summaries). */
   fileStore: FilesService;
   register(id: string): Promise<IssuedCredentials>;
+  /**
+   * Releases the label's uploaded folder as the vendor's `POST …/labels/<label>/release` does (a
+   * copy crawled from this download host, made current when it installs): the download host
+   * serves a label only once it has a release. Fails the test when no release is made.
+   */
+  release(productId: string, label: string): Promise<LabelCrawl>;
   close(): Promise<void>;
 }
 
@@ -36,11 +47,15 @@ export async function startStack(
   options: { env?: Record<string, string>; failureLimits?: Partial<FailureLimiterOptions>; sftp?: SftpTuning } = {},
 ): Promise<Stack> {
   const dataDir = tempDir('pier-sftp-');
+  // A released label's composite documents name its releases by PIER_DOWNLOAD_URL: the download
+  // host listens where that says.
+  const downloadPort = options.env?.PIER_DOWNLOAD_PORT ?? String(await freePort());
   const config = loadConfig({
     PIER_DATA_DIR: dataDir,
     PIER_DATABASE_URL: databaseUrl,
     PIER_SFTP_PORT: '0',
-    PIER_DOWNLOAD_PORT: '0',
+    PIER_DOWNLOAD_PORT: downloadPort,
+    PIER_DOWNLOAD_URL: `http://127.0.0.1:${downloadPort}`,
     PIER_LOG_LEVEL: 'silent',
     ...options.env,
   });
@@ -65,6 +80,22 @@ export async function startStack(
       limits: config.publishing.limits,
     }),
     register: (id) => products.register(id, { name: id }),
+    async release(productId, label) {
+      const crawler = crawlerService({
+        crawls: crawlsRepository(database.db, database.dialect),
+        products: productsRepository(database.db, database.dialect),
+        files: productFilesReader(filesRepository(database.db)),
+        releases: releasesService({ storage: localStorage(config.publishing.storageDir), repo: releasesRepository(database.db), keep: config.publishing.releasesKept }),
+        downloadUrl: downloads.url,
+      });
+      try {
+        const done = await crawler.release(productId, label, { kind: 'vendor' });
+        if (done.crawl.release.serving === null) throw new Error(`${productId}/${label} was not released: ${done.crawl.release.message} ${JSON.stringify(done.crawl.problems)}`);
+        return done.crawl;
+      } finally {
+        await crawler.close();
+      }
+    },
     async close() {
       await sftp.close();
       await downloads.close();

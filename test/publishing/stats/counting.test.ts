@@ -75,11 +75,13 @@ function writeSite(root: string): void {
     fs.mkdirSync(path.dirname(path.join(root, rel)), { recursive: true });
     fs.writeFileSync(path.join(root, rel), data);
   };
-  w('p1/update-site/5.4/content.jar', 'content');
-  w('p1/update-site/5.4/artifacts.jar', 'artifacts');
-  w('p1/update-site/5.4/features/org.x.f_1.0.0.v1.jar', featureJar);
-  w('p1/update-site/5.4/features/org.x.g_1.0.0.jar', 'g');
-  w('p1/update-site/5.4/plugins/org.x.b_1.0.0.jar', 'plugin');
+  // A label is served from its current release only (downloads/releases.ts).
+  w('p1/releases/5.4/1/content.jar', 'content');
+  w('p1/releases/5.4/1/artifacts.jar', 'artifacts');
+  w('p1/releases/5.4/1/features/org.x.f_1.0.0.v1.jar', featureJar);
+  w('p1/releases/5.4/1/features/org.x.g_1.0.0.jar', 'g');
+  w('p1/releases/5.4/1/plugins/org.x.b_1.0.0.jar', 'plugin');
+  fs.symlinkSync('1', path.join(root, 'p1/releases/5.4/current'));
   w('p1/update-site/5.4.zip', bigArchive);
   // A released label: its current release is release 1 (releases/service.ts layout).
   w('p1/releases/5.5/1/content.jar', 'content');

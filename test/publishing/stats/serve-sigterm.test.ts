@@ -28,9 +28,11 @@ for (const dialect of dialects()) {
     test('SIGTERM loses no download counted: the download process writes its counts before it exits', async () => {
       const db = await dialect.create();
       const dataDir = tempDir('pier-counts-serve-');
-      const jar = path.join(dataDir, 'storage', 'p1', 'update-site', '5.4', 'features', 'org.x.f_1.0.0.jar');
+      // The label's current release, as a release lays it out (downloads/releases.ts serves a label from it).
+      const jar = path.join(dataDir, 'storage', 'p1', 'releases', '5.4', '1', 'features', 'org.x.f_1.0.0.jar');
       fs.mkdirSync(path.dirname(jar), { recursive: true });
       fs.writeFileSync(jar, 'feature');
+      fs.symlinkSync('1', path.join(dataDir, 'storage', 'p1', 'releases', '5.4', 'current'));
       const [http, downloads] = await Promise.all([freePort(), freePort()]);
       const env = { ...process.env, PIER_DATA_DIR: dataDir, PIER_DATABASE_URL: db.url, PIER_HTTP_PORT: String(http), PIER_DOWNLOAD_PORT: String(downloads), PIER_LOG_LEVEL: 'warn' };
       // The web part too: the download host then runs in a process of its own (cli/part-process.ts), as in production.

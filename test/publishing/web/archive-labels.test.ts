@@ -82,6 +82,9 @@ for (const target of dialects()) {
         `put ${path.join(work, '5.4.zip')} /update-site/5.4.zip`,
       ]);
       assert.equal(up2.code, 0, up2.stderr);
+      // The folder label is offered once released (the vendor's release call after the upload).
+      const released = await fetch(`${web.url}/api/products/mixed/labels/5.3/release`, { method: 'POST', headers: { authorization: `Bearer ${mixed.editToken}` } });
+      assert.equal(released.status, 200, await released.text());
     });
     after(async () => {
       await web?.close();

@@ -151,7 +151,7 @@ for (const dialect of dialects()) {
       };
       try {
         const repo = productsRepository(database.db, database.dialect, { readNow: database.readNow });
-        const pages = pagesService({ renderer, repo, files: productFilesReader(filesRepository(database.db)), crawls, changes: databasePageChanges(database, 0), site });
+        const pages = pagesService({ released: () => 1, renderer, repo, files: productFilesReader(filesRepository(database.db)), crawls, changes: databasePageChanges(database, 0), site });
         const first = await pages.productPage(ID);
         assert.equal(first?.body.toString(), '<!doctype html><p>Big from the pool</p>');
         assert.deepEqual(pooled, [ID]);

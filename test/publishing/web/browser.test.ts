@@ -8,10 +8,11 @@ import { openPublishingDatabase } from '../../../src/publishing/db.js';
 import { filesRepository } from '../../../src/publishing/files/repository.js';
 import { filesService } from '../../../src/publishing/files/service.js';
 import { contrastRatio } from '../../../src/publishing/web/colors.js';
-import { dialects, tempDir } from '../../helpers/db.js';
+import { dialects } from '../../helpers/db.js';
 import { needsTool } from '../../helpers/tools.js';
 import { launchChromium, screenshotPath, VIEWPORTS } from './browser.js';
 import { DOWNLOAD_URL, type Site, startSite } from './helpers.js';
+import { releaseAsIs } from '../releases/release-as-is.js';
 
 const sqlite = dialects()[0]!;
 
@@ -40,7 +41,7 @@ describe('pages in Chromium', needsTool('chromium'), () => {
     await site.setState('dark-matter', 'live');
     await site.service.products.setPlatformRelease('5.4');
     const other = await openPublishingDatabase(db.url);
-    const files = filesService({ storage: localStorage(tempDir('pier-files-')), repo: filesRepository(other.db), limits: DEFAULT_LIMITS });
+    const files = filesService({ storage: localStorage(site.storageDir), repo: filesRepository(other.db), limits: DEFAULT_LIMITS });
     await files.ensureTree('text-tools');
     for (const p of ['update-site/5.3', 'update-site/5.4', 'workflows/demo']) await files.makeDir('text-tools', p);
     for (const p of ['update-site/5.3/content.xml', 'update-site/5.4/content.xml', 'update-site/5.4.zip', 'workflows/demo/Example.knwf']) {
@@ -48,6 +49,8 @@ describe('pages in Chromium', needsTool('chromium'), () => {
       await upload.write(Buffer.from('x'.repeat(2048)), 0, 2048, 0);
       await upload.commit();
     }
+    // Offered with their URLs once released (before any page of the product is read).
+    await releaseAsIs(other.db, site.storageDir, 'text-tools', '5.3', '5.4');
     await other.close();
     browser = await launchChromium();
   });

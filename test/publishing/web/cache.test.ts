@@ -62,7 +62,7 @@ for (const dialect of dialects()) {
         const repo = productsRepository(database.db, database.dialect, { readNow: database.readNow });
         const frozen = new Date('2030-01-01T00:00:00.000Z');
         const products = productService({ repo, publishing: { baseUrl: 'http://pier.test' } as never, now: () => frozen });
-        const pages = pagesService({ renderer, repo, files: productFilesReader(filesRepository(database.db)), crawls: crawlsRepository(database.db, database.dialect), changes: databasePageChanges(database), site: { name: 'Pier', baseUrl: 'http://pier.test', downloadUrl: 'http://dl.test' } });
+        const pages = pagesService({ renderer, repo, files: productFilesReader(filesRepository(database.db)), released: () => null, crawls: crawlsRepository(database.db, database.dialect), changes: databasePageChanges(database), site: { name: 'Pier', baseUrl: 'http://pier.test', downloadUrl: 'http://dl.test' } });
         await products.register('frozen', { name: 'Frozen' });
         const row = await products.show('frozen');
         const rowOf = async () => (await repo.find('frozen'))!;

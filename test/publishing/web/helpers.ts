@@ -80,6 +80,8 @@ export const FULL_FIELDS = {
 export interface Site {
   service: PublishingService;
   url: string;
+  /** Where its files are stored (PIER_STORAGE_DIR): another instance or a seeder shares it. */
+  storageDir: string;
   /** Sets a product's state as staff would, through the repository on its own connection. */
   setState(id: string, state: 'hidden' | 'live'): Promise<void>;
   register(id: string, fields?: Record<string, unknown>): Promise<string>;
@@ -91,13 +93,14 @@ export interface Site {
  * through another connection shows on the very next request (the 1 ms bound of production is
  * tested in page-freshness.test.ts).
  */
-export async function startSite(databaseUrl: string, options: PublishingOptions = {}): Promise<Site> {
+export async function startSite(databaseUrl: string, options: PublishingOptions = {}, env: Record<string, string> = {}): Promise<Site> {
   const config = loadConfig({
     PIER_DATA_DIR: tempDir('pier-web-'),
     PIER_DATABASE_URL: databaseUrl,
     PIER_LOG_LEVEL: 'silent',
     PIER_BASE_URL: BASE_URL,
     PIER_DOWNLOAD_URL: DOWNLOAD_URL,
+    ...env,
   });
   const service = await createPublishingService(config, { pageFreshMs: 0, ...options });
   const url = await service.app.listen({ host: '127.0.0.1', port: 0 });
@@ -107,6 +110,7 @@ export async function startSite(databaseUrl: string, options: PublishingOptions 
   return {
     service,
     url,
+    storageDir: config.publishing.storageDir,
     async setState(id, state) {
       await repo.setState(id, state, new Date().toISOString());
     },

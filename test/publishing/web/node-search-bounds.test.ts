@@ -118,7 +118,7 @@ for (const dialect of dialects()) {
       const searched: string[] = [];
       try {
         const renderer = { render: (f: Parameters<typeof renderProductContent>[0], r: string | null, ids: readonly string[]) => Promise.resolve(renderProductContent(f, r, ids)), renderPage: () => Promise.reject(new Error('unused')), close: async () => {} };
-        const pages = pagesService({
+        const pages = pagesService({ released: () => 1,
           renderer,
           repo: productsRepository(database.db, database.dialect),
           files: productFilesReader(filesRepository(database.db)),

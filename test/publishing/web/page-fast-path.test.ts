@@ -32,8 +32,8 @@ for (const dialect of dialects()) {
     before(async () => {
       db = await dialect.create();
       fast = await startSite(db.url);
-      slow = await startSite(db.url, { pageFastPath: false });
-      seed = await seeder(db.url);
+      slow = await startSite(db.url, { pageFastPath: false }, { PIER_STORAGE_DIR: fast.storageDir });
+      seed = await seeder(db.url, fast.storageDir);
       await fast.register('text-tools', FULL_FIELDS);
       await seed.upload('text-tools', ['update-site/5.4/content.xml', 'update-site/5.4.zip', 'workflows/demo/Example.knwf']);
       await seed.crawl('text-tools', '5.4', 'Tokenizer');

@@ -41,8 +41,9 @@ for (const dialect of dialects()) {
     before(async () => {
       db = await dialect.create();
       writer = await startSite(db.url);
-      reader = await startSite(db.url, { pageFreshMs: FRESH_MS });
-      seed = await seeder(db.url);
+      // Instances share one storage, as they do in production (PIER_STORAGE_DIR): releases are there.
+      reader = await startSite(db.url, { pageFreshMs: FRESH_MS }, { PIER_STORAGE_DIR: writer.storageDir });
+      seed = await seeder(db.url, writer.storageDir);
       token = await writer.register('fresh', { name: 'Fresh', description: 'first words', text: 'Works with {{platformRelease}}.' });
       await seed.upload('fresh', ['update-site/5.4/content.xml']);
       await writer.setState('fresh', 'live');
@@ -71,10 +72,13 @@ for (const dialect of dialects()) {
     });
 
     it('an upload', async () => {
-      assert.doesNotMatch(await warm('/product/fresh'), /fresh\/7\.0</);
+      assert.doesNotMatch(await warm('/product/fresh'), /label-name">7\.0</);
       await seed.upload('fresh', ['update-site/7.0/content.xml']);
       await pastBound();
-      assert.match((await read('/product/fresh')).text, /fresh\/7\.0</);
+      // Listed at once, as not released yet: no URL until a crawl releases it (next test).
+      const listed = (await read('/product/fresh')).text;
+      assert.match(listed, /label-name">7\.0<\/span><span class="pill muted">Not released yet/);
+      assert.doesNotMatch(listed, /fresh\/7\.0</);
     });
 
     it('a finished crawl', async () => {
@@ -83,6 +87,7 @@ for (const dialect of dialects()) {
       await seed.crawl('fresh', '7.0', 'Stemmer');
       await pastBound();
       assert.match((await read('/product/fresh')).text, /Stemmer/);
+      assert.match((await read('/product/fresh')).text, /fresh\/7\.0</, 'released by the crawl: offered with its URL');
       assert.match((await read('/nodes?q=stemmer')).text, /Stemmer/);
     });
 

@@ -1,6 +1,6 @@
 // A product with everything a page shows, written as the SFTP server and a crawl write it, on a
 // connection of its own (as another process would): uploaded labels, a workflow and a finished
-// crawl with one node and its icon.
+// crawl with one node and its icon, which released the label (pages offer released labels only).
 import { DEFAULT_LIMITS } from '../../../src/infra/config.js';
 import { localStorage } from '../../../src/infra/storage-local.js';
 import { crawlsRepository } from '../../../src/publishing/crawler/repository.js';
@@ -9,6 +9,7 @@ import { openPublishingDatabase } from '../../../src/publishing/db.js';
 import { filesRepository } from '../../../src/publishing/files/repository.js';
 import { filesService } from '../../../src/publishing/files/service.js';
 import { tempDir } from '../../helpers/db.js';
+import { releaseAsIs } from '../releases/release-as-is.js';
 
 export const NODE_FACTORY = 'com.acme.text.TokenizerNodeFactory';
 const NODE_ICON = '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><rect width="16" height="16" fill="#123456"/></svg>';
@@ -16,14 +17,18 @@ const NODE_ICON = '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><
 export interface Seeder {
   /** Records uploaded files under the product (content does not matter to pages). */
   upload(id: string, paths: string[]): Promise<void>;
-  /** A finished crawl of `label` that found one node named `nodeName`. */
+  /** A finished crawl of `label` that found one node named `nodeName`, and released the label. */
   crawl(id: string, label: string, nodeName: string): Promise<void>;
+  /** Releases what the labels' folders hold, as a crawl that passed does. */
+  release(id: string, ...labels: string[]): Promise<void>;
   close(): Promise<void>;
 }
 
-export async function seeder(databaseUrl: string): Promise<Seeder> {
+/** `storageDir`: the site's storage (Site.storageDir), where its pages look for releases. */
+export async function seeder(databaseUrl: string, storageDir = tempDir('pier-seed-')): Promise<Seeder> {
   const database = await openPublishingDatabase(databaseUrl);
-  const files = filesService({ storage: localStorage(tempDir('pier-seed-')), repo: filesRepository(database.db), limits: DEFAULT_LIMITS });
+  const files = filesService({ storage: localStorage(storageDir), repo: filesRepository(database.db), limits: DEFAULT_LIMITS });
+  const release = (id: string, ...labels: string[]) => releaseAsIs(database.db, storageDir, id, ...labels);
   const crawls = crawlsRepository(database.db, database.dialect);
   return {
     async upload(id, paths) {
@@ -36,7 +41,9 @@ export async function seeder(databaseUrl: string): Promise<Seeder> {
         await upload.commit();
       }
     },
+    release,
     async crawl(id, label, nodeName) {
+      await release(id, label);
       const now = new Date().toISOString();
       const description = {
         name: nodeName,

@@ -7,10 +7,11 @@ import { filesRepository } from '../../../src/publishing/files/repository.js';
 import { filesService } from '../../../src/publishing/files/service.js';
 import { productsRepository } from '../../../src/publishing/products/repository.js';
 import { CATALOG_PAGE_SIZE } from '../../../src/publishing/web/service.js';
-import { dialects, tempDir } from '../../helpers/db.js';
+import { dialects } from '../../helpers/db.js';
 import { patchProduct } from '../../helpers/publishing.js';
 import { assertValidAtom } from './atom.js';
 import { BASE_URL, DOWNLOAD_URL, FULL_FIELDS, type Site, startSite } from './helpers.js';
+import { releaseAsIs } from '../releases/release-as-is.js';
 
 async function get(url: string, headers: Record<string, string> = {}) {
   const res = await fetch(url, { headers });
@@ -108,10 +109,10 @@ for (const dialect of dialects()) {
       assert.match(text, /Release 5\.4 or newer\./);
     });
 
-    it('install section: uploaded labels with URLs, recommended label, archives, example workflows; uploads show at once', async () => {
+    it('install section: uploaded labels, with URLs once released, recommended label, archives, example workflows; uploads show at once', async () => {
       // Files arrive as the SFTP server records them: another connection, as another process would.
       const other = await openPublishingDatabase(db.url);
-      const files = filesService({ storage: localStorage(tempDir('pier-files-')), repo: filesRepository(other.db), limits: DEFAULT_LIMITS });
+      const files = filesService({ storage: localStorage(site.storageDir), repo: filesRepository(other.db), limits: DEFAULT_LIMITS });
       await files.ensureTree('text-tools');
       const put = async (p: string, content: string) => {
         const dir = p.split('/').slice(0, -1).join('/');
@@ -129,6 +130,13 @@ for (const dialect of dialects()) {
         await put('update-site/5.4.zip', 'zip-bytes');
         await put('update-site/5.10/content.xml', '<x/>');
         await put('update-site/5.2.zip', 'zip');
+        // Shown at once, not offered before their release: no URL, not recommended.
+        const before = (await get(`${site.url}/product/text-tools`)).text;
+        for (const l of ['5.3', '5.4', '5.10']) assert.match(before, new RegExp(`label-name">${l.replace('.', '\\.')}</span><span class="pill muted">Not released yet`));
+        assert.doesNotMatch(before, /<code class="url"/);
+        assert.match(before, /label-name">5\.2<\/span><span class="pill">Recommended/, 'the archive is what can be installed');
+        // Released (the crawl that releases them also moves the page's key; here the next upload does).
+        await releaseAsIs(other.db, site.storageDir, 'text-tools', '5.3', '5.4', '5.10');
         await put('workflows/demo/Text Example.knwf', 'wf');
         const { text } = await get(`${site.url}/product/text-tools`);
         const labels = [...text.matchAll(/<span class="label-name">([^<]+)<\/span>/g)].map((m) => m[1]);

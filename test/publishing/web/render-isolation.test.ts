@@ -15,6 +15,7 @@ import { openPublishingDatabase } from '../../../src/publishing/db.js';
 import { productsRepository } from '../../../src/publishing/products/repository.js';
 import { createPublishingService, type PublishingService } from '../../../src/publishing/service.js';
 import { dialects, tempDir } from '../../helpers/db.js';
+import { makeCurrent } from '../downloads/released.js';
 import { patchProduct } from '../../helpers/publishing.js';
 
 /** 2,000 changelog items each using its own link reference: slow to render by design. */
@@ -97,9 +98,11 @@ for (const dialect of dialects()) {
         const creds = await pier.service.products.register('hostile', { name: 'Hostile' });
         const patched = await patchProduct(pier.url, 'hostile', creds.editToken, { changelog: hostileChangelog() });
         assert.equal(patched.status, 200, JSON.stringify(patched.json));
-        const jar = path.join(pier.storageDir, 'hostile/update-site/1.0/plugins/a.jar');
+        // In the label's current release: the download host serves a label from it.
+        const jar = path.join(pier.storageDir, 'hostile/releases/1.0/1/plugins/a.jar');
         fs.mkdirSync(path.dirname(jar), { recursive: true });
         fs.writeFileSync(jar, 'jar bytes');
+        makeCurrent(pier.storageDir, 'hostile', '1.0');
 
         const events: string[] = [];
         const page = fetch(`${pier.url}/product/hostile`).then(async (r) => {
