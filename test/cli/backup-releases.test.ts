@@ -24,7 +24,7 @@ import { type FilesService, filesService } from '../../src/publishing/files/serv
 import { productsRepository } from '../../src/publishing/products/repository.js';
 import { productService } from '../../src/publishing/products/service.js';
 import { releasesRepository } from '../../src/publishing/releases/repository.js';
-import { type ReleasesService, releasesService } from '../../src/publishing/releases/service.js';
+import { releaseKeys, type ReleasesService, releasesService } from '../../src/publishing/releases/service.js';
 import { dialects, tempDir } from '../helpers/db.js';
 import { deploymentEnv } from './backup-source.js';
 
@@ -145,7 +145,7 @@ for (const dialect of dialects()) {
         // The numbers of the copies that went stay taken: the next release is 9.
         const c = await restored.candidate('acme', '5.4', 100);
         assert.equal(c.number, 9);
-        assert.equal(sha(fs.readFileSync(path.join(storageDir, 'acme/releases/5.4/9/content.xml'))), sha(fs.readFileSync(path.join(storageDir, 'acme/update-site/5.4/content.xml'))));
+        assert.equal(sha(fs.readFileSync(path.join(storageDir, releaseKeys.candidate('acme', '5.4', 9, c.secret), 'content.xml'))), sha(fs.readFileSync(path.join(storageDir, 'acme/update-site/5.4/content.xml'))));
       } finally {
         await r.close();
       }

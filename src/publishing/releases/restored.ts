@@ -11,10 +11,11 @@
  * names cannot be checked: it goes, and its number stays taken (a refused record), so
  * `<label>@<n>` never names two different copies. A candidate (its crawl was cut by the backup)
  * becomes a release if the pointer names it and it is whole, else it is refused. A pointer naming
- * a copy that went then names the label's newest whole release, or nothing.
+ * a copy that went then names the label's newest whole release, or nothing. A copy still at its
+ * candidate folder goes (its crawl does not resume).
  */
 import type { Storage } from '../../infra/storage.js';
-import { releaseKeys, releaseNumberOf } from './keys.js';
+import { candidateNumberOf, releaseKeys, releaseNumberOf } from './keys.js';
 import type { ReleaseRow, ReleasesRepository } from './repository.js';
 
 /** What the reconcile changed for one label. */
@@ -52,10 +53,21 @@ export async function reconcileRestoredReleases(
     for (const label of labels) {
       const pointer = releaseKeys.pointer(productId, label);
       const restoredCurrent = releaseNumberOf(storage.pointer(pointer));
-      const onDisk = new Set(
-        ((await storage.listNames(releaseKeys.folder(productId, label))) ?? []).map(releaseNumberOf).filter((n): n is number => n !== null),
-      );
+      const names = (await storage.listNames(releaseKeys.folder(productId, label))) ?? [];
+      const onDisk = new Set(names.map(releaseNumberOf).filter((n): n is number => n !== null));
       const change: RestoredLabelReleases = { productId, label, dropped: [], unrecorded: [], current: null, restoredCurrent };
+      // Copies whose crawl the backup cut (`candidate-<n>-<secret>`): no crawl resumes them after
+      // a restore, so they go; a number no record holds stays taken.
+      const recorded = new Set(rows.filter((r) => r.label === label).map((r) => r.number));
+      for (const name of names) {
+        const n = candidateNumberOf(name);
+        if (n === null) continue;
+        await storage.removeTree(`${releaseKeys.folder(productId, label)}/${name}`);
+        if (!recorded.has(n) && !onDisk.has(n)) {
+          await repo.reserve(productId, label, n, now().toISOString());
+          recorded.add(n);
+        }
+      }
       const kept: number[] = [];
       for (const row of rows.filter((r) => r.label === label)) {
         const tree = releaseKeys.tree(productId, label, row.number);
