@@ -15,6 +15,7 @@ import { countKey } from '../../../src/publishing/stats/artifact.js';
 import { type DownloadCounter, downloadCounter } from '../../../src/publishing/stats/counter.js';
 import { formatDay } from '../../../src/publishing/stats/days.js';
 import { downloadCountsRepository } from '../../../src/publishing/stats/repository.js';
+import { makeCurrent } from '../downloads/released.js';
 import { dialects, tempDir } from '../../helpers/db.js';
 
 const silent = { info() {}, error() {} };
@@ -74,9 +75,12 @@ for (const dialect of dialects()) {
     before(async () => {
       db = await dialect.create();
       root = tempDir('pier-once-');
-      const jar = path.join(root, 'p1/update-site/5.4/features/org.x.f_1.0.0.jar');
+      // A label is served from its current release only (downloads/releases.ts).
+      const jar = path.join(root, 'p1/releases/5.4/1/features/org.x.f_1.0.0.jar');
       fs.mkdirSync(path.dirname(jar), { recursive: true });
       fs.writeFileSync(jar, 'feature');
+      makeCurrent(root, 'p1', '5.4');
+      fs.mkdirSync(path.join(root, 'p1/update-site'), { recursive: true });
       fs.writeFileSync(path.join(root, 'p1/update-site/5.4.zip'), 'archive');
       // On PostgreSQL each host has its own connection pool, as two instances do. Two SQLite
       // handles in one process would wait for each other's write lock on one thread
