@@ -59,13 +59,15 @@ for (const dialect of dialects()) {
       db = await dialect.create();
       web = await startSite(db.url);
       token = await web.register(ID, { name: 'Big', description: 'first' });
-      const seed = await seeder(db.url);
+      const seed = await seeder(db.url, web.storageDir);
       const other = await openPublishingDatabase(db.url);
       try {
         await seed.upload(
           ID,
           LABELS.map((l) => `update-site/${l}/content.jar`),
         );
+        // Pages offer released labels only.
+        await seed.release(ID, ...LABELS);
         const crawls = crawlsRepository(other.db, other.dialect);
         const at = new Date().toISOString();
         for (const l of LABELS) {
