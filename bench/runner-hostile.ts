@@ -5,12 +5,13 @@
 //  - lists schedules (2 clients) of 500 rarely firing ones (`0 0 * 2 1#5`),
 //  - holds live log streams it never reads on a 60 MiB log (as many as it is let open),
 //  - uploads workflow archives whose settings.xml is built to make a pattern backtrack.
+// The attacker runs in a process of its own at nice 10 (bench/runner-hostile-attack.ts).
 // Latency counts from each request's scheduled time, so a stall shows as the stall. Targets:
 // the other user's p99 under attack within 2x of quiet, the runner's RSS within 1.5x of quiet.
 import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
-import net from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { hashPassword, randomUUID } from '../src/infra/secrets.js';
@@ -18,7 +19,7 @@ import { openRunnerDatabase } from '../src/runner/db/index.js';
 import { ProjectsRepository } from '../src/runner/projects/repository.js';
 import { UsersRepository } from '../src/runner/users/repository.js';
 import { WorkflowsRepository } from '../src/runner/workflows/repository.js';
-import { makeZipOf, multipart } from '../test/runner/helpers.js';
+import type { RunnerAttackPlan } from './runner-hostile-attack.js';
 import { tempDir } from './lib.js';
 
 const SECONDS = Number(process.env.BENCH_HOSTILE_SECONDS ?? 10);
@@ -139,53 +140,6 @@ async function steady(base: string, token: string, pid: number): Promise<{ p50: 
   return { p50: pct(latencies, 0.5), p99: pct(latencies, 0.99), errors, rss: Math.max(rss, rssMiB(pid)) };
 }
 
-/** The attacks, each a loop until `stop`; resolves when all have ended. */
-function attack(base: string, token: string, w: { projectId: string; bigRun: string; workflowId: string }, stop: () => boolean): Promise<unknown> {
-  const auth = { authorization: `Bearer ${token}` };
-  const loop = async (f: () => Promise<unknown>) => {
-    while (!stop()) await f().catch(() => sleep(50));
-  };
-  const get = async (p: string) => (await fetch(`${base}${p}`, { headers: auth })).arrayBuffer();
-  const jobs: Promise<unknown>[] = [];
-  if (ATTACKS.includes('runs')) {
-    const pages = ['/api/runs?limit=100', '/api/runs?limit=100&status=failed', `/api/runs?limit=100&project=${w.projectId}&status=failed`, `/api/runs?limit=100&workflow=${w.workflowId}`];
-    for (let c = 0; c < 4; c++) jobs.push(loop(() => get(pages[c]!)));
-  }
-  if (ATTACKS.includes('schedules')) for (let c = 0; c < 2; c++) jobs.push(loop(() => get('/api/schedules')));
-  if (ATTACKS.includes('streams')) {
-    jobs.push(
-      (async () => {
-        const { hostname, port } = new URL(base);
-        const sockets: net.Socket[] = [];
-        for (let i = 0; i < 64 && !stop(); i++) {
-          const s = net.connect(Number(port), hostname);
-          s.write(`GET /api/runs/${w.bigRun}/logs/stream HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${token}\r\n\r\n`);
-          s.once('data', () => s.pause());
-          s.on('error', () => undefined);
-          sockets.push(s);
-          await sleep(20);
-        }
-        while (!stop()) await sleep(100);
-        for (const s of sockets) s.destroy();
-      })(),
-    );
-  }
-  if (ATTACKS.includes('archives')) {
-    // 64 settings.xml of 256 KiB each, made of the text a backtracking pattern chokes on.
-    const crafted = 'key="factory"value="'.repeat(Math.floor((256 * 1024) / 20));
-    const files: [string, string][] = [['workflow/workflow.knime', '<workflow/>']];
-    for (let i = 0; i < 64; i++) files.push([`workflow/n${i}/settings.xml`, `<config>${crafted}</config>`]);
-    const zip = makeZipOf(files);
-    jobs.push(
-      loop(async () => {
-        const m = multipart([{ name: 'file', file: zip }]);
-        await (await fetch(`${base}/api/projects/${w.projectId}/workflows`, { method: 'POST', headers: { ...auth, ...m.headers }, body: new Uint8Array(m.payload) })).arrayBuffer();
-      }),
-    );
-  }
-  return Promise.all(jobs);
-}
-
 export async function benchRunnerHostile(): Promise<string> {
   const dir = tempDir('pier-bench-runner-hostile-');
   const dbUrl = path.join(dir, 'runner.sqlite');
@@ -204,12 +158,17 @@ export async function benchRunnerHostile(): Promise<string> {
     const attacker = await login(base, world.attacker);
     await steady(base, victim, child.pid!); // warm-up
     const quiet = await steady(base, victim, child.pid!);
-    let stopped = false;
-    const attacks = attack(base, attacker, { ...world, workflowId }, () => stopped);
+    const plan: RunnerAttackPlan = { base, token: attacker, projectId: world.projectId, workflowId, bigRun: world.bigRun, attacks: ATTACKS };
+    const attackerProcess = spawn(process.execPath, ['--import', 'tsx', 'bench/runner-hostile-attack.ts', JSON.stringify(plan)], { stdio: ['pipe', 'ignore', 'inherit'] });
+    // Its CPU would be another machine's in life: it loads the runner, not the measurement.
+    if (attackerProcess.pid) os.setPriority(attackerProcess.pid, 10);
+    const attackerDone = new Promise((r) => attackerProcess.once('exit', r));
+    await sleep(2_000); // tsx compiles the attacker
+    attackerProcess.stdin!.write('go\n');
     await sleep(500);
     const loud = await steady(base, victim, child.pid!);
-    stopped = true;
-    await attacks;
+    attackerProcess.stdin!.end();
+    await attackerDone;
     const ratio = loud.p99 / quiet.p99;
     const rss = loud.rss / quiet.rss;
     return [

@@ -1,5 +1,6 @@
 import cookie from '@fastify/cookie';
 import { drained } from '../infra/drain.js';
+import { FairTurns } from '../infra/fair-turns.js';
 import { readinessProbe } from '../infra/readiness.js';
 import formbody from '@fastify/formbody';
 import type { Config } from '../infra/config.js';
@@ -22,7 +23,7 @@ import { OAUTH_PATHS, resourceMetadataUrl } from './oauth/metadata.js';
 import { OAuthClientsRepository } from './oauth/repository.js';
 import { OAuthGrantsRepository } from './oauth/grants-repository.js';
 import { DOCS_CLIENT_ID, OAuthService, type RegistrationLimits } from './oauth/service.js';
-import { Authenticator } from './auth/authenticate.js';
+import { Authenticator, callerOf } from './auth/authenticate.js';
 import { CredentialEpoch } from './auth/credential-cache.js';
 import { JwtSessions, loadJwtSecret } from './auth/jwt.js';
 import { LoginLimiter } from './auth/login-limiter.js';
@@ -216,6 +217,14 @@ export async function createRunnerService(config: Config, options: RunnerService
         return;
       }
       if (waiting) waiting.then(() => done(), done);
+      else done();
+    });
+    // One caller's burst (a client looping over lists, uploads) takes turns with everyone else's
+    // requests instead of running back to back before them (infra/fair-turns.ts).
+    const turns = new FairTurns();
+    app.addHook('onRequest', (req, _reply, done) => {
+      const waiting = turns.turn(callerOf(req));
+      if (waiting) void waiting.then(() => done());
       else done();
     });
     await app.register(

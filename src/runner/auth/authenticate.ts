@@ -60,6 +60,17 @@ export function principalOf(req: FastifyRequest): Principal {
   return p;
 }
 
+/**
+ * Whose turn a request takes on the serving loop (infra/fair-turns.ts): a user's, whatever the
+ * credential; the admin key is every executor's, so each host takes its own turns, as requests
+ * without credentials (login, OAuth, docs) do by address.
+ */
+export function callerOf(req: FastifyRequest): string {
+  const p = req.principal;
+  if (p?.type === 'user') return `user:${p.user.id}`;
+  return `${p ? 'admin-key' : 'anonymous'}:${req.ip}`;
+}
+
 /** The signed-in user of a route that only users reach (jwt/token, not the admin key). */
 export function userOf(req: FastifyRequest): UserPrincipal {
   const p = principalOf(req);

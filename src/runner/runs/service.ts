@@ -46,8 +46,11 @@ export const LOG_STREAM_POLL_MS = 500;
 export const LOG_STREAM_RECHECK_POLLS = 4;
 /** A comment line this often keeps proxies from closing an idle stream (15 s). */
 const KEEP_ALIVE_POLLS = 30;
-/** Chunks read per look at the log (each up to the ingest's chunk size): what one stream holds. */
-const LOG_STREAM_PAGE = 500;
+/**
+ * Chunks read per look at the log (each up to the ingest's 16,384 characters): what one stream
+ * holds while its client does not read (about 1 MiB of ASCII), and the most it reads at once.
+ */
+const LOG_STREAM_PAGE = 64;
 /**
  * Live log streams open at once, per user (the admin key counts as one) and in the process:
  * each polls the database twice a second for as long as it is open, so one token's thousands of
