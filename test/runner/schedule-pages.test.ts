@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import type { LightMyRequestResponse } from 'fastify';
 import fc from 'fast-check';
 import { dialects } from '../helpers/db.js';
 import { bearer, makeZip, multipart, SETUP_TOKEN, startRunner } from './helpers.js';
@@ -55,8 +56,8 @@ for (const target of dialects()) {
           const pages: Listed[][] = [];
           let cursor: string | null = null;
           do {
-            const url = `/api/schedules?${query}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`;
-            const res = await inject({ method: 'GET', url, headers: auth });
+            const url: string = `/api/schedules?${query}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`;
+            const res: LightMyRequestResponse = await inject({ method: 'GET', url, headers: auth });
             assert.equal(res.statusCode, 200, res.body);
             const body = res.json() as { items: Listed[]; nextCursor: string | null };
             pages.push(body.items);
