@@ -360,7 +360,15 @@ for (const target of dialects()) {
         runs.push(...body.items.map((x) => `${x.id} ${x.status} ${x.attempt} ${JSON.stringify(x.parameters)}`));
         cursor = body.nextCursor;
       } while (cursor);
-      const schedules = (await inject({ method: 'GET', url: '/api/schedules', headers: bearer(admin) })).json().items.map((s: { id: string; enabled: boolean }) => `${s.id} ${s.enabled}`);
+      const schedules: string[] = [];
+      cursor = null;
+      do {
+        const page: LightMyRequestResponse = await inject({ method: 'GET', url: `/api/schedules?limit=200${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, headers: bearer(admin) });
+        assert.equal(page.statusCode, 200, page.body);
+        const body = page.json() as { items: { id: string; enabled: boolean }[]; nextCursor: string | null };
+        schedules.push(...body.items.map((s) => `${s.id} ${s.enabled}`));
+        cursor = body.nextCursor;
+      } while (cursor);
       const projects = (await inject({ method: 'GET', url: '/api/projects', headers: bearer(admin) })).json().items.map((p: { id: string; name: string }) => `${p.id} ${p.name}`);
       return { runs: runs.sort(), schedules: schedules.sort(), projects: projects.sort() };
     }

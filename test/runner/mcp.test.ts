@@ -203,6 +203,19 @@ for (const target of dialects()) {
       const [s] = listed.structured.schedules;
       assert.equal(s.description, 'At 06:30, on Monday through Friday');
       assert.equal(s.nextFireTimes.length, 1, 'a list gives the stored next fire only');
+      assert.equal(listed.structured.nextCursor, null, 'one page holds them all');
+      // Paged like list_runs: a limit, and nextCursor as cursor for the next page.
+      const second = (await api(base, adminJwt, 'POST', `/api/workflows/${workflowId}/schedules`, { cron: '0 12 * * *', name: 'noon' }, 201)).id;
+      const first = await call(c, 'list_schedules', { workflowId, limit: 1 });
+      assert.deepEqual(first.structured.schedules.map((x: { id: string }) => x.id), [scheduleId]);
+      assert.match(first.text, /more: pass nextCursor as cursor/);
+      const next = await call(c, 'list_schedules', { workflowId, limit: 1, cursor: first.structured.nextCursor });
+      assert.deepEqual(next.structured.schedules.map((x: { id: string }) => x.id), [second]);
+      assert.equal(next.structured.nextCursor, null);
+      const bad = await call(c, 'list_schedules', { workflowId, cursor: 'not-a-cursor' });
+      assert.equal(bad.isError, true);
+      assert.match(bad.text, /cursor/);
+      await api(base, adminJwt, 'DELETE', `/api/schedules/${second}`, undefined, 204);
       const off = await call(c, 'set_schedule_enabled', { scheduleId, enabled: false });
       assert.equal(off.structured.schedule.enabled, false);
       assert.deepEqual(off.structured.schedule.nextFireTimes, []);

@@ -62,10 +62,12 @@ for (const target of dialects()) {
         const list = async (auth: Record<string, string>, query = '') => {
           const res = await inject({ method: 'GET', url: `/api/schedules${query}`, headers: auth });
           assert.equal(res.statusCode, 200, res.body);
+          assert.equal(res.json().nextCursor, null, 'one page');
           return res.json().items.map((s: { workflowName: string; cron: string }) => `${s.workflowName} ${s.cron}`);
         };
+        // Oldest first (the order pages keep: schedule-pages.test.ts).
         assert.deepEqual(await list(ann), ['Nightly load 0 2 * * *', 'Nightly load 0 3 * * *']);
-        assert.deepEqual(await list(admin), ['Audit 0 4 * * *', 'Nightly load 0 2 * * *', 'Nightly load 0 3 * * *']);
+        assert.deepEqual(await list(admin), ['Nightly load 0 2 * * *', 'Nightly load 0 3 * * *', 'Audit 0 4 * * *']);
         assert.deepEqual(await list(admin, `?project=${rootProject.id}`), ['Audit 0 4 * * *']);
         assert.deepEqual(await list(admin, `?workflow=${annFlow.id}`), ['Nightly load 0 2 * * *', 'Nightly load 0 3 * * *']);
         assert.deepEqual(await list(ann, `?project=${rootProject.id}`), []);

@@ -5,8 +5,8 @@ import { access, principalOf } from '../auth/authenticate.js';
 import type { RunnerContext } from '../context.js';
 import { MAX_CRON_LENGTH, MAX_TIME_ZONE_LENGTH } from '../schedules/cron.js';
 import { RunParameters as Parameters, presentSchedule, Schedule } from './presenters.js';
-import { MAX_LISTED_SCHEDULES } from '../schedules/service.js';
-import { errors, Id, IdParams, items, MAX_COUNTER, NoContent, PROTECTED, RequiredLabels, StringEnum, Timestamp, UNSHOWN } from './schemas.js';
+import { DEFAULT_SCHEDULE_PAGE, MAX_SCHEDULE_PAGE } from '../schedules/service.js';
+import { errors, Id, IdParams, items, MAX_COUNTER, NoContent, page, PROTECTED, RequiredLabels, StringEnum, Timestamp, UNSHOWN } from './schemas.js';
 
 const ListedSchedule = Type.Object({ ...Schedule.properties, workflowName: Type.String() });
 
@@ -64,13 +64,30 @@ export function registerScheduleRoutes(app: HttpApp, ctx: RunnerContext): void {
       schema: {
         tags: ['schedules'],
         summary: 'List all schedules the caller can read',
-        description: `Schedules of the projects the caller is a member of (administrators: all), by workflow name, each with its workflow's name; at most ${MAX_LISTED_SCHEDULES}.`,
+        description:
+          `Schedules of the projects the caller is a member of (administrators: all), oldest first (by creation), each with its workflow's name and its next fire time; ` +
+          `with cursor pagination: ${DEFAULT_SCHEDULE_PAGE} a page unless \`limit\` says otherwise (at most ${MAX_SCHEDULE_PAGE}), then pass \`nextCursor\` as \`cursor\` for the next page. ` +
+          'A malformed `limit` or `cursor` is a 400 naming it.',
         operationId: 'listAllSchedules',
-        querystring: Type.Object({ project: Type.Optional(Id), workflow: Type.Optional(Id) }, { additionalProperties: false }),
-        response: { 200: items(ListedSchedule), ...errors(...PROTECTED) },
+        querystring: Type.Object(
+          {
+            project: Type.Optional(Id),
+            workflow: Type.Optional(Id),
+            limit: Type.Optional(Type.String({ pattern: '^([1-9]|[1-9][0-9]|1[0-9][0-9]|200)$', description: `1-${MAX_SCHEDULE_PAGE}, default ${DEFAULT_SCHEDULE_PAGE}` })),
+            cursor: Type.Optional(Type.String({ maxLength: 500, description: 'the `nextCursor` of the previous page' })),
+          },
+          { additionalProperties: false },
+        ),
+        response: { 200: page(ListedSchedule), ...errors(...PROTECTED) },
       },
     },
-    async (req) => ({ items: (await schedules.listVisible(principalOf(req), req.query)).map((v) => ({ ...presentSchedule(v), workflowName: v.workflowName })) }),
+    async (req) => {
+      const { items, nextCursor } = await schedules.listVisible(principalOf(req), {
+        ...req.query,
+        limit: req.query.limit === undefined ? undefined : Number(req.query.limit),
+      });
+      return { items: items.map((v) => ({ ...presentSchedule(v), workflowName: v.workflowName })), nextCursor };
+    },
   );
 
   app.get(

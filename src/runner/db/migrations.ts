@@ -406,4 +406,18 @@ export const runnerMigrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0016_schedule_list_indexes': {
+    async up(db: Kysely<unknown>) {
+      // The schedule list (GET /api/schedules) is paged in creation order (created_at, id): each
+      // of its filters is an index range ending in that order, so a page reads its rows in order
+      // and stops at its limit (schedules/list-query.ts). The workflow index it extends is dropped.
+      const lists: [string, string[]][] = [
+        ['schedules_list', []],
+        ['schedules_project_list', ['project_id']],
+        ['schedules_workflow_list', ['workflow_id']],
+      ];
+      for (const [name, columns] of lists) await db.schema.createIndex(name).on('schedules').columns([...columns, 'created_at', 'id']).execute();
+      await db.schema.dropIndex('schedules_workflow').execute();
+    },
+  },
 };

@@ -201,26 +201,31 @@ const ListedSchedule = Type.Object({ ...Schedule.properties, workflowName: Type.
 export const listSchedules = defineTool({
   name: 'list_schedules',
   title: 'List schedules',
-  description: 'Cron schedules you can see, with the expression in words and the next time each fires (UTC; none while disabled).',
+  description:
+    'Cron schedules you can see, oldest first, with the expression in words and the next time each fires (UTC; none while disabled). ' +
+    'Pass nextCursor as cursor for the next page.',
   access: USER_READ,
   hints: READ_ONLY,
   input: Type.Object(
     {
       projectId: Type.Optional(IdOf('only this project')),
       workflowId: Type.Optional(IdOf('only this workflow')),
+      limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, description: 'default 20' })),
+      cursor: Type.Optional(Type.String({ maxLength: 500 })),
     },
     { additionalProperties: false },
   ),
-  output: Type.Object({ schedules: Type.Array(ListedSchedule) }),
+  output: Type.Object({ schedules: Type.Array(ListedSchedule), nextCursor: Nullable(Type.String()) }),
   async run({ ctx, principal }, a) {
-    const views = await ctx.schedules.listVisible(principal, { project: a.projectId, workflow: a.workflowId });
-    const schedules = views.map((v) => ({ ...presentSchedule(v), workflowName: v.workflowName, description: describeCron(v.row.cron) }));
+    const { items, nextCursor } = await ctx.schedules.listVisible(principal, { project: a.projectId, workflow: a.workflowId, limit: a.limit ?? 20, cursor: a.cursor });
+    // The words for this page's expressions only.
+    const schedules = items.map((v) => ({ ...presentSchedule(v), workflowName: v.workflowName, description: describeCron(v.row.cron) }));
     const text = schedules.length
       ? schedules
           .map((s) => `${s.id}: ${s.name || '(unnamed)'} for ${s.workflowName} — ${s.description} (${s.timeZone}), ${s.enabled ? `next ${s.nextFireTimes[0] ?? 'never'}` : 'disabled'}`)
-          .join('\n')
+          .join('\n') + (nextCursor ? '\n(more: pass nextCursor as cursor)' : '')
       : 'No schedules.';
-    return { structured: { schedules }, text };
+    return { structured: { schedules, nextCursor }, text };
   },
 });
 

@@ -1,6 +1,7 @@
 import type { Kysely, Selectable, Updateable } from 'kysely';
 import type { RunnerDB, SchedulesTable } from '../db/schema.js';
 import { ACTIVE, insertRun, type NewRunRow } from '../runs/repository.js';
+import { scheduleListQuery } from './list-query.js';
 
 export type ScheduleRow = Selectable<SchedulesTable>;
 export type SchedulePatch = Omit<Updateable<SchedulesTable>, 'id' | 'project_id' | 'workflow_id' | 'created_by' | 'created_at'>;
@@ -58,16 +59,24 @@ export class SchedulesRepository {
   }
 
   /**
-   * The schedules of the projects `memberUserId` belongs to (null: all), optionally of one project
-   * or workflow, by workflow name then creation; at most `limit`.
+   * One page of the schedules of the projects `memberUserId` belongs to (null: all), optionally of
+   * one project or workflow, in creation order after `after`; at most `limit`, each with its
+   * workflow's name (read for that page's workflows only).
    */
-  listVisible(f: { memberUserId: string | null; projectId?: string; workflowId?: string; limit: number }): Promise<(ScheduleRow & { workflow_name: string })[]> {
-    let q = this.db.selectFrom('schedules').innerJoin('workflows', 'workflows.id', 'schedules.workflow_id').selectAll('schedules').select('workflows.name as workflow_name');
-    const userId = f.memberUserId;
-    if (userId !== null) q = q.where('schedules.project_id', 'in', (eb) => eb.selectFrom('project_members').select('project_id').where('user_id', '=', userId));
-    if (f.projectId) q = q.where('schedules.project_id', '=', f.projectId);
-    if (f.workflowId) q = q.where('schedules.workflow_id', '=', f.workflowId);
-    return q.orderBy('workflows.name').orderBy('schedules.created_at').orderBy('schedules.id').limit(f.limit).execute();
+  async listVisible(f: { memberUserId: string | null; projectId?: string; workflowId?: string; limit: number; after?: { createdAt: string; id: string } }): Promise<(ScheduleRow & { workflow_name: string })[]> {
+    const { memberUserId, ...rest } = f;
+    const projectIds =
+      memberUserId === null ? null : (await this.db.selectFrom('project_members').select('project_id').where('user_id', '=', memberUserId).orderBy('project_id').execute()).map((r) => r.project_id);
+    const rows = (await scheduleListQuery(this.db, { ...rest, projectIds })?.execute()) ?? [];
+    const workflowIds = [...new Set(rows.map((r) => r.workflow_id))];
+    const names = new Map(
+      workflowIds.length === 0 ? [] : (await this.db.selectFrom('workflows').select(['id', 'name']).where('id', 'in', workflowIds).execute()).map((w) => [w.id, w.name] as const),
+    );
+    // A workflow deleted between the two reads takes its schedules with it (cascade): leave them out.
+    return rows.flatMap((r) => {
+      const name = names.get(r.workflow_id);
+      return name === undefined ? [] : [{ ...r, workflow_name: name }];
+    });
   }
 
   listByWorkflow(workflowId: string): Promise<ScheduleRow[]> {

@@ -1,4 +1,5 @@
 import { NotFoundError, ValidationError } from '../../infra/errors.js';
+import { nulFieldIn } from '../../infra/nul.js';
 import { randomUUID } from '../../infra/secrets.js';
 import type { Principal } from '../auth/authenticate.js';
 import type { OverlapPolicy } from '../db/schema.js';
@@ -16,8 +17,24 @@ export interface SchedulesDeps extends ScopeRepositories {
 /** A workflow keeps at most this many schedules (each is read on every tick while due). */
 export const MAX_SCHEDULES_PER_WORKFLOW = 100;
 
-/** The list of all schedules a user can read stops here (narrow it by project or workflow). */
-export const MAX_LISTED_SCHEDULES = 1000;
+/** Pages of the list of all schedules a user can read: this many by default, at most MAX. */
+export const DEFAULT_SCHEDULE_PAGE = 50;
+export const MAX_SCHEDULE_PAGE = 200;
+
+/** Where the next page of schedules starts: the last schedule of a page, opaque to clients. */
+function encodeCursor(r: ScheduleRow): string {
+  return Buffer.from(JSON.stringify([r.created_at, r.id])).toString('base64url');
+}
+
+function decodeCursor(cursor: string): { createdAt: string; id: string } {
+  try {
+    const v = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
+    if (Array.isArray(v) && v.length === 2 && typeof v[0] === 'string' && typeof v[1] === 'string' && !nulFieldIn(v)) return { createdAt: v[0], id: v[1] };
+  } catch {
+    // not base64url JSON: the same 400 below
+  }
+  throw new ValidationError('cursor is not valid; use nextCursor from a previous page', [{ field: 'cursor', message: 'is not valid' }]);
+}
 
 export type Parameters = Record<string, string | number | boolean | null>;
 
@@ -96,15 +113,32 @@ export class SchedulesService {
     return (await this.d.schedules.listByWorkflow(wf.id)).map((r) => this.view(r, 1));
   }
 
-  /** Every schedule the caller can read (administrators: all), with its workflow's name. */
-  async listVisible(p: Principal, f: { project?: string; workflow?: string }): Promise<(ScheduleView & { workflowName: string })[]> {
+  /**
+   * One page of the schedules the caller can read (administrators: all), in creation order, each
+   * with its workflow's name; the fire time of that page's schedules only. A malformed cursor or a
+   * limit outside 1..MAX_SCHEDULE_PAGE is a 400 naming it.
+   */
+  async listVisible(
+    p: Principal,
+    f: { project?: string; workflow?: string; limit?: number; cursor?: string },
+  ): Promise<{ items: (ScheduleView & { workflowName: string })[]; nextCursor: string | null }> {
+    const limit = f.limit ?? DEFAULT_SCHEDULE_PAGE;
+    if (!Number.isInteger(limit) || limit < 1 || limit > MAX_SCHEDULE_PAGE) {
+      throw new ValidationError(`limit must be 1-${MAX_SCHEDULE_PAGE}`, [{ field: 'limit', message: `must be an integer 1-${MAX_SCHEDULE_PAGE}` }]);
+    }
     const rows = await this.d.schedules.listVisible({
       memberUserId: p.type === 'api-key' || p.user.role === 'admin' ? null : p.user.id,
       projectId: f.project,
       workflowId: f.workflow,
-      limit: MAX_LISTED_SCHEDULES,
+      limit: limit + 1,
+      after: f.cursor ? decodeCursor(f.cursor) : undefined,
     });
-    return rows.map(({ workflow_name, ...row }) => ({ ...this.view(row, 1), workflowName: workflow_name }));
+    const page = rows.slice(0, limit);
+    const last = page[page.length - 1];
+    return {
+      items: page.map(({ workflow_name, ...row }) => ({ ...this.view(row, 1), workflowName: workflow_name })),
+      nextCursor: rows.length > limit && last ? encodeCursor(last) : null,
+    };
   }
 
   /** What an expression means and when it would fire next, before anything is saved (400 naming cron or timeZone). */

@@ -96,6 +96,40 @@ describe('runner web UI: schedules and the run filters in Chromium', { skip: nee
     });
   }
 
+  test("the Schedules page and a workflow's page show a page of 50 schedules, Load more the rest; a change keeps them listed", async () => {
+    const ui = await startUiRunner();
+    try {
+      const { workflowId } = await seedWorkflow(ui, 'Many');
+      const names = Array.from({ length: 55 }, (_, i) => `S${String(i + 1).padStart(2, '0')}`);
+      for (const name of names) await ui.api('POST', `/api/workflows/${workflowId}/schedules`, { cron: '@daily', name }, ui.adminToken);
+      const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+      const recorder = new RequestRecorder(ui);
+      recorder.attach(context);
+      const page = await context.newPage();
+      await signIn(page, ui.base);
+      const rowNames = (region: ReturnType<typeof page.getByRole>) => region.locator('tbody tr td:first-child p').allTextContents();
+      const row = (region: ReturnType<typeof page.getByRole>, name: string) => region.locator('tbody tr td:first-child p').filter({ hasText: new RegExp(`^${name}$`) });
+      for (const [url, regionName] of [['/schedules', 'All schedules'], [`/workflows/${workflowId}`, 'Schedules']] as const) {
+        await page.goto(`${ui.base}${url}`);
+        const region = page.getByRole('region', { name: regionName, exact: true });
+        await row(region, 'S50').waitFor();
+        assert.deepEqual(await rowNames(region), names.slice(0, 50), `${url}: the first page, oldest first`);
+        await region.getByRole('button', { name: 'Load more schedules' }).click();
+        await row(region, 'S55').waitFor();
+        assert.deepEqual(await rowNames(region), names, `${url}: then the next page`);
+        assert.equal(await region.getByRole('button', { name: 'Load more' }).count(), 0, `${url}: no more pages`);
+        // A change reads the list again as far as it was shown: the later rows stay.
+        await region.getByRole('button', { name: url === '/schedules' ? 'Disable S53' : 'Enable S53' }).click();
+        await region.getByRole('button', { name: url === '/schedules' ? 'Enable S53' : 'Disable S53' }).waitFor();
+        assert.deepEqual(await rowNames(region), names, `${url}: still all shown after the change`);
+      }
+      assert.deepEqual(recorder.undocumented(), []);
+      await context.close();
+    } finally {
+      await ui.close();
+    }
+  });
+
   test('the run list filters by who started a run and by day; the schedule page at phone width, light and dark', async () => {
     const ui = await startUiRunner();
     try {

@@ -1,9 +1,10 @@
 import type { ComponentChildren } from 'preact';
 import { useLocation } from 'preact-iso';
-import { useCallback, useEffect, useState } from 'preact/hooks';
-import { ApiError, get, withQuery } from '../api.js';
+import { useState } from 'preact/hooks';
+import { withQuery } from '../api.js';
 import { Empty, ErrorNote, Field, Loading, PageHeader } from '../components.js';
 import { useApi, useTitle } from '../hooks.js';
+import { LoadMore, usePages } from '../paging.js';
 import { RerunForm } from '../rerun.js';
 import { type Names, useNames } from '../run-names.js';
 import { RunRow } from '../run-row.js';
@@ -45,7 +46,7 @@ function localDay(iso: string): string {
   return `${d.getFullYear()}-${String(d.getMonth() + 1).padStart(2, '0')}-${String(d.getDate()).padStart(2, '0')}`;
 }
 
-function FilterBar(props: { filters: Filters; names: Names | null; schedules: ListedSchedule[]; set(f: Filters): void }) {
+function FilterBar(props: { filters: Filters; names: Names | null; schedules: Page<ListedSchedule> | null; set(f: Filters): void }) {
   const { filters, names } = props;
   const workflows = (names?.workflows ?? []).filter((w) => !filters.project || w.projectId === filters.project);
   return (
@@ -76,11 +77,17 @@ function FilterBar(props: { filters: Filters; names: Names | null; schedules: Li
       </Select>
       <Select label="Schedule" value={filters.schedule ?? ''} onChange={(schedule) => props.set({ ...filters, schedule })}>
         <option value="">Any schedule or none</option>
-        {props.schedules.map((s) => (
+        {props.schedules?.items.map((s) => (
           <option key={s.id} value={s.id}>
             {s.workflowName}: {s.name || s.cron}
           </option>
         ))}
+        {filters.schedule && !props.schedules?.items.some((s) => s.id === filters.schedule) ? <option value={filters.schedule}>{filters.schedule}</option> : null}
+        {props.schedules?.nextCursor ? (
+          <option value="" disabled>
+            More schedules: choose a project or workflow first
+          </option>
+        ) : null}
       </Select>
       <Select label="Started by" value={filters.startedBy ?? ''} onChange={(startedBy) => props.set({ ...filters, startedBy })}>
         <option value="">Anyone</option>
@@ -97,47 +104,17 @@ function FilterBar(props: { filters: Filters; names: Names | null; schedules: Li
   );
 }
 
-interface Listing {
-  items: Run[];
-  next: string | null;
-  loading: boolean;
-  error: ApiError | null;
-}
-
-function useRunPages(filters: Filters, tick: number) {
-  const [list, setList] = useState<Listing>({ items: [], next: null, loading: true, error: null });
-  const key = withQuery('/api/runs', { ...filters });
-  const load = useCallback(
-    async (cursor: string | null, signal?: AbortSignal) => {
-      setList((l) => ({ ...l, loading: true, error: null }));
-      try {
-        const sep = key.includes('?') ? '&' : '?';
-        const page = await get<Page<Run>>(cursor ? `${key}${sep}cursor=${encodeURIComponent(cursor)}` : key, signal);
-        setList((l) => ({ items: cursor ? [...l.items, ...page.items] : page.items, next: page.nextCursor, loading: false, error: null }));
-      } catch (e) {
-        if ((e as Error).name === 'AbortError') return;
-        setList((l) => ({ ...l, loading: false, error: e instanceof ApiError ? e : new ApiError({ status: 0, detail: String(e) }) }));
-      }
-    },
-    [key],
-  );
-  useEffect(() => {
-    const abort = new AbortController();
-    void load(null, abort.signal);
-    return () => abort.abort();
-  }, [load, tick]);
-  return { list, more: () => void load(list.next) };
-}
-
 export function RunsPage() {
   useTitle('Runs');
   const { query, path, route } = useLocation();
   const filters: Filters = {};
   for (const f of FILTERS) if (query[f]) filters[f] = query[f];
   const { names, error: namesError } = useNames();
-  const schedules = useApi<{ items: ListedSchedule[] }>('/api/schedules');
+  // One page of the schedules the filter offers (the largest), narrowed by the project or
+  // workflow chosen; a schedule chosen from a link but beyond that page is offered by its id.
+  const schedules = useApi<Page<ListedSchedule>>(withQuery('/api/schedules', { project: filters.project, workflow: filters.workflow, limit: 200 }));
   const [tick, setTick] = useState(0);
-  const { list, more } = useRunPages(filters, tick);
+  const { list, more } = usePages<Run>(withQuery('/api/runs', { ...filters }), tick);
   const [selected, setSelected] = useState<Set<string>>(new Set());
   const [rerunning, setRerunning] = useState(false);
   const [started, setStarted] = useState<Run[]>([]);
@@ -159,7 +136,7 @@ export function RunsPage() {
   return (
     <>
       <PageHeader title="Runs" sub="Newest first. Select runs to start them again." />
-      <FilterBar filters={filters} names={names} schedules={schedules.data?.items ?? []} set={setFilters} />
+      <FilterBar filters={filters} names={names} schedules={schedules.data} set={setFilters} />
       <ErrorNote error={list.error ?? namesError} />
       {started.length > 0 && (
         <div class="alert ok" role="status">
@@ -208,13 +185,7 @@ export function RunsPage() {
           ))}
         </ul>
       )}
-      {list.next && (
-        <div class="buttons more">
-          <button type="button" class="secondary" disabled={list.loading} onClick={more}>
-            {list.loading ? 'Loading…' : 'Load more'}
-          </button>
-        </div>
-      )}
+      <LoadMore list={list} more={more} what="runs" />
     </>
   );
 }

@@ -1,15 +1,16 @@
 import { useRoute } from 'preact-iso';
 import { useState } from 'preact/hooks';
-import { api, download } from '../api.js';
+import { api, download, withQuery } from '../api.js';
 import { ErrorNote, Loading, PageHeader, Table, Time } from '../components.js';
 import { formatBytes } from '../format.js';
 import { useAction, useApi, useTitle } from '../hooks.js';
 import { useGo } from '../navigation.js';
+import { LoadMore, usePages } from '../paging.js';
 import { useProjectAccess } from '../project-access.js';
 import { StartRun } from '../run-form.js';
 import { ScheduleForm } from '../schedule-form.js';
 import { ScheduleTable } from '../schedule-list.js';
-import type { Project, Schedule, WorkflowDetails, WorkflowVersion } from '../types.js';
+import type { ListedSchedule, Project, WorkflowDetails, WorkflowVersion } from '../types.js';
 import { UploadForm } from '../upload-form.js';
 
 function Versions(props: { workflow: WorkflowDetails }) {
@@ -45,24 +46,28 @@ function Versions(props: { workflow: WorkflowDetails }) {
 }
 
 function Schedules(props: { workflow: WorkflowDetails; canWrite: boolean }) {
-  const schedules = useApi<{ items: Schedule[] }>(`/api/workflows/${encodeURIComponent(props.workflow.id)}/schedules`);
+  // Paged like the Schedules page: the first page, then the next on "Load more".
+  const { list, more, reload } = usePages<ListedSchedule>(withQuery('/api/schedules', { workflow: props.workflow.id }));
   const [creating, setCreating] = useState(false);
   return (
     <section class="card" aria-labelledby="schedules-h">
       <h2 id="schedules-h">Schedules</h2>
-      <ErrorNote error={schedules.error} />
+      <ErrorNote error={list.error} />
       {creating && (
         <ScheduleForm
           workflowId={props.workflow.id}
           versions={props.workflow.versions}
           onSaved={() => {
             setCreating(false);
-            schedules.reload();
+            reload();
           }}
           onCancel={() => setCreating(false)}
         />
       )}
-      {schedules.data && <ScheduleTable schedules={schedules.data.items} canWrite={() => props.canWrite} versions={props.workflow.versions} reload={schedules.reload} />}
+      {(list.items.length > 0 || (!list.loading && !list.error)) && (
+        <ScheduleTable schedules={list.items} canWrite={() => props.canWrite} versions={props.workflow.versions} reload={reload} />
+      )}
+      <LoadMore list={list} more={more} what="schedules" />
       {props.canWrite && !creating && (
         <div class="buttons">
           <button type="button" class="secondary" onClick={() => setCreating(true)}>
