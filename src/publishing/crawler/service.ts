@@ -23,9 +23,9 @@ import { DEFAULT_NODE_LIMITS, limitNodes, type NodeLimits } from './node-limits.
 import type { CrawlProblem } from './problems.js';
 import { failedCrawl, removedLabel } from './empty-crawl.js';
 import { LabelRemovedError, readdressed, type ReleaseOutcome, releaseOutcome, uploadFolderAddress } from './release-outcome.js';
-import { NODE_SANITIZER_VERSION } from './sanitize-node.js';
+import { nodeRows } from './node-rows.js';
 import { contradictsLabel, DEFAULT_CORE_PREFIXES, platformReleases } from './platform-range.js';
-import type { CrawlNodeRow, CrawlRow, CrawlsRepository } from './repository.js';
+import type { CrawlRow, CrawlsRepository } from './repository.js';
 
 /** A running crawl not finished after this long is taken as abandoned (its process died). */
 const CLAIM_STALE_MS = 15 * 60_000;
@@ -119,27 +119,6 @@ function labelNameChecked(r: CrawlResult, label: string): CrawlResult {
     },
   ];
   return { ...r, problems, summary: { ...r.summary, problems: problems.length } };
-}
-
-function nodeRows(productId: string, productName: string, label: string, r: CrawlResult): CrawlNodeRow[] {
-  // Built by the crawl's worker (result.ts storedNodeOf): here only the product's columns are added.
-  return r.nodes.map((n) => ({
-    product_id: productId,
-    label,
-    factory_class: n.factoryClass,
-    name: n.name,
-    product_name: productName,
-    bundle: n.bundle,
-    category_path: n.categoryPath,
-    category_names: n.categoryNames.join(' / '),
-    short_description: n.shortDescription,
-    deprecated: n.deprecated ? 1 : 0,
-    data: n.data,
-    icon_type: n.icon?.contentType ?? null,
-    icon: n.icon?.base64 ?? null,
-    // The crawl's worker sanitized the description and the icon (crawl-worker.ts).
-    sanitized: NODE_SANITIZER_VERSION,
-  }));
 }
 
 export function crawlerService({
