@@ -25,6 +25,7 @@ import { tempDir } from './lib.js';
 const SECONDS = Number(process.env.BENCH_HOSTILE_SECONDS ?? 10);
 const RATE = Number(process.env.BENCH_HOSTILE_RATE ?? 50);
 const RUNS = Number(process.env.BENCH_RUNNER_HOSTILE_RUNS ?? 200_000);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const ATTACKS = (process.env.BENCH_RUNNER_ATTACKS ?? 'runs,schedules,streams,archives').split(',');
 const PASSWORD = 'bench password long enough';
 const T0 = Date.parse('2030-01-01T00:00:00.000Z');
@@ -104,8 +105,34 @@ async function login(base: string, email: string): Promise<string> {
   return ((await res.json()) as { token: string }).token;
 }
 
+interface Steady {
+  p50: number;
+  p99: number;
+  errors: number;
+  rss: number;
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+/** Runs `measure` while the attacker process attacks (started before, stopped after). */
+async function underAttack(plan: RunnerAttackPlan, measure: () => Promise<Steady>): Promise<Steady> {
+  const attacker = spawn(process.execPath, ['--import', 'tsx', 'bench/runner-hostile-attack.ts', JSON.stringify(plan)], { stdio: ['pipe', 'ignore', 'inherit'] });
+  // Its CPU would be another machine's in life: it loads the runner, not the measurement.
+  if (attacker.pid) os.setPriority(attacker.pid, 10);
+  const done = new Promise((r) => attacker.once('exit', r));
+  await sleep(2_000); // tsx compiles the attacker
+  attacker.stdin!.write('go\n');
+  await sleep(500);
+  try {
+    return await measure();
+  } finally {
+    attacker.stdin!.end();
+    await done;
+  }
+}
+
 /** GET /api/me at RATE for SECONDS, open loop; latencies from each request's scheduled time. */
-async function steady(base: string, token: string, pid: number): Promise<{ p50: number; p99: number; errors: number; rss: number }> {
+async function steady(base: string, token: string, pid: number): Promise<Steady> {
   const { hostname, port } = new URL(base);
   const agent = new http.Agent({ keepAlive: true, maxSockets: 16 });
   const latencies: number[] = [];
@@ -157,25 +184,25 @@ export async function benchRunnerHostile(): Promise<string> {
     const victim = await login(base, world.victim);
     const attacker = await login(base, world.attacker);
     await steady(base, victim, child.pid!); // warm-up
-    const quiet = await steady(base, victim, child.pid!);
     const plan: RunnerAttackPlan = { base, token: attacker, projectId: world.projectId, workflowId, bigRun: world.bigRun, attacks: ATTACKS };
-    const attackerProcess = spawn(process.execPath, ['--import', 'tsx', 'bench/runner-hostile-attack.ts', JSON.stringify(plan)], { stdio: ['pipe', 'ignore', 'inherit'] });
-    // Its CPU would be another machine's in life: it loads the runner, not the measurement.
-    if (attackerProcess.pid) os.setPriority(attackerProcess.pid, 10);
-    const attackerDone = new Promise((r) => attackerProcess.once('exit', r));
-    await sleep(2_000); // tsx compiles the attacker
-    attackerProcess.stdin!.write('go\n');
-    await sleep(500);
-    const loud = await steady(base, victim, child.pid!);
-    attackerProcess.stdin!.end();
-    await attackerDone;
-    const ratio = loud.p99 / quiet.p99;
-    const rss = loud.rss / quiet.rss;
+    // Alternating quiet and attacked rounds: on a shared 2-core machine a p99 of 500 requests
+    // is decided by a handful of stalls, so one pair decides little; the median of the rounds' ratios is the verdict.
+    const rounds: { quiet: Steady; loud: Steady }[] = [];
+    for (let r = 0; r < ROUNDS; r++) {
+      const quiet = await steady(base, victim, child.pid!);
+      const loud = await underAttack(plan, () => steady(base, victim, child.pid!));
+      rounds.push({ quiet, loud });
+    }
+    const row = (name: string, x: Steady) => `    ${name} p50 ${x.p50.toFixed(1)} ms, p99 ${x.p99.toFixed(1)} ms, errors ${x.errors}, runner RSS ${x.rss.toFixed(0)} MiB`;
+    const ratios = rounds.map((x) => x.loud.p99 / x.quiet.p99);
+    const rssRatios = rounds.map((x) => x.loud.rss / x.quiet.rss);
+    const ratio = median(ratios);
+    const rss = median(rssRatios);
+    const errors = rounds.reduce((n, x) => n + x.loud.errors + x.quiet.errors, 0);
     return [
-      `another user's GET /api/me at ${RATE}/s for ${SECONDS} s; attacks: ${ATTACKS.join(', ')} (${RUNS.toLocaleString('en')} runs, 500 rare schedules, a ${((LOG_CHUNK.length * LOG_CHUNKS) / 2 ** 20).toFixed(0)} MiB log)`,
-      `  quiet:        p50 ${quiet.p50.toFixed(1)} ms, p99 ${quiet.p99.toFixed(1)} ms, errors ${quiet.errors}, runner RSS ${quiet.rss.toFixed(0)} MiB`,
-      `  under attack: p50 ${loud.p50.toFixed(1)} ms, p99 ${loud.p99.toFixed(1)} ms, errors ${loud.errors}, runner RSS ${loud.rss.toFixed(0)} MiB`,
-      `  p99 ratio ${ratio.toFixed(2)} (target <= 2) ${ratio <= 2 ? 'PASS' : 'FAIL'}; RSS ratio ${rss.toFixed(2)} (target <= 1.5) ${rss <= 1.5 ? 'PASS' : 'FAIL'}`,
+      `another user's GET /api/me at ${RATE}/s for ${SECONDS} s per phase, ${ROUNDS} rounds of quiet then attacked; attacks: ${ATTACKS.join(', ')} (${RUNS.toLocaleString('en')} runs, 500 rare schedules, a ${((LOG_CHUNK.length * LOG_CHUNKS) / 2 ** 20).toFixed(0)} MiB log)`,
+      ...rounds.flatMap((x, i) => [`  round ${i + 1}: p99 ratio ${ratios[i]!.toFixed(2)}, RSS ratio ${rssRatios[i]!.toFixed(2)}`, row('quiet:       ', x.quiet), row('under attack:', x.loud)]),
+      `  median p99 ratio ${ratio.toFixed(2)} (target <= 2) ${ratio <= 2 && errors === 0 ? 'PASS' : 'FAIL'}; median RSS ratio ${rss.toFixed(2)} (target <= 1.5) ${rss <= 1.5 ? 'PASS' : 'FAIL'}`,
     ].join('\n');
   } finally {
     child.kill('SIGTERM');
