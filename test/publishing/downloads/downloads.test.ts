@@ -376,14 +376,16 @@ describe('download host', () => {
   });
 
   test('property: a parsed download path always names a key inside one product folder', () => {
-    const seg = fc.oneof(fc.constantFrom('..', '.', '%2e%2e', '%2f', '%5c', 'assets', 'workflows', 'csv-nodes', '5.4', '', '%00', '.pier-tmp-1'), fc.string({ maxLength: 8 }));
+    const seg = fc.oneof(fc.constantFrom('..', '.', '%2e%2e', '%2f', '%5c', 'assets', 'workflows', 'csv-nodes', '5.4', '5.4@2', '-@1', '', '%00', '.pier-tmp-1'), fc.string({ maxLength: 8 }));
     fc.assert(
       fc.property(fc.array(seg, { minLength: 1, maxLength: 8 }), (segs) => {
         const parsed = parseDownloadPath(`/${segs.join('/')}`);
         if (!parsed.ok) return;
         const parts = parsed.target.key.split('/');
         assert.equal(parts[0], parsed.target.productId);
-        assert.ok(['update-site', 'assets', 'workflows'].includes(parts[1] as string));
+        // A label's release (`<label>@<n>`) is read from its copy under releases/<label>/<n>.
+        assert.ok(['update-site', 'assets', 'workflows', 'releases'].includes(parts[1] as string), parsed.target.key);
+        if (parts[1] === 'releases') assert.match(parts[3] ?? '', /^[1-9][0-9]*$/, parsed.target.key);
         for (const p of parts) assert.ok(p !== '' && p !== '.' && p !== '..' && !p.includes('\\') && !p.includes('\0') && !p.startsWith('.pier-'), parsed.target.key);
       }),
       { numRuns: 3000 },
