@@ -32,11 +32,34 @@ const child = spawn(process.execPath, ['--import', 'tsx', '--test', '--test-conc
   stdio: ['ignore', 'pipe', 'inherit'],
 });
 let tail = '';
+let output = '';
 child.stdout.on('data', (chunk) => {
   process.stdout.write(chunk);
   tail = (tail + chunk.toString()).slice(-4000);
+  if (output.length < 64 * 1024 * 1024) output += chunk.toString();
 });
+
+// CI shows only the end of a long run: repeat each failure (its name and error block) last.
+function failureSummary(text) {
+  const lines = text.split('\n');
+  const out = [];
+  lines.forEach((line, i) => {
+    if (!/^\s*not ok \d+ - /.test(line)) return;
+    out.push(line);
+    for (let j = i + 1; j < Math.min(lines.length, i + 40); j++) {
+      out.push(lines[j]);
+      if (/^\s*\.\.\.$/.test(lines[j])) break;
+    }
+  });
+  return out.slice(0, 400);
+}
+
 child.on('close', (code) => {
+  const failures = failureSummary(output);
+  if (failures.length > 0) {
+    console.log('# ---- failures, repeated from above ----');
+    for (const line of failures) console.log(`# ${line}`);
+  }
   const skipped = Number(/# skipped (\d+)/.exec(tail)?.[1] ?? 0);
   const inCi = process.env.CI === 'true' || process.env.CI === '1';
   if (code === 0 && inCi && skipped > 0) {
