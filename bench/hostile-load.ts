@@ -217,7 +217,9 @@ export async function benchHostileLoad(): Promise<string> {
   const catalog = ATTACKS.includes('catalog') || ATTACKS.includes('search') ? await seedCatalog(env) : null;
   const logFile = path.join(work, 'server.log');
   const log = fs.openSync(logFile, 'w');
-  const server = spawn(process.execPath, ['bin/pier.js', 'serve', '--only', 'web,downloads,sftp'], {
+  // BENCH_PROFILE_DIR: a V8 CPU profile of the server (each thread) is written there at exit.
+  const profile = process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : [];
+  const server = spawn(process.execPath, [...profile, 'bin/pier.js', 'serve', '--only', 'web,downloads,sftp'], {
     env: { ...process.env, ...env },
     stdio: ['ignore', log, log],
   });
@@ -334,7 +336,7 @@ export async function benchHostileLoad(): Promise<string> {
   } finally {
     for (const c of conns) c.end();
     if (attacker) await stop(attacker, 1_000);
-    await stop(server, 3_000);
+    await stop(server, process.env.BENCH_PROFILE_DIR ? 30_000 : 3_000);
     fs.closeSync(log);
     fs.rmSync(work, { recursive: true, force: true });
   }
