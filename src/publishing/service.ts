@@ -34,7 +34,8 @@ import { releasesService } from './releases/service.js';
 import { uploadedLabelsOf } from './notices/notices.js';
 import { installsRepository } from './stats/installs-repository.js';
 import { registerStatsRoutes } from './stats/routes.js';
-import { statsService } from './stats/service.js';
+import { reportAnswers } from './stats/report-answers.js';
+import { buildReport, statsService } from './stats/service.js';
 import { withChartDays } from './stats/page-days.js';
 import { type ProductService, productService } from './products/service.js';
 import { PageAnswers } from './web/page-answers.js';
@@ -145,6 +146,11 @@ export async function createPublishingService(config: Config, options: Publishin
     hold: options.renderHold,
   });
   const stats = statsService({ repo: installsRepository(database.db), now: options.statsClock });
+  // Reports are built in the catalog worker (or here for an in-memory database) and kept briefly.
+  const reports = reportAnswers({
+    today: stats.today,
+    build: reads ? (id, request) => reads.statsReport(id, request) : async (id, request) => JSON.stringify(await buildReport(installsRepository(database.db), id, request)),
+  });
   const changes = withChartDays(databasePageChanges(database, options.pageFreshMs), stats.chartDay);
   const site = { name: 'Pier', baseUrl: config.publishing.baseUrl, downloadUrl: config.publishing.downloadUrl };
   const pages = pagesService({
@@ -182,7 +188,7 @@ export async function createPublishingService(config: Config, options: Publishin
   registerTrustRoutes(app, { trust, limiter });
   registerReleaseRoutes(app, { products, limiter, crawler, releases, trust });
   registerChangesRoutes(app, { products, limiter, changes: nodeChanges });
-  registerStatsRoutes(app, { products, limiter, stats });
+  registerStatsRoutes(app, { products, limiter, reports });
   registerInfoRoutes(app, config);
   // SHA-256 of stored files for `pier publish`, cached by storage version (files/manifest.ts).
   registerManifestRoutes(app, { products, limiter, manifests: fileManifests(localStorage(config.publishing.storageDir)) });

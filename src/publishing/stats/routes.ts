@@ -1,10 +1,11 @@
-import { Type } from 'typebox';
+import { type Static, Type } from 'typebox';
 import type { FailureLimiter } from '../../infra/failure-limiter.js';
 import type { HttpApp } from '../../infra/http.js';
 import { problems, VENDOR_SECURITY } from '../openapi.js';
 import type { ProductService } from '../products/service.js';
 import { vendorAuthentication } from '../trust/vendor-auth.js';
-import { DEFAULT_DAYS, DEFAULT_TOP, MAX_DAYS, MAX_TOP, type StatsQuery as Query, type StatsService } from './service.js';
+import type { ReportAnswers } from './report-answers.js';
+import { DEFAULT_DAYS, DEFAULT_TOP, MAX_DAYS, MAX_TOP, type StatsQuery as Query } from './service.js';
 
 const ProductParams = Type.Object({ id: Type.String({ maxLength: 200 }) });
 
@@ -59,11 +60,11 @@ const StatsAnswer = Type.Object({
 export interface StatsRoutesOptions {
   products: Pick<ProductService, 'authenticateVendor'>;
   limiter: FailureLimiter;
-  stats: StatsService;
+  reports: ReportAnswers;
 }
 
 /** `GET /api/products/:id/stats`: the vendor's download counts (README "Download counts"). */
-export function registerStatsRoutes(app: HttpApp, { products, limiter, stats }: StatsRoutesOptions): void {
+export function registerStatsRoutes(app: HttpApp, { products, limiter, reports }: StatsRoutesOptions): void {
   app.get(
     '/api/products/:id/stats',
     {
@@ -81,9 +82,12 @@ export function registerStatsRoutes(app: HttpApp, { products, limiter, stats }: 
       },
       onRequest: vendorAuthentication(products, limiter),
     },
-    async (req) => {
+    async (req, reply) => {
       const { top, ...query } = req.query as Omit<Query, 'top'> & { top?: string };
-      return stats.report(req.product!.id, top === undefined ? query : { ...query, top: Number(top) });
+      const json = await reports.answer(req.product!.id, top === undefined ? query : { ...query, top: Number(top) });
+      // Already the answer's JSON (built and serialized off the serving loop, in the shape of
+      // StatsAnswer): a string with a JSON content type is sent as it is, not serialized again.
+      return reply.type('application/json; charset=utf-8').send(json as unknown as Static<typeof StatsAnswer>);
     },
   );
 }

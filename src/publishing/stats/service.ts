@@ -120,34 +120,53 @@ const sum = (days: readonly DayInstalls[]) => days.reduce((a, d) => a + d.instal
 
 export interface StatsService {
   report(productId: string, query: StatsQuery): Promise<StatsReport>;
+  /** Today (UTC) as a day number (days.ts), by the service's clock: what a report's defaults resolve against. */
+  today(): number;
   chart(productId: string): Promise<DownloadsChartModel>;
   /** The last complete day the product page shows now (see DAY_SETTLED_MS), as a day number (days.ts). */
   chartDay(): number;
 }
 
+/** A report's query, checked and resolved against today (day number): what a report depends on. */
+export interface ReportRequest {
+  from: string;
+  to: string;
+  top: number;
+  label: string | null;
+}
+
+/** The query checked (a 400 naming the field when bad) and its defaults resolved against `today`. */
+export function reportRequest(query: StatsQuery, today: number): ReportRequest {
+  const range = statsRange(query, today);
+  const { top, label } = checkedLabelQuery(query);
+  return { from: formatDay(range.from), to: formatDay(range.to), top, label };
+}
+
+/** The report of a checked request, read through `repo` (on the serving thread or in the catalog worker). */
+export async function buildReport(repo: InstallsRepository, productId: string, { from, to, top, label }: ReportRequest): Promise<StatsReport> {
+  const shown = label === null ? await repo.topLabels(productId, top) : [{ label, installs: await repo.labelTotal(productId, label) }];
+  const [days, labelDays] = await Promise.all([repo.days(productId, from, to), repo.labelDays(productId, shown.map((l) => l.label), from, to)]);
+  const byLabel = new Map<string, DayInstalls[]>(shown.map((l) => [l.label, []]));
+  const shownOn = new Map<string, number>();
+  for (const r of labelDays) {
+    byLabel.get(r.label)?.push({ day: r.day, installs: r.installs });
+    shownOn.set(r.day, (shownOn.get(r.day) ?? 0) + r.installs);
+  }
+  const labels = shown.map((l) => {
+    const series = byLabel.get(l.label) ?? [];
+    return { label: l.label, total: sum(series), allTime: l.installs, days: series };
+  });
+  const otherDays = days.map((d) => ({ day: d.day, installs: d.installs - (shownOn.get(d.day) ?? 0) })).filter((d) => d.installs > 0);
+  const total = sum(days);
+  return { productId, from, to, total, days, labels, other: { total: sum(otherDays), days: otherDays } };
+}
+
 export function statsService({ repo, now = Date.now }: { repo: InstallsRepository; now?: () => number }): StatsService {
   const chartDay = () => dayOf(now() - DAY_SETTLED_MS) - 1;
   return {
-    async report(productId, query) {
-      const range = statsRange(query, dayOf(now()));
-      const { top, label } = checkedLabelQuery(query);
-      const [from, to] = [formatDay(range.from), formatDay(range.to)];
-      const shown = label === null ? await repo.topLabels(productId, top) : [{ label, installs: await repo.labelTotal(productId, label) }];
-      const [days, labelDays] = await Promise.all([repo.days(productId, from, to), repo.labelDays(productId, shown.map((l) => l.label), from, to)]);
-      const byLabel = new Map<string, DayInstalls[]>(shown.map((l) => [l.label, []]));
-      const shownOn = new Map<string, number>();
-      for (const r of labelDays) {
-        byLabel.get(r.label)?.push({ day: r.day, installs: r.installs });
-        shownOn.set(r.day, (shownOn.get(r.day) ?? 0) + r.installs);
-      }
-      const labels = shown.map((l) => {
-        const series = byLabel.get(l.label) ?? [];
-        return { label: l.label, total: sum(series), allTime: l.installs, days: series };
-      });
-      const otherDays = days.map((d) => ({ day: d.day, installs: d.installs - (shownOn.get(d.day) ?? 0) })).filter((d) => d.installs > 0);
-      const total = sum(days);
-      return { productId, from, to, total, days, labels, other: { total: sum(otherDays), days: otherDays } };
-    },
+    today: () => dayOf(now()),
+
+    report: async (productId, query) => buildReport(repo, productId, reportRequest(query, dayOf(now()))),
 
     async chart(productId) {
       const through = chartDay();

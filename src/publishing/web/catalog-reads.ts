@@ -1,9 +1,9 @@
 /**
  * Reads of the node catalog that grow with it, in a worker thread (web/catalog-worker.ts) with
  * a wall-time and a memory limit (the kept workers of infra/kept-worker.ts): comparisons of two
- * labels of thousands of nodes (read, parsed, hashed, compared) and node searches (ranked over
- * every matching node), without the serving event loop that web pages, downloads and SFTP
- * share. A product has at most one comparison running or waiting (its next one waits for it,
+ * labels of thousands of nodes (read, parsed, hashed, compared), node searches (ranked over
+ * every matching node) and download stats reports (thousands of day rows), without the serving
+ * event loop that web pages, downloads and SFTP share. A product has at most one comparison running or waiting (its next one waits for it,
  * outside the worker's queue), so one vendor asking again and again holds one place; the same
  * comparison or search asked while it runs is shared. Past `maxQueued` waiting jobs, a 503.
  */
@@ -11,6 +11,7 @@ import { ServiceUnavailableError } from '../../infra/errors.js';
 import { keptWorker } from '../../infra/kept-worker.js';
 import type { CompareOutcome, NodesDiffer, SideRef } from '../changes/compare.js';
 import type { NodeSearchFilter, NodeSearchHit } from '../crawler/repository.js';
+import type { ReportRequest } from '../stats/service.js';
 import type { CatalogJob, CatalogReply } from './catalog-worker.js';
 
 export interface CatalogReadLimits {
@@ -27,6 +28,8 @@ export interface CatalogReads {
   differ: NodesDiffer;
   /** crawler/repository.ts `searchNodes`, run in the worker. */
   search(filter: NodeSearchFilter, limit: number): Promise<NodeSearchHit[]>;
+  /** stats/service.ts `buildReport` as JSON text, run in the worker (stats/report-answers.ts keeps and paces them). */
+  statsReport(productId: string, request: ReportRequest): Promise<string>;
   /** Jobs the worker has answered (tests: proof that the work left the serving thread). */
   readonly answered: number;
   close(): Promise<void>;
@@ -130,6 +133,14 @@ export function catalogReads(limits: CatalogReadLimits): CatalogReads {
           return r.hits;
         }),
       );
+    },
+    statsReport(productId: string, request: ReportRequest): Promise<string> {
+      const job: CatalogJob = { kind: 'stats', databaseUrl: limits.databaseUrl, productId, request };
+      return run(job, (v) => {
+        const r = reply(v);
+        if (!('json' in r) || typeof r.json !== 'string') throw new ReadFailed('the catalog worker replied with something other than a stats report');
+        return r.json;
+      });
     },
     get answered() {
       return answered;

@@ -1,6 +1,7 @@
 /**
  * The catalog's reading thread (web/catalog-reads.ts): comparisons of two labels (changes/
- * compare.ts) and node searches (crawler/repository.ts `searchNodes`), through a database
+ * compare.ts), node searches (crawler/repository.ts `searchNodes`) and download stats reports
+ * (stats/report-answers.ts), through a database
  * connection of its own. Thousands of nodes are read, parsed, hashed or ranked here, never on
  * the serving event loop; it only reads, so its connection never holds a write lock the
  * serving one could wait for.
@@ -11,12 +12,15 @@ import { comparePage, type CompareOutcome, type DiffsKept, type SideRef } from '
 import { releaseNodesRepository } from '../changes/repository.js';
 import { crawlsRepository, type NodeSearchFilter, type NodeSearchHit } from '../crawler/repository.js';
 import type { PublishingDB } from '../db.js';
+import { installsRepository } from '../stats/installs-repository.js';
+import { buildReport, type ReportRequest } from '../stats/service.js';
 
 export type CatalogJob =
   | { kind: 'compare'; databaseUrl: string; productId: string; from: SideRef; to: SideRef; page: number; version: string | null }
-  | { kind: 'search'; databaseUrl: string; filter: NodeSearchFilter; limit: number };
+  | { kind: 'search'; databaseUrl: string; filter: NodeSearchFilter; limit: number }
+  | { kind: 'stats'; databaseUrl: string; productId: string; request: ReportRequest };
 
-export type CatalogReply = { ok: true; outcome: CompareOutcome } | { ok: true; hits: NodeSearchHit[] } | { ok: false; message: string };
+export type CatalogReply = { ok: true; outcome: CompareOutcome } | { ok: true; hits: NodeSearchHit[] } | { ok: true; json: string } | { ok: false; message: string };
 
 const port = parentPort;
 let database: Database<PublishingDB> | null = null;
@@ -25,6 +29,12 @@ if (port) {
   port.on('message', async (job: CatalogJob) => {
     try {
       database ??= openDatabase<PublishingDB>(job.databaseUrl);
+      if (job.kind === 'stats') {
+        // Serialized here too: the serving loop only sends the text.
+        const json = JSON.stringify(await buildReport(installsRepository(database.db), job.productId, job.request));
+        port.postMessage({ ok: true, json } satisfies CatalogReply);
+        return;
+      }
       if (job.kind === 'search') {
         const hits = await crawlsRepository(database.db, database.dialect).searchNodes(job.filter, job.limit);
         port.postMessage({ ok: true, hits } satisfies CatalogReply);

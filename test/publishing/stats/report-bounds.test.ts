@@ -123,6 +123,23 @@ for (const dialect of dialects()) {
       assert.equal(longer.status, 400);
     });
 
+    test('a report is built and serialized in the catalog worker, once for requests that ask for it together', async () => {
+      const reads = site.service.catalogReads;
+      assert.ok(reads);
+      const before = reads.answered;
+      const ask = () => fetch(`${site.url}/api/products/many-labels/stats?top=3&from=2026-01-01`, { headers: { authorization: `Bearer ${token}` } });
+      const answers = await Promise.all([ask(), ask(), ask()]);
+      const bodies = await Promise.all(answers.map((r) => r.text()));
+      assert.deepEqual(
+        answers.map((r) => [r.status, r.headers.get('content-type')]),
+        Array.from({ length: 3 }, () => [200, 'application/json; charset=utf-8']),
+      );
+      assert.equal(new Set(bodies).size, 1);
+      const body = JSON.parse(bodies[0]!) as { from: string; labels: unknown[] };
+      assert.deepEqual([body.from, body.labels.length], ['2026-01-01', 3]);
+      assert.equal(reads.answered, before + 1, 'one build in the worker for the three');
+    });
+
     test('what a report reads does not grow with the number of labels', async () => {
       const reads = counted(installsRepository(database.db));
       const stats = statsService({ repo: reads.repo, now: () => NOW });
