@@ -18,6 +18,7 @@ import { crawlsRepository } from './crawler/repository.js';
 import { type CrawlerService, crawlerService } from './crawler/service.js';
 import { openPublishingDatabase } from './db.js';
 import { type ProductFilesReader, productFilesReader } from './files/reader.js';
+import { stampedFiles } from './files/stamped-reader.js';
 import { fileManifests } from './files/manifest.js';
 import { registerManifestRoutes } from './files/manifest-routes.js';
 import { filesRepository } from './files/repository.js';
@@ -41,7 +42,6 @@ import { type ProductService, productService } from './products/service.js';
 import { PageAnswers } from './web/page-answers.js';
 import { databasePageChanges } from './web/page-changes.js';
 import { changesPages } from './web/changes-pages.js';
-import { stampedFiles } from './web/files-view.js';
 import { MAX_FACTORY_LENGTH, PAGE_CSP, registerPageRoutes } from './web/routes.js';
 import { type PagesService, pagesService } from './web/service.js';
 import { trustRepository } from './trust/repository.js';
@@ -103,8 +103,9 @@ export async function createPublishingService(config: Config, options: Publishin
   // PATCH bodies are checked off the event loop, under the page render's time limit.
   const validator = isolatedValidator({ timeoutMs: config.publishing.pageRenderTimeoutSeconds * 1000, hold: options.validationHold });
   const trust = trustService({ repo: trustRepository(database.db), products: repo, oidc: config.publishing.oidc, now: options.trustClock });
-  const products = productService({ repo, publishing: config.publishing, validate: validator.validate, trust, uploadedLabels: uploadedLabelsOf(productFilesReader(filesRepository(database.db))) });
-  const files = productFilesReader(filesRepository(database.db));
+  // Labels and workflows are read once per change of the product's files, by every reader here.
+  const files = stampedFiles(productFilesReader(filesRepository(database.db)));
+  const products = productService({ repo, publishing: config.publishing, validate: validator.validate, trust, uploadedLabels: uploadedLabelsOf(files) });
   const crawls = crawlsRepository(database.db, database.dialect);
   const releases = releasesService({
     storage: localStorage(config.publishing.storageDir),
@@ -114,13 +115,11 @@ export async function createPublishingService(config: Config, options: Publishin
     log: { error: (o, msg) => app.log.error(o, msg) },
   });
   const snapshots = releaseNodesRepository(database.db);
-  // Pages and comparisons read labels and workflows once per change of the product's files.
-  const pageFiles = stampedFiles(files);
   // Two labels of thousands of nodes are compared, and nodes searched, in a worker thread with
   // its own connection (a database only this process can open is read here).
   const reads = config.publishing.databaseUrl === ':memory:' ? null : catalogReads({ databaseUrl: config.publishing.databaseUrl, timeoutMs: config.publishing.pageRenderTimeoutSeconds * 1000 });
   const differ = reads?.differ ?? localDiffer(snapshots);
-  const nodeChanges = changesService({ snapshots, files: pageFiles, products: repo, current: releases.current, differ });
+  const nodeChanges = changesService({ snapshots, files: files, products: repo, current: releases.current, differ });
   const crawler = crawlerService({
     crawls,
     products: repo,
@@ -157,7 +156,7 @@ export async function createPublishingService(config: Config, options: Publishin
     nodeChanges: { service: nodeChanges, pages: changesPages({ service: nodeChanges, site }) },
     renderer,
     repo,
-    files: pageFiles,
+    files: files,
     released: releases.current,
     crawls,
     searchNodes: reads?.search,
