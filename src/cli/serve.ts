@@ -30,6 +30,9 @@ const PARTS = ['web', 'downloads', 'sftp', 'runner'] as const;
  */
 const VENDOR_WORK_NICE = 5;
 
+/** Nice value of the SFTP server's own process beside the web part (see `sftpApart`). */
+const SFTP_APART_NICE = 10;
+
 /** Past PIER_DRAIN_SECONDS, the time the parts get to close their databases before the process exits anyway. */
 const STOP_GRACE_MS = 5000;
 
@@ -49,6 +52,10 @@ export function registerServeCommand(program: Command): void {
       // The parts of this process share one handle per SQLite file (see shareSqliteHandles).
       shareSqliteHandles();
       const downloadsApart = wanted.includes('downloads') && wanted.length > 1;
+      // SFTP sessions are one vendor's bulk work (thousands of uploads, listings of big folders,
+      // renames of whole labels): beside other parts they get a process of their own too, at a
+      // lower priority than pages, so a vendor's upload never holds up another product's page.
+      const sftpApart = wanted.includes('sftp') && wanted.length > 1;
       if (partProcess) endWithParent();
       let stopping = false;
       const running: Running[] = [];
@@ -97,7 +104,7 @@ export function registerServeCommand(program: Command): void {
         process.exit(code);
       };
       // Before any part is built: each looks once, when built, whether metrics are on.
-      const metrics = await startServeMetrics(config, { partProcess, downloadsApart });
+      const metrics = await startServeMetrics(config, { partProcess: partProcess ? (wanted[0] ?? null) : null, partsApart: downloadsApart || sftpApart });
       if (metrics) {
         running.push(metrics);
         console.error(`pier: metrics listening on ${metrics.url}`);
@@ -137,8 +144,17 @@ export function registerServeCommand(program: Command): void {
         parts.push({
           name: 'sftp',
           async start() {
+            if (sftpApart) {
+              const part = await startPartProcess('sftp', (why) => {
+                console.error(`pier: ${why}; stopping the other parts too`);
+                void stop(1, 0, 0, why);
+              }, metrics?.partProcess);
+              return { ...part, ownProcess: true };
+            }
             const { startSftp } = await import('../publishing/sftp/index.js');
             const s = await startSftp(config);
+            // The SFTP server's own process beside the web part yields the CPU to pages.
+            if (partProcess) lowerOwnPriority(SFTP_APART_NICE);
             // Vendors compare this with their client's first-connect prompt (trust on first use).
             for (const k of s.hostKeys) console.error(`pier: sftp host key ${k.type} ${k.fingerprint}`);
             return { url: `sftp://${s.host}:${s.port}`, close: (drainMs) => s.close(drainMs) };

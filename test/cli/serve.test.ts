@@ -164,3 +164,58 @@ test('beside other parts the download host runs in a process of its own, which e
   if (outlived) process.kill(own, 'SIGKILL');
   assert.equal(outlived, false, 'the download host outlived pier serve');
 });
+
+test('beside the web part the SFTP server runs in a process of its own, at a lower priority than pages, and ends with pier serve', async () => {
+  const [http, sftp] = await Promise.all([freePort(), freePort()]);
+  const env = { ...process.env, PIER_DATA_DIR: tempDir(), PIER_HTTP_PORT: String(http), PIER_SFTP_PORT: String(sftp), PIER_LOG_LEVEL: 'warn' };
+  const child = spawn(process.execPath, ['bin/pier.js', 'serve', '--only', 'web,sftp'], { env });
+  let out = '';
+  child.stderr.on('data', (c) => {
+    out += c;
+  });
+  const exited = new Promise((r) => child.once('exit', r));
+  let own = 0;
+  try {
+    for (let i = 0; i < 600 && !/Next steps/.test(out); i++) await new Promise((r) => setTimeout(r, 100));
+    const m = /pier: sftp listening on sftp:\/\/[^:]+:(\d+) \(own process (\d+)\)/.exec(out);
+    assert.ok(m, out);
+    assert.equal(Number(m[1]), sftp);
+    own = Number(m[2]);
+    assert.notEqual(own, child.pid);
+    // Its host key is still said once, for vendors to compare.
+    assert.equal((out.match(/pier: sftp host key /g) ?? []).length >= 1, true, out);
+    const { readFileSync, readdirSync } = await import('node:fs');
+    assert.match(readFileSync(`/proc/${own}/cmdline`, 'utf8').split('\0').join(' '), /serve --only sftp/);
+    // The SSH server answers there.
+    const banner = await new Promise<string>((resolve, reject) => {
+      const s = net.connect(sftp, '127.0.0.1');
+      s.once('data', (d) => {
+        resolve(d.toString());
+        s.destroy();
+      });
+      s.once('error', reject);
+    });
+    assert.match(banner, /^SSH-2\.0-/);
+    // Pages keep the priority pier serve started with; every thread of the SFTP process yields to them.
+    const nices = (pid: number) => readdirSync(`/proc/${pid}/task`).map((tid) => os.getPriority(Number(tid)));
+    const base = os.getPriority();
+    assert.deepEqual([...new Set(nices(child.pid as number))], [base]);
+    const sftpNices = nices(own);
+    assert.ok(sftpNices.length > 1 && sftpNices.every((n) => n >= base + 10), `threads of the SFTP process at nice ${sftpNices.join(', ')}`);
+  } finally {
+    child.kill('SIGKILL');
+    await exited;
+  }
+  const alive = (pid: number) => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  for (let i = 0; i < 100 && alive(own); i++) await new Promise((r) => setTimeout(r, 100));
+  const outlived = alive(own);
+  if (outlived) process.kill(own, 'SIGKILL');
+  assert.equal(outlived, false, 'the SFTP server outlived pier serve');
+});

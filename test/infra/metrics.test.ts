@@ -78,7 +78,7 @@ test('settings: off by default, loopback by default, a bad value names its varia
 test('metrics off (the default): no registry, no listener, nothing counted', async () => {
   disableMetrics();
   const config = loadConfig({ PIER_DATA_DIR: tempDir() });
-  assert.equal(await startServeMetrics(config, { partProcess: false, downloadsApart: false }), null);
+  assert.equal(await startServeMetrics(config, { partProcess: null, partsApart: false }), null);
   assert.equal(metricsRegistry(), null);
 });
 

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
 import { type CompiledQuery, Kysely, type Migration, Migrator, PostgresDialect, sql } from 'kysely';
-import { FifoSqliteDialect } from './sqlite-driver.js';
+import { FifoSqliteDialect, SQLITE_BUSY_TIMEOUT_MS } from './sqlite-driver.js';
 import { countingWrites, WriteCounter } from './write-counter.js';
 import pg from 'pg';
 
@@ -87,7 +87,9 @@ export function openDatabase<DB>(url: string): Database<DB> {
   const sqlite = new SQLite(url);
   // WAL lets the staff CLI write while the server reads; busy_timeout waits instead of failing.
   sqlite.pragma('journal_mode = WAL');
-  sqlite.pragma('busy_timeout = 5000');
+  // A short synchronous wait for another process's write lock; the rest is waited on timers
+  // (sqlite-driver.ts retryWhileBusy), so the event loop keeps serving meanwhile.
+  sqlite.pragma(`busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`);
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('synchronous = NORMAL');
   const cached = withStatementCache(sqlite);

@@ -1,4 +1,5 @@
 import {
+  CompiledQuery,
   type DatabaseConnection,
   type Driver,
   type QueryCompiler,
@@ -7,6 +8,43 @@ import {
   SqliteDriver,
   type TransactionSettings,
 } from 'kysely';
+
+/** How long a statement waits for another process's write lock before it fails, in all. */
+export const SQLITE_LOCK_WAIT_MS = 5000;
+/**
+ * The synchronous part of that wait (busy_timeout, set where the file is opened): the thread
+ * sleeps in SQLite meanwhile, so it is kept short; past it the statement is tried again after a
+ * timer, and the event loop serves other requests while another process (the download host, the
+ * SFTP server's own process, the staff CLI) finishes its write.
+ */
+export const SQLITE_BUSY_TIMEOUT_MS = 10;
+
+const isBusy = (e: unknown) => (e as { code?: string })?.code === 'SQLITE_BUSY';
+
+/** Runs `attempt` until it does not fail with SQLITE_BUSY, waiting on timers, up to SQLITE_LOCK_WAIT_MS. */
+async function retryWhileBusy<T>(attempt: () => Promise<T>): Promise<T> {
+  const until = performance.now() + SQLITE_LOCK_WAIT_MS;
+  for (let pause = 1; ; pause = Math.min(pause * 2, 50)) {
+    try {
+      return await attempt();
+    } catch (e) {
+      if (!isBusy(e) || performance.now() >= until) throw e;
+    }
+    await new Promise((r) => setTimeout(r, pause));
+  }
+}
+
+/**
+ * The connection, with statements outside a transaction tried again while another process holds
+ * the write lock (SQLITE_BUSY means the statement did nothing, so running it again is safe).
+ * Inside a transaction the lock is already held (IMMEDIATE, see `beginTransaction`).
+ */
+function lockWaiting(connection: DatabaseConnection, inTransaction: () => boolean): DatabaseConnection {
+  return {
+    executeQuery: (query) => (inTransaction() ? connection.executeQuery(query) : retryWhileBusy(() => connection.executeQuery(query))),
+    streamQuery: (query, chunkSize) => connection.streamQuery(query, chunkSize),
+  };
+}
 
 /**
  * Kysely's SQLite driver guards its single connection with a mutex whose waiters all wake on
@@ -18,6 +56,7 @@ class FifoSqliteDriver implements Driver {
   readonly #inner: SqliteDriver;
   #connection: DatabaseConnection | undefined;
   #locked = false;
+  #inTransaction = false;
   readonly #waiters: (() => void)[] = [];
 
   constructor(config: SqliteDialectConfig) {
@@ -27,7 +66,7 @@ class FifoSqliteDriver implements Driver {
   async init(): Promise<void> {
     await this.#inner.init();
     // Held for the driver's lifetime; exclusivity is managed here.
-    this.#connection = await this.#inner.acquireConnection();
+    this.#connection = lockWaiting(await this.#inner.acquireConnection(), () => this.#inTransaction);
   }
 
   async acquireConnection(): Promise<DatabaseConnection> {
@@ -48,17 +87,25 @@ class FifoSqliteDriver implements Driver {
     else this.#locked = false;
   }
 
-  beginTransaction(connection: DatabaseConnection, _settings: TransactionSettings): Promise<void> {
+  async beginTransaction(connection: DatabaseConnection, _settings: TransactionSettings): Promise<void> {
     // SQLite has no isolation levels to set; Kysely's driver ignores the settings too.
-    return this.#inner.beginTransaction(connection);
+    // IMMEDIATE: the write lock is taken (waiting up to busy_timeout) when the transaction
+    // starts. A deferred transaction that reads and then writes while another process (the
+    // download host, the SFTP server's own process, the staff CLI) committed in between fails at
+    // once with SQLITE_BUSY: in WAL mode its snapshot cannot become a writer, and SQLite does
+    // not wait for that.
+    await retryWhileBusy(() => connection.executeQuery(CompiledQuery.raw('begin immediate')));
+    this.#inTransaction = true;
   }
 
-  commitTransaction(connection: DatabaseConnection): Promise<void> {
-    return this.#inner.commitTransaction(connection);
+  async commitTransaction(connection: DatabaseConnection): Promise<void> {
+    await this.#inner.commitTransaction(connection);
+    this.#inTransaction = false;
   }
 
-  rollbackTransaction(connection: DatabaseConnection): Promise<void> {
-    return this.#inner.rollbackTransaction(connection);
+  async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
+    this.#inTransaction = false;
+    await this.#inner.rollbackTransaction(connection);
   }
 
   savepoint(connection: DatabaseConnection, name: string, compile: QueryCompiler['compileQuery']): Promise<void> {

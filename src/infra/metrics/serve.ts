@@ -1,7 +1,7 @@
 /**
  * Metrics for `pier serve` (cli/serve.ts): with PIER_METRICS_PORT set, turned on before any part
  * is built (the parts look once, when built, whether to count) and served on one listener per
- * process tree. A part's own process (the download host beside other parts) listens on nothing:
+ * process tree. A part's own process (the download host or the SFTP server beside other parts) listens on nothing:
  * it answers `pier serve` over the IPC channel, which adds its metrics to the one page
  * (part-process.ts). With the port unset nothing of this runs.
  */
@@ -18,15 +18,15 @@ export interface ServeMetrics {
   close(): Promise<void>;
 }
 
-export async function startServeMetrics(config: Config, how: { partProcess: boolean; downloadsApart: boolean }): Promise<ServeMetrics | null> {
+export async function startServeMetrics(config: Config, how: { partProcess: string | null; partsApart: boolean }): Promise<ServeMetrics | null> {
   if (config.metrics.port === 0) return null;
-  if (how.partProcess) {
-    // Only the download host runs apart (cli/serve.ts).
-    enableMetrics({ process: 'downloads' });
+  if (how.partProcess !== null) {
+    // The part this process runs apart (the download host or the SFTP server, cli/serve.ts).
+    enableMetrics({ process: how.partProcess });
     answerMetricsRequests();
     return null;
   }
-  const registry = enableMetrics(how.downloadsApart ? { process: 'serve' } : {});
+  const registry = enableMetrics(how.partsApart ? { process: 'serve' } : {});
   const sources: MetricsSource[] = [];
   const endpoint = await startMetricsEndpoint(registry, {
     host: config.metrics.host,
