@@ -103,8 +103,14 @@ export async function createPublishingService(config: Config, options: Publishin
   // PATCH bodies are checked off the event loop, under the page render's time limit.
   const validator = isolatedValidator({ timeoutMs: config.publishing.pageRenderTimeoutSeconds * 1000, hold: options.validationHold });
   const trust = trustService({ repo: trustRepository(database.db), products: repo, oidc: config.publishing.oidc, now: options.trustClock });
+  // Two labels of thousands of nodes are compared, nodes searched, stats reports and (on SQLite)
+  // label totals read in a worker thread with its own connection (a database only this process
+  // can open is read here).
+  const reads = config.publishing.databaseUrl === ':memory:' ? null : catalogReads({ databaseUrl: config.publishing.databaseUrl, timeoutMs: config.publishing.pageRenderTimeoutSeconds * 1000 });
   // Labels and workflows are read once per change of the product's files, by every reader here.
-  const files = stampedFiles(productFilesReader(filesRepository(database.db)));
+  // PostgreSQL sums a label's rows in its own process; SQLite would on this thread.
+  const labelTotals = reads && database.dialect === 'sqlite' ? { labelTotals: (id: string) => reads.labelTotals(id) } : {};
+  const files = stampedFiles(productFilesReader(filesRepository(database.db), labelTotals));
   const products = productService({ repo, publishing: config.publishing, validate: validator.validate, trust, uploadedLabels: uploadedLabelsOf(files) });
   const crawls = crawlsRepository(database.db, database.dialect);
   const releases = releasesService({
@@ -115,11 +121,8 @@ export async function createPublishingService(config: Config, options: Publishin
     log: { error: (o, msg) => app.log.error(o, msg) },
   });
   const snapshots = releaseNodesRepository(database.db);
-  // Two labels of thousands of nodes are compared, and nodes searched, in a worker thread with
-  // its own connection (a database only this process can open is read here).
-  const reads = config.publishing.databaseUrl === ':memory:' ? null : catalogReads({ databaseUrl: config.publishing.databaseUrl, timeoutMs: config.publishing.pageRenderTimeoutSeconds * 1000 });
   const differ = reads?.differ ?? localDiffer(snapshots);
-  const nodeChanges = changesService({ snapshots, files: files, products: repo, current: releases.current, differ });
+  const nodeChanges = changesService({ snapshots, files, products: repo, current: releases.current, differ });
   const crawler = crawlerService({
     crawls,
     products: repo,

@@ -1,4 +1,4 @@
-import type { FilesRepository } from './repository.js';
+import type { FilesRepository, LabelTotalsRow } from './repository.js';
 import { isLabel } from './tree.js';
 
 export interface LabelSummary {
@@ -34,12 +34,17 @@ const byString = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
  * Reads what was uploaded from the record of finished uploads (one query per call, shared by
  * every instance through the database), never by walking the storage folder.
  */
-export function productFilesReader(repo: FilesRepository): ProductFilesReader {
+export function productFilesReader(
+  repo: FilesRepository,
+  /** Where the label totals are read (the catalog worker's thread on SQLite); the repository by default. */
+  read: { labelTotals?: (productId: string) => Promise<LabelTotalsRow[]> } = {},
+): ProductFilesReader {
+  const labelTotals = read.labelTotals ?? ((productId: string) => repo.labelTotals(productId));
   return {
     async listLabels(productId) {
       const labels = new Map<string, LabelSummary>();
       // Summed by the database, a row per label: a label may hold 100,000 files.
-      for (const row of await repo.labelTotals(productId)) {
+      for (const row of await labelTotals(productId)) {
         if (!isLabel(row.label)) continue;
         let s = labels.get(row.label);
         if (!s) {

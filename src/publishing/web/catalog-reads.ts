@@ -11,6 +11,7 @@ import { ServiceUnavailableError } from '../../infra/errors.js';
 import { keptWorker } from '../../infra/kept-worker.js';
 import type { CompareOutcome, NodesDiffer, SideRef } from '../changes/compare.js';
 import type { NodeSearchFilter, NodeSearchHit } from '../crawler/repository.js';
+import type { LabelTotalsRow } from '../files/repository.js';
 import type { ReportRequest } from '../stats/service.js';
 import type { CatalogJob, CatalogReply } from './catalog-worker.js';
 
@@ -30,8 +31,15 @@ export interface CatalogReads {
   search(filter: NodeSearchFilter, limit: number): Promise<NodeSearchHit[]>;
   /** stats/service.ts `buildReport` as JSON text, run in the worker (stats/report-answers.ts keeps and paces them). */
   statsReport(productId: string, request: ReportRequest): Promise<string>;
+  /**
+   * files/repository.ts `labelTotals`, run in the worker: on SQLite the grouped read of every file
+   * row of a label of tens of thousands of files would hold the serving thread for tens of ms.
+   */
+  labelTotals(productId: string): Promise<LabelTotalsRow[]>;
   /** Jobs the worker has answered (tests: proof that the work left the serving thread). */
   readonly answered: number;
+  /** Of those, the jobs of one kind. */
+  answeredOf(kind: CatalogJob['kind']): number;
   close(): Promise<void>;
 }
 
@@ -64,6 +72,11 @@ const isHit = (h: unknown) => {
   return !!x && typeof x.product_id === 'string' && typeof x.factory_class === 'string' && typeof x.name === 'string' && typeof x.label === 'string';
 };
 
+const isTotals = (t: unknown) => {
+  const x = t as Record<string, unknown>;
+  return !!x && typeof x.label === 'string' && typeof x.archive === 'boolean' && isCount(x.files) && isCount(x.bytes) && (x.lastUploadAt === null || typeof x.lastUploadAt === 'string');
+};
+
 export function catalogReads(limits: CatalogReadLimits): CatalogReads {
   const worker = keptWorker<CatalogJob>({
     entry: new URL('./catalog-worker.ts', import.meta.url),
@@ -77,6 +90,7 @@ export function catalogReads(limits: CatalogReadLimits): CatalogReads {
       new ServiceUnavailableError(reason === 'closed' ? 'The server is shutting down.' : 'Too many node searches and comparisons are under way; try again shortly.', RETRY_AFTER_SECONDS),
   });
   let answered = 0;
+  const answeredBy = new Map<CatalogJob['kind'], number>();
   const reply = (v: unknown): CatalogReply => {
     const r = v as CatalogReply;
     if (!r || typeof r !== 'object' || r.ok !== true) throw new ReadFailed(r && r.ok === false ? String(r.message) : 'the catalog worker replied with something unexpected');
@@ -85,7 +99,9 @@ export function catalogReads(limits: CatalogReadLimits): CatalogReads {
   };
   async function run<R>(job: CatalogJob, take: (v: unknown) => R): Promise<R> {
     try {
-      return await worker.run(job, take, (e) => e instanceof ReadFailed);
+      const answer = await worker.run(job, take, (e) => e instanceof ReadFailed);
+      answeredBy.set(job.kind, (answeredBy.get(job.kind) ?? 0) + 1);
+      return answer;
     } catch (e) {
       // The reason stays in the server (it may name internals); the client gets a plain 503.
       if (e instanceof ReadFailed) throw new ServiceUnavailableError('The catalog could not be read in time; try again later.', RETRY_AFTER_SECONDS);
@@ -142,9 +158,20 @@ export function catalogReads(limits: CatalogReadLimits): CatalogReads {
         return r.json;
       });
     },
+    labelTotals(productId: string): Promise<LabelTotalsRow[]> {
+      const job: CatalogJob = { kind: 'labelTotals', databaseUrl: limits.databaseUrl, productId };
+      return shared(JSON.stringify(['labelTotals', productId]), null, () =>
+        run(job, (v) => {
+          const r = reply(v);
+          if (!('totals' in r) || !isList(r.totals) || !r.totals.every(isTotals)) throw new ReadFailed('the catalog worker replied with something other than label totals');
+          return r.totals;
+        }),
+      );
+    },
     get answered() {
       return answered;
     },
+    answeredOf: (kind) => answeredBy.get(kind) ?? 0,
     close: () => worker.close(),
   };
 }

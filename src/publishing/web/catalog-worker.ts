@@ -1,7 +1,7 @@
 /**
  * The catalog's reading thread (web/catalog-reads.ts): comparisons of two labels (changes/
- * compare.ts), node searches (crawler/repository.ts `searchNodes`) and download stats reports
- * (stats/report-answers.ts), through a database
+ * compare.ts), node searches (crawler/repository.ts `searchNodes`), download stats reports
+ * (stats/report-answers.ts) and a product's label totals (files/repository.ts), through a database
  * connection of its own. Thousands of nodes are read, parsed, hashed or ranked here, never on
  * the serving event loop; it only reads, so its connection never holds a write lock the
  * serving one could wait for.
@@ -12,15 +12,17 @@ import { comparePage, type CompareOutcome, type DiffsKept, type SideRef } from '
 import { releaseNodesRepository } from '../changes/repository.js';
 import { crawlsRepository, type NodeSearchFilter, type NodeSearchHit } from '../crawler/repository.js';
 import type { PublishingDB } from '../db.js';
+import { filesRepository, type LabelTotalsRow } from '../files/repository.js';
 import { installsRepository } from '../stats/installs-repository.js';
 import { buildReport, type ReportRequest } from '../stats/service.js';
 
 export type CatalogJob =
   | { kind: 'compare'; databaseUrl: string; productId: string; from: SideRef; to: SideRef; page: number; version: string | null }
   | { kind: 'search'; databaseUrl: string; filter: NodeSearchFilter; limit: number }
-  | { kind: 'stats'; databaseUrl: string; productId: string; request: ReportRequest };
+  | { kind: 'stats'; databaseUrl: string; productId: string; request: ReportRequest }
+  | { kind: 'labelTotals'; databaseUrl: string; productId: string };
 
-export type CatalogReply = { ok: true; outcome: CompareOutcome } | { ok: true; hits: NodeSearchHit[] } | { ok: true; json: string } | { ok: false; message: string };
+export type CatalogReply = { ok: true; outcome: CompareOutcome } | { ok: true; hits: NodeSearchHit[] } | { ok: true; json: string } | { ok: true; totals: LabelTotalsRow[] } | { ok: false; message: string };
 
 const port = parentPort;
 let database: Database<PublishingDB> | null = null;
@@ -29,6 +31,11 @@ if (port) {
   port.on('message', async (job: CatalogJob) => {
     try {
       database ??= openDatabase<PublishingDB>(job.databaseUrl);
+      if (job.kind === 'labelTotals') {
+        const totals = await filesRepository(database.db).labelTotals(job.productId);
+        port.postMessage({ ok: true, totals } satisfies CatalogReply);
+        return;
+      }
       if (job.kind === 'stats') {
         // Serialized here too: the serving loop only sends the text.
         const json = JSON.stringify(await buildReport(installsRepository(database.db), job.productId, job.request));
