@@ -21,8 +21,10 @@ export interface FileEntry {
 export interface ProductFilesReader {
   /** Update-site labels of the product (folder `update-site/<label>/` and/or archive `update-site/<label>.zip`), sorted by label. */
   listLabels(productId: string): Promise<LabelSummary[]>;
-  /** Files under `assets/` or `workflows/`, paths relative to that folder, sorted. */
-  listFiles(productId: string, area: 'assets' | 'workflows'): Promise<FileEntry[]>;
+  /** Files under `assets/` or `workflows/`, paths relative to that folder, sorted; with `limit`, the first ones. */
+  listFiles(productId: string, area: 'assets' | 'workflows', limit?: number): Promise<FileEntry[]>;
+  /** How many files are under `assets/` or `workflows/`. */
+  countFiles(productId: string, area: 'assets' | 'workflows'): Promise<number>;
   /** Changes whenever any file of the product is added, replaced or removed (also by another process/instance); null if none yet. */
   changeStamp(productId: string): Promise<string | null>;
 }
@@ -63,12 +65,14 @@ export function productFilesReader(
       return [...labels.values()].sort((a, b) => byString(a.label, b.label));
     },
 
-    async listFiles(productId, area) {
+    async listFiles(productId, area, limit) {
       const prefix = `${area}/`;
-      return (await repo.listUnder(productId, prefix))
+      return (await repo.listUnder(productId, prefix, limit))
         .map((r) => ({ path: r.path.slice(prefix.length), size: r.size, modifiedAt: r.modified_at }))
         .sort((a, b) => byString(a.path, b.path));
     },
+
+    countFiles: (productId, area) => repo.countUnder(productId, `${area}/`),
 
     async changeStamp(productId) {
       const state = await repo.state(productId);

@@ -16,6 +16,19 @@ function startsWith(prefix: string) {
   return sql<boolean>`substr(path, 1, ${[...prefix].length}) = ${prefix}`;
 }
 
+/**
+ * On SQLite, "path starts with `prefix`" as the range of the primary key (product_id, path) it
+ * covers, so the index reads just those rows (text compares bytewise, BINARY). PostgreSQL's
+ * collation may order `/` apart from bytes, so there it is no condition (`startsWith` decides).
+ */
+function inRangeOf(prefix: string, postgres: boolean) {
+  const last = prefix.charCodeAt(prefix.length - 1);
+  // Bytewise, `prefix` + anything sorts below the prefix with its last (ASCII) byte raised.
+  if (postgres || prefix === '' || last >= 0x7f) return sql<boolean>`true`;
+  const end = prefix.slice(0, -1) + String.fromCharCode(last + 1);
+  return sql<boolean>`path >= ${prefix} and path < ${end}`;
+}
+
 async function bump(db: Db, productId: string, now: string): Promise<void> {
   // Every change of a product's files counts once: the page cache and the crawler compare this.
   await db
@@ -285,14 +298,27 @@ export function filesRepository(db: Kysely<PublishingDB>, hot: { readNow?: ReadN
       return db.selectFrom('product_files').selectAll().where('product_id', '=', productId).where('path', '=', path).executeTakeFirst();
     },
 
-    /** Rows whose path starts with `prefix` (e.g. `update-site/`), in no particular order. */
-    async listUnder(productId: string, prefix: string): Promise<FileRow[]> {
-      return db
+    /**
+     * Rows whose path starts with `prefix` (e.g. `update-site/`); with `limit`, the first ones by
+     * path (the database's order; callers sort). A prefix of 20,000 files is 20,000 rows: pages
+     * ask for a bounded few.
+     */
+    async listUnder(productId: string, prefix: string, limit?: number): Promise<FileRow[]> {
+      let q = db.selectFrom('product_files').selectAll().where('product_id', '=', productId).where(startsWith(prefix)).where(inRangeOf(prefix, postgres));
+      if (limit !== undefined) q = q.orderBy('path').limit(limit);
+      return q.execute();
+    },
+
+    /** How many rows `listUnder` would list without a limit, counted by the database. */
+    async countUnder(productId: string, prefix: string): Promise<number> {
+      const r = await db
         .selectFrom('product_files')
-        .selectAll()
+        .select((eb) => eb.fn.countAll().as('n'))
         .where('product_id', '=', productId)
         .where(startsWith(prefix))
-        .execute();
+        .where(inRangeOf(prefix, postgres))
+        .executeTakeFirst();
+      return Number(r?.n ?? 0);
     },
 
     /**

@@ -33,7 +33,8 @@ export function stampedFiles(files: ProductFilesReader, cacheSize = 500): Produc
 
   return {
     listLabels: (productId) => read<LabelSummary[]>(`labels\u0000${productId}`, productId, () => files.listLabels(productId)),
-    listFiles: (productId, area) => read<FileEntry[]>(`${area}\u0000${productId}`, productId, () => files.listFiles(productId, area)),
+    listFiles: (productId, area, limit) => read<FileEntry[]>(`${area}\u0000${limit ?? ''}\u0000${productId}`, productId, () => files.listFiles(productId, area, limit)),
+    countFiles: (productId, area) => read<number>(`${area}\u0000count\u0000${productId}`, productId, () => files.countFiles(productId, area)),
     changeStamp: (productId) => files.changeStamp(productId),
   };
 }

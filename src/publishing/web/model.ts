@@ -59,6 +59,8 @@ export interface ProductPageModel {
   /** Uploaded update-site labels, best first; null while the files part is not available. */
   labels: InstallLabel[] | null;
   workflows: WorkflowFile[] | null;
+  /** When the product has more example workflows than the page lists: how many, and the folder index listing them all. */
+  workflowsMore?: { total: number; indexUrl: string } | null;
   contact: { name: string; email: string } | null;
   /** The product's release feed; null while hidden (feeds list live products only, README "Product pages"). */
   feedUrl: string | null;

@@ -10,10 +10,16 @@ import { isWithdrawn, labelNoticeView } from '../notices/view.js';
 import { normalizeHex, readableOn, textColorOn } from './colors.js';
 import type { CatalogCard, Colors, InstallLabel, NodeGroup, ProductPageModel, SiteInfo, WorkflowFile } from './model.js';
 
+/** Example workflows a product page lists; the download host's folder index lists them all. */
+export const PAGE_WORKFLOWS = 100;
+
 /** What was uploaded for a product (files/reader.ts). */
 export interface ProductFilesView {
   labels: LabelSummary[];
+  /** The first example workflows (at most PAGE_WORKFLOWS), sorted. */
   workflows: FileEntry[];
+  /** Every file under `workflows/` (more than `workflows` lists when the folder is larger). */
+  workflowCount?: number;
   /** Labels with a folder and no release: the download host serves nothing for them (docs/vendors.md "Releases"). */
   unreleased?: ReadonlySet<string>;
 }
@@ -164,6 +170,8 @@ export function productPageModel(
     content,
     labels: files ? installLabels(site, p.id, files.labels, release, ranges, f.labels, files.unreleased) : null,
     workflows,
+    workflowsMore:
+      files && (files.workflowCount ?? 0) > files.workflows.length ? { total: files.workflowCount ?? 0, indexUrl: `${site.downloadUrl}/workflows/${p.id}/` } : null,
     contact: f.contact ?? null,
     feedUrl: p.state === 'live' ? `/product/${p.id}/releases.atom` : null,
     nodes: null,

@@ -471,6 +471,11 @@ export function ProductPage(props: { site: SiteInfo; m: ProductPageModel }) {
                   </li>
                 ))}
               </ul>
+              {m.workflowsMore ? (
+                <p>
+                  The first {m.workflows.length} of {m.workflowsMore.total.toLocaleString('en')} files. <a href={m.workflowsMore.indexUrl}>All example workflow files</a>
+                </p>
+              ) : null}
             </section>
           ) : null}
           {c.licenseHtml ? (

@@ -27,7 +27,7 @@ import { CatalogPage } from './catalog-page.js';
 import type { CatalogCard, CatalogPageModel, ProductPageModel, SiteInfo, Served } from './model.js';
 import { NotFoundPage } from './not-found-page.js';
 import { PAGE_IDS } from './product-page.js';
-import { iconVersion, type ProductFilesView, type ProductInput, productPageModel } from './presenter.js';
+import { iconVersion, PAGE_WORKFLOWS, type ProductFilesView, type ProductInput, productPageModel } from './presenter.js';
 import { renderDocument } from './render.js';
 import { entityTag } from './entity-tag.js';
 import { feedNotices } from '../notices/view.js';
@@ -140,9 +140,10 @@ export function pagesService({
   async function build(id: string, key: string, seq: number, stamp: { release: string | null; crawled: string | null }): Promise<Rendered | null> {
     const row = await repo.find(id);
     if (!row) return null;
-    const [labels, workflows] = await Promise.all([files.listLabels(id), files.listFiles(id, 'workflows')]);
+    // The page lists the first PAGE_WORKFLOWS example workflows; the download host's folder index pages the rest.
+    const [labels, workflows, workflowCount] = await Promise.all([files.listLabels(id), files.listFiles(id, 'workflows', PAGE_WORKFLOWS), files.countFiles(id, 'workflows')]);
     const unreleased = new Set(labels.filter((l) => l.files > 0 && released(id, l.label) === null).map((l) => l.label));
-    const filesView: ProductFilesView = { labels, workflows, unreleased };
+    const filesView: ProductFilesView = { labels, workflows, workflowCount, unreleased };
     const input: ProductInput = { id: row.id, state: row.state, fields: parseFields(row) };
     const content = await renderer.render(input.fields, stamp.release, PAGE_IDS, id);
     const runs = await crawls.forProduct(id);

@@ -22,6 +22,10 @@ function countingReader() {
       reads++;
       return [];
     },
+    async countFiles() {
+      reads++;
+      return 0;
+    },
     async changeStamp(productId) {
       const n = stamps.get(productId);
       return n === undefined ? null : String(n);
