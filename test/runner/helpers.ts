@@ -64,6 +64,8 @@ export async function startRunner(
     emailSender?: EmailSender;
     /** The parse of an upload's settings counts itself in cell 1, then waits while cell 0 is 0. */
     declaredHold?: Int32Array;
+    /** The clock the pacing of callers reads (monotonic ms); a frozen one makes waits exact. */
+    paceClock?: () => number;
   } = {},
 ): Promise<TestRunner> {
   const dataDir = opts.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'pier-runner-'));
@@ -85,6 +87,7 @@ export async function startRunner(
     claimRecheckMs: opts.claimRecheckMs,
     emailSender: opts.emailSender,
     declaredHold: opts.declaredHold,
+    paceClock: opts.paceClock,
   });
   await service.app.ready();
   return {
