@@ -7,6 +7,8 @@
  * requests of one caller waiting at once, a request is refused (the caller answers 429 with
  * Retry-After), so nothing queues without bound.
  *
+ * `charge` takes more tokens after the fact, for a request that turned out to cost more than one.
+ *
  * The bucket is kept as its "theoretical arrival time" (the generic cell rate algorithm of ITU-T
  * I.371, a token bucket with a queue in one number): `full`, the time the bucket would be full
  * again. Then a request at `t` starts at max(t, full + 1/rate − burst/rate), and moves `full` on
@@ -20,7 +22,7 @@ export interface PaceLimits {
   rate: number;
   /** Tokens a caller's bucket holds: requests it may make at once after being idle. */
   burst: number;
-  /** Requests of one caller that may wait for a token at once; more are refused. */
+  /** Requests of one caller that may wait for a token at once; more are refused (a charge counts as the requests its tokens stand for). */
   maxWaiting: number;
   /** Callers remembered at most; past it the longest unseen is forgotten (it gets a full bucket). */
   maxCallers?: number;
@@ -65,6 +67,17 @@ export class Pacer {
     if (this.waitingAt(before!, t) >= this.limits.maxWaiting) return { refused: true, retryAfterMs: start - t };
     this.remember(caller, full);
     return { wait: start - t };
+  }
+
+  /**
+   * Takes `tokens` more from the caller's bucket after the fact, for work its request turned out
+   * to cost (a long answer): its next requests wait longer, none is interrupted. At most a full
+   * bucket at a time, so no single answer holds its caller back longer than burst / rate.
+   */
+  charge(caller: string, tokens: number): void {
+    if (!(tokens > 0)) return;
+    const t = this.now();
+    this.remember(caller, Math.max(this.full.get(caller) ?? t, t) + Math.min(tokens, this.limits.burst) * this.interval);
   }
 
   /** Requests of `caller` waiting for their start (tests, metrics). */

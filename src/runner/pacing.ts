@@ -14,12 +14,20 @@ export interface PacingSettings {
 }
 
 /**
+ * A request takes one token, and its answer one more for each further this many characters: the
+ * serializing and the garbage of an answer grow with its length (a page of 200 schedules costs
+ * the loop some 20 times what `GET /api/me` does), so a caller is paced by the work it causes,
+ * not only by how many requests it makes. Streamed answers (live logs, files) are not counted.
+ */
+export const ANSWER_CHARS_PER_TOKEN = 16 * 1024;
+
+/**
  * How much and in which order callers are served on the runner's serving loop, as one onRequest
  * hook after authentication (it needs to know whose request it is, `callerOf`):
  *  - how much: each caller's requests are paced to its bucket (infra/pace.ts), so a client
  *    looping over lists as fast as it is answered is served at the rate, and the garbage its
  *    answers make (the collector's pauses are everyone's) stays bounded by the rate, not by how
- *    fast the loop can go. Requests without a token wait on a timer; past the queue, 429 with
+ *    fast the loop can go; a long answer takes more tokens (ANSWER_CHARS_PER_TOKEN). Requests without a token wait on a timer; past the queue, 429 with
  *    Retry-After (when the caller would start again without waiting).
  *  - in which order: requests that may start take turns round robin (infra/fair-turns.ts), so
  *    one caller's burst does not run back to back ahead of another caller's request.
@@ -51,5 +59,11 @@ export function paceCallers(app: HttpApp, settings: PacingSettings, clock?: () =
       );
     } else if (pace.wait > 0) setTimeout(start, pace.wait);
     else start();
+  });
+  app.addHook('onSend', (req, _reply, payload, done) => {
+    if (req.principal?.type !== 'api-key' && (typeof payload === 'string' || Buffer.isBuffer(payload)) && payload.length > ANSWER_CHARS_PER_TOKEN) {
+      pacer.charge(callerOf(req), Math.floor((payload.length - 1) / ANSWER_CHARS_PER_TOKEN));
+    }
+    done(null, payload);
   });
 }

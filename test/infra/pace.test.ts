@@ -64,26 +64,43 @@ test('callers whose bucket is full again are forgotten; the map is capped agains
   assert.equal(capped.callers, 50);
 });
 
-/** Arrivals: each a caller and a gap (ms) after the previous one. */
-const arrivals = fc.array(fc.record({ caller: fc.constantFrom('a', 'b', 'c'), gap: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 400 })) }), {
-  minLength: 1,
-  maxLength: 200,
+test('a charge after the fact makes the next requests wait longer; one charge costs at most a full bucket', () => {
+  const c = clock();
+  const pacer = new Pacer({ rate: 10, burst: 3, maxWaiting: 5 }, c.now);
+  assert.equal(waitOf(pacer.take('a')), 0);
+  pacer.charge('a', 2);
+  assert.equal(waitOf(pacer.take('a')), 100, 'one token left after three, then one every 100 ms');
+  c.t += 10_000;
+  pacer.charge('a', 1_000);
+  assert.equal(waitOf(pacer.take('a')), 100, 'a full bucket taken, not a thousand tokens');
+  pacer.charge('b', 0);
+  assert.equal(pacer.callers, 1, 'a charge of nothing remembers no one');
 });
+
+/** Arrivals: each a caller, a gap (ms) after the previous one, and tokens charged after it started. */
+const arrivals = fc.array(
+  fc.record({ caller: fc.constantFrom('a', 'b', 'c'), gap: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 400 })), charge: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 12 })) }),
+  {
+    minLength: 1,
+    maxLength: 200,
+  },
+);
 const limits = fc.record({ rate: fc.integer({ min: 1, max: 50 }), burst: fc.integer({ min: 1, max: 10 }), maxWaiting: fc.integer({ min: 0, max: 8 }) });
 
-test('property: in any window of T seconds a caller starts at most burst + rate·T requests', () => {
+test('property: in any window of T seconds a caller starts at most burst + rate·T requests, charges or not', () => {
   fc.assert(
     fc.property(limits, arrivals, ({ rate, burst, maxWaiting }, seq) => {
       const c = clock();
       const pacer = new Pacer({ rate, burst, maxWaiting }, c.now);
       const starts = new Map<string, number[]>();
-      for (const { caller, gap } of seq) {
+      for (const { caller, gap, charge } of seq) {
         c.t += gap;
         const p = pacer.take(caller);
         if ('refused' in p) continue;
         const list = starts.get(caller) ?? [];
         list.push(c.t + p.wait);
         starts.set(caller, list);
+        pacer.charge(caller, charge);
       }
       for (const list of starts.values()) {
         for (let i = 0; i < list.length; i++) {

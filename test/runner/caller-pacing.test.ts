@@ -107,5 +107,17 @@ for (const target of dialects()) {
       const statuses = (await one.all).map((a) => a.statusCode).sort();
       assert.deepEqual(statuses, [200, 200, 200, 200, 200, 429, 429, 429]);
     });
+
+    test('a long answer takes more tokens: the next requests of that caller wait or are refused sooner', async () => {
+      paceMs += 60_000;
+      const from = (url: string) => () => inject({ method: 'GET', url, remoteAddress: '192.0.2.3' });
+      const spec = await from('/api/docs/json')();
+      assert.equal(spec.statusCode, 200);
+      assert.ok(String((spec as unknown as { body: string }).body).length > 2 * 16 * 1024, 'the OpenAPI document is longer than two tokens’ worth');
+      // One token to start and two (a full bucket, the most one answer costs) for its length: a
+      // token in debt counts as one waiting, so two more may wait and the rest are refused.
+      const statuses = (await together(5, from('/.well-known/oauth-authorization-server')).all).map((a) => a.statusCode).sort();
+      assert.deepEqual(statuses, [200, 200, 429, 429, 429]);
+    });
   });
 }
