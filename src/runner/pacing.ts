@@ -22,13 +22,15 @@ export interface PacingSettings {
 export const ANSWER_CHARS_PER_TOKEN = 16 * 1024;
 
 /**
- * How much and in which order callers are served on the runner's serving loop, as one onRequest
- * hook after authentication (it needs to know whose request it is, `callerOf`):
+ * How much and in which order callers are served on the runner's serving loop, as an onRequest
+ * hook after authentication (it needs to know whose request it is, `callerOf`) and an onSend
+ * hook that charges long answers:
  *  - how much: each caller's requests are paced to its bucket (infra/pace.ts), so a client
  *    looping over lists as fast as it is answered is served at the rate, and the garbage its
  *    answers make (the collector's pauses are everyone's) stays bounded by the rate, not by how
- *    fast the loop can go; a long answer takes more tokens (ANSWER_CHARS_PER_TOKEN). Requests without a token wait on a timer; past the queue, 429 with
- *    Retry-After (when the caller would start again without waiting).
+ *    fast the loop can go; a long answer takes more tokens (ANSWER_CHARS_PER_TOKEN). Requests
+ *    without a token wait on a timer; past the queue, 429 with Retry-After (when the caller
+ *    would start again without waiting).
  *  - in which order: requests that may start take turns round robin (infra/fair-turns.ts), so
  *    one caller's burst does not run back to back ahead of another caller's request.
  * The admin key is the executors' (claims, heartbeats, log batches) and the operator's: trusted,
