@@ -17,7 +17,7 @@ export interface PacingSettings {
  * A request takes one token, and its answer one more for each further this many characters: the
  * serializing and the garbage of an answer grow with its length (a page of 200 schedules costs
  * the loop some 20 times what `GET /api/me` does), so a caller is paced by the work it causes,
- * not only by how many requests it makes. Streamed answers (live logs, files) are not counted.
+ * not only by how many requests it makes. Files and streamed answers (live logs) are not counted.
  */
 export const ANSWER_CHARS_PER_TOKEN = 16 * 1024;
 
@@ -63,7 +63,9 @@ export function paceCallers(app: HttpApp, settings: PacingSettings, clock?: () =
     else start();
   });
   app.addHook('onSend', (req, _reply, payload, done) => {
-    if (req.principal?.type !== 'api-key' && (typeof payload === 'string' || Buffer.isBuffer(payload)) && payload.length > ANSWER_CHARS_PER_TOKEN) {
+    // A string was built for this request (serialized JSON, rendered HTML); buffers (the UI's
+    // files) and streams (live logs, outputs) are sent as they are.
+    if (typeof payload === 'string' && payload.length > ANSWER_CHARS_PER_TOKEN && req.principal?.type !== 'api-key') {
       pacer.charge(callerOf(req), Math.floor((payload.length - 1) / ANSWER_CHARS_PER_TOKEN));
     }
     done(null, payload);
