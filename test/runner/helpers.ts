@@ -28,6 +28,12 @@ export const API_KEY = 'test-admin-key-0123456789abcdef-0123';
 /** The setup token of every test runner (RUNNER_SETUP_TOKEN): creating the first administrator needs it. */
 export const SETUP_TOKEN = 'test-setup-token-0123456789abcdef-0123';
 
+/**
+ * Settings for tests that send thousands of requests on purpose (fuzzers): pacing per caller
+ * (RUNNER_CALLER_RATE) would only make them wait; caller-pacing.test.ts tests the pacing.
+ */
+export const UNPACED: Record<string, string> = { RUNNER_CALLER_RATE: '1000000', RUNNER_CALLER_BURST: '1000000' };
+
 /** A clock tests can move. */
 export class TestClock {
   t: number;
