@@ -151,6 +151,12 @@ export interface Config {
      * rest is dropped, with one line saying so, so no command's output can fill the database.
      */
     maxLogBytes: number;
+    /**
+     * Pacing of each caller (a user, or an address without credentials; the admin key is not
+     * paced): RUNNER_CALLER_RATE requests a second sustained (100), RUNNER_CALLER_BURST at once
+     * after a pause (200), RUNNER_CALLER_QUEUE waiting for their turn (256), then 429.
+     */
+    pace: { rate: number; burst: number; queue: number };
   };
 }
 
@@ -453,6 +459,11 @@ export function loadConfig(env: Env = process.env): Config {
       sweepSeconds: seconds(env, 'RUNNER_SWEEP_SECONDS', 5, 1, 3600),
       maxOutputBytes: size(env, 'RUNNER_MAX_OUTPUT_BYTES', 1024 ** 3),
       maxLogBytes: size(env, 'RUNNER_MAX_LOG_BYTES', 256 * 1024 ** 2),
+      pace: {
+        rate: count(env, 'RUNNER_CALLER_RATE', 100, 1_000_000),
+        burst: count(env, 'RUNNER_CALLER_BURST', 200, 1_000_000),
+        queue: env.RUNNER_CALLER_QUEUE === '0' ? 0 : count(env, 'RUNNER_CALLER_QUEUE', 256, 100_000),
+      },
     },
   };
 }

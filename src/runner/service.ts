@@ -1,6 +1,5 @@
 import cookie from '@fastify/cookie';
 import { drained } from '../infra/drain.js';
-import { FairTurns } from '../infra/fair-turns.js';
 import { readinessProbe } from '../infra/readiness.js';
 import formbody from '@fastify/formbody';
 import type { Config } from '../infra/config.js';
@@ -23,7 +22,8 @@ import { OAUTH_PATHS, resourceMetadataUrl } from './oauth/metadata.js';
 import { OAuthClientsRepository } from './oauth/repository.js';
 import { OAuthGrantsRepository } from './oauth/grants-repository.js';
 import { DOCS_CLIENT_ID, OAuthService, type RegistrationLimits } from './oauth/service.js';
-import { Authenticator, callerOf } from './auth/authenticate.js';
+import { Authenticator } from './auth/authenticate.js';
+import { paceCallers } from './pacing.js';
 import { CredentialEpoch } from './auth/credential-cache.js';
 import { JwtSessions, loadJwtSecret } from './auth/jwt.js';
 import { LoginLimiter } from './auth/login-limiter.js';
@@ -103,6 +103,8 @@ export interface RunnerServiceOptions {
    * this is null and only administrators change addresses; tests pass a sender that keeps them.
    */
   emailSender?: EmailSender | null;
+  /** Monotonic milliseconds the pacing of callers reads (tests freeze it); default performance.now. */
+  paceClock?: () => number;
   /** Tests only: the parse of an upload's settings in its worker counts itself in cell 1, then waits while cell 0 is 0. */
   declaredHold?: Int32Array;
 }
@@ -219,14 +221,9 @@ export async function createRunnerService(config: Config, options: RunnerService
       if (waiting) waiting.then(() => done(), done);
       else done();
     });
-    // One caller's burst (a client looping over lists, uploads) takes turns with everyone else's
-    // requests instead of running back to back before them (infra/fair-turns.ts).
-    const turns = new FairTurns();
-    app.addHook('onRequest', (req, _reply, done) => {
-      const waiting = turns.turn(callerOf(req));
-      if (waiting) void waiting.then(() => done());
-      else done();
-    });
+    // One caller's flood (a client looping over lists, uploads) is served at its pace and takes
+    // turns with everyone else's requests (pacing.ts).
+    paceCallers(app, config.runner.pace, options.paceClock);
     await app.register(
       async (api) => {
         const a = api as unknown as HttpApp;

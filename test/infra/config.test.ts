@@ -71,6 +71,11 @@ test('a bad value names the variable', () => {
     [{ RUNNER_RETENTION_DAYS: '-1' }, 'RUNNER_RETENTION_DAYS'],
     [{ RUNNER_RETENTION_DAYS: '7d' }, 'RUNNER_RETENTION_DAYS'],
     [{ RUNNER_RETENTION_DAYS: '36501' }, 'RUNNER_RETENTION_DAYS'],
+    [{ RUNNER_CALLER_RATE: '0' }, 'RUNNER_CALLER_RATE'],
+    [{ RUNNER_CALLER_RATE: '2.5' }, 'RUNNER_CALLER_RATE'],
+    [{ RUNNER_CALLER_BURST: '0' }, 'RUNNER_CALLER_BURST'],
+    [{ RUNNER_CALLER_QUEUE: '-1' }, 'RUNNER_CALLER_QUEUE'],
+    [{ RUNNER_CALLER_QUEUE: '100001' }, 'RUNNER_CALLER_QUEUE'],
   ];
   for (const [env, variable] of cases) {
     assert.throws(
@@ -85,4 +90,9 @@ test('RUNNER_RETENTION_DAYS: default 30, 0 keeps runs forever', () => {
   assert.equal(loadConfig({}).runner.retentionDays, 30);
   assert.equal(loadConfig({ RUNNER_RETENTION_DAYS: '0' }).runner.retentionDays, 0);
   assert.equal(loadConfig({ RUNNER_RETENTION_DAYS: '365' }).runner.retentionDays, 365);
+});
+
+test('RUNNER_CALLER_RATE, _BURST, _QUEUE: 100 a second, 200 at once, 256 waiting; a queue of 0 refuses at once', () => {
+  assert.deepEqual(loadConfig({}).runner.pace, { rate: 100, burst: 200, queue: 256 });
+  assert.deepEqual(loadConfig({ RUNNER_CALLER_RATE: '5', RUNNER_CALLER_BURST: '10', RUNNER_CALLER_QUEUE: '0' }).runner.pace, { rate: 5, burst: 10, queue: 0 });
 });

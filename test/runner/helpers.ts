@@ -28,6 +28,12 @@ export const API_KEY = 'test-admin-key-0123456789abcdef-0123';
 /** The setup token of every test runner (RUNNER_SETUP_TOKEN): creating the first administrator needs it. */
 export const SETUP_TOKEN = 'test-setup-token-0123456789abcdef-0123';
 
+/**
+ * Settings for tests that send thousands of requests on purpose (fuzzers): pacing per caller
+ * (RUNNER_CALLER_RATE) would only make them wait; caller-pacing.test.ts tests the pacing.
+ */
+export const UNPACED: Record<string, string> = { RUNNER_CALLER_RATE: '1000000', RUNNER_CALLER_BURST: '1000000' };
+
 /** A clock tests can move. */
 export class TestClock {
   t: number;
@@ -64,6 +70,8 @@ export async function startRunner(
     emailSender?: EmailSender;
     /** The parse of an upload's settings counts itself in cell 1, then waits while cell 0 is 0. */
     declaredHold?: Int32Array;
+    /** The clock the pacing of callers reads (monotonic ms); a frozen one makes waits exact. */
+    paceClock?: () => number;
   } = {},
 ): Promise<TestRunner> {
   const dataDir = opts.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'pier-runner-'));
@@ -85,6 +93,7 @@ export async function startRunner(
     claimRecheckMs: opts.claimRecheckMs,
     emailSender: opts.emailSender,
     declaredHold: opts.declaredHold,
+    paceClock: opts.paceClock,
   });
   await service.app.ready();
   return {

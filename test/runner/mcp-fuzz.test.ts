@@ -7,7 +7,7 @@ import { Compile } from 'typebox/compile';
 import { TOOLS } from '../../src/runner/mcp/server.js';
 import type { Tool } from '../../src/runner/mcp/tool.js';
 import { dialects } from '../helpers/db.js';
-import { API_KEY, apiKey, bearer, knwfWithConfigurationNodes, makeZip, multipart, SETUP_TOKEN, startRunner, type TestRunner } from './helpers.js';
+import { API_KEY, apiKey, bearer, knwfWithConfigurationNodes, makeZip, multipart, SETUP_TOKEN, startRunner, type TestRunner, UNPACED } from './helpers.js';
 
 /**
  * Hostile input against the real MCP endpoint (POST /mcp, the SDK's stateless Streamable HTTP
@@ -381,7 +381,7 @@ for (const target of dialects()) {
 
     before(async () => {
       dbh = await target.create();
-      r = await startRunner({ databaseUrl: dbh.url, backgroundLoops: false });
+      r = await startRunner({ databaseUrl: dbh.url, backgroundLoops: false, env: UNPACED });
       const setup = await inject({ method: 'POST', url: '/api/setup', payload: { setupToken: SETUP_TOKEN, email: 'admin@example.com', password: PASSWORD } });
       assert.equal(setup.statusCode, 201, setup.body);
       admin = setup.json().session.token;

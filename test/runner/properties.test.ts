@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import fc from 'fast-check';
-import { bearer, startRunner, type TestRunner, SETUP_TOKEN } from './helpers.js';
+import { bearer, startRunner, type TestRunner, SETUP_TOKEN, UNPACED } from './helpers.js';
 
 describe('random JSON bodies never cause a 5xx', () => {
   let r: TestRunner;
   let session: string;
   before(async () => {
-    r = await startRunner();
+    r = await startRunner({ env: UNPACED });
     const res = await r.service.app.inject({ method: 'POST', url: '/api/setup', payload: { setupToken: SETUP_TOKEN, email: 'a@example.com', password: 'a long enough password' } });
     session = res.json().session.token;
   });

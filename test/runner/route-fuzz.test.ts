@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import fc from 'fast-check';
 import { dialects } from '../helpers/db.js';
-import { API_KEY, apiKey, bearer, makeZip, multipart, startRunner, type TestRunner, SETUP_TOKEN } from './helpers.js';
+import { API_KEY, apiKey, bearer, makeZip, multipart, startRunner, type TestRunner, SETUP_TOKEN, UNPACED } from './helpers.js';
 
 /**
  * Every route that takes a JSON body or a query string, fuzzed from its own OpenAPI schema with
@@ -138,7 +138,7 @@ for (const target of dialects()) {
 
     before(async () => {
       dbh = await target.create();
-      r = await startRunner({ databaseUrl: dbh.url });
+      r = await startRunner({ databaseUrl: dbh.url, env: UNPACED });
       const app = r.service.app;
       const setup = await app.inject({ method: 'POST', url: '/api/setup', payload: { setupToken: SETUP_TOKEN, email: 'admin@example.com', password: 'a long enough password' } });
       session = setup.json().session.token;

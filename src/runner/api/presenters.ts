@@ -335,6 +335,16 @@ export function presentSchedule({ row: s, nextFireTimes }: ScheduleView) {
   };
 }
 
+/** A schedule in a list across projects (GET /api/schedules), with its workflow's name. */
+export const ListedSchedule = Type.Object({ ...Schedule.properties, workflowName: Type.String() });
+
+/** A schedule in a list across projects, with its workflow's name: one object a row, not a copy. */
+export function presentListedSchedule(v: ScheduleView & { workflowName: string }) {
+  const listed = presentSchedule(v) as ReturnType<typeof presentSchedule> & { workflowName: string };
+  listed.workflowName = v.workflowName;
+  return listed;
+}
+
 // --- executors ----------------------------------------------------------------------------
 
 export const Executor = Type.Object({

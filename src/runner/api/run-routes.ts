@@ -6,7 +6,7 @@ import { access, principalOf } from '../auth/authenticate.js';
 import type { RunnerContext } from '../context.js';
 import { type LogEvent, parseLogPosition } from '../runs/service.js';
 import { LogChunk, Output, RunParameters as Parameters, presentLog, presentOutput, presentRun, Run, RunStatusSchema } from './presenters.js';
-import { CounterString, errors, StringEnum, Id, IdParams, items, MAX_COUNTER, OutputParams, page, PROTECTED, RequiredLabels } from './schemas.js';
+import { CounterString, errors, StringEnum, Id, IdParams, items, MAX_COUNTER, OutputParams, page, plainJson, PROTECTED, RequiredLabels } from './schemas.js';
 
 /** Characters that may not appear in a quoted Content-Disposition filename as is (RFC 6266). */
 const UNSAFE_FILENAME = /[^A-Za-z0-9._-]/g;
@@ -96,6 +96,7 @@ export function registerRunRoutes(app: HttpApp, ctx: RunnerContext): void {
         ),
         response: { 200: page(Run), ...errors(...PROTECTED) },
       },
+      serializerCompiler: plainJson,
     },
     async (req) => {
       const { items, nextCursor } = await runs.list(principalOf(req), { ...req.query, limit: Number(req.query.limit ?? 50) });

@@ -4,11 +4,9 @@ import { USER_READ, USER_WRITE } from '../auth/access.js';
 import { access, principalOf } from '../auth/authenticate.js';
 import type { RunnerContext } from '../context.js';
 import { MAX_CRON_LENGTH, MAX_TIME_ZONE_LENGTH } from '../schedules/cron.js';
-import { RunParameters as Parameters, presentSchedule, Schedule } from './presenters.js';
+import { ListedSchedule, RunParameters as Parameters, presentListedSchedule, presentSchedule, Schedule } from './presenters.js';
 import { DEFAULT_SCHEDULE_PAGE, MAX_SCHEDULE_PAGE } from '../schedules/service.js';
-import { errors, Id, IdParams, items, MAX_COUNTER, NoContent, page, PROTECTED, RequiredLabels, StringEnum, Timestamp, UNSHOWN } from './schemas.js';
-
-const ListedSchedule = Type.Object({ ...Schedule.properties, workflowName: Type.String() });
+import { errors, Id, IdParams, items, MAX_COUNTER, NoContent, page, plainJson, PROTECTED, RequiredLabels, StringEnum, Timestamp, UNSHOWN } from './schemas.js';
 
 // The same parameter bounds as a run started by hand (run-routes.ts).
 
@@ -80,13 +78,14 @@ export function registerScheduleRoutes(app: HttpApp, ctx: RunnerContext): void {
         ),
         response: { 200: page(ListedSchedule), ...errors(...PROTECTED) },
       },
+      serializerCompiler: plainJson,
     },
     async (req) => {
       const { items, nextCursor } = await schedules.listVisible(principalOf(req), {
         ...req.query,
         limit: req.query.limit === undefined ? undefined : Number(req.query.limit),
       });
-      return { items: items.map((v) => ({ ...presentSchedule(v), workflowName: v.workflowName })), nextCursor };
+      return { items: items.map(presentListedSchedule), nextCursor };
     },
   );
 

@@ -61,9 +61,10 @@ export function principalOf(req: FastifyRequest): Principal {
 }
 
 /**
- * Whose turn a request takes on the serving loop (infra/fair-turns.ts): a user's, whatever the
- * credential; the admin key is every executor's, so each host takes its own turns, as requests
- * without credentials (login, OAuth, docs) do by address.
+ * Whose turn a request takes on the serving loop and whose bucket paces it (runner/pacing.ts):
+ * a user's, whatever the credential; the admin key is every executor's, so each host takes its
+ * own turns (the key is not paced), as requests without credentials (login, OAuth, docs) do by
+ * address.
  */
 export function callerOf(req: FastifyRequest): string {
   const p = req.principal;

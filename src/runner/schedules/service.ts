@@ -136,7 +136,13 @@ export class SchedulesService {
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
     return {
-      items: page.map(({ workflow_name, ...row }) => ({ ...this.view(row, 1), workflowName: workflow_name })),
+      // One view object a row (the row keeps its workflow_name; presenters pick their fields):
+      // a page is what a client loops over, so no copies of each row.
+      items: page.map((row) => {
+        const listed = this.view(row, 1) as ScheduleView & { workflowName: string };
+        listed.workflowName = row.workflow_name;
+        return listed;
+      }),
       nextCursor: rows.length > limit && last ? encodeCursor(last) : null,
     };
   }

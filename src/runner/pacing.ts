@@ -1,0 +1,73 @@
+import { TooManyRequestsError } from '../infra/errors.js';
+import { FairTurns } from '../infra/fair-turns.js';
+import type { HttpApp } from '../infra/http.js';
+import { Pacer } from '../infra/pace.js';
+import { callerOf } from './auth/authenticate.js';
+
+export interface PacingSettings {
+  /** Requests a second one caller is served, sustained (RUNNER_CALLER_RATE). */
+  rate: number;
+  /** Requests one caller may make at once after a pause (RUNNER_CALLER_BURST). */
+  burst: number;
+  /** Requests of one caller that may wait for their token; more get 429 (RUNNER_CALLER_QUEUE). */
+  queue: number;
+}
+
+/**
+ * A request takes one token, and its answer one more for each further this many characters: the
+ * serializing and the garbage of an answer grow with its length (a page of 200 schedules costs
+ * the loop some 20 times what `GET /api/me` does), so a caller is paced by the work it causes,
+ * not only by how many requests it makes. Files and streamed answers (live logs) are not counted.
+ */
+export const ANSWER_CHARS_PER_TOKEN = 16 * 1024;
+
+/**
+ * How much and in which order callers are served on the runner's serving loop, as an onRequest
+ * hook after authentication (it needs to know whose request it is, `callerOf`) and an onSend
+ * hook that charges long answers:
+ *  - how much: each caller's requests are paced to its bucket (infra/pace.ts), so a client
+ *    looping over lists as fast as it is answered is served at the rate, and the garbage its
+ *    answers make (the collector's pauses are everyone's) stays bounded by the rate, not by how
+ *    fast the loop can go; a long answer takes more tokens (ANSWER_CHARS_PER_TOKEN). Requests
+ *    without a token wait on a timer; past the queue, 429 with Retry-After (when the caller
+ *    would start again without waiting).
+ *  - in which order: requests that may start take turns round robin (infra/fair-turns.ts), so
+ *    one caller's burst does not run back to back ahead of another caller's request.
+ * The admin key is the executors' (claims, heartbeats, log batches) and the operator's: trusted,
+ * and paced by the executors' own back-off, so it takes turns but is not paced. A live log
+ * stream is one request: it takes one token when it starts.
+ */
+export function paceCallers(app: HttpApp, settings: PacingSettings, clock?: () => number): void {
+  const pacer = new Pacer({ rate: settings.rate, burst: settings.burst, maxWaiting: settings.queue }, clock);
+  const turns = new FairTurns();
+  app.addHook('onRequest', (req, _reply, done) => {
+    const caller = callerOf(req);
+    const start = () => {
+      const waiting = turns.turn(caller);
+      if (waiting) void waiting.then(() => done());
+      else done();
+    };
+    if (req.principal?.type === 'api-key') {
+      start();
+      return;
+    }
+    const pace = pacer.take(caller);
+    if ('refused' in pace) {
+      done(
+        new TooManyRequestsError(
+          `${settings.queue} of your requests are already waiting: each caller is served ${settings.rate} requests a second (after a burst of ${settings.burst}); try again after Retry-After seconds`,
+          pace.retryAfterMs / 1000,
+        ),
+      );
+    } else if (pace.wait > 0) setTimeout(start, pace.wait);
+    else start();
+  });
+  app.addHook('onSend', (req, _reply, payload, done) => {
+    // A string was built for this request (serialized JSON, rendered HTML); buffers (the UI's
+    // files) and streams (live logs, outputs) are sent as they are.
+    if (typeof payload === 'string' && payload.length > ANSWER_CHARS_PER_TOKEN && req.principal?.type !== 'api-key') {
+      pacer.charge(callerOf(req), Math.floor((payload.length - 1) / ANSWER_CHARS_PER_TOKEN));
+    }
+    done(null, payload);
+  });
+}
