@@ -29,6 +29,9 @@ function inRangeOf(prefix: string, postgres: boolean) {
   return sql<boolean>`path >= ${prefix} and path < ${end}`;
 }
 
+/** Rows one statement of a folder's move inserts (5 columns each: within SQLite's 32,766 parameters). */
+const MOVE_BATCH = 500;
+
 async function bump(db: Db, productId: string, now: string): Promise<void> {
   // Every change of a product's files counts once: the page cache and the crawler compare this.
   await db
@@ -213,10 +216,14 @@ export function filesRepository(db: Kysely<PublishingDB>, hot: { readNow?: ReadN
           eb.or([eb('path', '=', from), startsWith(`${from}/`), eb('path', '=', to), startsWith(`${to}/`)]),
         )
         .execute();
-      for (const r of rows) {
+      // A label's folder may hold tens of thousands of files: rows go in batches, and the event
+      // loop serves other sessions between them (the transaction keeps the write lock meanwhile;
+      // another process's writer waits on timers).
+      for (let i = 0; i < rows.length; i += MOVE_BATCH) {
+        if (i > 0) await new Promise((r) => setImmediate(r));
         await trx
           .insertInto('product_files')
-          .values({ ...r, path: to + r.path.slice(from.length), uploaded_at: now })
+          .values(rows.slice(i, i + MOVE_BATCH).map((r) => ({ ...r, path: to + r.path.slice(from.length), uploaded_at: now })))
           .execute();
       }
       await bump(trx, productId, now);
