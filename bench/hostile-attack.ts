@@ -12,6 +12,7 @@ import { seedStats, statsAttack, statsReport } from './hostile-stats.js';
 import { folderIndexAttack, folderIndexReport, prepareFolderIndex } from './hostile-folder-index.js';
 import { type CatalogPlan, catalogAttacks, catalogDeadline, catalogReport } from './hostile-catalog.js';
 import { prepareRelease, releaseAttack, releaseReport } from './hostile-release.js';
+import { boundFetch } from './bound-fetch.js';
 
 export interface AttackPlan {
   /** How long the attack lasts after `go`. */
@@ -36,6 +37,8 @@ export interface AttackPlan {
 }
 
 const plan = JSON.parse(process.argv[2] as string) as AttackPlan;
+// Every HTTP request of the attack comes from 127.0.0.2, as from another machine (bench/bound-fetch.ts).
+globalThis.fetch = boundFetch('127.0.0.2');
 const { STATUS_CODE } = ssh2.utils.sftp;
 const MAX_HANDLES = 64;
 let deadline = Number.POSITIVE_INFINITY;

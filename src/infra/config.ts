@@ -49,6 +49,13 @@ export interface Config {
   /** One info line per answered request: method, route, status, time, request id (PIER_REQUEST_LOG, on by default). */
   requestLog: boolean;
   publishing: {
+    /**
+     * Pacing of each caller of the web part's routes (an edit token or an OIDC token, or an
+     * address without one; pages answered from memory are not paced): PIER_CALLER_RATE requests
+     * a second (100), PIER_CALLER_BURST at once after a pause (200), PIER_CALLER_QUEUE waiting
+     * (256), then 429.
+     */
+    pace: { rate: number; burst: number; queue: number };
     httpPort: number;
     baseUrl: string;
     downloadPort: number;
@@ -277,6 +284,15 @@ function issuerUrl(env: Env, name: string, fallback: string): string {
   return value;
 }
 
+/** <PREFIX>_CALLER_RATE, _BURST and _QUEUE (0 refuses at once instead of queueing). */
+function callerPace(env: Env, prefix: 'PIER' | 'RUNNER'): { rate: number; burst: number; queue: number } {
+  return {
+    rate: count(env, `${prefix}_CALLER_RATE`, 100, 1_000_000),
+    burst: count(env, `${prefix}_CALLER_BURST`, 200, 1_000_000),
+    queue: env[`${prefix}_CALLER_QUEUE`] === '0' ? 0 : count(env, `${prefix}_CALLER_QUEUE`, 256, 100_000),
+  };
+}
+
 /** PIER_OIDC_AUDIENCE: any non-empty string without spaces (an audience need not be a URL). */
 function oidcAudience(env: Env, baseUrl: string): string {
   const raw = env.PIER_OIDC_AUDIENCE;
@@ -405,6 +421,7 @@ export function loadConfig(env: Env = process.env): Config {
     drainDelaySeconds: seconds(env, 'PIER_DRAIN_DELAY_SECONDS', 5, 0, 600),
     requestLog: onOff(env, 'PIER_REQUEST_LOG', true),
     publishing: {
+      pace: callerPace(env, 'PIER'),
       httpPort,
       baseUrl: url(env, 'PIER_BASE_URL', `http://localhost:${httpPort}`),
       downloadPort,
@@ -459,11 +476,7 @@ export function loadConfig(env: Env = process.env): Config {
       sweepSeconds: seconds(env, 'RUNNER_SWEEP_SECONDS', 5, 1, 3600),
       maxOutputBytes: size(env, 'RUNNER_MAX_OUTPUT_BYTES', 1024 ** 3),
       maxLogBytes: size(env, 'RUNNER_MAX_LOG_BYTES', 256 * 1024 ** 2),
-      pace: {
-        rate: count(env, 'RUNNER_CALLER_RATE', 100, 1_000_000),
-        burst: count(env, 'RUNNER_CALLER_BURST', 200, 1_000_000),
-        queue: env.RUNNER_CALLER_QUEUE === '0' ? 0 : count(env, 'RUNNER_CALLER_QUEUE', 256, 100_000),
-      },
+      pace: callerPace(env, 'RUNNER'),
     },
   };
 }

@@ -35,6 +35,8 @@ import { releasesService } from './releases/service.js';
 import { uploadedLabelsOf } from './notices/notices.js';
 import { installsRepository } from './stats/installs-repository.js';
 import { registerStatsRoutes } from './stats/routes.js';
+import { publishingCallers } from './pacing.js';
+import { paceCallers } from '../infra/pace-hooks.js';
 import { reportAnswers } from './stats/report-answers.js';
 import { buildReport, statsService } from './stats/service.js';
 import { withChartDays } from './stats/page-days.js';
@@ -91,6 +93,8 @@ export interface PublishingOptions {
   trustClock?: () => Date;
   /** Tests only: the clock of download statistics (today, and the last day the product page shows). */
   statsClock?: () => number;
+  /** Monotonic milliseconds the pacing of callers reads (tests freeze it); default performance.now. */
+  paceClock?: () => number;
 }
 
 /** Memory for whole page answers kept for the fast path (product pages are ~20 KB). */
@@ -184,6 +188,9 @@ export async function createPublishingService(config: Config, options: Publishin
   });
   // Before any route: the document and the check that every /api/ route documents itself see
   // only routes added after them.
+  // One caller's loop (stats reports, PATCHes, searches) is served at its pace and takes turns
+  // with everyone else's requests (infra/pace-hooks.ts); pages answered on the fast path are not paced.
+  paceCallers(app, config.publishing.pace, publishingCallers, options.paceClock);
   await registerPublishingOpenApi(app, { baseUrl: config.publishing.baseUrl, pagePolicy: PAGE_CSP });
   const limiter = new FailureLimiter({ maxFailures: 10, windowMs: 60_000, banMs: 60_000, ...options.failureLimits });
   registerProductRoutes(app, { products, limiter, crawler });

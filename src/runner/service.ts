@@ -22,8 +22,8 @@ import { OAUTH_PATHS, resourceMetadataUrl } from './oauth/metadata.js';
 import { OAuthClientsRepository } from './oauth/repository.js';
 import { OAuthGrantsRepository } from './oauth/grants-repository.js';
 import { DOCS_CLIENT_ID, OAuthService, type RegistrationLimits } from './oauth/service.js';
-import { Authenticator } from './auth/authenticate.js';
-import { paceCallers } from './pacing.js';
+import { Authenticator, callerOf } from './auth/authenticate.js';
+import { paceCallers } from '../infra/pace-hooks.js';
 import { CredentialEpoch } from './auth/credential-cache.js';
 import { JwtSessions, loadJwtSecret } from './auth/jwt.js';
 import { LoginLimiter } from './auth/login-limiter.js';
@@ -223,7 +223,7 @@ export async function createRunnerService(config: Config, options: RunnerService
     });
     // One caller's flood (a client looping over lists, uploads) is served at its pace and takes
     // turns with everyone else's requests (pacing.ts).
-    paceCallers(app, config.runner.pace, options.paceClock);
+    paceCallers(app, config.runner.pace, { of: callerOf, unpaced: (req) => req.principal?.type === 'api-key' }, options.paceClock);
     await app.register(
       async (api) => {
         const a = api as unknown as HttpApp;

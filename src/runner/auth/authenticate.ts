@@ -61,7 +61,7 @@ export function principalOf(req: FastifyRequest): Principal {
 }
 
 /**
- * Whose turn a request takes on the serving loop and whose bucket paces it (runner/pacing.ts):
+ * Whose turn a request takes on the serving loop and whose bucket paces it (infra/pace-hooks.ts):
  * a user's, whatever the credential; the admin key is every executor's, so each host takes its
  * own turns (the key is not paced), as requests without credentials (login, OAuth, docs) do by
  * address.

@@ -1,16 +1,24 @@
-import { TooManyRequestsError } from '../infra/errors.js';
-import { FairTurns } from '../infra/fair-turns.js';
-import type { HttpApp } from '../infra/http.js';
-import { Pacer } from '../infra/pace.js';
-import { callerOf } from './auth/authenticate.js';
+import type { FastifyRequest } from 'fastify';
+import { TooManyRequestsError } from './errors.js';
+import { FairTurns } from './fair-turns.js';
+import type { HttpApp } from './http.js';
+import { Pacer } from './pace.js';
 
 export interface PacingSettings {
-  /** Requests a second one caller is served, sustained (RUNNER_CALLER_RATE). */
+  /** Requests a second one caller is served, sustained (RUNNER_CALLER_RATE, PIER_CALLER_RATE). */
   rate: number;
-  /** Requests one caller may make at once after a pause (RUNNER_CALLER_BURST). */
+  /** Requests one caller may make at once after a pause (…_CALLER_BURST). */
   burst: number;
-  /** Requests of one caller that may wait for their token; more get 429 (RUNNER_CALLER_QUEUE). */
+  /** Requests of one caller that may wait for their token; more get 429 (…_CALLER_QUEUE). */
   queue: number;
+}
+
+/** Who a request is for pacing, and whether it is paced at all. */
+export interface Callers {
+  /** The caller whose bucket and turn a request takes. */
+  of(req: FastifyRequest): string;
+  /** Requests that take turns but are not paced (an operator's trusted key). */
+  unpaced(req: FastifyRequest): boolean;
 }
 
 /**
@@ -22,9 +30,9 @@ export interface PacingSettings {
 export const ANSWER_CHARS_PER_TOKEN = 16 * 1024;
 
 /**
- * How much and in which order callers are served on the runner's serving loop, as an onRequest
- * hook after authentication (it needs to know whose request it is, `callerOf`) and an onSend
- * hook that charges long answers:
+ * How much and in which order callers are served on a serving loop, as an onRequest hook after
+ * authentication where there is one (it needs to know whose request it is, `callers.of`) and an
+ * onSend hook that charges long answers:
  *  - how much: each caller's requests are paced to its bucket (infra/pace.ts), so a client
  *    looping over lists as fast as it is answered is served at the rate, and the garbage its
  *    answers make (the collector's pauses are everyone's) stays bounded by the rate, not by how
@@ -33,21 +41,21 @@ export const ANSWER_CHARS_PER_TOKEN = 16 * 1024;
  *    would start again without waiting).
  *  - in which order: requests that may start take turns round robin (infra/fair-turns.ts), so
  *    one caller's burst does not run back to back ahead of another caller's request.
- * The admin key is the executors' (claims, heartbeats, log batches) and the operator's: trusted,
- * and paced by the executors' own back-off, so it takes turns but is not paced. A live log
- * stream is one request: it takes one token when it starts.
+ * Unpaced requests (the runner's admin key: executors' claims, heartbeats and log batches, paced
+ * by the executors' own back-off) take turns but are not paced. A long-lived answer (a live log
+ * stream) is one request: it takes one token when it starts.
  */
-export function paceCallers(app: HttpApp, settings: PacingSettings, clock?: () => number): void {
+export function paceCallers(app: HttpApp, settings: PacingSettings, callers: Callers, clock?: () => number): void {
   const pacer = new Pacer({ rate: settings.rate, burst: settings.burst, maxWaiting: settings.queue }, clock);
   const turns = new FairTurns();
   app.addHook('onRequest', (req, _reply, done) => {
-    const caller = callerOf(req);
+    const caller = callers.of(req);
     const start = () => {
       const waiting = turns.turn(caller);
       if (waiting) void waiting.then(() => done());
       else done();
     };
-    if (req.principal?.type === 'api-key') {
+    if (callers.unpaced(req)) {
       start();
       return;
     }
@@ -65,8 +73,8 @@ export function paceCallers(app: HttpApp, settings: PacingSettings, clock?: () =
   app.addHook('onSend', (req, _reply, payload, done) => {
     // A string was built for this request (serialized JSON, rendered HTML); buffers (the UI's
     // files) and streams (live logs, outputs) are sent as they are.
-    if (typeof payload === 'string' && payload.length > ANSWER_CHARS_PER_TOKEN && req.principal?.type !== 'api-key') {
-      pacer.charge(callerOf(req), Math.floor((payload.length - 1) / ANSWER_CHARS_PER_TOKEN));
+    if (typeof payload === 'string' && payload.length > ANSWER_CHARS_PER_TOKEN && !callers.unpaced(req)) {
+      pacer.charge(callers.of(req), Math.floor((payload.length - 1) / ANSWER_CHARS_PER_TOKEN));
     }
     done(null, payload);
   });
