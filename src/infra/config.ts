@@ -50,8 +50,8 @@ export interface Config {
   requestLog: boolean;
   publishing: {
     /**
-     * Pacing of each caller of the web part's routes (an edit token or an OIDC token, or an
-     * address without one; pages answered from memory are not paced): PIER_CALLER_RATE requests
+     * Pacing of each caller of the web part's routes (an address; pages answered from memory
+     * are not paced): PIER_CALLER_RATE requests
      * a second (100), PIER_CALLER_BURST at once after a pause (200), PIER_CALLER_QUEUE waiting
      * (256), then 429.
      */

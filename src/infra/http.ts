@@ -198,6 +198,13 @@ export function toProblem(err: unknown): { problem: Problem; headers: Record<str
       return make(400, 'malformed_body', 'Malformed request body', fe.message, [{ field: '(body)', message: fe.message }]);
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return make(400, 'bad_request', 'Bad request', fe.message);
+    case 'SQLITE_BUSY': {
+      // Another process held the SQLite file's write lock past the wait (sqlite-driver.ts):
+      // nothing was written; the client may try again shortly.
+      const p = make(503, 'unavailable', 'Service unavailable', 'the database is busy with another write; try again shortly');
+      p.headers = { 'retry-after': '1' };
+      return p;
+    }
   }
   const status = typeof fe?.statusCode === 'number' ? fe.statusCode : 500;
   if (status === 429) {

@@ -77,7 +77,10 @@ export class Pacer {
   charge(caller: string, tokens: number): void {
     if (!(tokens > 0)) return;
     const t = this.now();
-    this.remember(caller, Math.max(this.full.get(caller) ?? t, t) + Math.min(tokens, this.limits.burst) * this.interval);
+    // What a caller owes is bounded too: at most the bucket and the queue beyond now, so charges
+    // of many answers in flight at once never hold it back longer than (burst + maxWaiting) / rate.
+    const owed = Math.max(this.full.get(caller) ?? t, t) + Math.min(tokens, this.limits.burst) * this.interval;
+    this.remember(caller, Math.min(owed, t + (this.limits.burst + this.limits.maxWaiting) * this.interval));
   }
 
   /** Requests of `caller` waiting for their start (tests, metrics). */

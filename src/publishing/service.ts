@@ -101,6 +101,24 @@ export interface PublishingOptions {
 const PAGE_ANSWER_BYTES = 64 * 1024 * 1024;
 
 /** The publishing web + REST API part: opens and migrates its database, builds the app. */
+/** Files of a product below which its label totals are summed right here (a few ms at most). */
+const INLINE_TOTALS_FILES = 2_000;
+
+/**
+ * Where a product's label totals are summed. PostgreSQL sums them in its own process; SQLite on
+ * this thread, which a product of tens of thousands of files would hold for tens of ms, so those
+ * go to the catalog worker. Its queue is shared with searches and comparisons: when it refuses
+ * or fails, they are summed here after all, so a busy worker never makes a page a 503.
+ */
+function labelTotalsReader(repo: ReturnType<typeof filesRepository>, worker: CatalogReads | null) {
+  if (!worker) return (productId: string) => repo.labelTotals(productId);
+  return async (productId: string) => {
+    const files = Number((await repo.state(productId))?.used_files ?? 0);
+    if (files < INLINE_TOTALS_FILES) return repo.labelTotals(productId);
+    return worker.labelTotals(productId).catch(() => repo.labelTotals(productId));
+  };
+}
+
 export async function createPublishingService(config: Config, options: PublishingOptions = {}): Promise<PublishingService> {
   const database = await openPublishingDatabase(config.publishing.databaseUrl);
   const repo = productsRepository(database.db, database.dialect, { readNow: database.readNow });
@@ -112,9 +130,8 @@ export async function createPublishingService(config: Config, options: Publishin
   // can open is read here).
   const reads = config.publishing.databaseUrl === ':memory:' ? null : catalogReads({ databaseUrl: config.publishing.databaseUrl, timeoutMs: config.publishing.pageRenderTimeoutSeconds * 1000 });
   // Labels and workflows are read once per change of the product's files, by every reader here.
-  // PostgreSQL sums a label's rows in its own process; SQLite would on this thread.
-  const labelTotals = reads && database.dialect === 'sqlite' ? { labelTotals: (id: string) => reads.labelTotals(id) } : {};
-  const files = stampedFiles(productFilesReader(filesRepository(database.db), labelTotals));
+  const filesRepo = filesRepository(database.db);
+  const files = stampedFiles(productFilesReader(filesRepo, { labelTotals: labelTotalsReader(filesRepo, database.dialect === 'sqlite' ? reads : null) }));
   const products = productService({ repo, publishing: config.publishing, validate: validator.validate, trust, uploadedLabels: uploadedLabelsOf(files) });
   const crawls = crawlsRepository(database.db, database.dialect);
   const releases = releasesService({

@@ -77,6 +77,15 @@ test('a charge after the fact makes the next requests wait longer; one charge co
   assert.equal(pacer.callers, 1, 'a charge of nothing remembers no one');
 });
 
+test('charges of many answers at once owe at most the bucket and the queue beyond now', () => {
+  const c = clock();
+  const pacer = new Pacer({ rate: 10, burst: 3, maxWaiting: 5 }, c.now);
+  // 456 long answers in flight, each charging a full bucket: without a bound, 137 s of waiting.
+  for (let i = 0; i < 456; i++) pacer.charge('a', 1_000);
+  c.t += (3 + 5) * 100;
+  assert.equal(waitOf(pacer.take('a')), 0, 'after (burst + queue) / rate the caller starts again');
+});
+
 /** Arrivals: each a caller, a gap (ms) after the previous one, and tokens charged after it started. */
 const arrivals = fc.array(
   fc.record({ caller: fc.constantFrom('a', 'b', 'c'), gap: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 400 })), charge: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 12 })) }),

@@ -70,3 +70,10 @@ test('a transaction that reads, then writes, succeeds though the other handle wr
   );
   assert.equal((await a.selectFrom('items').select('id').execute()).length, 21);
 });
+
+test('a lock held past the wait answers 503 with Retry-After, never a 500', async () => {
+  const { toProblem } = await import('../../src/infra/http.js');
+  const busy = Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' });
+  const { problem, headers } = toProblem(busy);
+  assert.deepEqual([problem.status, problem.code, headers['retry-after']], [503, 'unavailable', '1']);
+});

@@ -71,7 +71,9 @@ export function parseDownloadPath(pathname: string): ParsedPath {
   if (Buffer.byteLength(segments.join('/')) > MAX_DOWNLOAD_PATH_BYTES) return { ok: false, status: 404, reason: 'not found' };
   const [first, second, ...rest] = segments;
   if (first === 'assets' || first === 'workflows') {
-    if (!second || !isProductId(second) || rest.length === 0) return { ok: false, status: 404, reason: 'not found' };
+    // The example workflows' own folder has an index (`/workflows/<id>/`): product pages link it.
+    const folderRoot = first === 'workflows' && rest.length === 0;
+    if (!second || !isProductId(second) || (rest.length === 0 && !folderRoot)) return { ok: false, status: 404, reason: 'not found' };
     return { ok: true, target: { productId: second, area: first, key: [second, first, ...rest].join('/'), slash } };
   }
   if (!first || !second || !isProductId(first)) return { ok: false, status: 404, reason: 'not found' };

@@ -188,8 +188,9 @@ export function createDownloadServer(options: {
 
   async function serveFolder(req: http.IncomingMessage, res: http.ServerResponse, t: DownloadTarget, url: string, version: string | undefined, head: boolean) {
     const pathname = pathOf(url);
-    // Only update-site folders have an index (a label folder and below: `<product>/update-site/<label>…`).
-    if (t.area !== 'update-site') return problem(res, 404, 'not_found', 'No such file', head);
+    // Update-site folders have an index (a label folder and below: `<product>/update-site/<label>…`),
+    // and the example workflows' folders (`/workflows/<product>/…`, which product pages link).
+    if (t.area !== 'update-site' && t.area !== 'workflows') return problem(res, 404, 'not_found', 'No such file', head);
     if (!t.slash) {
       res.writeHead(301, { location: `${pathname}/`, 'content-length': 0 });
       return res.end();

@@ -312,7 +312,8 @@ export function filesRepository(db: Kysely<PublishingDB>, hot: { readNow?: ReadN
      */
     async listUnder(productId: string, prefix: string, limit?: number): Promise<FileRow[]> {
       let q = db.selectFrom('product_files').selectAll().where('product_id', '=', productId).where(startsWith(prefix)).where(inRangeOf(prefix, postgres));
-      if (limit !== undefined) q = q.orderBy('path').limit(limit);
+      // Bytewise on both (PostgreSQL's collation may order otherwise): the first ones are the same.
+      if (limit !== undefined) q = q.orderBy(postgres ? sql`path collate "C"` : sql`path`).limit(limit);
       return q.execute();
     },
 

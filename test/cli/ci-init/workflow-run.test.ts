@@ -94,7 +94,8 @@ async function startServer(issuer: LocalIssuer, databaseUrl: string | null): Pro
   const base = `http://127.0.0.1:${http}`;
   for (let i = 0; i < 300; i++) {
     const up = await fetch(`${base}/healthz`).then((r) => r.ok, () => false);
-    if (up && (await fetch(`http://127.0.0.1:${downloads}/healthz`).then((r) => r.status < 500, () => false))) break;
+    // The SFTP server has a process of its own: it says when it listens.
+    if (up && /sftp listening on/.test(log) && (await fetch(`http://127.0.0.1:${downloads}/healthz`).then((r) => r.status < 500, () => false))) break;
     if (child.exitCode !== null) throw new Error(`pier serve exited: ${log}`);
     await new Promise((r) => setTimeout(r, 100));
   }

@@ -100,15 +100,15 @@ for (const dialect of dialects()) {
       const reads = web.service.catalogReads!;
       const page = () => fetch(`${web.url}/product/${ID}/changes?from=5.0&to=5.1&page=2`).then((r) => r.text());
       await page();
-      const made = reads.answered;
+      const made = reads.answeredOf('compare');
       assert.equal((await patchProduct(web.url, 'bystander', otherToken, { description: 'changed' })).status, 200);
       await web.setState('bystander', 'live');
       assert.equal(listed(await page()), COMPARE_PAGE);
-      assert.equal(reads.answered, made, "another product's changes leave this comparison as it was");
+      assert.equal(reads.answeredOf('compare'), made, "another product's changes leave this comparison as it was");
       // An edit of this product's text leaves what the comparison is read from as it was too.
       assert.equal((await patchProduct(web.url, ID, token, { description: 'edited' })).status, 200);
       await page();
-      assert.equal(reads.answered, made);
+      assert.equal(reads.answeredOf('compare'), made);
       // A new label is a new source: compared again.
       const seed = await seeder(db.url);
       try {
@@ -117,7 +117,7 @@ for (const dialect of dialects()) {
         await seed.close();
       }
       await page();
-      assert.equal(reads.answered, made + 1);
+      assert.equal(reads.answeredOf('compare'), made + 1);
     });
 
     it('the API answers the same pages, with counts', async () => {

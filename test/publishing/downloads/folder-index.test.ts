@@ -211,3 +211,31 @@ test('property: Accept-Encoding takes gzip when gzip (or x-gzip) has a weight ab
     }),
   );
 });
+
+test('the example workflows of a product have a folder index at /workflows/<id>/ (product pages link it); assets have none', async () => {
+  const root = tempDir('pier-dl-workflows-');
+  fs.mkdirSync(path.join(root, 'wf-site', 'workflows', 'demo'), { recursive: true });
+  fs.mkdirSync(path.join(root, 'wf-site', 'assets'), { recursive: true });
+  fs.writeFileSync(path.join(root, 'wf-site', 'workflows', 'a.knwf'), 'wf');
+  fs.writeFileSync(path.join(root, 'wf-site', 'workflows', 'demo', 'b.knwf'), 'wf');
+  fs.writeFileSync(path.join(root, 'wf-site', 'assets', 'x.png'), 'png');
+  const server = createDownloadServer({ storage: localStorage(root), log: silent });
+  const base = (await server.listen(0, '127.0.0.1')).url;
+  try {
+    const index = await fetch(`${base}/workflows/wf-site/`);
+    assert.equal(index.status, 200);
+    const html = await index.text();
+    assert.match(html, /<a href="a\.knwf">/);
+    assert.match(html, /<a href="demo\/">/);
+    assert.equal((await fetch(`${base}/workflows/wf-site/demo/`)).status, 200);
+    assert.equal((await fetch(`${base}/workflows/wf-site/a.knwf`)).status, 200);
+    const bare = await fetch(`${base}/workflows/wf-site`, { redirect: 'manual' });
+    assert.equal(bare.status, 301);
+    assert.equal(bare.headers.get('location'), '/workflows/wf-site/');
+    assert.equal((await fetch(`${base}/assets/wf-site/`)).status, 404);
+    assert.equal((await fetch(`${base}/workflows/no-such-site/`)).status, 404);
+  } finally {
+    await server.close();
+    fs.rmSync(root, { recursive: true, force: true });
+  }
+});

@@ -1,6 +1,7 @@
 // A product's label totals (files and bytes of each `update-site/<label>/` folder, and its
-// `<label>.zip`) are summed over every file row of the label: on SQLite that read runs in the
-// catalog worker's thread, not on the serving thread, and it agrees with the repository's.
+// `<label>.zip`) are summed over every file row of the label: on SQLite, for a product of
+// thousands of files, that read runs in the catalog worker's thread, not on the serving thread,
+// and it agrees with the repository's.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { openPublishingDatabase } from '../../../src/publishing/db.js';
@@ -11,6 +12,8 @@ import { seeder } from '../web/page-seed.js';
 import { type Site, startSite } from '../web/helpers.js';
 
 const ID = 'totals';
+/** Files beyond which the service sums a product's label totals in the worker (service.ts INLINE_TOTALS_FILES). */
+const EXTRA = 2_000;
 
 for (const dialect of dialects()) {
   describe(`label totals on ${dialect.name}`, () => {
@@ -37,6 +40,15 @@ for (const dialect of dialects()) {
       } finally {
         await seed.close();
       }
+      // Enough files that the service sums them in the worker (a small product's are summed inline).
+      const other = await openPublishingDatabase(db.url);
+      try {
+        const at = new Date().toISOString();
+        const rows = Array.from({ length: EXTRA }, (_, i) => ({ product_id: ID, path: `update-site/5.1/extra/f${String(i).padStart(5, '0')}`, size: 1, modified_at: at, uploaded_at: at }));
+        for (let i = 0; i < rows.length; i += 500) await other.db.insertInto('product_files').values(rows.slice(i, i + 500)).execute();
+      } finally {
+        await other.close();
+      }
     });
     after(async () => {
       await web.close();
@@ -58,7 +70,7 @@ for (const dialect of dialects()) {
           here.map((l) => [l.label, l.files, l.hasArchive]),
           [
             ['5.0', 3, true],
-            ['5.1', 1, false],
+            ['5.1', 1 + EXTRA, false],
             ['only-zip', 0, true],
           ],
         );

@@ -1,8 +1,8 @@
 /**
- * Each caller of the web part is served at its own pace (PIER_CALLER_RATE, _BURST, _QUEUE): one
- * vendor's burst of API requests past its bucket waits, past its queue gets 429 problem+json with
- * Retry-After, while another vendor is answered; requests without a token are paced per address;
- * pages answered from memory (the fast path) are never paced. The pacing clock is held still
+ * Each address calling the web part is served at its own pace (PIER_CALLER_RATE, _BURST, _QUEUE):
+ * one address's burst of API requests past its bucket waits, past its queue gets 429
+ * problem+json with Retry-After, while another address is answered; a made-up token per request
+ * gets no bucket of its own; pages answered from memory (the fast path) are never paced. The pacing clock is held still
  * during a burst, so which requests start, wait or are refused does not depend on the machine.
  */
 import assert from 'node:assert/strict';
@@ -36,21 +36,32 @@ for (const target of dialects()) {
       await db?.drop();
     });
 
-    const stats = (id: string) => fetch(`${web.url}/api/products/${id}/stats`, { headers: { authorization: `Bearer ${tokens[id]}` } });
+    /** A GET from a loopback address of its own (127.0.0.2 stands for another machine). */
+    const get = (path: string, from: string, headers: Record<string, string> = {}) =>
+      new Promise<{ status: number; retryAfter: string | null; type: string | null; body: string }>((resolve, reject) => {
+        http.get(`${web.url}${path}`, { localAddress: from, headers, agent: false }, (res) => {
+          let body = '';
+          res.setEncoding('utf8').on('data', (c: string) => {
+            body += c;
+          });
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, retryAfter: (res.headers['retry-after'] as string) ?? null, type: res.headers['content-type'] ?? null, body }));
+        }).on('error', reject);
+      });
+    const stats = (id: string, from = '127.0.0.1') => get(`/api/products/${id}/stats`, from, { authorization: `Bearer ${tokens[id]}` });
 
-    test("one vendor's burst waits, then is refused past its queue, while another vendor is answered", async () => {
+    test("one address's burst waits, then is refused past its queue, while another address is answered", async () => {
       let settled = 0;
       const burst = Promise.all(
         Array.from({ length: 10 }, () =>
-          stats('flood-ext').then(async (r) => {
+          stats('flood-ext').then((r) => {
             settled++;
-            return { status: r.status, retryAfter: r.headers.get('retry-after'), type: r.headers.get('content-type'), body: await r.text() };
+            return r;
           }),
         ),
       );
-      // Let the ten arrive (two start, three wait, five are refused), then the other vendor asks.
+      // Let the ten arrive (two start, three wait, five are refused), then another machine asks.
       await new Promise((r) => setTimeout(r, 200));
-      const calm = await stats('calm-ext');
+      const calm = await stats('calm-ext', '127.0.0.2');
       assert.equal(calm.status, 200);
       assert.ok(settled < 10, `the other vendor was answered while the burst still waited (${settled} of 10 answered)`);
       const answers = await burst;
@@ -63,6 +74,15 @@ for (const target of dialects()) {
         assert.ok(Number(a.retryAfter) >= 1, `Retry-After ${a.retryAfter}`);
         assert.match(a.body, /too_many_requests/);
       }
+    });
+
+    test('a made-up token per request gets no bucket of its own', async () => {
+      paceMs += 60_000;
+      const answers = await Promise.all(Array.from({ length: 10 }, (_, i) => get(`/nodes?q=t${i}`, '127.0.0.1', { authorization: `Bearer made-up-${i}` })));
+      assert.deepEqual(
+        answers.map((a) => a.status).sort(),
+        [200, 200, 200, 200, 200, 429, 429, 429, 429, 429],
+      );
     });
 
     test('requests without a token are paced by address; pages answered from memory are not', async () => {
