@@ -43,7 +43,12 @@ export const REPORT_CACHE_BYTES = 16 * 1024 * 1024;
 interface Kept {
   json: string;
   until: number;
+  /** What it is charged against the budget: the text, its key and the entry itself. */
+  cost: number;
 }
+
+/** Bytes charged for a kept entry beyond its text and key (the map's entry, the object). */
+export const ENTRY_OVERHEAD = 256;
 
 export function reportAnswers({ build, today, freshMs = FLUSH_MS, maxBytes = REPORT_CACHE_BYTES, clock = () => performance.now() }: ReportAnswersOptions): ReportAnswers {
   const kept = new Map<string, Kept>();
@@ -57,14 +62,15 @@ export function reportAnswers({ build, today, freshMs = FLUSH_MS, maxBytes = REP
     const k = kept.get(key);
     if (!k) return;
     kept.delete(key);
-    keptBytes -= k.json.length;
+    keptBytes -= k.cost;
   };
   const keep = (key: string, json: string) => {
     forget(key);
+    const cost = json.length + key.length + ENTRY_OVERHEAD;
     // One answer larger than the whole budget is not kept.
-    if (json.length > maxBytes) return;
-    kept.set(key, { json, until: clock() + freshMs });
-    keptBytes += json.length;
+    if (cost > maxBytes) return;
+    kept.set(key, { json, until: clock() + freshMs, cost });
+    keptBytes += cost;
     for (const oldest of kept.keys()) {
       if (keptBytes <= maxBytes) break;
       forget(oldest);
