@@ -93,8 +93,8 @@ class FifoSqliteDriver implements Driver {
     // starts. A deferred transaction that reads and then writes while another process (the
     // download host, the SFTP server's own process, the staff CLI) committed in between fails at
     // once with SQLITE_BUSY: in WAL mode its snapshot cannot become a writer, and SQLite does
-    // not wait for that.
-    await retryWhileBusy(() => connection.executeQuery(CompiledQuery.raw('begin immediate')));
+    // not wait for that. Outside a transaction, the connection waits for the lock on timers (`lockWaiting`).
+    await connection.executeQuery(CompiledQuery.raw('begin immediate'));
     this.#inTransaction = true;
   }
 
