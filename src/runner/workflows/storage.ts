@@ -73,7 +73,8 @@ export class LocalWorkflowStorage implements WorkflowStorage {
     const name = randomBytes(12).toString('hex');
     const key = `${workflowId}/${name}.knwf`;
     const target = this.pathOf(key);
-    fs.mkdirSync(path.dirname(target), { recursive: true });
+    // Asynchronous: a synchronous mkdir per upload held the serving thread (bench runner-hostile, archives).
+    await fs.promises.mkdir(path.dirname(target), { recursive: true });
     const tmp = path.join(path.dirname(target), temporaryArchiveName(name));
     const hash = createHash('sha256');
     let size = 0;
@@ -99,13 +100,13 @@ export class LocalWorkflowStorage implements WorkflowStorage {
           { field: 'file', message: 'is not a zip archive' },
         ], 'invalid_archive');
       }
-      fs.renameSync(tmp, target);
+      await fs.promises.rename(tmp, target);
       return { storageKey: key, size, sha256: hash.digest('hex') };
     } catch (e) {
       // A source that failed at once fails the pipeline before the file is even opened: wait for
       // the write stream to close, or the file would appear after it was removed.
       await closed(out);
-      fs.rmSync(tmp, { force: true });
+      await fs.promises.rm(tmp, { force: true });
       throw e;
     }
   }
