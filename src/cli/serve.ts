@@ -109,6 +109,14 @@ export function registerServeCommand(program: Command): void {
         running.push(metrics);
         console.error(`pier: metrics listening on ${metrics.url}`);
       }
+      /** A part in a process of its own (see startPartProcess); its end stops the other parts. */
+      const apart = async (name: string) => {
+        const part = await startPartProcess(name, (why) => {
+          console.error(`pier: ${why}; stopping the other parts too`);
+          void stop(1, 0, 0, why);
+        }, metrics?.partProcess);
+        return { ...part, ownProcess: true };
+      };
       const parts: Part[] = [];
       if (wanted.includes('web')) {
         parts.push({
@@ -128,11 +136,7 @@ export function registerServeCommand(program: Command): void {
           async start() {
             // Beside other parts, the download host gets a process of its own (see startPartProcess).
             if (downloadsApart) {
-              const part = await startPartProcess('downloads', (why) => {
-                console.error(`pier: ${why}; stopping the other parts too`);
-                void stop(1, 0, 0, why);
-              }, metrics?.partProcess);
-              return { ...part, ownProcess: true };
+              return apart('downloads');
             }
             const { startDownloads } = await import('../publishing/downloads/index.js');
             const d = await startDownloads(config);
@@ -145,11 +149,7 @@ export function registerServeCommand(program: Command): void {
           name: 'sftp',
           async start() {
             if (sftpApart) {
-              const part = await startPartProcess('sftp', (why) => {
-                console.error(`pier: ${why}; stopping the other parts too`);
-                void stop(1, 0, 0, why);
-              }, metrics?.partProcess);
-              return { ...part, ownProcess: true };
+              return apart('sftp');
             }
             const { startSftp } = await import('../publishing/sftp/index.js');
             const s = await startSftp(config);
