@@ -86,7 +86,9 @@ async function seed(url: string): Promise<{ victim: string; attacker: string; pr
 }
 
 async function startRunner(dataDir: string, dbUrl: string): Promise<{ child: ChildProcess; base: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/runner-auth-server.ts'], {
+  // BENCH_PROFILE_DIR: a V8 CPU profile of the runner (each thread) is written there at exit.
+  const profile = process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : [];
+  const child = spawn(process.execPath, [...profile, '--import', 'tsx', 'bench/runner-auth-server.ts'], {
     env: { ...process.env, PIER_DATA_DIR: dataDir, PIER_LOG_LEVEL: 'silent', RUNNER_URL: 'http://127.0.0.1', RUNNER_DATABASE_URL: dbUrl, RUNNER_SETUP_TOKEN: 'bench-setup-token-0123456789abcdef0123' },
     stdio: ['ignore', 'pipe', 'inherit'],
   });

@@ -29,6 +29,25 @@ export interface Callers {
  */
 export const ANSWER_CHARS_PER_TOKEN = 16 * 1024;
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /**
+     * Tokens a request of this route takes, where it costs the loop several small requests' work
+     * whatever its answer (an upload: a file written and hashed, rows in a transaction, a
+     * worker's read of the archive). Default 1.
+     */
+    paceTokens?: number;
+  }
+  interface FastifyRequest {
+    /**
+     * Charges `chars` characters more of a long-lived answer (a live stream) to the request's
+     * caller, as a long answer is charged; returns the milliseconds to wait before writing more
+     * (0: go on). Null for unpaced callers and in apps without pacing.
+     */
+    paceSent: ((chars: number) => number) | null;
+  }
+}
+
 /**
  * How much and in which order callers are served on a serving loop, as an onRequest hook after
  * authentication where there is one (it needs to know whose request it is, `callers.of`) and an
@@ -43,13 +62,22 @@ export const ANSWER_CHARS_PER_TOKEN = 16 * 1024;
  *    one caller's burst does not run back to back ahead of another caller's request.
  * Unpaced requests (the runner's admin key: executors' claims, heartbeats and log batches, paced
  * by the executors' own back-off) take turns but are not paced. A long-lived answer (a live log
- * stream) is one request: it takes one token when it starts.
+ * stream) is one request: it takes one token when it starts, and one per 16 Ki characters it
+ * writes (`req.paceSent`), waiting for them as a request waits for its token. A route whose requests cost more
+ * whatever they answer declares how many tokens (`paceTokens`: uploads).
  */
 export function paceCallers(app: HttpApp, settings: PacingSettings, callers: Callers, clock?: () => number): void {
   const pacer = new Pacer({ rate: settings.rate, burst: settings.burst, maxWaiting: settings.queue }, clock);
   const turns = new FairTurns();
+  app.decorateRequest('paceSent', null);
   app.addHook('onRequest', (req, _reply, done) => {
     const caller = callers.of(req);
+    if (!callers.unpaced(req)) {
+      req.paceSent = (chars) => {
+        pacer.charge(caller, Math.floor(chars / ANSWER_CHARS_PER_TOKEN));
+        return pacer.delay(caller);
+      };
+    }
     const start = () => {
       const waiting = turns.turn(caller);
       if (waiting) void waiting.then(() => done());
@@ -60,6 +88,9 @@ export function paceCallers(app: HttpApp, settings: PacingSettings, callers: Cal
       return;
     }
     const pace = pacer.take(caller);
+    const tokens = req.routeOptions.config?.paceTokens ?? 1;
+    // The rest of a costly request's tokens are owed by the caller's next requests.
+    if (!('refused' in pace) && tokens > 1) pacer.charge(caller, tokens - 1);
     if ('refused' in pace) {
       done(
         new TooManyRequestsError(

@@ -83,6 +83,13 @@ export class Pacer {
     this.remember(caller, Math.min(owed, t + (this.limits.burst + this.limits.maxWaiting) * this.interval));
   }
 
+  /** Milliseconds until a request of `caller` would start without waiting (0: now). */
+  delay(caller: string): number {
+    const t = this.now();
+    const full = this.full.get(caller);
+    return full === undefined ? 0 : Math.max(0, full + this.interval - this.span - t);
+  }
+
   /** Requests of `caller` waiting for their start (tests, metrics). */
   waiting(caller: string): number {
     const full = this.full.get(caller);

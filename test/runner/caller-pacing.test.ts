@@ -9,7 +9,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { dialects } from '../helpers/db.js';
-import { API_KEY, apiKey, bearer, SETUP_TOKEN, startRunner, type TestRunner } from './helpers.js';
+import { API_KEY, apiKey, bearer, makeZip, multipart, SETUP_TOKEN, startRunner, type TestRunner } from './helpers.js';
 
 const PASSWORD = 'a long enough password';
 const PACE = { RUNNER_CALLER_RATE: '2', RUNNER_CALLER_BURST: '2', RUNNER_CALLER_QUEUE: '3' };
@@ -118,6 +118,75 @@ for (const target of dialects()) {
       // token in debt counts as one waiting, so two more may wait and the rest are refused.
       const statuses = (await together(5, from('/.well-known/oauth-authorization-server')).all).map((a) => a.statusCode).sort();
       assert.deepEqual(statuses, [200, 200, 429, 429, 429]);
+    });
+  });
+}
+
+/*
+ * Requests that cost the loop more than their answer shows: an upload (a file written and hashed,
+ * rows, a worker's read) takes ten tokens, and a live log stream one per 16 Ki characters it
+ * writes. A bucket of 20 shows what each took: the /api/me requests that may start at once after it.
+ */
+for (const target of dialects()) {
+  describe(`uploads and streamed logs take their caller's tokens (${target.name})`, () => {
+    let dbh: { url: string; drop(): Promise<void> };
+    let r: TestRunner;
+    let paceMs = 0;
+    let token = '';
+    let projectId = '';
+    let runId = '';
+    const inject = (o: object) => r.service.app.inject(o as never) as unknown as Promise<Answer & { body: string }>;
+    const me = () => inject({ method: 'GET', url: '/api/me', headers: bearer(token) });
+    /** Statuses of `n` requests of the user sent together, sorted. */
+    const burst = async (n: number) => (await together(n, me).all).map((a) => a.statusCode).sort();
+
+    before(async () => {
+      dbh = await target.create();
+      r = await startRunner({ databaseUrl: dbh.url, env: { RUNNER_CALLER_RATE: '2', RUNNER_CALLER_BURST: '20', RUNNER_CALLER_QUEUE: '3' }, paceClock: () => paceMs });
+      token = (await inject({ method: 'POST', url: '/api/setup', payload: { setupToken: SETUP_TOKEN, email: 'root@example.com', password: PASSWORD } })).json().session!.token as string;
+      paceMs += 60_000;
+      projectId = (await inject({ method: 'POST', url: '/api/projects', headers: bearer(token), payload: { name: 'p' } })).json().id as string;
+      const m = multipart([{ name: 'file', file: makeZip() }]);
+      const workflowId = (await inject({ method: 'POST', url: `/api/projects/${projectId}/workflows`, headers: { ...bearer(token), ...m.headers }, payload: m.payload })).json().id;
+      runId = (await inject({ method: 'POST', url: `/api/workflows/${workflowId}/runs`, headers: bearer(token), payload: {} })).json().id as string;
+      const ex = (await inject({ method: 'POST', url: '/api/executors/register', headers: apiKey(API_KEY), payload: { name: 'ex' } })).json();
+      const claim = (await inject({ method: 'POST', url: `/api/executors/${ex.id}/claim?wait=0`, headers: apiKey(API_KEY) })).json() as { lease: { token: string } };
+      const lease = { leaseToken: claim.lease.token, attempt: 1 };
+      // 20 chunks of 16,000 characters: four turns of the stream, four tokens each.
+      const chunks = Array.from({ length: 20 }, (_, i) => ({ seq: i + 1, text: 'x'.repeat(16_000) }));
+      assert.equal((await inject({ method: 'POST', url: `/api/runs/${runId}/logs`, headers: apiKey(API_KEY), payload: { ...lease, chunks } })).statusCode, 200);
+      assert.equal((await inject({ method: 'POST', url: `/api/runs/${runId}/complete`, headers: apiKey(API_KEY), payload: { ...lease, status: 'succeeded' } })).statusCode, 200);
+    });
+    after(async () => {
+      await r?.close();
+      await dbh?.drop();
+    });
+
+    test('with a full bucket, 20 requests start at once', async () => {
+      paceMs += 60_000;
+      assert.deepEqual(await burst(20), Array(20).fill(200));
+    });
+
+    test('an upload takes ten tokens', async () => {
+      paceMs += 60_000;
+      const m = multipart([{ name: 'file', file: makeZip() }]);
+      const up = await inject({ method: 'POST', url: `/api/projects/${projectId}/workflows`, headers: { ...bearer(token), ...m.headers }, payload: m.payload });
+      assert.equal(up.statusCode, 201, up.body);
+      // Ten left start at once, three wait for a token, the rest are refused.
+      assert.deepEqual(await burst(16), [...Array(13).fill(200), ...Array(3).fill(429)]);
+    });
+
+    test('a live log stream takes a token per 16 Ki characters it writes', { timeout: 30_000 }, async () => {
+      paceMs += 60_000;
+      // Over a socket: the stream writes as the socket takes its writes.
+      const base = await r.service.app.listen({ host: '127.0.0.1', port: 0 });
+      const stream = await fetch(`${base}/api/runs/${runId}/logs/stream`, { headers: bearer(token) });
+      assert.equal(stream.status, 200);
+      const body = await stream.text();
+      assert.equal(body.match(/^event: log$/gm)?.length, 20, 'the whole log');
+      assert.match(body, /event: end\ndata: \{"status":"succeeded"\}/);
+      // One token to start, sixteen for the 320,000 characters: three left, three may wait.
+      assert.deepEqual(await burst(8), [...Array(6).fill(200), ...Array(2).fill(429)]);
     });
   });
 }

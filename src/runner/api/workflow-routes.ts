@@ -23,6 +23,13 @@ const VERSION_DOC = multipartConfig({
   required: ['file'],
 });
 
+/**
+ * What an upload takes of its caller's pace (infra/pace-hooks.ts): a file streamed, hashed and
+ * renamed, rows written in a transaction and the archive read by a worker cost the serving loop
+ * some ten times a small request, so a script uploading in a loop is served ten a second.
+ */
+const UPLOAD_TOKENS = 10;
+
 const WORKFLOW_PARTS = 'the workflow archive as a "file" part';
 
 /** The text of a new workflow: the rules of every JSON body's name and description. */
@@ -51,7 +58,7 @@ export async function registerWorkflowRoutes(app: HttpApp, ctx: RunnerContext): 
   app.post(
     '/api/projects/:id/workflows',
     {
-      config: { ...access(USER_WRITE), ...UPLOAD_DOC },
+      config: { ...access(USER_WRITE), ...UPLOAD_DOC, paceTokens: UPLOAD_TOKENS },
       schema: {
         tags: ['workflows'],
         summary: 'Upload a workflow',
@@ -124,7 +131,7 @@ export async function registerWorkflowRoutes(app: HttpApp, ctx: RunnerContext): 
   app.post(
     '/api/workflows/:id/versions',
     {
-      config: { ...access(USER_WRITE), ...VERSION_DOC },
+      config: { ...access(USER_WRITE), ...VERSION_DOC, paceTokens: UPLOAD_TOKENS },
       schema: {
         tags: ['workflows'],
         summary: 'Upload a new version',

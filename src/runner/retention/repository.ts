@@ -1,6 +1,23 @@
-import type { Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import type { RunnerDB } from '../db/schema.js';
 import { TERMINAL } from '../runs/repository.js';
+
+/** The query of `finishedBefore` (its plan is tested). */
+export function finishedBeforeQuery(db: Kysely<RunnerDB>, cutoff: string, limit: number) {
+  return (
+    db
+      .selectFrom('runs')
+      .select('id')
+      .where('finished_at', '<', cutoff)
+      // `status || ''` keeps SQLite's planner off the (status, lease) index: with it, the pass
+      // read every finished run and sorted them (200,000 runs: 100 ms holding the serving loop
+      // every pass), where `runs_finished` reads just the oldest, in order, up to the limit.
+      .where(sql<string>`${sql.ref('status')} || ''`, 'in', TERMINAL)
+      .orderBy('finished_at')
+      .orderBy('id')
+      .limit(limit)
+  );
+}
 
 /** The runs retention may delete: finished (terminal status) before the cutoff. */
 export class RetentionRepository {
@@ -15,15 +32,7 @@ export class RetentionRepository {
 
   /** Ids of up to `limit` runs that finished before `cutoff`, oldest first. Queued and running runs never qualify. */
   async finishedBefore(cutoff: string, limit: number): Promise<string[]> {
-    const rows = await this.db
-      .selectFrom('runs')
-      .select('id')
-      .where('finished_at', '<', cutoff)
-      .where('status', 'in', TERMINAL)
-      .orderBy('finished_at')
-      .orderBy('id')
-      .limit(limit)
-      .execute();
+    const rows = await finishedBeforeQuery(this.db, cutoff, limit).execute();
     return rows.map((r) => r.id);
   }
 

@@ -48,9 +48,10 @@ export const LOG_STREAM_RECHECK_POLLS = 4;
 const KEEP_ALIVE_POLLS = 30;
 /**
  * Chunks read per look at the log (each up to the ingest's 16,384 characters): what one stream
- * holds while its client does not read (about 1 MiB of ASCII), and the most it reads at once.
+ * holds while its client does not read (about 256 KiB of ASCII), and the most it reads from the
+ * database in one synchronous step on SQLite.
  */
-const LOG_STREAM_PAGE = 64;
+const LOG_STREAM_PAGE = 16;
 /**
  * Live log streams open at once, per user (the admin key counts as one) and in the process:
  * each polls the database twice a second for as long as it is open, so one token's thousands of

@@ -3,15 +3,14 @@
  * loop: a kept worker thread (infra/kept-worker.ts), under a wall-time and a memory limit, reads
  * the archive's `settings.xml` files, picks those of configuration nodes with a check linear in
  * their length and parses them (settings-entries.ts, declared-parameters.ts, all bounded in
- * bytes). The serving thread only looks in the zip's directory whether there is any settings
- * file: an archive without one never starts the worker. What the worker posts is checked before
- * it is stored.
+ * bytes). The serving thread does not open the archive at all (its directory is the uploader's
+ * too, thousands of entries read one by one). What the worker posts is checked before it is
+ * stored.
  */
 import { ServiceUnavailableError } from '../../infra/errors.js';
 import { keptWorker } from '../../infra/kept-worker.js';
 import { type DeclaredParameter, MAX_PARAMETERS } from './declared-parameters.js';
 import type { DeclaredJob, DeclaredReply } from './declared-worker.js';
-import { hasSettingsEntries } from './settings-entries.js';
 
 export interface DeclaredLimits {
   /** Wall time the parse of one version's settings may take, ms. */
@@ -78,7 +77,6 @@ export function isolatedDeclaredReader(limits: DeclaredLimits = {}): DeclaredPar
 
   return {
     async read(file) {
-      if (!(await hasSettingsEntries(file))) return [];
       let parsed: (DeclaredParameter | null)[];
       try {
         parsed = await worker.run({ file, hold: limits.hold }, accept, (e) => e instanceof ParseFailed);

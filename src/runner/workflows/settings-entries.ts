@@ -3,8 +3,9 @@
  * nodes: read from the zip (yauzl: entries one at a time), bounded in entries, bytes per file,
  * bytes in all and bytes kept for parsing, and picked by a check of the raw text that is linear
  * in its length (configuration-factory.ts). Only these are parsed. All of it runs in the worker
- * of isolated-declared.ts; the serving thread only asks `hasSettingsEntries`. An archive that
- * cannot be read gives what was read before the damage (the upload itself is not refused for it).
+ * of isolated-declared.ts, the zip's directory too: reading it entry by entry is thousands of
+ * small reads for an archive of many entries, work an uploader chooses. An archive that cannot be
+ * read gives what was read before the damage (the upload itself is not refused for it).
  */
 import yauzl from 'yauzl';
 import { namesConfigurationFactory } from './configuration-factory.js';
@@ -28,33 +29,6 @@ async function openZip(file: string): Promise<yauzl.ZipFile | null> {
 }
 
 const SETTINGS = /(?:^|\/)settings\.xml$/;
-
-/**
- * Whether the archive holds a `settings.xml` within the entries looked at: its central directory
- * read entry by entry, nothing inflated. An archive without one declares nothing, and its upload
- * needs no worker.
- */
-export async function hasSettingsEntries(file: string): Promise<boolean> {
-  const zip = await openZip(file);
-  if (!zip) return false;
-  let seen = 0;
-  try {
-    return await new Promise<boolean>((resolve, reject) => {
-      zip.on('error', reject);
-      zip.on('end', () => resolve(false));
-      zip.on('entry', (e: yauzl.Entry) => {
-        if (SETTINGS.test(e.fileName) && e.uncompressedSize <= MAX_SETTINGS_BYTES) return resolve(true);
-        if (++seen >= MAX_ENTRIES) return resolve(false);
-        zip.readEntry();
-      });
-      zip.readEntry();
-    });
-  } catch {
-    return false;
-  } finally {
-    zip.close();
-  }
-}
 
 export async function readConfigurationSettings(file: string): Promise<string[]> {
   const zip = await openZip(file);
