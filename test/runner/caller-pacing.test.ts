@@ -143,7 +143,7 @@ for (const target of dialects()) {
     before(async () => {
       dbh = await target.create();
       r = await startRunner({ databaseUrl: dbh.url, env: { RUNNER_CALLER_RATE: '2', RUNNER_CALLER_BURST: '20', RUNNER_CALLER_QUEUE: '3' }, paceClock: () => paceMs });
-      token = (await inject({ method: 'POST', url: '/api/setup', payload: { setupToken: SETUP_TOKEN, email: 'root@example.com', password: PASSWORD } })).json().session!.token as string;
+      token = ((await inject({ method: 'POST', url: '/api/setup', payload: { setupToken: SETUP_TOKEN, email: 'root@example.com', password: PASSWORD } })).json().session as { token: string }).token;
       paceMs += 60_000;
       projectId = (await inject({ method: 'POST', url: '/api/projects', headers: bearer(token), payload: { name: 'p' } })).json().id as string;
       const m = multipart([{ name: 'file', file: makeZip() }]);
