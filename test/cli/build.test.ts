@@ -148,6 +148,10 @@ describe('a worker thread of the built server', () => {
       `the render worker started from the build: ${urls.filter((u) => u.includes('worker')).join(' ')}`,
     );
     assert.deepEqual(typescript(urls), []);
+    // tsx in a worker starts an esbuild service process, left as `[esbuild] <defunct>` once the
+    // worker ends; the build starts none: `serve --only web` has no child process at all.
+    const children = spawnSync('ps', ['--ppid', String(child.pid), '-o', 'pid=,stat=,args='], { encoding: 'utf8' }).stdout.trim();
+    assert.equal(children, '');
     child.kill('SIGTERM');
     await new Promise((r) => child.once('exit', r));
     server = undefined;
