@@ -20,7 +20,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { CURRENT_FILE, SERVER_DIR, sourceFingerprint } from './build-state.mjs';
+import { CURRENT_FILE, currentBuild, SERVER_DIR, sourceFingerprint } from './build-state.mjs';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 
@@ -46,13 +46,14 @@ const COPIED = [
 
 /**
  * Packages left to Node's own resolution from node_modules instead of being bundled: native
- * add-ons (better-sqlite3, ssh2's optional cpu-features), packages that read their own files
- * beside them at run time (@fastify/swagger-ui's static assets, @fastify/swagger's
- * package.json, pino's transport workers, esbuild's binary) and pg (loaded only with
- * PostgreSQL). Everything else is bundled: one file read instead of hundreds of small module
- * loads is most of the start-up time saved (bench/startup.ts).
+ * add-ons (better-sqlite3; ssh2, which loads its sshcrypto.node by a path relative to its own
+ * file and, bundled, would silently fall back to slower JavaScript crypto; cpu-features),
+ * packages that read their own files beside them at run time (@fastify/swagger-ui's static
+ * assets, @fastify/swagger's package.json, pino's transport workers, esbuild's binary) and pg
+ * (loaded only with PostgreSQL). Everything else is bundled: one file read instead of hundreds
+ * of small module loads is most of the start-up time saved (bench/startup.ts).
  */
-const EXTERNAL = ['better-sqlite3', 'pg', 'pg-native', 'cpu-features', '*.node', 'esbuild', 'tsx', '@fastify/swagger', '@fastify/swagger-ui', 'pino', 'thread-stream'];
+const EXTERNAL = ['better-sqlite3', 'ssh2', 'pg', 'pg-native', 'cpu-features', '*.node', 'esbuild', 'tsx', '@fastify/swagger', '@fastify/swagger-ui', 'pino', 'thread-stream'];
 
 // CommonJS code bundled into ES modules still asks for these (require of an external package,
 // __dirname in a dependency).
@@ -146,6 +147,9 @@ function prune(serverDir, current) {
   for (const b of gone) fs.rmSync(path.join(serverDir, b.name), { recursive: true, force: true });
 }
 
+// `node scripts/build-server.mjs [--if-stale]`: --if-stale (npm start) keeps a build that is
+// current with the sources instead of making the same one again.
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  await buildServer({ log: (line) => console.error(line) });
+  if (process.argv.includes('--if-stale') && currentBuild(ROOT).entry) console.error('pier: the program is built and current with the sources');
+  else await buildServer({ log: (line) => console.error(line) });
 }
