@@ -116,6 +116,32 @@ test('every worker entry the code starts (workerEntry) is an entry of the build,
   assert.equal(stray, '');
 });
 
+test('the build maps back to the TypeScript: a stack trace from built code names the source file and line', () => {
+  const build = currentBuild(ROOT);
+  assert.ok(build.entry);
+  const dir = path.dirname(build.entry);
+  const contents = JSON.parse(fs.readFileSync(path.join(dir, 'meta.json'), 'utf8')) as Record<string, string[]>;
+  const chunk = Object.keys(contents).find((f) => contents[f]!.includes('src/infra/config.ts'));
+  assert.ok(chunk, 'src/infra/config.ts is in the build');
+  // loadConfig of the build, given a bad port, throws from inside config.ts; the stack is
+  // formatted with source maps on, as bin/pier.js runs the program.
+  const script = `process.setSourceMapsEnabled(true);
+const { loadConfig } = await import(${JSON.stringify(new URL(`file://${path.join(dir, chunk)}`).href)});
+try { loadConfig({ PIER_HTTP_PORT: 'not-a-port' }); } catch (e) { console.log(e.stack); }`;
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /PIER_HTTP_PORT/);
+  const frames = [...r.stdout.matchAll(/\((?:file:\/\/)?([^():]+):(\d+):\d+\)/g)].map((m) => ({ file: path.relative(ROOT, m[1]!), line: Number(m[2]) }));
+  const inConfig = frames.filter((f) => f.file === 'src/infra/config.ts');
+  assert.ok(inConfig.length > 0, `frames name src/infra/config.ts: ${r.stdout}`);
+  // The line of loadConfig's frame is the line of the TypeScript source, inside loadConfig.
+  const source = fs.readFileSync('src/infra/config.ts', 'utf8').split('\n');
+  const start = source.findIndex((l) => l.startsWith('export function loadConfig')) + 1;
+  const loadFrame = /at loadConfig \((?:file:\/\/)?[^():]+:(\d+):\d+\)/.exec(r.stdout);
+  assert.ok(loadFrame, r.stdout);
+  assert.ok(Number(loadFrame[1]) > start && Number(loadFrame[1]) < start + 200, `loadConfig's frame at line ${loadFrame[1]} (it starts at ${start})`);
+});
+
 describe('a worker thread of the built server', () => {
   let server: ChildProcess | undefined;
   after(() => {
