@@ -97,7 +97,7 @@ export async function buildServer({ root = ROOT, log = () => {} } = {}) {
       jsx: 'automatic',
       jsxImportSource: 'preact',
       // Identifiers are not shortened and names are kept (keepNames): functions and classes keep
-      // the names they have in the sources (stack traces, profiles, \`err.name\`). Measured: the
+      // the names they have in the sources (stack traces, profiles, `err.name`). Measured: the
       // full minifier starts no faster here (bench/startup.ts).
       minifyWhitespace: true,
       minifySyntax: true,
