@@ -44,6 +44,9 @@ if (hostileSettings?.benchRunnerHostileSettings) benches['runner-hostile-setting
 const flood = await import('./runner-flood.js').catch(() => null);
 if (flood?.benchRunnerFlood) benches['runner-flood'] = flood.benchRunnerFlood;
 
+const startup = await import('./startup.js').catch(() => null);
+if (startup?.benchStartup) benches.startup = startup.benchStartup;
+
 const wanted = process.argv.slice(2);
 for (const [name, fn] of Object.entries(benches)) {
   if (wanted.length && !wanted.includes(name)) continue;

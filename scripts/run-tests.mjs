@@ -4,6 +4,8 @@
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { buildServer } from './build-server.mjs';
+import { currentBuild } from './build-state.mjs';
 
 function collect(dir) {
   return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
@@ -24,6 +26,9 @@ if (files.length === 0) {
 // The runner serves its web UI from dist/ui: build it from the sources under test first.
 const build = spawnSync(process.execPath, ['--import', 'tsx', 'scripts/build-ui.ts'], { stdio: 'inherit' });
 if (build.status !== 0) process.exit(build.status ?? 1);
+// Tests that spawn bin/pier.js run the compiled program, as users do: build it once here, so no
+// test pays for (or races on) the rebuild bin/pier.js would otherwise make of stale sources.
+if (!currentBuild(process.cwd()).entry) await buildServer({ log: (line) => console.error(line) });
 // `pier serve` keeps answering /readyz 503 for PIER_DRAIN_DELAY_SECONDS after SIGTERM (for a
 // balancer); the tests that stop a server want it gone at once (the drain test sets its own).
 const env = { ...process.env, PIER_DRAIN_DELAY_SECONDS: process.env.PIER_DRAIN_DELAY_SECONDS ?? '0' };

@@ -3,10 +3,6 @@ import { loadConfig } from '../infra/config.js';
 import { UsageError } from '../infra/errors.js';
 import { registerExecutorCommand } from './executor-command.js';
 import { readNewPassword } from './prompt.js';
-import { openRunnerDatabase } from '../runner/db/index.js';
-import { UsersRepository } from '../runner/users/repository.js';
-import { presentUser } from '../runner/api/presenters.js';
-import { createUser } from '../runner/users/service.js';
 
 /** The first line of stdin (the password), without its line ending. */
 async function readFirstLine(stream: NodeJS.ReadableStream = process.stdin): Promise<string> {
@@ -40,6 +36,13 @@ export function registerRunnerCommands(program: Command): void {
         throw new UsageError('the password must be 10-1024 characters');
       }
       const config = loadConfig();
+      // Loaded here, not with the command line: `pier --help` needs none of the runner's code.
+      const [{ openRunnerDatabase }, { UsersRepository }, { presentUser }, { createUser }] = await Promise.all([
+        import('../runner/db/index.js'),
+        import('../runner/users/repository.js'),
+        import('../runner/api/presenters.js'),
+        import('../runner/users/service.js'),
+      ]);
       const database = await openRunnerDatabase(config.runner.databaseUrl);
       try {
         const created = await createUser(

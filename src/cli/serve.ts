@@ -1,8 +1,6 @@
 import type { Command } from 'commander';
-import { shareSqliteHandles } from '../infra/database/index.js';
 import { startDraining } from '../infra/readiness.js';
 import { loadConfig } from '../infra/config.js';
-import { startServeMetrics } from '../infra/metrics/serve.js';
 import { lowerOwnPriority } from '../infra/priority.js';
 import { drainDelaySkipped, endWithParent, PART_PROCESS_ENV, startPartProcess } from './part-process.js';
 import { startupSummary } from './startup-summary.js';
@@ -48,6 +46,8 @@ export function registerServeCommand(program: Command): void {
       if (unknown.length) {
         throw new Error(`unknown part(s) ${unknown.join(', ')}; available: ${PARTS.join(', ')}`);
       }
+      // Loaded here, not with the command line: the other commands and `pier --help` need neither.
+      const [{ shareSqliteHandles }, { startServeMetrics }] = await Promise.all([import('../infra/database/index.js'), import('../infra/metrics/serve.js')]);
       const partProcess = process.env[PART_PROCESS_ENV] === '1';
       // The parts of this process share one handle per SQLite file (see shareSqliteHandles).
       shareSqliteHandles();

@@ -6,10 +6,10 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { DIST_DIR, INSTALL_DIR } from '../infra/install-dir.js';
 
-export const VENDOR_CLI_FILE = fileURLToPath(new URL('../../dist/cli/pier.mjs', import.meta.url));
-const ENTRY = fileURLToPath(new URL('./vendor.ts', import.meta.url));
+export const VENDOR_CLI_FILE = path.join(DIST_DIR, 'cli', 'pier.mjs');
+const ENTRY = path.join(INSTALL_DIR, 'src', 'cli', 'vendor.ts');
 
 // CommonJS dependencies (ssh2, commander) bundled into an ES module still ask for these.
 const BANNER = [

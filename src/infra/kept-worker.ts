@@ -6,7 +6,7 @@
  * limit. A worker past a limit, or in an unknown state, is ended and the next job on its place
  * starts a fresh one; an idle worker is ended so its memory returns.
  */
-import { startTsWorker, type TsWorker } from './ts-worker.js';
+import { type ModuleWorker, startModuleWorker } from './module-worker.js';
 
 /** Why a job got no reply: `message` says it plainly, for logs and callers' own errors. */
 export interface WorkerFailure {
@@ -53,7 +53,7 @@ const WORKER_NAME = 'the worker';
 
 /** One place in the pool: its worker (started on first use, ended when idle) and whether a job holds it. */
 interface Slot {
-  current: TsWorker | null;
+  current: ModuleWorker | null;
   idleTimer: NodeJS.Timeout | null;
   busy: boolean;
 }
@@ -72,21 +72,21 @@ export function keptWorker<Job>(options: KeptWorkerOptions): KeptWorker<Job> {
     }
   }
 
-  function spawn(slot: Slot): TsWorker {
-    const running = startTsWorker(options.entry, options.maxMemoryMb, (m) => new Failed({ kind: 'start', message: `${WORKER_NAME} ${m}` }), options.nice);
+  function spawn(slot: Slot): ModuleWorker {
+    const running = startModuleWorker(options.entry, options.maxMemoryMb, (m) => new Failed({ kind: 'start', message: `${WORKER_NAME} ${m}` }), options.nice);
     running.worker.once('exit', () => {
       if (slot.current === running) slot.current = null;
     });
     return running;
   }
 
-  async function end(slot: Slot, r: TsWorker | null): Promise<void> {
+  async function end(slot: Slot, r: ModuleWorker | null): Promise<void> {
     if (!r) return;
     if (slot.current === r) slot.current = null;
     await r.worker.terminate();
   }
 
-  function reply(r: TsWorker, job: Job): Promise<unknown> {
+  function reply(r: ModuleWorker, job: Job): Promise<unknown> {
     return new Promise((resolve, reject) => {
       const seconds = Math.round(options.timeoutMs / 1000);
       const timer = setTimeout(() => reject(new Failed({ kind: 'timeout', message: `exceeded ${seconds} s` })), options.timeoutMs);

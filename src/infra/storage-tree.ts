@@ -8,6 +8,7 @@
  * scarce the serving thread goes first. One worker per process takes the jobs in turn.
  */
 import { type KeptWorker, keptWorker } from './kept-worker.js';
+import { workerEntry } from './module-worker.js';
 import type { FileLinksReply, TreeJob, TreeReply } from './storage-tree-worker.js';
 
 export type { FileLinksReply };
@@ -21,7 +22,7 @@ let worker: KeptWorker<TreeJob> | null = null;
 
 function treeWorker(): KeptWorker<TreeJob> {
   worker ??= keptWorker<TreeJob>({
-    entry: new URL('./storage-tree-worker.ts', import.meta.url),
+    entry: workerEntry('storage-tree-worker', import.meta.url),
     // Listings of 100,000 entries and the count of a few such copies.
     maxMemoryMb: 512,
     timeoutMs: JOB_TIMEOUT_MS,

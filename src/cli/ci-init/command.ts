@@ -9,7 +9,6 @@ import path from 'node:path';
 import type { Command } from 'commander';
 import { UsageError } from '../../infra/errors.js';
 import { productIdProblem } from '../../publishing/products/slug.js';
-import { detectBuild } from './detect.js';
 import { GITHUB_WORKFLOW_PATH, githubWorkflow } from './github.js';
 import { GITLAB_CI_PATH, GITLAB_INCLUDE_PATH, gitlabPipeline } from './gitlab.js';
 import { ANSWER_LIMITS, readJsonAnswer } from '../server-answer.js';
@@ -81,6 +80,8 @@ export async function ciInit(options: CiInitOptions): Promise<CiInitResult> {
   if (options.build !== undefined && options.build !== 'tycho' && options.build !== 'python') throw new UsageError(`--build: expected tycho or python, got "${options.build}"`);
   const server = options.server ? baseUrl(options.server, '--server') : null;
   const root = path.resolve(options.dir ?? '.');
+  // Loaded here, not with the command line: the XML parser serves `pier ci init` only.
+  const { detectBuild } = await import('./detect.js');
   const build = detectBuild(root, { build: options.build as 'tycho' | 'python' | undefined, module: options.module });
   const lines = [`Found a ${buildSummary(build)}.`];
 

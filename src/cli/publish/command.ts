@@ -1,6 +1,6 @@
 import { type Command, CommanderError, Option } from 'commander';
 import { EXIT, PublishFailure } from './failure.js';
-import { type PublishOptions, publish } from './run.js';
+import type { PublishOptions } from './run.js';
 
 /** Flags people try for secrets: refused by name, since a flag shows in `ps` and in CI logs. */
 const SECRET_FLAGS = ['--edit-token', '--token', '--password', '--sftp-password'];
@@ -54,6 +54,8 @@ Exit codes: 0 published, 2 usage or settings, 3 the site check failed, 4 authent
       dryRun: raw.dryRun === true,
       timeout: Number(raw.timeout),
     };
+    // Loaded here, not with the command line: the SSH client is needed by this action only.
+    const { publish } = await import('./run.js');
     try {
       process.exitCode = await publish(options, process.env, { line: (t) => console.log(t), isTTY: process.stderr.isTTY === true });
     } catch (e) {

@@ -18,6 +18,7 @@
  */
 import { ServiceUnavailableError } from '../../infra/errors.js';
 import { keptWorker } from '../../infra/kept-worker.js';
+import { workerEntry } from '../../infra/module-worker.js';
 import type { ProductFields } from '../products/fields.js';
 import type { RenderedContent } from './product-content.js';
 import { type RenderBudgetOptions, renderBudget } from './render-budget.js';
@@ -98,7 +99,7 @@ const RENDER_NICE = 10;
 export function isolatedRenderer(limits: RenderLimits): ContentRenderer {
   const unavailable = (detail: string) => new ServiceUnavailableError(detail, RETRY_AFTER_SECONDS);
   const worker = keptWorker<RenderJob>({
-    entry: new URL('./render-worker.ts', import.meta.url),
+    entry: workerEntry('render-worker', import.meta.url),
     maxMemoryMb: limits.maxMemoryMb ?? 256,
     timeoutMs: limits.timeoutMs,
     idleMs: limits.idleMs ?? 60_000,

@@ -6,6 +6,7 @@
  */
 import { KNIME_CATEGORIES, type PlatformCategory } from '../../infra/platform-categories.js';
 import { keptWorker } from '../../infra/kept-worker.js';
+import { workerEntry } from '../../infra/module-worker.js';
 import type { CrawlLimits } from './crawl.js';
 import type { CrawlJob, CrawlReply } from './crawl-worker.js';
 import { DEFAULT_CORE_PREFIXES } from './platform-range.js';
@@ -47,7 +48,7 @@ export function isolatedCrawler(
   platformCategories: readonly PlatformCategory[] = KNIME_CATEGORIES,
 ): IsolatedCrawler {
   const worker = keptWorker<CrawlJob>({
-    entry: new URL('./crawl-worker.ts', import.meta.url),
+    entry: workerEntry('crawl-worker', import.meta.url),
     maxMemoryMb: isolation.maxMemoryMb,
     timeoutMs: isolation.timeoutMs,
     idleMs: isolation.idleMs ?? 30_000,

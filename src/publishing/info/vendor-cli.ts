@@ -5,10 +5,11 @@
  */
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import path from 'node:path';
+import { DIST_DIR } from '../../infra/install-dir.js';
 
 export const VENDOR_CLI_PATH = '/cli/pier.mjs';
-const BUILT = fileURLToPath(new URL('../../../dist/cli/pier.mjs', import.meta.url));
+const BUILT = path.join(DIST_DIR, 'cli', 'pier.mjs');
 
 export interface VendorCli {
   data: Buffer;

@@ -6,6 +6,7 @@
  */
 import { type FieldProblem, ServiceUnavailableError, ValidationError } from '../../infra/errors.js';
 import { keptWorker } from '../../infra/kept-worker.js';
+import { workerEntry } from '../../infra/module-worker.js';
 import { FIELD_NAMES, type FieldName, MARKDOWN_FIELDS } from './fields.js';
 import type { ProductPatch } from './patch-schema.js';
 import type { PatchCheck, ValidatedPatch } from './patch-validation.js';
@@ -73,7 +74,7 @@ export function checkPatchCheck(v: unknown): PatchCheck | null {
 export function isolatedValidator(limits: ValidationLimits): PatchValidator {
   const seconds = Math.round(limits.timeoutMs / 1000);
   const worker = keptWorker<ValidateJob>({
-    entry: new URL('./validate-worker.ts', import.meta.url),
+    entry: workerEntry('validate-worker', import.meta.url),
     maxMemoryMb: limits.maxMemoryMb ?? 256,
     timeoutMs: limits.timeoutMs,
     idleMs: limits.idleMs ?? 60_000,

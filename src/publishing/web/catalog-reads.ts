@@ -9,6 +9,7 @@
  */
 import { ServiceUnavailableError } from '../../infra/errors.js';
 import { keptWorker } from '../../infra/kept-worker.js';
+import { workerEntry } from '../../infra/module-worker.js';
 import type { CompareOutcome, NodesDiffer, SideRef } from '../changes/compare.js';
 import type { NodeSearchFilter, NodeSearchHit } from '../crawler/repository.js';
 import type { LabelTotalsRow } from '../files/repository.js';
@@ -79,7 +80,7 @@ const isTotals = (t: unknown) => {
 
 export function catalogReads(limits: CatalogReadLimits): CatalogReads {
   const worker = keptWorker<CatalogJob>({
-    entry: new URL('./catalog-worker.ts', import.meta.url),
+    entry: workerEntry('catalog-worker', import.meta.url),
     maxMemoryMb: limits.maxMemoryMb ?? 256,
     timeoutMs: limits.timeoutMs,
     idleMs: limits.idleMs ?? 60_000,

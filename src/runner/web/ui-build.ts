@@ -5,8 +5,8 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
+import { DIST_DIR, INSTALL_DIR } from '../../infra/install-dir.js';
 
 export interface UiManifest {
   js: string;
@@ -15,8 +15,9 @@ export interface UiManifest {
   jsGzipBytes: number;
 }
 
-export const UI_SOURCE_DIR = fileURLToPath(new URL('./ui/', import.meta.url));
-export const UI_OUT_DIR = fileURLToPath(new URL('../../../dist/ui/', import.meta.url));
+// Found from the installation's root, so the compiled program (dist/server) finds them too.
+export const UI_SOURCE_DIR = path.join(INSTALL_DIR, 'src', 'runner', 'web', 'ui');
+export const UI_OUT_DIR = path.join(DIST_DIR, 'ui');
 const MANIFEST = 'manifest.json';
 
 export function readUiManifest(outDir = UI_OUT_DIR): UiManifest | null {

@@ -9,6 +9,7 @@
  */
 import { ServiceUnavailableError } from '../../infra/errors.js';
 import { keptWorker } from '../../infra/kept-worker.js';
+import { workerEntry } from '../../infra/module-worker.js';
 import { type DeclaredParameter, MAX_PARAMETERS } from './declared-parameters.js';
 import type { DeclaredJob, DeclaredReply } from './declared-worker.js';
 
@@ -55,7 +56,7 @@ export function isDeclaredParameter(v: unknown): v is DeclaredParameter {
 
 export function isolatedDeclaredReader(limits: DeclaredLimits = {}): DeclaredParametersReader {
   const worker = keptWorker<DeclaredJob>({
-    entry: new URL('./declared-worker.ts', import.meta.url),
+    entry: workerEntry('declared-worker', import.meta.url),
     maxMemoryMb: limits.maxMemoryMb ?? 256,
     timeoutMs: limits.timeoutMs ?? DECLARED_TIMEOUT_MS,
     idleMs: limits.idleMs ?? 60_000,
