@@ -1,9 +1,10 @@
 // Child of `npm run bench hostile-load`: one hostile vendor (and the anonymous visitors of its
 // page) working against `pier serve`, in its own process so the bench's download clients do
 // not share an event loop with it. It first gets ready (logs in, holds its SFTP handles,
-// stages its labels outside update-site/) and says `ready`; on `go` (stdin) it attacks for
-// `seconds`, then prints one JSON line saying what it got done and exits, whether or not the
-// server still answers.
+// stages its labels outside update-site/) and says `ready`; on each `go` line (stdin) it
+// attacks for `seconds`, then prints one JSON line saying what it got done so far (counts add up
+// over the phases), whether or not the server still answers, and once its attacks have wound
+// down a `done` line; the bench measures a quiet round only after that. It exits when stdin ends.
 import fs from 'node:fs';
 import path from 'node:path';
 import ssh2 from 'ssh2';
@@ -98,8 +99,8 @@ async function stageLabels(sftp: ssh2.SFTPWrapper): Promise<void> {
  * Moves the staged labels into update-site/ (a change of each label: the automatic crawl reads
  * it once settled), waits until the crawl report shows both read, uploads them again, and so on.
  */
-async function crawlAttack(sftp: ssh2.SFTPWrapper): Promise<void> {
-  for (const l of plan.labels) await call((cb) => sftp.rename(staged(l.label), `/update-site/${l.label}`, cb));
+async function crawlAttack(sftp: ssh2.SFTPWrapper, first: boolean): Promise<void> {
+  if (first) for (const l of plan.labels) await call((cb) => sftp.rename(staged(l.label), `/update-site/${l.label}`, cb));
   const problems = new Set<string>();
   while (live()) {
     const uploadedAt = Date.now();
@@ -251,28 +252,38 @@ const [uploader, abuser, , indexUrl, releaser] = await Promise.all([
     : null,
 ]);
 process.stdout.write('ready\n');
-// Without `go` (the bench ended early) there is nothing to do: leave.
-await new Promise<void>((resolve) => {
-  process.stdin.once('data', () => {
+
+/** One attack phase: every attack until the deadline. */
+const phase = (first: boolean) =>
+  Promise.all([
+    uploader && attempt('crawl', () => crawlAttack(uploader.sftp, first)),
+    wanted.has('page') && attempt('page', pageAttack),
+    abuser && attempt('sftp', () => sftpAttack(abuser.conn.sftp, abuser.dirs)),
+    wanted.has('stats') && attempt('stats', () => statsAttack(plan, live, report.stats)),
+    indexUrl && attempt('folder-index', () => folderIndexAttack(indexUrl, live)),
+    ...catalogAttacks(plan.webUrl, plan.catalog, wanted, live),
+    releaser && attempt('release', () => releaseAttack(releaser.sftp, plan, report.release, live)),
+  ]);
+
+/** At most this long after a deadline for the attacks' last requests to come back. */
+const WIND_DOWN_MS = 10_000;
+let phases = 0;
+process.stdin.setEncoding('utf8');
+for await (const chunk of process.stdin) {
+  for (const line of String(chunk).split('\n')) {
+    if (line.trim() !== 'go') continue;
     deadline = Date.now() + plan.seconds * 1000;
-    resolve();
-  });
-  process.stdin.once('end', () => deadline === Number.POSITIVE_INFINITY && process.exit(1));
-});
-// Reports and exits at the deadline, whatever is still waiting for the server.
-setTimeout(() => {
-  if (pageStarted) report.page.waitingMs = Date.now() - pageStarted;
-  catalogDeadline();
-  if (crawlAwaited?.labels.size) report.crawl.waiting = `${[...crawlAwaited.labels].join(', ')} for ${((Date.now() - crawlAwaited.since) / 1000).toFixed(1)} s`;
-  process.stdout.write(`${JSON.stringify(report)}\n`);
-  process.exit(0);
-}, plan.seconds * 1000);
-await Promise.all([
-  uploader && attempt('crawl', () => crawlAttack(uploader.sftp)),
-  wanted.has('page') && attempt('page', pageAttack),
-  abuser && attempt('sftp', () => sftpAttack(abuser.conn.sftp, abuser.dirs)),
-  wanted.has('stats') && attempt('stats', () => statsAttack(plan, live, report.stats)),
-  indexUrl && attempt('folder-index', () => folderIndexAttack(indexUrl, live)),
-  ...catalogAttacks(plan.webUrl, plan.catalog, wanted, live),
-  releaser && attempt('release', () => releaseAttack(releaser.sftp, plan, report.release, live)),
-]);
+    const running = phase(phases++ === 0);
+    await new Promise((r) => setTimeout(r, plan.seconds * 1000));
+    // Reported at the deadline, whatever is still waiting for the server.
+    if (pageStarted) report.page.waitingMs = Date.now() - pageStarted;
+    catalogDeadline();
+    // Set by crawlAttack while it runs (the compiler does not see that across the await).
+    const awaited = crawlAwaited as { labels: Set<string>; since: number } | null;
+    if (awaited?.labels.size) report.crawl.waiting = `${[...awaited.labels].join(', ')} for ${((Date.now() - awaited.since) / 1000).toFixed(1)} s`;
+    process.stdout.write(`${JSON.stringify(report)}\n`);
+    await Promise.race([running, new Promise((r) => setTimeout(r, WIND_DOWN_MS))]);
+    process.stdout.write('done\n');
+  }
+}
+process.exit(0);

@@ -87,11 +87,3 @@ export function pageRow(name: string, r: PageRun): string {
   const bad = r.errors || r.unfinished ? `  errors ${r.errors}, unfinished ${r.unfinished}${r.firstError ? ` (${r.firstError})` : ''}` : '  no errors';
   return `${name.padEnd(34)} ${r.rps.toFixed(0).padStart(5)} req/s  p50 ${ms(r.p50)}  p99 ${ms(r.p99)}  max ${ms(r.max)}${bad}`;
 }
-
-/** The verdict line for the page load: p99 under attack within `target` times quiet, no errors, nothing unfinished. */
-export function pageVerdict(quiet: PageRun, attack: PageRun, target: number): { pass: boolean; line: string } {
-  const ratio = attack.p99 / quiet.p99;
-  const pass = ratio <= target && attack.errors === 0 && attack.unfinished === 0;
-  const why = pass ? '' : ratio > target ? '' : ' (pages failed or went unanswered)';
-  return { pass, line: `another product's page p99 under attack / quiet: ${ratio.toFixed(2)} (target <= ${target.toFixed(2)}, no errors): ${pass ? 'PASS' : `FAIL${why}`}` };
-}
