@@ -1,6 +1,6 @@
-// `npm run bench crawl`: crawls a generated update site of 200 bundles / 2,000 nodes over HTTP
-// and compares the time with `unzip -p` extracting the same entries from the same jars on disk
-// (the I/O floor; issue 11 target <= 3x), and reports the crawler's peak RSS (target <= 256 MB).
+// `npm run bench crawl`: crawls a generated update site of 200 bundles / 2,000 nodes over HTTP and
+// compares the time with `unzip -p` extracting the same entries from the same jars on disk (the I/O
+// floor; target <= 3x), and reports the crawler's peak RSS (target <= 256 MB).
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';

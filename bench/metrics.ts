@@ -1,7 +1,7 @@
-// `npm run bench metrics`: what metrics cost (issue 21). The same server twice on the same data,
-// metrics off (the default) and on (PIER_METRICS_PORT), each on CPU 1, wrk (C) on CPU 0;
-// BENCH_ROUNDS (9) rounds of BENCH_SECONDS (3) s per row, who goes first alternating, and the
-// median of the paired ratios on/off (target >= 0.95: a difference of a few percent needs more
+// `npm run bench metrics`: what metrics cost (docs/operators.md#metrics). The same server twice on
+// the same data, metrics off (the default) and on (PIER_METRICS_PORT), each on CPU 1, wrk (C) on
+// CPU 0; BENCH_ROUNDS (9) rounds of BENCH_SECONDS (3) s per row, who goes first alternating, and
+// the median of the paired ratios on/off (target >= 0.95: a difference of a few percent needs more
 // and longer rounds than the other benches' 5 x 2 s on this shared machine). Rows: a small update-site file from the
 // download host and a cached product page (both on the fast path: two additions per answer),
 // and, as a data point, GET /healthz answered by the web app (the per-request hook of every

@@ -1,11 +1,11 @@
 // `npm run bench pages`: requests/s of a cached product page and of the catalog (1,000 live
-// products) served by `pier serve --only web` against nginx (Debian package) serving the same
-// bytes as static files (issue 22: target >= 0.7 by wrk and by autocannon). Same load tool and
-// settings, same run; server on one CPU, load generator on the other. Then: the first render
-// after a change (targets: product page <= 20 ms, catalog <= 50 ms), and a load during which a
-// second `pier serve` process PATCHes the product every 100 ms, counting answers older than the
-// last PATCH that had finished more than the freshness bound (FRESH_MS) before the request was
-// sent (target 0).
+// products) served by `pier serve --only web` against nginx (Debian package) serving the same bytes
+// as static files (target >= 0.7 by wrk and by autocannon; docs/operators.md#performance). Same
+// load tool and settings, same run; server on one CPU, load generator on the other. Then: the first
+// render after a change (targets: product page <= 20 ms, catalog <= 50 ms), and a load during which
+// a second `pier serve` process PATCHes the product every 100 ms, counting answers older than the
+// last PATCH that had finished more than the freshness bound (FRESH_MS) before the request was sent
+// (target 0).
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';

@@ -1,10 +1,11 @@
 // `pier publish` against OpenSSH's `sftp put -r` of the same files to the same Pier SFTP server
-// (issue 18): a built update site of 500 files / 50 MB (a generated P2 site plus artifacts),
-// each to a fresh label, alternating, the median of BENCH_PUBLISH_ROUNDS (target: pier publish
-// <= 1.2x the time of sftp put -r). pier publish does more than upload: it checks the site,
-// hashes it, compares with the server and releases the label (a crawl); the upload phase alone
-// is printed beside. Then a re-publish with one changed file (target <= 2 s: only that file moves).
-// The client (pier publish, sftp) runs on CPU 0 and pier serve on CPU 1 when taskset exists.
+// (docs/operators.md#performance): a built update site of 500 files / 50 MB (a generated P2 site
+// plus artifacts), each to a fresh label, alternating, the median of BENCH_PUBLISH_ROUNDS (target:
+// pier publish <= 1.2x the time of sftp put -r). pier publish does more than upload: it checks the
+// site, hashes it, compares with the server and releases the label (a crawl); the upload phase
+// alone is printed beside. Then a re-publish with one changed file (target <= 2 s: only that file
+// moves). The client (pier publish, sftp) runs on CPU 0 and pier serve on CPU 1 when taskset
+// exists.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';

@@ -1,4 +1,4 @@
-// Claims of the executor protocol (issue #8), on SQLite and PostgreSQL:
+// Claims of the executor protocol (docs/runner.md#writing-your-own-executor), on SQLite and PostgreSQL:
 //  1. claims per second with 16 concurrent claimers through RunsRepository.claim (one write
 //     transaction: executor row, capacity count, label filter, pick, mark) against the floor: a
 //     raw SQL loop issuing the same claim statement (UPDATE … WHERE id = (SELECT … LIMIT 1

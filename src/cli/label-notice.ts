@@ -1,4 +1,4 @@
-// `pier staff label-notice`: set or clear a label's notice for a vendor (issue 20), e.g. one who
+// `pier staff label-notice`: set or clear a label's notice for a vendor, e.g. one who
 // lost their edit token, or to undo a withdrawal. The same rules as the vendor's PATCH apply.
 import type { Command } from 'commander';
 import { UsageError } from '../infra/errors.js';

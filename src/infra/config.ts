@@ -119,7 +119,7 @@ export interface Config {
      */
     pageSharedMaxAgeSeconds: number;
     /**
-     * Trusted publishing (issue 18): CI OIDC ID tokens exchanged for short-lived credentials.
+     * Trusted publishing: CI OIDC ID tokens exchanged for short-lived credentials.
      * `audience` is the `aud` the ID token must carry (PIER_OIDC_AUDIENCE, default PIER_BASE_URL);
      * the issuers are GitHub Actions' and GitLab's (PIER_OIDC_GITHUB_ISSUER, PIER_OIDC_GITLAB_ISSUER),
      * https only except loopback addresses.

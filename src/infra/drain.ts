@@ -3,11 +3,12 @@ import type net from 'node:net';
 import { isDraining } from './readiness.js';
 
 /**
- * Graceful stop of one listener (SIGTERM, issue 21): `close` stops taking connections and
- * resolves once the work in flight is done; if that takes longer than `drainMs`, `force` cuts
- * what is left (connections, transfers) so the process still ends within the bound. 0 cuts at
- * once; undefined waits as long as the work takes (embedding code and tests that end their own
- * requests first).
+ * Graceful stop of one listener on SIGTERM
+ * (docs/operators.md#restarting-without-losing-anything-sigterm): `close` stops taking connections
+ * and resolves once the work in flight is done; if that takes longer than `drainMs`, `force` cuts
+ * what is left (connections, transfers) so the process still ends within the bound. 0 cuts at once;
+ * undefined waits as long as the work takes (embedding code and tests that end their own requests
+ * first).
  */
 export async function drained(close: () => Promise<void>, drainMs: number | undefined, force: () => void): Promise<void> {
   if (drainMs === undefined) return close();

@@ -578,7 +578,7 @@ export function localStorage(root: string, options: LocalStorageOptions = {}): S
       changed();
       // Uploads still open below a moved folder can no longer be committed (their temporary
       // files moved along, their rename into place fails): their bytes go now, instead of
-      // staying on disk uncounted until the next start's sweep (issue #10). Writes still in
+      // staying on disk uncounted until the next start's sweep. Writes still in
       // flight land in the unlinked file, freed when it is closed.
       if (st.isDirectory()) await sweep(target, () => true).catch(() => 0);
     },

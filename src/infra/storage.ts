@@ -134,7 +134,7 @@ export interface Storage {
    * Makes `to` (which must not exist) a copy of the folder `from` whose files share the stored
    * bytes (hard links: one link per file, no bytes copied; temporary files left out). Uploads
    * never change a stored file's bytes in place (a new file is renamed over the old one), so the
-   * copy keeps what `from` held at this moment: a label's release (issue 18).
+   * copy keeps what `from` held at this moment: a label's release.
    */
   linkTree(from: string, to: string): Promise<{ files: number; bytes: number }>;
   /** Removes a folder and everything below it; nothing when there is none. */

@@ -77,7 +77,7 @@ export interface ProductStorageTable {
   max_file_bytes: number | null;
 }
 
-/** The latest crawl of one label of a product (issue 11): its state, summary and integrity report. */
+/** The latest crawl of one label of a product: its state, summary and integrity report. */
 export interface CrawlsTable {
   product_id: string;
   label: string;

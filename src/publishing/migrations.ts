@@ -103,7 +103,7 @@ export const publishingMigrations: Record<string, Migration> = {
         .addColumn('icon', 'text')
         .addPrimaryKeyConstraint('crawl_nodes_pk', ['product_id', 'label', 'factory_class'])
         .execute();
-      // Full-text search over name, short description, category and product (issue 11).
+      // Full-text search over name, short description, category and product (the node search, /nodes).
       if (db.getExecutor().adapter instanceof PostgresAdapter) {
         // Punctuation becomes spaces first: PostgreSQL's parser would keep "Input/Output" or
         // "a.b.c" as one file/host token, unlike the words a user types (and FTS5 splits).

@@ -154,7 +154,8 @@ export async function createRunnerService(config: Config, options: RunnerService
     const schedules = new SchedulesRepository(db);
     const queue = new QueueSignal();
     if (database.dialect === 'postgres') {
-      // Runs queued through another instance wake this instance's waiting claims (issue #8).
+      // Runs queued through another instance wake this instance's waiting claims (LISTEN/NOTIFY):
+      // an idle executor connected here must not wait for its long-poll to time out.
       listener = await listen(config.runner.databaseUrl, QUEUE_CHANNEL, () => queue.wakeLocal());
       queue.setBroadcast(async () => {
         await sql`SELECT pg_notify(${QUEUE_CHANNEL}, '')`.execute(db);

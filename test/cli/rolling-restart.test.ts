@@ -1,9 +1,10 @@
-// A rolling restart loses nothing (issue 21): two `pier serve` instances (web and runner) on one
-// database behind nginx as the load balancer (Debian's nginx, retrying a request on the other
-// instance when one refuses or resets the connection before answering, as load balancers do),
-// under a steady load of page, API and runner requests. Each instance in turn gets SIGTERM,
-// drains, exits and is started again; every request of the load must be answered 200 in full.
-// Without the drain, answers cut while they stream fail the test.
+// A rolling restart loses nothing (docs/operators.md#restarting-without-losing-anything-sigterm):
+// two `pier serve` instances (web and runner) on one database behind nginx as the load balancer
+// (Debian's nginx, retrying a request on the other instance when one refuses or resets the
+// connection before answering, as load balancers do), under a steady load of page, API and runner
+// requests. Each instance in turn gets SIGTERM, drains, exits and is started again; every request
+// of the load must be answered 200 in full. Without the drain, answers cut while they stream fail
+// the test.
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';

@@ -1,4 +1,4 @@
-// `pier staff label-notice` (issue 20): staff set or clear a label's notice for a vendor without
+// `pier staff label-notice`: staff set or clear a label's notice for a vendor without
 // the edit token, under the same rules as the vendor's PATCH, recorded as "staff" in the history.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';

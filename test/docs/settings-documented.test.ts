@@ -1,5 +1,5 @@
 /**
- * The documentation by audience (issue 21): README.md stays a short entry point, every setting
+ * The documentation by audience: README.md stays a short entry point, every setting
  * is documented once in the operators' guide, and no relative link in README.md or docs/*.md
  * points at a file or heading that does not exist.
  */

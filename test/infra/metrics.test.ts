@@ -1,9 +1,10 @@
-// Metrics (issue 21): the real parts run in this process with metrics on (ephemeral ports), real
-// clients drive traffic (HTTP with hostile paths, OpenSSH sftp through sshpass, downloads, a
-// crawl, an executor's claim), and the /metrics page is read with an independent parser. Then:
-// values follow the traffic, and no label value holds anything a client sent. `pier serve`
-// itself: nothing listens for metrics by default, loopback when on, one page for the process
-// tree when the download host has a process of its own, a bad PIER_METRICS_PORT stops start-up.
+// Metrics (docs/operators.md#metrics): the real parts run in this process with metrics on
+// (ephemeral ports), real clients drive traffic (HTTP with hostile paths, OpenSSH sftp through
+// sshpass, downloads, a crawl, an executor's claim), and the /metrics page is read with an
+// independent parser. Then: values follow the traffic, and no label value holds anything a client
+// sent. `pier serve` itself: nothing listens for metrics by default, loopback when on, one page for
+// the process tree when the download host has a process of its own, a bad PIER_METRICS_PORT stops
+// start-up.
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';

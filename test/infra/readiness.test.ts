@@ -1,4 +1,4 @@
-// /readyz follows the database (issue 21): 503 while the part's PostgreSQL database takes no
+// /readyz follows the database: 503 while the part's PostgreSQL database takes no
 // connection, with a reason that names no host, port or user; ready again once it does. One check
 // a second serves every probe, so a flood of probes is not a flood of queries.
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// Request ids (issue 21): every answer of every HTTP listener carries X-Request-Id (a trusted
+// Request ids: every answer of every HTTP listener carries X-Request-Id (a trusted
 // proxy's, else a new UUID), problem bodies name it as requestId, and the request's log lines carry
 // it as reqId, so a user's error report leads to the log. Checked on a real `pier serve` process.
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// The publishing REST API's OpenAPI document and docs page (issue 18): the document is valid,
+// The publishing REST API's OpenAPI document and docs page: the document is valid,
 // lists every /api/ route the app registered with every status it answers (checked by asking each
 // route the questions that produce them), answers keep every field the services return, the
 // docs page renders in Chromium under the pages' own Content-Security-Policy, and a route that

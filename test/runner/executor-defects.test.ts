@@ -7,9 +7,9 @@ import { leaseOf, type ProtocolFixture, protocolFixture } from './executor-fixtu
 import { startRunner, type TestRunner } from './helpers.js';
 
 /**
- * The four defects issue #8 reproduced, each through the HTTP API as an executor sees it.
- * The background sweeper is slowed down (RUNNER_SWEEP_SECONDS) so the tests sweep by hand with a
- * moved clock; one test lets the background loop do it.
+ * Four defects of the executor protocol, each reproduced through the HTTP API as an executor sees
+ * it. The background sweeper is slowed down (RUNNER_SWEEP_SECONDS) so the tests sweep by hand with
+ * a moved clock; one test lets the background loop do it.
  */
 for (const target of dialects()) {
   describe(`executor protocol defects (${target.name})`, () => {

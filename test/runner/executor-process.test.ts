@@ -9,7 +9,7 @@ import { dialects, tempDir } from '../helpers/db.js';
 import { exited, protocolFixture, startExecutor } from './executor-fixtures.js';
 import { API_KEY, apiKey, startRunner, TestClock, type TestRunner } from './helpers.js';
 
-/** Runs queued for the executors (issue #8: 2,000); EXECUTOR_E2E_RUNS lowers it while debugging. */
+/** Runs queued for the executors; EXECUTOR_E2E_RUNS lowers it while debugging. */
 const RUNS = Number(process.env.EXECUTOR_E2E_RUNS ?? 2000);
 const EXECUTORS = 8;
 const LINES = 5;

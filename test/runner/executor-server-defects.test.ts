@@ -12,8 +12,8 @@ import { API_KEY, apiKey, bearer, multipart, startRunner, type TestRunner } from
 const sha = (b: string | Buffer) => createHash('sha256').update(b).digest('hex');
 
 /**
- * Server-side defects found by the review of issue #8, each through the HTTP API as an executor
- * sees it, on both databases. The sweeper is driven by hand with a moved clock.
+ * Server-side defects found by a review of the executor protocol, each through the HTTP API as an
+ * executor sees it, on both databases. The sweeper is driven by hand with a moved clock.
  */
 for (const target of dialects()) {
   describe(`executor protocol, review of #8 (${target.name})`, () => {

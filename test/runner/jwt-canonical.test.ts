@@ -1,7 +1,7 @@
 // Session tokens are accepted only as issued (runner/auth/jwt.ts CANONICAL_TOKEN): jose decodes a
 // signature spelled with spaces, `+`/`/`, padding or another last character to the same bytes, and
 // each spelling would have verified and taken its own entry in the verified-token cache, so one
-// session could fill it (review of issue 22). The exact token keeps working.
+// session could fill it. The exact token keeps working.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';

@@ -49,7 +49,7 @@ export interface LabelCrawl {
   url: string;
   summary: { units: number; features: number; bundles: number; categories: number; nodes: number; problems: number; fatal: boolean } | null;
   problems: CrawlProblem[];
-  /** The label's platform range (OSGi notation); absent from servers before issue 20. */
+  /** The label's platform range (OSGi notation); absent from servers older than platform ranges. */
   platformRange?: string | null;
 }
 

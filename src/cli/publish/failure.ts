@@ -1,4 +1,7 @@
-/** Exit codes of `pier publish` (issue 18 contract): they tell CI which step failed. */
+/**
+ * Exit codes of `pier publish`, documented for CI (docs/vendors.md#publishing-with-pier-publish):
+ * they tell CI which step failed, so a value never changes meaning.
+ */
 export const EXIT = {
   published: 0,
   usage: 2,

@@ -1,8 +1,9 @@
 /**
- * `pier publish`, step by step (issue 18, part 2). Nothing is uploaded before everything that
- * can be checked first was: the settings, the site (crawler's P2 reading, locally), the
- * credentials, the page fields (dry run), the SFTP host key and login. Then the upload of what
- * differs, the release (the label switches atomically once the crawl passes), the page fields.
+ * `pier publish`, step by step (docs/vendors.md#publishing-with-pier-publish). Nothing is uploaded
+ * before everything that can be checked first was: the settings, the site (crawler's P2 reading,
+ * locally), the credentials, the page fields (dry run), the SFTP host key and login. Then the
+ * upload of what differs, the release (the label switches atomically once the crawl passes), the
+ * page fields.
  */
 import fs from 'node:fs';
 import path from 'node:path';

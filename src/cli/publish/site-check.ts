@@ -1,5 +1,5 @@
 /**
- * The local site check before any upload (issue 18, part 2): the built site is served on a
+ * The local site check before any upload: the built site is served on a
  * throwaway loopback-only HTTP server and read by the crawler itself (crawler/crawl.ts, the
  * same P2 reading the server's crawl does: metadata parses, every artifact present, jars
  * readable), so "passes here" means "passes there". On top, every artifact the metadata lists

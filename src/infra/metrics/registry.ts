@@ -1,5 +1,5 @@
 /**
- * Prometheus metrics (issue 21), with prom-client, on a listener of their own
+ * Prometheus metrics (docs/operators.md#metrics), with prom-client, on a listener of their own
  * (PIER_METRICS_PORT, off by default; endpoint.ts). Off, nothing here exists: no registry, no
  * hooks, no listener, and every instrument module answers null, so each part checks once when
  * it is built and then does no metrics work at all.

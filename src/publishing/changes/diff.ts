@@ -1,5 +1,5 @@
 /**
- * What changed between two sets of node signatures (issue 20): nodes added, removed, newly
+ * What changed between two sets of node signatures: nodes added, removed, newly
  * deprecated, and changed, each change named (a port added, removed or retyped, an option
  * added, removed or moved to another tab, the name, the category, the description's text).
  * Every node of either side lands in exactly one bucket, or counts as unchanged. Pure: no I/O.

@@ -16,7 +16,7 @@ export interface ChangesRoutesOptions {
   changes: ChangesService;
 }
 
-/** `GET /api/products/<id>/changes` (issue 20): the changes page's content for the vendor. */
+/** `GET /api/products/<id>/changes`: the changes page's content for the vendor. */
 export function registerChangesRoutes(app: HttpApp, { products, limiter, changes }: ChangesRoutesOptions): void {
   app.get(
     '/api/products/:id/changes',

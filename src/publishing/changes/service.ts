@@ -1,6 +1,6 @@
 /**
  * What changed between two labels of a product, or between a label and one of its kept
- * releases (issue 20, "What changed between two labels"). A side is named `<label>` (the nodes
+ * releases (docs/vendors.md#what-changed-between-labels). A side is named `<label>` (the nodes
  * of the label's latest crawl, what its update site offers now) or `<label>@<n>` (the node
  * snapshot kept for release n, which must be kept and released). Defaults: `to` is the
  * recommended label (the one named like the current platform release, else the highest, as on

@@ -1,5 +1,5 @@
 /**
- * The compact signature of a node (issue 20, "What changed between two labels"): what a user of
+ * The compact signature of a node (docs/vendors.md#what-changed-between-labels): what a user of
  * the node notices when it changes between two labels or releases — its name, category,
  * deprecation, ports, options by dialog tab — and a hash standing for the rest of its
  * description. Kept per release (release_nodes) and computed from the label's crawled rows, so

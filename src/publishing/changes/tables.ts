@@ -2,7 +2,7 @@ import { type Kysely, type Migration, sql } from 'kysely';
 import { createPageChangeTriggers } from '../page-change-triggers.js';
 
 /**
- * The nodes of one release of a label (issue 20, "What changed between two labels"): a compact
+ * The nodes of one release of a label (docs/vendors.md#what-changed-between-labels): a compact
  * signature per node (changes/signature.ts), written when the crawl of a release's copy passes.
  * `crawl_nodes` keeps only the label's latest crawl, so without this nothing of an earlier
  * release's nodes would be left to compare with. The row goes with its release (pruned,

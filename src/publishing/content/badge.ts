@@ -1,4 +1,4 @@
-// The shields-style version badge (issue 7) for vendors' READMEs: the newest dated release
+// The shields-style version badge for vendors' READMEs: the newest dated release
 // of the changelog in badgeColor (falling back to color1), made by badge-maker.
 import { makeBadge } from 'badge-maker';
 

@@ -1,4 +1,4 @@
-// Release feeds (issue 7): Atom 1.0 (RFC 4287), one entry per dated release whose content is
+// Release feeds: Atom 1.0 (RFC 4287), one entry per dated release whose content is
 // the rendered notes of that release, built with the `feed` library.
 import { Feed } from 'feed';
 import type { RenderedRelease } from './product-content.js';
@@ -13,7 +13,7 @@ export interface FeedProduct {
   /** When the product last changed (ISO); the feed's <updated> when it is newer than any release. */
   updatedAt: string;
   releases: RenderedRelease[];
-  /** Deprecated and withdrawn labels (issue 20), each an entry dated when its status changed. */
+  /** Deprecated and withdrawn labels, each an entry dated when its status changed. */
   notices?: FeedNotice[];
 }
 

@@ -1,8 +1,9 @@
 // Markdown for vendor-supplied fields (text, faq, changelog, instructions, license).
 // Parsing for validation runs with html:false (structure only). Rendering for pages runs with
 // html:true, as vendors copy READMEs with <details>, <kbd> or sized images, and everything it
-// produces goes through a strict sanitize-html allowlist (issue 7, NOTES "Changelog and
-// Markdown"): no scripts, event handlers, script/data URLs, iframes, forms or style attributes.
+// produces goes through a strict sanitize-html allowlist (NOTES "Changelog and Markdown",
+// docs/vendors.md#markdown-changelog-and-faq-on-the-page): no scripts, event handlers, script/data
+// URLs, iframes, forms or style attributes.
 // Heading ids come from github-slugger so anchors match what vendors see on GitHub.
 import { randomBytes } from 'node:crypto';
 import GithubSlugger, { slug } from 'github-slugger';

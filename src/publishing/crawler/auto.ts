@@ -1,7 +1,7 @@
 /**
- * The automatic re-crawl loop of `pier serve`'s web part: every few seconds, labels whose
- * uploads have settled are crawled (issue 11). Passes never overlap; several instances
- * coordinate through the claim in the database.
+ * The automatic re-crawl loop of `pier serve`'s web part: every few seconds, labels whose uploads
+ * have settled are crawled (docs/vendors.md#what-triggers-a-re-crawl). Passes never overlap;
+ * several instances coordinate through the claim in the database.
  */
 import type { CrawlerService } from './service.js';
 

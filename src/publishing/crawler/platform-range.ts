@@ -1,11 +1,11 @@
 /**
- * Platform compatibility of a label from its own P2 metadata (issue 20): the OSGi version
- * ranges its units require of the platform's core units, intersected. Versions and ranges
- * follow the OSGi Core specification §3.2.5 ("Version") and §3.2.6 ("Version Ranges"):
- * `major.minor.micro.qualifier`, numbers compared numerically and the qualifier as a string;
- * `[a,b)`, `(a,b]`, `[a,b]`, `(a,b)`, and a bare `v` meaning `v` and later. P2 also writes an
- * open upper end as `[v,)`, read here too. Pure functions: the crawl worker, the pages and the
- * catalog filter all call them.
+ * Platform compatibility of a label from its own P2 metadata
+ * (docs/vendors.md#platform-compatibility): the OSGi version ranges its units require of the
+ * platform's core units, intersected. Versions and ranges follow the OSGi Core specification §3.2.5
+ * ("Version") and §3.2.6 ("Version Ranges"): `major.minor.micro.qualifier`, numbers compared
+ * numerically and the qualifier as a string; `[a,b)`, `(a,b]`, `[a,b]`, `(a,b)`, and a bare `v`
+ * meaning `v` and later. P2 also writes an open upper end as `[v,)`, read here too. Pure functions:
+ * the crawl worker, the pages and the catalog filter all call them.
  */
 
 export interface OsgiVersion {

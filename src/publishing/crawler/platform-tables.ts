@@ -1,7 +1,7 @@
 import { type Kysely, type Migration, sql } from 'kysely';
 
 /**
- * Migration 0012 (issue 20): each label's platform range, as its latest crawl that replaced the
+ * Migration 0012: each label's platform range, as its latest crawl that replaced the
  * label's nodes computed it (OSGi notation; null: none found). Rows crawled before stay null
  * until the label is crawled again.
  */

@@ -1,4 +1,7 @@
-/** What the integrity report lists. `fatal` blocks going live (issue 11, "Going live"). */
+/**
+ * What the integrity report lists. `fatal` blocks going live
+ * (docs/staff.md#crawling-and-going-live).
+ */
 export interface CrawlProblem {
   severity: 'fatal' | 'error' | 'warning';
   code:

@@ -1,10 +1,10 @@
 /**
  * Crawls of a product's uploaded labels, their reports, and the staff rule for going live
- * (issue 11: hidden → live only when the latest crawl of every label finished without fatal
- * problems; `force` overrides and says so; spec "States and transitions": uploading alone
- * never changes the state). A label counts as changed by any add, replace, remove or rename of
- * its files (label_changes, migration 0005); a crawl of a label whose files are all gone
- * drops its nodes.
+ * (docs/staff.md#crawling-and-going-live: hidden → live only when the latest crawl of every label
+ * finished without fatal problems; `force` overrides and says so; spec "States and transitions":
+ * uploading alone never changes the state). A label counts as changed by any add, replace, remove
+ * or rename of its files (label_changes, migration 0005); a crawl of a label whose files are all
+ * gone drops its nodes.
  */
 import { withdrawnInFields } from '../notices/notices.js';
 import { KNIME_CATEGORIES, type PlatformCategory } from '../../infra/platform-categories.js';
@@ -46,7 +46,7 @@ export interface LabelCrawl {
   release: ReleaseOutcome;
 }
 
-/** A crawled label as the product's JSON lists it (issue 20). */
+/** A crawled label as the product's JSON lists it, with its platform range. */
 export interface LabelPlatform {
   label: string;
   url: string;
@@ -68,7 +68,7 @@ export interface CrawlerServiceDeps {
   releases: ReleasesService;
   /** The SFTP server's public address (PIER_SFTP_HOST, PIER_SFTP_PORT): a refused copy's problems name the vendor's upload folder there. */
   sftp?: { host: string; port: number };
-  /** Node snapshots of releases (issue 20): written when a copy is released, for the changes page. */
+  /** Node snapshots of releases: written when a copy is released, for the changes page. */
   snapshots?: Pick<ReleaseNodesRepository, 'save'>;
   limits?: CrawlLimits;
   /** Memory and wall-time limits of the worker thread crawls run in. */
@@ -275,9 +275,10 @@ export function crawlerService({
       const to = passed ? `${productUrl}${encodeURIComponent(l)}@${candidate.number}/` : uploadFolderAddress(sftp, productId, l);
       result = readdressed(result, `${productUrl}${candidateSegment({ ...candidate, label: encodeURIComponent(l) })}/`, to);
     }
-    // The nodes of the release just crawled, kept for comparisons (issue 20): a candidate that
-    // passed (also when a newer one became current first: a release all the same), or the current
-    // release crawled again (a rollback, a re-crawl: releases made before snapshots were kept).
+    // The nodes of the release just crawled, kept for the changes page's comparisons: a candidate
+    // that passed (also when a newer one became current first: a release all the same), or the
+    // current release crawled again (a rollback, a re-crawl: releases made before snapshots were
+    // kept).
     const snapshotOf = candidate ? (blocksRelease(result) ? null : candidate.number) : present && !result.summary.fatal ? releases.current(productId, l) : null;
     if (snapshotOf !== null && snapshots) {
       await snapshots.save(productId, l, snapshotOf, signaturesOf(stored.rows), now().toISOString()).catch((e: unknown) => {
@@ -392,11 +393,12 @@ export function crawlerService({
     },
 
     /**
-     * The automatic re-crawl (issue 11): every label whose files changed since its last crawl
-     * started (an upload, a replacement, a removal, a rename in or out, its folder renamed or
-     * removed), with no change for `settleMs`, is crawled again — also when the product is live,
-     * so the catalog follows new releases and loses removed ones. Returns the labels crawled as
-     * `product/label`. Several instances may run it: the claim lets one crawl each change.
+     * The automatic re-crawl (docs/vendors.md#what-triggers-a-re-crawl): every label whose files
+     * changed since its last crawl started (an upload, a replacement, a removal, a rename in or
+     * out, its folder renamed or removed), with no change for `settleMs`, is crawled again — also
+     * when the product is live, so the catalog follows new releases and loses removed ones. Returns
+     * the labels crawled as `product/label`. Several instances may run it: the claim lets one crawl
+     * each change.
      */
     async crawlSettled(settleMs: number, onError: (label: string, e: unknown) => void = () => {}): Promise<string[]> {
       const settledBy = new Date(now().getTime() - settleMs).toISOString();

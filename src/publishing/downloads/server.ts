@@ -104,7 +104,10 @@ export function createDownloadServer(options: {
   trustProxy?: TrustProxy;
   /** PIER_DOWNLOAD_URL: the address a released label's composite documents name its releases by. */
   downloadUrl?: string;
-  /** Labels their vendor withdrew (issue 20): everything under them answers 410 Gone. */
+  /**
+   * Labels their vendor withdrew (docs/vendors.md#deprecating-and-withdrawing-a-label): everything
+   * under them answers 410 Gone.
+   */
   withdrawn?: Pick<WithdrawnLabels, 'of'>;
   /** Counts complete downloads of feature jars and archives (stats/counter.ts); none unless set. */
   counter?: Pick<DownloadCounter, 'add'> | null;

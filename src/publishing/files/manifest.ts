@@ -1,8 +1,8 @@
 /**
- * What SFTP shows of a label's folder, each file with its size and SHA-256: `pier publish`
- * compares its built site against it and moves only what differs (issue 18, part 2). Reads the
- * storage itself (what SFTP serves), not the upload records, so a file put in place by any
- * client is listed as it is.
+ * What SFTP shows of a label's folder, each file with its size and SHA-256: `pier publish` compares
+ * its built site against it and moves only what differs
+ * (docs/vendors.md#publishing-with-pier-publish). Reads the storage itself (what SFTP serves), not
+ * the upload records, so a file put in place by any client is listed as it is.
  */
 import { createHash } from 'node:crypto';
 import type { Storage } from '../../infra/storage.js';

@@ -272,8 +272,8 @@ export function filesRepository(db: Kysely<PublishingDB>, hot: { readNow?: ReadN
    * holds the product's lock (PostgreSQL: its storage row, taken first; SQLite: the one
    * connection, which a transaction holds until it ends). The files service does the storage
    * step inside `work`, so a record and the file on disk change together, and a failed storage
-   * step rolls the record back (issue #10: a remove landing during a commit's quota check left
-   * a stored file uncounted).
+   * step rolls the record back (a remove landing during a commit's quota check would leave a
+   * stored file uncounted).
    */
   const inProductLock = <T>(productId: string, work: (rows: ProductRowChanges) => Promise<T>): Promise<T> => {
     const run = () =>

@@ -293,8 +293,9 @@ export function filesService({ storage, repo, limits: defaults, now = () => new 
 
       async function commit(times?: { atimeMs: number; mtimeMs: number }): Promise<StoredEntry> {
           // Record, rename, COMMIT as one unit under the product's lock: a remove or rename of
-          // the path or its folder comes wholly before or wholly after (issue #10), and a
-          // failed rename (its folder was removed meanwhile) rolls the record back.
+          // the path or its folder comes wholly before or wholly after (one landing between the
+          // quota check and the rename would leave a stored file uncounted), and a failed rename
+          // (its folder was removed meanwhile) rolls the record back.
           // The refusal's reason is read after the transaction ends: on SQLite the transaction
           // holds the only connection, so a read inside it would wait for itself.
           return pending.commit(times, async (entry, place) => {

@@ -33,7 +33,7 @@ const PublishingInfo = Type.Object({
 
 /**
  * `GET /api/publishing` (public): everything a vendor's tools need besides the base URL, so
- * `pier publish --server <base url>` needs no other setting (issue 18, part 2). The host-key
+ * `pier publish --server <base url>` needs no other setting. The host-key
  * fingerprints let a client pin the SFTP server's key over HTTPS instead of trusting it on
  * first use.
  */
@@ -45,7 +45,7 @@ export function registerInfoRoutes(app: HttpApp, config: Config, options: { host
   // when this instance runs before any SFTP part did: creation is create-if-absent, so both
   // end up with the same keys.
   const hostKeys = options.hostKeys ?? (() => loadOrCreateHostKeys(hostKeyDir(publishing.storageDir)));
-  // config.publishing.oidc is trusted publishing's (issue 18, part 3); the base URL until it is set.
+  // config.publishing.oidc is trusted publishing's; the base URL until it is set.
   const audience = (publishing as { oidc?: { audience?: string } }).oidc?.audience ?? publishing.baseUrl;
   app.get(
     '/api/publishing',

@@ -1,8 +1,8 @@
 /**
- * Label notices (issue 20 "Deprecating a label"): a vendor marks one of the product's labels
- * deprecated (still offered, with a banner and a pointer to its replacement) or withdrawn (no
- * longer offered; the download host answers 410 Gone under it, downloads/server.ts). Notices
- * live in the product's page fields (`fields.labels`), so PATCH's rules, dry run, revision
+ * Label notices (docs/vendors.md#deprecating-and-withdrawing-a-label): a vendor marks one of the
+ * product's labels deprecated (still offered, with a banner and a pointer to its replacement) or
+ * withdrawn (no longer offered; the download host answers 410 Gone under it, downloads/server.ts).
+ * Notices live in the product's page fields (`fields.labels`), so PATCH's rules, dry run, revision
  * history and page-cache invalidation apply to them as to every other field.
  *
  * Two kinds of checks: the ones that need nothing but the body (`validateLabelsPatch`, run with

@@ -25,7 +25,7 @@ export interface ProductFields {
   instructions?: string;
   icon?: string;
   iconBase64?: string;
-  /** Deprecated and withdrawn labels (issue 20; notices/notices.ts). */
+  /** Deprecated and withdrawn labels (notices/notices.ts). */
   labels?: LabelNotices;
 }
 

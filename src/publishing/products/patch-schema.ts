@@ -35,7 +35,7 @@ const LabelNoticeValue = Type.Unsafe<{ status: 'deprecated' | 'withdrawn'; messa
   additionalProperties: false,
 });
 
-/** `labels`: notices by label name (issue 20 "Deprecating a label"). */
+/** `labels`: notices by label name (docs/vendors.md#deprecating-and-withdrawing-a-label). */
 export const LabelsPatchSchema = Type.Unsafe<Record<string, Static<typeof LabelNoticeValue>> | null>({
   type: ['object', 'null'],
   additionalProperties: LabelNoticeValue,

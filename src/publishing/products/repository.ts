@@ -14,7 +14,7 @@ export function productsRepository(db: Kysely<PublishingDB>, dialect: DialectNam
       .selectFrom('products')
       .select(['state', 'updated_at'])
       .select((eb) => eb.selectFrom('settings').select('value').where('key', '=', 'platform_release').as('release'))
-      // Node lists on the page come from crawls: a finished crawl changes the key (issue 11).
+      // Node lists on the page come from crawls: a finished crawl changes the key.
       .select((eb) =>
         eb.selectFrom('crawls').select((c) => c.fn.max('crawls.finished_at').as('m')).whereRef('crawls.product_id', '=', 'products.id').as('crawled'),
       )
@@ -118,7 +118,7 @@ export function productsRepository(db: Kysely<PublishingDB>, dialect: DialectNam
         const next = change(row);
         if (!next) return null;
         // updated_at strictly grows with every edit of the row (locked here), even two edits
-        // within one millisecond: pages are cached by it (issue 7), so it must never repeat.
+        // within one millisecond: pages are cached by it, so it must never repeat.
         const updatedAt = laterThan(next.now, row.updated_at);
         await trx
           .updateTable('products')

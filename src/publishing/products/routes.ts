@@ -42,7 +42,7 @@ export interface ProductRoutesOptions {
   products: ProductService;
   /** Failed edit-token attempts per client address. */
   limiter: FailureLimiter;
-  /** Crawl reports, shown to the vendor with the edit token (issue 11). */
+  /** Crawl reports, shown to the vendor with the edit token. */
   crawler: CrawlerService;
 }
 

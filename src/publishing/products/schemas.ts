@@ -44,7 +44,10 @@ const productProperties = {
   warnings: Type.Array(FieldProblemSchema, { description: 'accepted, but worth a look (e.g. a placeholder left in the text)' }),
 };
 
-/** A crawled label and the platform releases it installs into (issue 20). */
+/**
+ * A crawled label and the platform releases it installs into
+ * (docs/vendors.md#platform-compatibility).
+ */
 export const ProductLabelSchema = Type.Object({
   label: Type.String(),
   url: Type.String({ description: 'the label\'s update site on the download host' }),

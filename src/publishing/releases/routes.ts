@@ -101,7 +101,10 @@ const labelOf = (req: FastifyRequest): string => {
   return label;
 };
 
-/** `…/labels`: a label's releases, the explicit release of an upload, and a rollback (issue 18 part 1). */
+/**
+ * `…/labels`: a label's releases, the explicit release of an upload, and a rollback
+ * (docs/vendors.md#releases-a-label-changes-all-at-once).
+ */
 export function registerReleaseRoutes(app: HttpApp, { products, limiter, crawler, releases, trust }: ReleaseRoutesOptions): void {
   const authenticate = vendorAuthentication(products, limiter);
 

@@ -1,11 +1,12 @@
 import { type Kysely, type Migration, sql } from 'kysely';
 
 /**
- * Releases of a label (issue 18 part 1). A release is an immutable copy of `update-site/<label>/`
- * taken when an upload is complete; downloaders get the label's current release, which moves in
- * one step. `candidate`: copied and being crawled; `released`: it passed and was (or is) current;
- * `refused`: its crawl found problems and its copy is gone (the row keeps the number taken, so a
- * `<label>@<n>/` address never names two different copies).
+ * Releases of a label (docs/vendors.md#releases-a-label-changes-all-at-once). A release is an
+ * immutable copy of `update-site/<label>/` taken when an upload is complete; downloaders get the
+ * label's current release, which moves in one step. `candidate`: copied and being crawled;
+ * `released`: it passed and was (or is) current; `refused`: its crawl found problems and its copy
+ * is gone (the row keeps the number taken, so a `<label>@<n>/` address never names two different
+ * copies).
  */
 export interface LabelReleasesTable {
   product_id: string;

@@ -1,9 +1,9 @@
 import { type Kysely, type Migration, sql } from 'kysely';
 
 /*
- * Trusted publishing (issue 18 part 3). CI ids (repository, owner, project, namespace, run) are
- * kept as text: GitHub and GitLab send them as strings, and some outgrow PostgreSQL's 32-bit
- * integer (GitHub run ids passed 2^31 long ago).
+ * Trusted publishing (docs/vendors.md#publishing-from-ci-with-trusted-publishing). CI ids
+ * (repository, owner, project, namespace, run) are kept as text: GitHub and GitLab send them as
+ * strings, and some outgrow PostgreSQL's 32-bit integer (GitHub run ids passed 2^31 long ago).
  */
 
 /** A CI identity staff bound to a product (`pier staff trust add`). */

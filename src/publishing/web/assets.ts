@@ -1,6 +1,6 @@
 // The site's own stylesheet and script, served from /static/ under content-hashed names so
 // browsers may keep them forever; a new build changes the name. No CDN, fonts or third-party
-// scripts anywhere (issue 7).
+// scripts anywhere (docs/vendors.md#your-page-badge-and-feeds).
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 

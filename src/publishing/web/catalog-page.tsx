@@ -11,8 +11,8 @@ function pageHref(query: string, page: number, works = ''): string {
 }
 
 /**
- * "Works with <release>" (issue 20): a plain GET form, so it needs no script; it carries the
- * search words along and starts again at page 1.
+ * "Works with <release>" (docs/vendors.md#platform-compatibility): a plain GET form, so it needs
+ * no script; it carries the search words along and starts again at page 1.
  */
 function WorksFilter(props: { query: string; works: string }) {
   return (
@@ -29,7 +29,7 @@ function WorksFilter(props: { query: string; works: string }) {
 /** The day of an ISO timestamp (UTC), as the card shows it. */
 const day = (iso: string) => iso.slice(0, 10);
 
-/** Version, vendor, nodes and last update of a card (issue 20); a fact not known is left out. */
+/** Version, vendor, nodes and last update of a card; a fact not known is left out. */
 function CardFacts(props: { c: CatalogCard }) {
   const { c } = props;
   if (c.nodeCount === undefined) return null;

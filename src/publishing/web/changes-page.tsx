@@ -6,7 +6,7 @@ import { Layout } from './layout.js';
 import type { SiteInfo } from './model.js';
 import { nodeUrl } from './presenter.js';
 
-/** What changed between two labels of a product (issue 20): `/product/<id>/changes?from=&to=`. */
+/** What changed between two labels of a product: `/product/<id>/changes?from=&to=`. */
 export interface ChangesPageModel {
   productId: string;
   productName: string;

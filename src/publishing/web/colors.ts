@@ -1,5 +1,5 @@
-// Text on vendor colours must stay readable whatever they pick (issue 7): choose light or
-// dark text by WCAG 2.2 contrast ratio (§1.4.3, relative luminance per sRGB).
+// Text on vendor colours must stay readable whatever they pick: choose light or dark text by
+// WCAG 2.2 contrast ratio (§1.4.3, relative luminance per sRGB).
 export const LIGHT_TEXT = '#ffffff';
 export const DARK_TEXT = '#111418';
 

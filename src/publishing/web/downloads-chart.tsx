@@ -14,7 +14,7 @@ function formatCount(n: number): string {
 const installs = (n: number) => `${formatCount(n)} install${n === 1 ? '' : 's'}`;
 
 /**
- * The product page's installs (issue 20 "Download counts"): the total and a bar per day of the
+ * The product page's installs (docs/vendors.md#download-counts): the total and a bar per day of the
  * last 90 complete days, an SVG drawn here on the server (no script). Screen readers get the
  * chart's title and a summary (`role="img"` named by its <title>, SVG-AAM §5.2), and everyone
  * gets every number as a table behind a disclosure. Shown once anything was counted.

@@ -1,5 +1,6 @@
-// A deprecated label's notice (issue 20), on the product page's install entry, above the page
-// when the recommended label is deprecated, and on node pages whose label is deprecated.
+// A deprecated label's notice (docs/vendors.md#deprecating-and-withdrawing-a-label), on the product
+// page's install entry, above the page when the recommended label is deprecated, and on node pages
+// whose label is deprecated.
 import { labelAnchor, type LabelNoticeView } from '../notices/view.js';
 import type { InstallLabel } from './model.js';
 

@@ -34,7 +34,7 @@ export interface InstallLabel {
   platformReleases?: string | null;
   /** Why the recommended label is recommended (null on the others). */
   why?: string | null;
-  /** Set while the label is deprecated (issue 20); withdrawn labels are not offered at all. */
+  /** Set while the label is deprecated; withdrawn labels are not offered at all. */
   notice: LabelNoticeView | null;
 }
 
@@ -66,7 +66,7 @@ export interface ProductPageModel {
   feedUrl: string | null;
   /** Nodes of the best crawled label, grouped by named category path; null before any crawl. */
   nodes: { label: string; groups: NodeGroup[] } | null;
-  /** The changes page (issue 20), when there are two labels or a label with an earlier release. */
+  /** The changes page, when there are two labels or a label with an earlier release. */
   changesUrl?: string;
   /** Installs counted by the download host (complete days only); absent without statistics. */
   downloads?: import('../stats/service.js').DownloadsChartModel;
@@ -147,7 +147,7 @@ export interface NodePageModel {
   description: import('../crawler/node-description.js').NodeDescription | null;
   /** Platforms whose users get this node; null: every platform. */
   platforms: string[] | null;
-  /** The deprecation notice of the label the page installs from (issue 20). */
+  /** The deprecation notice of the label the page installs from. */
   labelNotice?: LabelNoticeView | null;
   productIconUrl: string | null;
   productColors: Colors;
@@ -192,7 +192,7 @@ export interface CatalogCard {
   description: string;
   iconUrl: string | null;
   colors: Colors;
-  /** Card facts (issue 20): the badge's version, the vendor, distinct nodes across labels, last upload or crawl. */
+  /** Card facts: the badge's version, the vendor, distinct nodes across labels, last upload or crawl. */
   version?: string | null;
   vendor?: string | null;
   nodeCount?: number;

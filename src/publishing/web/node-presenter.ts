@@ -1,5 +1,5 @@
 // Crawled node rows → what node pages, the node search, the product page's node lists and the
-// catalog cards show (issue 20 "Node pages and discovery"). Pure functions: no I/O.
+// catalog cards show (docs/vendors.md#your-nodes-in-the-node-catalog). Pure functions: no I/O.
 import { rasterSize } from '../content/svg.js';
 import type { CrawlNodeRow } from '../crawler/repository.js';
 import type { InstallableUnit } from '../crawler/units.js';

@@ -83,7 +83,7 @@ function compareLabelsDesc(a: string, b: string): number {
 /**
  * The labels to offer, best first: the one equal to the current platform release is
  * recommended; else the highest whose platform range (`ranges`, from the latest crawls) holds
- * that release (issue 20); else the highest (issue 7).
+ * that release; else the highest (docs/vendors.md#labels-and-the-install-section).
  *
  * A label is offered when its folder `update-site/<label>/` has files (an update site the
  * platform adds by URL) or when it has the archive `update-site/<label>.zip` (spec area A

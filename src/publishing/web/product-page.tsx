@@ -120,7 +120,7 @@ function ArchiveSteps() {
   );
 }
 
-/** The platform releases a label installs into, from its metadata (issue 20); nothing when unknown. */
+/** The platform releases a label installs into, from its metadata; nothing when unknown. */
 function PlatformReleases(props: { l: InstallLabel }) {
   const { l } = props;
   return l.platformReleases ? (
@@ -303,11 +303,11 @@ function Release(props: { r: RenderedRelease }) {
 }
 
 /**
- * The product's nodes (issue 11), shown also while the page is hidden: every crawled label's,
- * best first, grouped by category (issue 20). Many nodes, or more than one label, fold into
- * <details> per label (no script needed), the best label open. A label shows its first nodes
- * only, and links to its full list, paged (web/product-nodes.ts): the page stays the same size
- * whatever a catalog holds.
+ * The product's nodes, shown also while the page is hidden: every crawled label's, best first,
+ * grouped by category (docs/vendors.md#your-nodes-in-the-node-catalog). Many nodes, or more than
+ * one label, fold into <details> per label (no script needed), the best label open. A label shows
+ * its first nodes only, and links to its full list, paged (web/product-nodes.ts): the page stays
+ * the same size whatever a catalog holds.
  */
 function Nodes(props: { m: ProductPageModel }) {
   const { m } = props;
@@ -355,7 +355,7 @@ function Nodes(props: { m: ProductPageModel }) {
   );
 }
 
-/** A label holding more nodes than this is folded (issue 20: "collapsible when there are many"). */
+/** A label holding more nodes than this is folded: a long list must not push the rest of the page away. */
 const NODE_LIST_OPEN_MAX = 12;
 
 export function NodeGroups(props: { groups: NodeGroup[] }) {

@@ -1,6 +1,6 @@
-// Public pages, feeds, badge, icon and discovery files (issue 7). Thin: validate, call the
-// pages service, present with caching headers and a strict Content-Security-Policy, and file
-// the answer for the fast path (page-answers.ts).
+// Public pages, feeds, badge, icon and discovery files (docs/vendors.md#your-page-badge-and-feeds).
+// Thin: validate, call the pages service, present with caching headers and a strict
+// Content-Security-Policy, and file the answer for the fast path (page-answers.ts).
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { HttpApp } from '../../infra/http.js';
@@ -50,7 +50,7 @@ const NodeParams = Type.Object({
 const NodeSearchQuery = Type.Object(
   {
     q: Type.Optional(Type.String({ maxLength: 200 })),
-    // Filters (issue 20): a product id and a named category path, as the page's selects send them.
+    // Filters: a product id and a named category path, as the page's selects send them.
     product: Type.Optional(Type.String({ maxLength: 200 })),
     category: Type.Optional(Type.String({ maxLength: 1000 })),
     works: Type.Optional(Type.String({ maxLength: 200 })),

@@ -1,14 +1,13 @@
-// Everything the public pages serve, rendered once per product and cached until something it
-// was built from changes (issue 7 "Quality"). Two checks, both read before the content: the
-// page change counter (page-changes.ts: one read serves all requests for FRESH_MS, raised by
-// every write pages depend on, by any process) says whether anything changed at all; only
-// when it moved are the product's own stamps read (state and updated_at of the row, the
-// platform release setting, the last crawl, the files' change stamp), so a change to one
-// product re-renders that product only. Never a timer: a PATCH, an upload, a staff command in
-// another process or a second instance shows on the next request after the counter's bound
-// (DESIGN "Changes made by another process"). Because keys are read before the content, a
-// change racing a render can only make the cached copy look older than it is (re-rendered
-// next time), never newer.
+// Everything the public pages serve, rendered once per product and cached until something it was
+// built from changes (docs/operators.md#caching-and-freshness-of-pages). Two checks, both read
+// before the content: the page change counter (page-changes.ts: one read serves all requests for
+// FRESH_MS, raised by every write pages depend on, by any process) says whether anything changed at
+// all; only when it moved are the product's own stamps read (state and updated_at of the row, the
+// platform release setting, the last crawl, the files' change stamp), so a change to one product
+// re-renders that product only. Never a timer: a PATCH, an upload, a staff command in another
+// process or a second instance shows on the next request after the counter's bound (DESIGN "Changes
+// made by another process"). Because keys are read before the content, a change racing a render can
+// only make the cached copy look older than it is (re-rendered next time), never newer.
 import { versionBadge } from '../content/badge.js';
 import { ServiceUnavailableError } from '../../infra/errors.js';
 import { type ContentRenderer, PageRenderFailed, RenderDeferred } from '../content/isolated-render.js';
@@ -48,13 +47,13 @@ export interface PagesServiceDeps {
    * nothing. Moves only inside a crawl, which the page key's last-crawl stamp follows.
    */
   released: (productId: string, label: string) => number | null;
-  /** Crawled nodes (issue 11): the product page's node list, node pages and node search. */
+  /** Crawled nodes: the product page's node list, node pages and node search. */
   crawls: CrawlsRepository;
   /** Renders the vendor Markdown off the serving event loop, under a time limit. */
   renderer: ContentRenderer;
   /** Whether anything pages depend on changed (the database's page change counter). */
   changes: PageChanges;
-  /** What changed between labels (issue 20): the changes page and the product page's link to it. */
+  /** What changed between labels: the changes page and the product page's link to it. */
   nodeChanges?: { pages: ChangesPages; service: Pick<ChangesService, 'comparable'> };
   /** Download counts for the product page's chart (complete days only: `changes` moves when a day is added, stats/page-days.ts). */
   downloads?: Pick<StatsService, 'chart' | 'chartDay'>;
@@ -88,7 +87,7 @@ interface Rendered {
   feed?: Served;
   badge?: Served;
   icon?: Served | null;
-  /** What the product's catalog card says beside its name (issue 20). */
+  /** What the product's catalog card says beside its name: version, vendor, node count, last update. */
   facts: CardFacts;
 }
 
@@ -150,10 +149,11 @@ export function pagesService({
     const ranges = new Map(runs.map((c) => [c.label, c.platform_range ?? null] as const));
     const model = productPageModel(site, input, stamp.release, filesView, content, ranges);
     if (downloads) model.downloads = await downloads.chart(id);
-    // Nodes of every label that has been crawled, the best first (recommended first: issue 7's
-    // order), each bounded (product-nodes.ts); `nodes` keeps the best one's alone. Only labels
-    // with an update site: an archive alone is never crawled, and nodes left from a folder since
-    // deleted would point users at an update site that no longer exists.
+    // Nodes of every label that has been crawled, the best first (recommended first, as the
+    // install section orders them: presenter.ts `installLabels`), each bounded
+    // (product-nodes.ts); `nodes` keeps the best one's alone. Only labels with an update site:
+    // an archive alone is never crawled, and nodes left from a folder since deleted would point
+    // users at an update site that no longer exists.
     const offered = (model.labels ?? []).flatMap((l) => (l.url === null ? [] : [{ label: l.label, url: l.url, recommended: l.recommended }]));
     const nodes = await nodeLists.of(id, stamp.crawled, offered, nodeCounts(runs));
     const best = nodes.lists[0];

@@ -21,13 +21,13 @@ const MAX_LOG_CHUNK_LENGTH = 16_384;
 /**
  * Body limit of POST /api/runs/{id}/logs: the largest batch the schema allows must fit, also in
  * UTF-8 (up to 3 bytes per UTF-16 unit: 200 × 16,384 × 3 = 9.4 MiB) with the JSON around it; the
- * app-wide 1 MiB limit turned a 3 MB burst of output into a 413 and a lost log (review of #8).
+ * app-wide 1 MiB limit turned a 3 MB burst of output into a 413 and a lost log.
  * Text JSON-escapes longer (control characters as \uXXXX), so such a batch may still get 413:
  * send fewer chunks then.
  */
 const LOG_BODY_LIMIT = 10 * 1024 * 1024;
 
-/** Seconds a claim waits for a run when `wait` is not given (issue #8). */
+/** Seconds a claim waits for a run when `wait` is not given (docs/runner.md#writing-your-own-executor). */
 const DEFAULT_CLAIM_WAIT_SECONDS = 20;
 
 const Heartbeat = Type.Object({

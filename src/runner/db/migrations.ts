@@ -273,7 +273,7 @@ export const runnerMigrations: Record<string, Migration> = {
   },
   '0008_executor_protocol': {
     async up(db: Kysely<unknown>) {
-      // Log sequences are per attempt (issue #8): a retried run starts again at 1, so the
+      // Log sequences are per attempt: a retried run starts again at 1, so the
       // acknowledged sequence (`runs.log_ack`, of the current attempt) can advance again.
       // Earlier rows continued across attempts; they are renumbered from 1 within each attempt.
       await db.schema
@@ -332,7 +332,7 @@ export const runnerMigrations: Record<string, Migration> = {
   },
   '0010_run_handbacks': {
     async up(db: Kysely<unknown>) {
-      // Hand-backs (release, executor removal) do not use up an attempt (review of #8): counted
+      // Hand-backs (release, executor removal) do not use up an attempt: counted
       // apart, the sweeper fails a run once `attempt - handbacks` reaches RUNNER_MAX_ATTEMPTS.
       await db.schema.alterTable('runs').addColumn('handbacks', 'integer', (c) => c.notNull().defaultTo(0)).execute();
     },

@@ -181,7 +181,8 @@ export interface WorkflowVersionsTable {
 
 /**
  * `cancelling`: cancel was asked while an executor runs it; it still holds the executor's
- * capacity until the executor confirms the kill (issue #8), then it is `cancelled`.
+ * capacity until the executor confirms the kill (its process may still be running), then it is
+ * `cancelled`.
  */
 export type RunStatus = 'queued' | 'running' | 'cancelling' | 'succeeded' | 'failed' | 'cancelled';
 

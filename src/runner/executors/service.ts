@@ -51,7 +51,10 @@ export interface Registration {
   capacity?: number;
 }
 
-/** What a heartbeat answers besides the executor: what to do now (issue #8). */
+/**
+ * What a heartbeat answers besides the executor: what to do now
+ * (docs/runner.md#writing-your-own-executor).
+ */
 export interface Instructions {
   /** Runs to stop now: cancelled by a user, or no longer this executor's (re-queued meanwhile). */
   cancel: string[];
@@ -209,7 +212,7 @@ export class ExecutorsService {
   private async claimOrWait(id: string, address: string, waitMs: number, abort?: AbortSignal): Promise<Claim | null> {
     const deadline = Date.now() + waitMs;
     for (;;) {
-      // A client that went away takes nothing: the answer could not reach it (review of #8).
+      // A client that went away takes nothing: the answer could not reach it.
       if (abort?.aborted) return null;
       const ticket = this.d.queue.ticket();
       const now = this.d.now();
@@ -261,7 +264,7 @@ export class ExecutorsService {
   /**
    * Streams an output into a temporary file after checking its name and the lease; nothing is
    * visible until `commitOutput`. So a bad upload never touches the recorded file, and an upload
-   * of a lost attempt never becomes an output (files are kept per attempt besides; review of #8).
+   * of a lost attempt never becomes an output (files are kept per attempt besides).
    */
   private async receiveOutput(runId: string, proof: LeaseProof, name: string, upload: OutputUpload): Promise<ReceivedOutput> {
     const problem = outputNameProblem(name);

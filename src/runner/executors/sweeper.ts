@@ -23,7 +23,8 @@ export interface SweeperDeps {
 }
 
 /**
- * Finds lost executors in the background (issue #8: "not only when someone claims"): a run
+ * Finds lost executors in the background, not only when someone claims (with no claims, a lost
+ * executor's runs would never be re-queued): a run
  * whose lease ran out — its executor missed heartbeats for a whole lease — is re-queued as
  * attempt + 1, or failed as "executor lost" after the maximum; a run being cancelled ends as
  * cancelled. One instance at a time sweeps (see `exclusive`). `close()` stops the loop and

@@ -42,7 +42,7 @@ export interface ReceivedOutput extends StoredOutput {
  * Where the files a run produced live. Like workflow archives, every instance of one runner must
  * use the same storage: an executor uploads through one instance, a user downloads through another.
  * Outputs are kept per attempt of the run: an upload of a lost attempt can never replace a file
- * of the attempt that holds the run now (review of #8).
+ * of the attempt that holds the run now.
  */
 export interface RunOutputStorage {
   /**

@@ -1,6 +1,6 @@
 /**
- * Wakes long-polling claims when a run may have become claimable (issue #8: "woken at once by a
- * new run, not by polling the database in a tight loop"). `notify` is fired by
+ * Wakes long-polling claims when a run may have become claimable: an idle executor is woken at
+ * once by a new run, not by polling the database in a tight loop. `notify` is fired by
  * `RunsService.enqueue` (so runs queued by the scheduler wake executors too), by requeues (the
  * sweeper, a removed executor, a handed-back run) and when capacity frees up (a run completes).
  *

@@ -73,7 +73,7 @@ export interface SweepResult {
 
 /**
  * A requeued run loses the outputs its lost attempt uploaded: the next attempt starts clean, so
- * a run never lists a file an earlier attempt left (review of #8). Same transaction as the requeue.
+ * a run never lists a file an earlier attempt left. Same transaction as the requeue.
  */
 async function dropOutputs(trx: Kysely<RunnerDB>, runIds: string[]): Promise<void> {
   if (runIds.length > 0) await trx.deleteFrom('run_outputs').where('run_id', 'in', runIds).execute();
@@ -201,11 +201,12 @@ export class RunsRepository {
   /**
    * Cancels a run: a queued one ends as `cancelled` at once; a running one becomes `cancelling`
    * and keeps its lease, so it still counts against its executor's capacity until the executor
-   * confirms the kill (issue #8). Returns the updated row, or null when it already ended.
+   * confirms the kill (its process may still be running). Returns the updated row, or null
+   * when it already ended.
    */
   async cancel(id: string, now: string): Promise<RunRow | null> {
     // ONE statement for both cases: as two UPDATEs, a sweep requeueing the run between them made
-    // both miss (409 "already ended", and the run ran again; review of #8). On PostgreSQL a row
+    // both miss (409 "already ended", and the run ran again). On PostgreSQL a row
     // changed meanwhile is re-read and the CASEs see its new status.
     const queued = (eb: ExpressionBuilder<RunnerDB, 'runs'>) => eb('status', '=', 'queued');
     return (
@@ -225,7 +226,7 @@ export class RunsRepository {
   }
 
   /**
-   * The lost-executor sweep (issue #8): runs whose lease ran out (their executor stopped sending
+   * The lost-executor sweep: runs whose lease ran out (their executor stopped sending
    * heartbeats, or was removed) go back to the queue to be taken again as attempt + 1, or fail
    * as "executor lost" once they were taken `maxAttempts` times; a run being cancelled ends as
    * cancelled. Each statement only touches rows still matching, so racing sweeps are harmless.
@@ -275,8 +276,9 @@ export class RunsRepository {
 
   /**
    * Takes the oldest queued run the executor may run, in ONE write transaction that also checks
-   * its capacity (issue #8: checked outside, ten parallel claims got ten runs). On PostgreSQL
-   * the steps run as one function call (migration 0008 `pier_claim_run`), on SQLite as below:
+   * its capacity (checked outside it, ten parallel claims of a capacity-1 executor got ten
+   * runs). On PostgreSQL the steps run as one function call (migration 0008 `pier_claim_run`),
+   * on SQLite as below:
    * 1. the executor row is written first (its heartbeat): on PostgreSQL that locks the row, so
    *    claims of one executor queue behind each other and each counts the runs of the previous
    *    one; on SQLite the first statement being a write makes the transaction a write

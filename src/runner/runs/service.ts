@@ -165,7 +165,7 @@ export class RunsService {
    */
   async enqueue(input: EnqueueInput): Promise<RunRow> {
     const run = await this.d.runs.create(this.newRun(input, await this.declaredOf(input)));
-    // Issue #8: an idle executor's long-poll claim is woken at once, here and on other instances.
+    // An idle executor's long-poll claim is woken at once, here and on other instances.
     this.d.queue.notify();
     return run;
   }

@@ -1,10 +1,11 @@
 /**
- * The generated pipelines executed (issue 18, part 4): `pier ci init` writes the workflow into
- * a vendor repository, the executor runs its publish job as GitHub Actions (or the GitLab job
- * as GitLab CI) would, with the build stubbed by a prebuilt P2 site where Tycho would put it,
- * and the publish step runs for real: the real `pier` CLI installed with `npm install --global`,
- * `pier ci label`, `pier publish` against a `pier serve` process whose OIDC issuers are a local
- * issuer, trusted publishing with no stored secret, the release, the crawl, the download host.
+ * The generated pipelines executed (docs/vendors.md#publishing-from-ci): `pier ci init` writes the
+ * workflow into a vendor repository, the executor runs its publish job as GitHub Actions (or the
+ * GitLab job as GitLab CI) would, with the build stubbed by a prebuilt P2 site where Tycho would
+ * put it, and the publish step runs for real: the real `pier` CLI installed with
+ * `npm install --global`, `pier ci label`, `pier publish` against a `pier serve` process whose
+ * OIDC issuers are a local issuer, trusted publishing with no stored secret, the release, the
+ * crawl, the download host.
  */
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';

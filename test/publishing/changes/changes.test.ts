@@ -1,9 +1,9 @@
 /**
- * What changed between two labels (issue 20), end to end: two labels of a generated update site
- * uploaded over SFTP (OpenSSH client) and released through the API, then a second release of
- * one label; the changes page and its JSON, the product page's link, caching, hostile query
- * values, and Chromium screenshots. Real SFTP server, download host and web app on one storage,
- * SQLite and PostgreSQL.
+ * What changed between two labels (docs/vendors.md#what-changed-between-labels), end to end: two
+ * labels of a generated update site uploaded over SFTP (OpenSSH client) and released through the
+ * API, then a second release of one label; the changes page and its JSON, the product page's link,
+ * caching, hostile query values, and Chromium screenshots. Real SFTP server, download host and web
+ * app on one storage, SQLite and PostgreSQL.
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';

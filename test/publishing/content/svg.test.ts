@@ -157,7 +157,7 @@ describe('sniffRasterImage', () => {
 });
 
 describe('sanitizeSvg: presentation attributes are judged as CSS values', () => {
-  // Each made Chromium fetch from an outside host when the SVG was inline (issue 7): CSS
+  // Each made Chromium fetch from an outside host when the SVG was inline: CSS
   // escapes, hex escapes, comments and fetching functions other than url().
   const hostile = [
     'u\\rl(https://evil.example/a)',

@@ -117,7 +117,7 @@ for (const target of dialects()) {
       }
 
       // The upload lacks a jar its metadata names: installs from it would fail, so it was not
-      // released (issue 18): downloaders still get the release that has the jar, and the
+      // released: downloaders still get the release that has the jar, and the
       // catalog still lists what they get.
       assert.deepEqual(await hits('gizmo'), [GIZMO]);
       const html = await page();

@@ -10,7 +10,7 @@ import { tempDir } from '../../helpers/db.js';
 import { buildComposite, buildSite, exampleSpec, type NodeSpec, type SiteSpec } from '../../helpers/p2-fixtures.js';
 import { serveDir } from './serve.js';
 
-// Hostile input becomes a reported problem, never a crash, a hang or unbounded memory (issue 11).
+// Hostile input becomes a reported problem, never a crash, a hang or unbounded memory.
 // Small limits keep the suite fast; the same code paths run with the defaults.
 const LIMITS = { ...DEFAULT_CRAWL_LIMITS, timeoutMs: 1_000, maxXmlBytes: 2 * 1024 * 1024, maxBytes: 8 * 1024 * 1024, maxJarBytes: 8 * 1024 * 1024 };
 

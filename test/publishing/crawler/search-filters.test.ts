@@ -1,4 +1,4 @@
-// Node search filters in SQL (issue 20): any query text, product and category a client sends is
+// Node search filters in SQL: any query text, product and category a client sends is
 // a bounded answer, never an error, on SQLite and PostgreSQL; a category selects itself and its
 // subcategories only (compared as text: `%` and `_` are not wildcards); hidden products never show.
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// A crawl cut short by a shutdown (SIGTERM drains `pier serve`, issue 21) records nothing against
+// A crawl cut short by a shutdown (SIGTERM drains `pier serve`) records nothing against
 // the upload and is handed back: the label is due at once, and the next start crawls it, instead of
 // a "failed" crawl that would stay until the vendor uploads again.
 import assert from 'node:assert/strict';

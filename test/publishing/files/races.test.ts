@@ -10,7 +10,7 @@ import { type FilesService, filesService } from '../../../src/publishing/files/s
 import { productsRepository } from '../../../src/publishing/products/repository.js';
 import { dialects, tempDir } from '../../helpers/db.js';
 
-// Issue #10: a commit records its row and renames the file into place; a remove or rename of
+// A commit records its row and renames the file into place; a remove or rename of
 // the same path (or its folder) landing in between made the records drift from the disk, so
 // files were stored and downloadable but not counted against the quota (or counted but gone).
 

@@ -1,4 +1,4 @@
-// A withdrawn label on the real download host (issue 20): every request under it answers 410
+// A withdrawn label on the real download host: every request under it answers 410
 // Gone naming the replacement's update site (GET, HEAD, conditional, Range, the fast path's
 // cached file, the archive, a pinned release, the folder), its files stay in storage, and
 // removing the notice serves them again. The host reads the notices from the database in the

@@ -1,6 +1,7 @@
-// Label notices through PATCH /api/products/<id> `labels` (issue 20 "Deprecating a label"): the
-// rules (errors name their field, nothing stored on any error, dry run), `since`, and what the
-// product page, the node page and the Atom feed show, on every database.
+// Label notices through PATCH /api/products/<id> `labels`
+// (docs/vendors.md#deprecating-and-withdrawing-a-label): the rules (errors name their field,
+// nothing stored on any error, dry run), `since`, and what the product page, the node page and the
+// Atom feed show, on every database.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import fc from 'fast-check';

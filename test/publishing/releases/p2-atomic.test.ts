@@ -1,9 +1,9 @@
 /**
- * Issue 18 part 1, as the platform's own installer sees it: while the Equinox p2 director installs
- * the label's feature in a loop, a new release of the same label is uploaded by each of the three
- * clients (OpenSSH `sftp put -r`, `lftp mirror -R --delete`, `rclone sync`), unmodified, and
- * released by the automatic crawl once the upload settled. Every install succeeds and installs one
- * release whole: the feature and both bundles of one version, never a mix, byte for byte.
+ * Atomic label releases, as the platform's own installer sees it: while the Equinox p2 director
+ * installs the label's feature in a loop, a new release of the same label is uploaded by each of
+ * the three clients (OpenSSH `sftp put -r`, `lftp mirror -R --delete`, `rclone sync`), unmodified,
+ * and released by the automatic crawl once the upload settled. Every install succeeds and installs
+ * one release whole: the feature and both bundles of one version, never a mix, byte for byte.
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';

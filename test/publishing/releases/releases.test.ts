@@ -1,8 +1,8 @@
 /**
- * Atomic label releases (issue 18 part 1): what downloaders get changes only when a release is
- * made, all at once; a broken upload never replaces a working release; rollback; pruning; the
- * composite documents P2 clients are sent through. Real SFTP server (OpenSSH client), download
- * host and web app on one storage, SQLite and PostgreSQL.
+ * Atomic label releases (docs/vendors.md#releases-a-label-changes-all-at-once): what downloaders
+ * get changes only when a release is made, all at once; a broken upload never replaces a working
+ * release; rollback; pruning; the composite documents P2 clients are sent through. Real SFTP server
+ * (OpenSSH client), download host and web app on one storage, SQLite and PostgreSQL.
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';

@@ -5,8 +5,8 @@ import type ssh2 from 'ssh2';
 import { dialects } from '../../helpers/db.js';
 import { snapshot, ssh2Sftp, type Stack, startStack } from './stack.js';
 
-// Issue #10 over the wire: a REMOVE from a second session landing while the first session's
-// CLOSE commits an upload stored files the quota did not count (10 files of 100,000 bytes
+// A remove racing a commit, over the wire: a REMOVE from a second session landing while the first
+// session's CLOSE commits an upload stored files the quota did not count (10 files of 100,000 bytes
 // stored under a 300,000-byte quota, 1 recorded).
 
 const call = <T>(fn: (cb: (err: Error | null | undefined, value?: T) => void) => void) =>

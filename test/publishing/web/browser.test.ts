@@ -1,4 +1,4 @@
-// What a person sees, in headless Chromium at desktop and phone widths (issue 7 "Done when").
+// What a person sees, in headless Chromium at desktop and phone widths.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';

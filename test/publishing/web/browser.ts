@@ -20,6 +20,6 @@ export function screenshotPath(name: string): string {
 export const VIEWPORTS = [
   { name: 'desktop', width: 1280, height: 900 },
   { name: 'phone', width: 360, height: 780 },
-  // The issue 20 size: 390 CSS px, the common phone width.
+  // 390 CSS px, the common phone width: the node catalog is checked at it.
   { name: 'phone-390', width: 390, height: 844 },
 ] as const;

@@ -1,5 +1,6 @@
-// The page cache never outlives its data (issue 7 "Quality"; DESIGN "Changes made by another
-// process"): edits through a second instance, and two edits within one clock tick.
+// The page cache never outlives its data (docs/operators.md#caching-and-freshness-of-pages; DESIGN
+// "Changes made by another process"): edits through a second instance, and two edits within one
+// clock tick.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { isolatedRenderer } from '../../../src/publishing/content/isolated-render.js';

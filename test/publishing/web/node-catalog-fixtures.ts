@@ -1,4 +1,4 @@
-// Update sites for the node catalog tests (issue 20), built from REAL node descriptions of public
+// Update sites for the node catalog tests, built from REAL node descriptions of public
 // vendor plug-ins (excerpts: long option texts shortened, structure kept as published). Each
 // constant names the repository and path it comes from.
 import zlib from 'node:zlib';

@@ -1,4 +1,4 @@
-// The node catalog (issue 20 "Node pages and discovery") against REAL node descriptions
+// The node catalog (docs/vendors.md#your-nodes-in-the-node-catalog) against REAL node descriptions
 // (node-catalog-fixtures.ts): two products, one with two labels whose writer description differs,
 // uploaded with OpenSSH sftp, crawled by `pier staff crawl`, then read over HTTP and in Chromium
 // (1280 and 390 px, light and dark) on every database.

@@ -1,9 +1,10 @@
-// Cached pages never outlive their data by more than the change counter's bound (issue 22;
-// DESIGN "Changes made by another process"): with answers filed for the fast path, a PATCH, a
-// release change, an upload, a crawl and enabling/disabling made through another instance or
-// connection show on the first request after FRESH_MS; a change made through the serving
-// instance itself shows on its very next request; a restarted process serves fresh content at
-// once. PostgreSQL runs it with two instances on one database.
+// Cached pages never outlive their data by more than the change counter's bound
+// (docs/operators.md#caching-and-freshness-of-pages; DESIGN "Changes made by another process"):
+// with answers filed for the fast path, a PATCH, a release change, an upload, a crawl and
+// enabling/disabling made through another instance or connection show on the first request after
+// FRESH_MS; a change made through the serving instance itself shows on its very next request; a
+// restarted process serves fresh content at once. PostgreSQL runs it with two instances on one
+// database.
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';

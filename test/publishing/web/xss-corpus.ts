@@ -1,4 +1,4 @@
-// Hostile input for every field a vendor controls (issue 7 "Done when": at least 40 payloads).
+// Hostile input for every field a vendor controls (at least 40 payloads).
 // Each payload, if it ever ran, would open a dialog or set window.__pwned.
 
 /** HTML/Markdown payloads: go into every Markdown field, and the single-line ones into name, description, contact name. */

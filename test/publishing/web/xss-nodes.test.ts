@@ -1,4 +1,4 @@
-// The XSS corpus in every node field the node catalog renders (issue 20): node name, short
+// The XSS corpus in every node field the node catalog renders: node name, short
 // description, tab, option, port and view names, dynamic port group, keyword, category names (in
 // the breadcrumb, the search's select and hits) and the feature provider a catalog card names as
 // vendor. All of it comes from a vendor's jar; none of it may run in Chromium, and each shows as text.

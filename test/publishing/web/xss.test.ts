@@ -1,6 +1,6 @@
 // An XSS corpus over every field a vendor controls never runs script in Chromium on the product
-// page, the catalog, the feeds, the badge or the icon (issue 7 "Done when"); and sanitized SVG
-// never fetches from outside when inlined (the presentation-attribute defect of issue 7).
+// page, the catalog, the feeds, the badge or the icon; and sanitized SVG never fetches from
+// outside when inlined (presentation attributes are judged as CSS values).
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
