@@ -21,6 +21,7 @@ import { REQUEST_ID_HEADER, requestIdGenerator } from './request-id.js';
 import { readinessProbe } from './readiness.js';
 import { closeGracefullyWhenDraining } from './drain.js';
 import { continueOnFirstRead } from './expect-continue.js';
+import { closeOnUnreadBody } from './unread-body.js';
 
 export type HttpApp = FastifyInstance<
   RawServerDefault,
@@ -343,6 +344,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
   closeGracefullyWhenDraining(app.server);
   // A body over the limit is refused (413) before the client sends it: expect-continue.ts.
   continueOnFirstRead(app.server);
+  closeOnUnreadBody(app.server);
   instrumentHttpApp(app, options.appName ?? 'app');
 
   // JSON only: fastify's default text/plain parser would let a text body reach JSON routes as a

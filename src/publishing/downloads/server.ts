@@ -380,6 +380,9 @@ export function createDownloadServer(options: {
     const started = logRequests ? process.hrtime.bigint() : 0n;
     const reqId = requestIdOf(req);
     res.setHeader(REQUEST_ID_HEADER, reqId);
+    // The host reads no request body: one still arriving ends the connection after the answer,
+    // or node:http would read and discard it for as long as the client sends (infra/unread-body.ts).
+    if (!req.complete) res.setHeader('connection', 'close');
     if (logRequests) {
       res.on('finish', () =>
         log.info(

@@ -88,13 +88,14 @@ export class LocalWorkflowStorage implements WorkflowStorage {
       },
     });
     const out = fs.createWriteStream(tmp, { flags: 'wx', mode: 0o640 });
+    const tooLarge = () => new PayloadTooLargeError(`the workflow archive is larger than ${maxBytes} bytes`, [{ field: 'file', message: `is larger than ${maxBytes} bytes` }]);
+    // The parser stops passing bytes on at the limit ('limit') but goes on reading the part to
+    // its end: the 413 is answered now, not when (if ever) the client stops sending.
+    const atLimit = () => inspect.destroy(tooLarge());
+    source.once('limit', atLimit);
     try {
       await pipeline(source, inspect, out);
-      if (truncated() || size > maxBytes) {
-        throw new PayloadTooLargeError(`the workflow archive is larger than ${maxBytes} bytes`, [
-          { field: 'file', message: `is larger than ${maxBytes} bytes` },
-        ]);
-      }
+      if (truncated() || size > maxBytes) throw tooLarge();
       if (size < MIN_ZIP_BYTES || !head.equals(ZIP_MAGIC)) {
         throw new ValidationError('the file is not a workflow archive (.knwf, a zip file)', [
           { field: 'file', message: 'is not a zip archive' },
@@ -103,6 +104,7 @@ export class LocalWorkflowStorage implements WorkflowStorage {
       await fs.promises.rename(tmp, target);
       return { storageKey: key, size, sha256: hash.digest('hex') };
     } catch (e) {
+      source.off('limit', atLimit);
       // A source that failed at once fails the pipeline before the file is even opened: wait for
       // the write stream to close, or the file would appear after it was removed.
       await closed(out);

@@ -268,6 +268,32 @@ describe('download host', () => {
     assert.ok((await raw(base, '/csv-nodes/5.4/plugins/pipe_1.0.0.jar')).body.equals(data));
   });
 
+  test('a request whose body never ends is answered, then its connection ends (the host reads no body)', { timeout: 60_000 }, async () => {
+    const u = new URL(base);
+    const socket = net.connect(Number(u.port), u.hostname);
+    socket.on('error', () => {});
+    await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+    let open = true;
+    let answer = '';
+    socket.on('data', (d: Buffer) => {
+      answer += d.toString('latin1');
+    });
+    const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+    void closed.then(() => {
+      open = false;
+    });
+    socket.write('GET /csv-nodes/5.4/plugins/big_1.0.0.jar HTTP/1.1\r\nHost: a\r\ntransfer-encoding: chunked\r\n\r\n');
+    const mib = Buffer.alloc(1024 * 1024, 1);
+    // Sends 1 MiB chunks for as long as the host keeps the connection.
+    while (open) {
+      socket.write('100000\r\n');
+      socket.write(mib);
+      if (!socket.write('\r\n')) await Promise.race([new Promise((r) => socket.once('drain', r)), closed]);
+    }
+    assert.match(answer, /^HTTP\/1\.1 200 /);
+    assert.match(answer.slice(0, answer.indexOf('\r\n\r\n')), /\r\nconnection: close/i);
+  });
+
   test('many clients that stop reading a large file hold a bounded amount of buffer memory in all', async () => {
     const data = Buffer.alloc(24 * 1024 * 1024, 3);
     fs.writeFileSync(path.join(root, 'csv-nodes/releases/5.4/1/plugins/slow_1.0.0.jar'), data);
