@@ -33,7 +33,23 @@ export interface PublishStack {
   close(): Promise<void>;
 }
 
+/**
+ * The ports are chosen free, then taken: the web part's own port (0, the system's choice) can
+ * be one of them meanwhile, and SFTP or the download host then finds it in use. Such a start
+ * closes what it started (a web part left listening kept the test process from ever ending)
+ * and tries again with other ports.
+ */
 export async function startPublishStack(databaseUrl: string, options: { sftpStorageDir?: string; env?: Record<string, string> } = {}): Promise<PublishStack> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startPublishStackOnce(databaseUrl, options);
+    } catch (e) {
+      if ((e as { code?: string }).code !== 'EADDRINUSE' || attempt >= 3) throw e;
+    }
+  }
+}
+
+async function startPublishStackOnce(databaseUrl: string, options: { sftpStorageDir?: string; env?: Record<string, string> }): Promise<PublishStack> {
   const dataDir = tempDir('pier-publish-');
   const [sftpPort, downloadPort] = [await freePort(), await freePort()];
   const env = {
@@ -49,11 +65,26 @@ export async function startPublishStack(databaseUrl: string, options: { sftpStor
     ...options.env,
   };
   const config = loadConfig(env);
-  const web = await startPublishing(databaseUrl, { failureLimits: { maxFailures: 1000 } }, env);
-  // A SFTP part with a storage (and so host keys) of its own: an impostor for the host-key tests.
-  const sftpConfig = options.sftpStorageDir ? loadConfig({ ...env, PIER_STORAGE_DIR: options.sftpStorageDir }) : config;
-  const sftp = await startSftp(sftpConfig, { failureLimits: { maxFailures: 1000 } });
-  const downloads = await startDownloads(config);
+  const started: { close(): Promise<void> }[] = [];
+  const start = async <T extends { close(): Promise<void> }>(part: Promise<T>): Promise<T> => {
+    const p = await part;
+    started.push(p);
+    return p;
+  };
+  let web: RunningPublishing;
+  let sftp: RunningSftp;
+  let downloads: RunningDownloads;
+  try {
+    web = await start(startPublishing(databaseUrl, { failureLimits: { maxFailures: 1000 } }, env));
+    // A SFTP part with a storage (and so host keys) of its own: an impostor for the host-key tests.
+    const sftpConfig = options.sftpStorageDir ? loadConfig({ ...env, PIER_STORAGE_DIR: options.sftpStorageDir }) : config;
+    sftp = await start(startSftp(sftpConfig, { failureLimits: { maxFailures: 1000 } }));
+    downloads = await start(startDownloads(config));
+  } catch (e) {
+    for (const p of started.reverse()) await p.close().catch(() => {});
+    fs.rmSync(dataDir, { recursive: true, force: true });
+    throw e;
+  }
   const storage = localStorage(config.publishing.storageDir);
   return {
     config,
