@@ -62,7 +62,8 @@ export const listWorkflows = defineTool({
   title: 'List workflows',
   description:
     'Workflows of one project (or of every project you can see), each with the run parameters its latest version declares: ' +
-    'name, type (string, integer, number, boolean), default, and allowed choices. Use these names and types for start_run.',
+    'name, type (string, integer, number, boolean), default, allowed choices, and for numbers the range (minimum, maximum). ' +
+    'Use these names, types and ranges for start_run: numbers in decimal digits (no 0x, Infinity or NaN).',
   access: USER_READ,
   hints: READ_ONLY,
   input: Type.Object({ projectId: Type.Optional(IdOf('only this project')) }, { additionalProperties: false }),
@@ -73,7 +74,7 @@ export const listWorkflows = defineTool({
     const text = workflows.length
       ? workflows
           .map((w) => {
-            const params = w.declaredParameters.map((d) => `${d.name}: ${d.type}${d.default === null ? '' : ` = ${JSON.stringify(d.default)}`}`).join(', ');
+            const params = w.declaredParameters.map((d) => `${d.name}: ${d.type}${d.maximum === undefined ? '' : ` ${d.minimum}..${d.maximum}`}${d.default === null ? '' : ` = ${JSON.stringify(d.default)}`}`).join(', ');
             return `${w.id}: ${w.name} (project ${w.projectId}, version ${w.latestVersion})${params ? ` — parameters ${params}` : ''}`;
           })
           .join('\n')
