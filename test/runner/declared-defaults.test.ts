@@ -59,6 +59,11 @@ for (const target of dialects()) {
           assert.equal(refusedViaMcp.isError, true, JSON.stringify(parameters));
           assert.match(JSON.stringify(refusedViaMcp.content), /parameters\/(rows|ratio)/);
         }
+        // An empty filter or cursor of MCP's list tools is refused too, not read as none.
+        for (const [name, args] of [['list_runs', { since: '' }], ['list_runs', { cursor: '' }], ['list_schedules', { cursor: '' }]] as const) {
+          const refusedList = await client.callTool({ name, arguments: args }).catch((e: Error) => ({ isError: true, content: e.message }));
+          assert.equal(refusedList.isError, true, `${name} ${JSON.stringify(args)}`);
+        }
         await client.close();
 
         // A re-run (of a finished run): what the run ran with, a null replacement taking the default again.
