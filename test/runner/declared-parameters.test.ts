@@ -13,7 +13,7 @@ const DECLARED = [
   { name: 'dry', type: 'boolean', default: true, label: '', description: '' },
   { name: 'mode', type: 'string', default: 'fast', label: '', description: '', choices: ['fast', 'thorough'] },
   { name: 'ratio', type: 'number', default: 0.25, label: '', description: '' },
-  { name: 'rows', type: 'integer', default: 100, label: 'Rows to read', description: 'How many rows the reader takes <at most>' },
+  { name: 'rows', type: 'integer', default: 100, label: 'Rows to read', description: 'How many rows the reader takes <at most>', minimum: -2147483648, maximum: 2147483647 },
   { name: 'title', type: 'string', default: 'Monthly <b>report</b>', label: '', description: '' },
 ];
 

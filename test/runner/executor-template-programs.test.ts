@@ -124,6 +124,48 @@ describe('command templates: programs that read a value again as code, beyond sh
     acceptedAll(['prlimit --as=2000000000 knime -workflow.variable=rows,{param.x},int', 'numactl -N 0 knime -data {param.x}']);
   });
 
+  test('more programs that read a value as code: gtar/bsdtar, docker-compose, duckdb, clickhouse-client, julia, deno eval, ed, man -P, tcpdump -z', () => {
+    refusedAll([
+      ['gtar -xf a.tar --to-command={param.x}', /value of gtar --to-command/],
+      ['gtar -cf a.tar --checkpoint=1 --checkpoint-action=exec={param.x} .', /value of gtar --checkpoint-action/],
+      ['bsdtar -xf a.tar --to-command {param.x}', /value of bsdtar --to-command/],
+      ['bsdtar -cf a.tar --checkpoint-action=exec={param.x} .', /value of bsdtar --checkpoint-action/],
+      ['bsdtar -xf a {param.x}', /operand of bsdtar before --/],
+      ['docker-compose run web sh -c {param.x}', /code argument of sh -c/],
+      ['docker-compose -f c.yml exec -T web bash -lc "echo {param.x}"', /code argument of bash -lc/],
+      ['docker-compose run --entrypoint {param.x} web', /docker-compose run --entrypoint|chooses|names/],
+      ['duckdb -c {param.x}', /value of duckdb -c/],
+      ['duckdb db.duckdb {param.x}', /operand of duckdb that it runs as code/],
+      ['duckdb db.duckdb <<EOF\nselect {param.x};\nEOF', /here-document|here-string/],
+      ['clickhouse-client -q {param.x}', /value of clickhouse-client -q/],
+      ['clickhouse-client --query "select {param.x}"', /value of clickhouse-client --query/],
+      ['clickhouse-client --query={param.x}', /value of clickhouse-client --query/],
+      ['julia -e {param.x}', /code argument of julia -e/],
+      ['julia --eval="println({param.x})"', /code argument of julia --eval/],
+      ['julia -E {param.x}', /code argument of julia -E/],
+      ['deno eval {param.x}', /code argument of deno eval/],
+      ['deno eval --ext=ts "console.log({param.x})"', /code argument of deno eval/],
+      ['ed -s f <<< {param.x}', /here-string that ed reads as code/],
+      ['ed -s f <<EOF\n{param.x}\nw\nEOF', /here-document|ed reads as code/],
+      ['ed -s {param.x}', /ed/],
+      ['man -P {param.x} ls', /value of man -P/],
+      ['man --pager="less {param.x}" ls', /value of man --pager/],
+      ['tcpdump -C 1 -w {out}/a.pcap -z {param.x}', /value of tcpdump -z/],
+      ['tcpdump -w f {param.x}', /operand of tcpdump before --/],
+    ]);
+    acceptedAll([
+      'gtar -czf {out}/a.tgz -C {workdir} -- {param.x}',
+      'bsdtar -xf {archive} -C {out}',
+      'docker-compose run web echo {param.x}',
+      "duckdb {out}/a.duckdb -c 'select 1'",
+      "julia {workdir}/script.jl {param.x}",
+      "deno eval 'console.log(Deno.args)' {param.x}",
+      'man -- {param.x}',
+      'tcpdump -w {out}/a.pcap -- {param.x}',
+      'ed -s {out}/f.txt',
+    ]);
+  });
+
   test("a shell's operands after -c CODE are read as the code reads them: data where it quotes them, code where it runs them", () => {
     refusedAll([
       ["sh -c '$1' _ {param.x}", /operand of sh -c, which its code reads as \$1, and there it names the program to run/],

@@ -114,7 +114,7 @@ for (const target of dialects()) {
         [['dry', 'boolean'], ['mode', 'string'], ['ratio', 'number'], ['rows', 'integer'], ['title', 'string']],
       );
       assert.deepEqual(wf.declaredParameters.find((d: Structured) => d.name === 'mode').choices, ['fast', 'thorough']);
-      assert.match(workflows.text, /rows: integer = 100/);
+      assert.match(workflows.text, /rows: integer -2147483648\.\.2147483647 = 100/);
       assert.deepEqual((await call(c, 'list_workflows', {})).structured.workflows.map((w: Structured) => w.id), [workflowId], 'every project the caller sees');
     });
 

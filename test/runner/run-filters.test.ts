@@ -71,6 +71,21 @@ for (const target of dialects()) {
           assert.equal(res.statusCode, 400, query);
           assert.equal(res.json().errors[0].field, field, query);
         }
+
+        // An empty filter is no filter the caller meant: a 400 naming it, for every kind of caller (not every run).
+        for (const auth of [admin, bobAuth, key]) {
+          for (const field of ['startedBy', 'schedule', 'since', 'until', 'cursor']) {
+            const res = await inject({ method: 'GET', url: `/api/runs?${field}=`, headers: auth });
+            assert.equal(res.statusCode, 400, `${field}=: ${res.body}`);
+            assert.equal(res.headers['content-type'], 'application/problem+json; charset=utf-8');
+            assert.equal(res.json().errors[0].field, field);
+          }
+        }
+        for (const auth of [admin, bobAuth]) {
+          const res = await inject({ method: 'GET', url: '/api/schedules?cursor=', headers: auth });
+          assert.equal(res.statusCode, 400, res.body);
+          assert.equal(res.json().errors[0].field, 'cursor');
+        }
       } finally {
         await r.close();
         await db.drop();

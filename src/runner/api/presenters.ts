@@ -177,8 +177,10 @@ export const WorkflowVersion = Type.Object({
       label: Type.String(),
       description: Type.String(),
       choices: Type.Optional(Type.Array(Type.String())),
+      minimum: Type.Optional(Type.Number({ description: "the smallest value the node's Java type holds (int, short, long within ±(2^53−1), float)" })),
+      maximum: Type.Optional(Type.Number({ description: "the largest value the node's Java type holds" })),
     }),
-    { description: "the run parameters the archive's configuration nodes declare (name, type, default, label, description, choices); a run's values for them are checked against their type, and one given no value (or null) runs with the default" },
+    { description: "the run parameters the archive's configuration nodes declare (name, type, default, label, description, choices, and for numbers the range of their Java type); a run's values for them are checked against their type and range (decimal digits only: no 0x/0b/0o, Infinity or NaN), and one given no value (or null) runs with the default" },
   ),
 });
 

@@ -72,7 +72,7 @@ export function registerScheduleRoutes(app: HttpApp, ctx: RunnerContext): void {
             project: Type.Optional(Id),
             workflow: Type.Optional(Id),
             limit: Type.Optional(Type.String({ pattern: '^([1-9]|[1-9][0-9]|1[0-9][0-9]|200)$', description: `1-${MAX_SCHEDULE_PAGE}, default ${DEFAULT_SCHEDULE_PAGE}` })),
-            cursor: Type.Optional(Type.String({ maxLength: 500, description: 'the `nextCursor` of the previous page' })),
+            cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 500, description: 'the `nextCursor` of the previous page' })),
           },
           { additionalProperties: false },
         ),

@@ -271,10 +271,21 @@ function fromInterpreter(w: readonly string[], p: number, at: number, name: stri
   }
   if (at < k) return { kind: 'chooses', why: `stands among the options of ${name}, where a value could be a code option` };
   if (hadCode) return null;
+  if (spec.codeSubcommands?.includes(w[k] ?? '')) return fromCodeSubcommand(w, k, at, name, codeReason);
   if (at === k) {
     if (spec.firstOperandIsCode) return codeReason('script');
     return { kind: 'chooses', why: `names the program ${name} runs, so the value chooses what runs` };
   }
+  return null;
+}
+
+/** `deno eval [options] CODE [args]`: the subcommand's options, then its first operand is code. */
+function fromCodeSubcommand(w: readonly string[], k: number, at: number, name: string, codeReason: (option: string) => Reason): Reason | null {
+  let c = k + 1;
+  while (c < w.length && w[c]!.startsWith('-') && w[c] !== '--' && !w[c]!.includes(MARK)) c++;
+  if (w[c] === '--') c++;
+  if (at > k && at < c) return { kind: 'chooses', why: `stands among the options of ${name} ${w[k]}, where a value could be a code option` };
+  if (at === c) return codeReason(w[k]!);
   return null;
 }
 

@@ -18,6 +18,8 @@ export interface Interpreter {
   anyCase?: boolean;
   /** Options whose value names what runs and ends the options: the words after are its arguments (`python -m MODULE ARGS`). */
   program?: string[];
+  /** Subcommands (the first operand) whose first operand after their options is code (`deno eval CODE`). */
+  codeSubcommands?: string[];
 }
 
 /** Interpreters and their code options, as a table: name pattern → options. */
@@ -33,6 +35,10 @@ const INTERPRETERS: [RegExp, Interpreter][] = [
   [/^(?:tclsh|wish|expect)[0-9.]*$/, { code: ['-c'], values: ['-f'], stdin: true }],
   [/^(?:pwsh|powershell)(?:\.exe)?$/, { code: ['-c', '-command', '-commandwithargs', '-cwa', '-encodedcommand', '-e', '-ec'], values: ['-f', '-file', '-workingdirectory', '-wd'], stdin: true, anyCase: true }],
   [/^(?:groovy|scala|jshell|kotlin)$/, { code: ['-e'], stdin: true }],
+  [/^julia(?:-[0-9.]+)?$/, { code: ['-e', '--eval', '-E', '--print'], values: ['-L', '--load', '-J', '--sysimage', '--project', '-t', '--threads', '-p', '--procs', '--machine-file'], stdin: true }],
+  [/^deno$/, { code: [], values: ['--config', '-c', '--import-map', '-r', '--reload'], codeSubcommands: ['eval'] }],
+  // ed reads commands (`!cmd` runs one) from standard input, and a file named `!cmd` is a command's output.
+  [/^r?ed$/, { code: [], values: ['-p', '--prompt'], stdin: true }],
   [/^dc$/, { code: ['-e', '--expression'], values: ['-f', '--file'], stdin: true }],
   [/^bc$/, { code: [], stdin: true }],
   [/^(?:gdb)$/, { code: ['-ex', '--eval-command', '-iex', '--init-eval-command'], values: ['-x', '--command', '-p', '--pid'] }],

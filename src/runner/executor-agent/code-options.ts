@@ -81,6 +81,40 @@ export const OPTION_PROGRAMS: Record<string, OptionProgram> = {
   },
 };
 OPTION_PROGRAMS.mariadb = OPTION_PROGRAMS.mysql!;
+// GNU tar's common other name, and libarchive's tar (same code options; bsdtar also reads options among operands).
+OPTION_PROGRAMS.gtar = OPTION_PROGRAMS.tar!;
+OPTION_PROGRAMS.bsdtar = OPTION_PROGRAMS.tar!;
+// DuckDB's shell is sqlite3's: `-c`/`-s` run a command, operands after the database are SQL, `.shell`/`.system` reach a shell.
+OPTION_PROGRAMS.duckdb = {
+  code: ['-c', '-s', '-cmd'],
+  chooses: ['-init'],
+  values: ['-separator', '-newline', '-nullvalue', '-storage_version'],
+  codeOperandsFrom: 1,
+  singleDashLong: true,
+  stdin: true,
+};
+// ClickHouse's client runs `--query` (SQL, whose table functions and `system` commands reach programs and files).
+OPTION_PROGRAMS['clickhouse-client'] = {
+  code: ['-q', '--query'],
+  chooses: ['--queries-file', '--config-file', '-C', '--config'],
+  values: ['-h', '--host', '--port', '-u', '--user', '--password', '-d', '--database', '-f', '--format', '--param', '--max_threads'],
+  cluster: true,
+  stdin: true,
+};
+// man runs its pager (`-P`, `--pager`) through a shell.
+OPTION_PROGRAMS.man = {
+  code: ['-P', '--pager'],
+  chooses: ['-H', '--html', '-M', '--manpath', '-C', '--config-file'],
+  values: ['-L', '--locale', '-m', '--systems', '-S', '-s', '--sections', '-e', '--extension', '-E', '--encoding', '-R', '--recode', '-T', '--troff-device', '-p', '--preprocessor'],
+  cluster: true,
+};
+// tcpdump runs `-z` on each file it rotates (after -C/-G).
+OPTION_PROGRAMS.tcpdump = {
+  code: ['-z'],
+  chooses: ['-Z', '--relinquish-privileges', '-F', '-M'],
+  values: ['-i', '--interface', '-w', '-r', '-c', '-s', '--snapshot-length', '-C', '-G', '-W', '-E', '-T', '-y', '--linktype', '-B', '--buffer-size', '-j', '--time-stamp-type', '-Q', '--direction', '-V', '--time-stamp-precision', '--count'],
+  cluster: true,
+};
 
 type Role = { kind: 'code' | 'chooses'; option: string } | { kind: 'value' } | { kind: 'operand'; code: boolean; beforeDashes: boolean } | { kind: 'option' };
 

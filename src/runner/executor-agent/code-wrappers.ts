@@ -123,4 +123,6 @@ const KUBECTL: Runner = {
     debug: { values: ['--target', '--profile', '--custom'], chooses: ['--image'], env: ['--env'], data: ['-c', '--container', '--copy-to', '-n', '--namespace'], operands: 1 },
   },
 };
-export const RUNNERS: Record<string, Runner> = { docker: DOCKER, podman: DOCKER, nerdctl: DOCKER, kubectl: KUBECTL, oc: KUBECTL };
+/** The standalone Compose v1 binary: `docker-compose run|exec SERVICE CMD`, as `docker compose`. */
+const COMPOSE: Runner = { globals: DOCKER.globals, groups: [], commands: { run: COMPOSE_RUN, exec: COMPOSE_RUN } };
+export const RUNNERS: Record<string, Runner> = { docker: DOCKER, podman: DOCKER, nerdctl: DOCKER, 'docker-compose': COMPOSE, 'podman-compose': COMPOSE, kubectl: KUBECTL, oc: KUBECTL };

@@ -62,7 +62,8 @@ export const listWorkflows = defineTool({
   title: 'List workflows',
   description:
     'Workflows of one project (or of every project you can see), each with the run parameters its latest version declares: ' +
-    'name, type (string, integer, number, boolean), default, and allowed choices. Use these names and types for start_run.',
+    'name, type (string, integer, number, boolean), default, allowed choices, and for numbers the range (minimum, maximum). ' +
+    'Use these names, types and ranges for start_run: numbers in decimal digits (no 0x, Infinity or NaN).',
   access: USER_READ,
   hints: READ_ONLY,
   input: Type.Object({ projectId: Type.Optional(IdOf('only this project')) }, { additionalProperties: false }),
@@ -73,7 +74,7 @@ export const listWorkflows = defineTool({
     const text = workflows.length
       ? workflows
           .map((w) => {
-            const params = w.declaredParameters.map((d) => `${d.name}: ${d.type}${d.default === null ? '' : ` = ${JSON.stringify(d.default)}`}`).join(', ');
+            const params = w.declaredParameters.map((d) => `${d.name}: ${d.type}${d.maximum === undefined ? '' : ` ${d.minimum}..${d.maximum}`}${d.default === null ? '' : ` = ${JSON.stringify(d.default)}`}`).join(', ');
             return `${w.id}: ${w.name} (project ${w.projectId}, version ${w.latestVersion})${params ? ` — parameters ${params}` : ''}`;
           })
           .join('\n')
@@ -94,10 +95,10 @@ export const listRuns = defineTool({
       workflowId: Type.Optional(IdOf('only runs of this workflow')),
       status: Type.Optional(RunStatusSchema),
       scheduleId: Type.Optional(IdOf('only runs this schedule started')),
-      since: Type.Optional(Type.String({ maxLength: 40, description: 'created at or after (ISO 8601 date or date-time, e.g. 2026-11-25 or 2026-11-25T08:00:00Z)' })),
+      since: Type.Optional(Type.String({ minLength: 1, maxLength: 40, description: 'created at or after (ISO 8601 date or date-time, e.g. 2026-11-25 or 2026-11-25T08:00:00Z)' })),
       startedByMe: Type.Optional(Type.Boolean({ description: 'only runs you started' })),
       limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, description: 'default 20' })),
-      cursor: Type.Optional(Type.String({ maxLength: 500 })),
+      cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 500 })),
     },
     { additionalProperties: false },
   ),
@@ -211,7 +212,7 @@ export const listSchedules = defineTool({
       projectId: Type.Optional(IdOf('only this project')),
       workflowId: Type.Optional(IdOf('only this workflow')),
       limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, description: 'default 20' })),
-      cursor: Type.Optional(Type.String({ maxLength: 500 })),
+      cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 500 })),
     },
     { additionalProperties: false },
   ),

@@ -9,6 +9,7 @@
  */
 import { XMLParser } from 'fast-xml-parser';
 import { hasUnshown, withoutUnshown } from '../../infra/unshown.js';
+import { DEFAULT_INTEGER_RANGE, FLOAT_MAXIMUM, INTEGER_RANGES, integerValue, numberValue } from './declared-values.js';
 
 export type DeclaredType = 'string' | 'integer' | 'number' | 'boolean';
 
@@ -20,6 +21,13 @@ export interface DeclaredParameter {
   description: string;
   /** The values a selection node offers, when it lists them. */
   choices?: string[];
+  /**
+   * The range of an integer (its Java type's: int, short, or a long within what JSON holds
+   * exactly) or of a float (±Float.MAX_VALUE); absent for a double, which is any finite number.
+   * Versions stored before ranges were kept have none: an integer is then held to a long's.
+   */
+  minimum?: number;
+  maximum?: number;
 }
 
 /** Names a run's parameters may not have (the API refuses them as object keys). */
@@ -54,9 +62,15 @@ const child = (c: Config | undefined, key: string) => c?.config?.find((x) => x.k
 /** Text for people: bounded, without controls or bidirectional overrides (tabs and line breaks kept). */
 const text = (s: string | undefined) => withoutUnshown(s ?? '', true).slice(0, MAX_TEXT);
 
-function typed(type: string | undefined, value: string | undefined, isNull: boolean): { type: DeclaredType; value: string | number | boolean | null } | null {
-  if (type === 'xint' || type === 'xlong' || type === 'xshort') return { type: 'integer', value: isNull || value === undefined || !/^-?\d+$/.test(value) ? null : Number(value) };
-  if (type === 'xdouble' || type === 'xfloat') return { type: 'number', value: isNull || value === undefined || !Number.isFinite(Number(value)) ? null : Number(value) };
+type Typed = { type: DeclaredType; value: string | number | boolean | null; range?: { minimum: number; maximum: number } };
+
+function typed(type: string | undefined, value: string | undefined, isNull: boolean): Typed | null {
+  if (type === 'xint' || type === 'xlong' || type === 'xshort') {
+    const range = INTEGER_RANGES[type];
+    return { type: 'integer', value: isNull ? null : integerValue(value, range), range };
+  }
+  if (type === 'xfloat') return { type: 'number', value: isNull ? null : numberValue(value, FLOAT_MAXIMUM), range: { minimum: -FLOAT_MAXIMUM, maximum: FLOAT_MAXIMUM } };
+  if (type === 'xdouble') return { type: 'number', value: isNull ? null : numberValue(value) };
   if (type === 'xboolean') return { type: 'boolean', value: isNull || value === undefined ? null : value === 'true' };
   if (type === 'xstring' || type === 'xchar') return { type: 'string', value: isNull ? null : (value ?? '') };
   return null;
@@ -89,6 +103,7 @@ export function parameterOfSettings(xml: string): DeclaredParameter | null {
     label: text(entry(model, 'label')?.value),
     description: text(entry(model, 'description')?.value),
     ...(listed.length > 0 ? { choices: listed.slice(0, 500) } : {}),
+    ...(raw?.range ?? {}),
   };
 }
 
@@ -107,7 +122,33 @@ export function withDeclaredDefaults(declared: DeclaredParameter[], given: Recor
   return values;
 }
 
-/** Why a run's value for a declared parameter does not fit its type or choices, one problem per parameter. */
+/** What a value of `d` must be, for a message naming the range. */
+function expected(d: DeclaredParameter): string {
+  if (d.type === 'integer') {
+    const r = { ...DEFAULT_INTEGER_RANGE, ...pick(d) };
+    return `an integer from ${r.minimum} to ${r.maximum} (decimal digits)`;
+  }
+  if (d.type === 'number') return d.maximum === undefined ? 'a finite decimal number' : `a finite decimal number from ${d.minimum ?? -d.maximum} to ${d.maximum}`;
+  return d.type === 'boolean' ? 'true or false' : 'text';
+}
+
+/** The recorded bounds of `d`, when they are numbers (stored rows are JSON: trust only what fits). */
+function pick(d: DeclaredParameter): Partial<{ minimum: number; maximum: number }> {
+  return {
+    ...(typeof d.minimum === 'number' ? { minimum: d.minimum } : {}),
+    ...(typeof d.maximum === 'number' ? { maximum: d.maximum } : {}),
+  };
+}
+
+/** Whether `v` is a value of the declared parameter's type, within its range. */
+export function fitsDeclared(d: DeclaredParameter, v: unknown): boolean {
+  if (d.type === 'integer') return integerValue(v, { ...DEFAULT_INTEGER_RANGE, ...pick(d) }) !== null;
+  if (d.type === 'number') return numberValue(v, pick(d).maximum) !== null;
+  if (d.type === 'boolean') return typeof v === 'boolean' || v === 'true' || v === 'false';
+  return true;
+}
+
+/** Why a run's value for a declared parameter does not fit its type, range or choices, one problem per parameter. */
 export function parameterProblems(declared: DeclaredParameter[], values: Record<string, unknown>): { field: string; message: string }[] {
   const problems: { field: string; message: string }[] = [];
   for (const d of declared) {
@@ -115,16 +156,7 @@ export function parameterProblems(declared: DeclaredParameter[], values: Record<
     const v = values[d.name];
     if (v === null) continue;
     const s = String(v);
-    const fits =
-      d.type === 'integer'
-        ? (typeof v === 'number' && Number.isSafeInteger(v)) || (typeof v === 'string' && /^-?\d{1,15}$/.test(v))
-        : d.type === 'number'
-          ? (typeof v === 'number' && Number.isFinite(v)) || (typeof v === 'string' && s.trim() !== '' && Number.isFinite(Number(s)))
-          : d.type === 'boolean'
-            ? typeof v === 'boolean' || s === 'true' || s === 'false'
-            : true;
-    const article = d.type === 'integer' ? 'an integer' : d.type === 'number' ? 'a number' : d.type === 'boolean' ? 'true or false' : 'text';
-    if (!fits) problems.push({ field: `parameters/${d.name}`, message: `must be ${article}, as the workflow's configuration node declares` });
+    if (!fitsDeclared(d, v)) problems.push({ field: `parameters/${d.name}`, message: `must be ${expected(d)}, as the workflow's configuration node declares` });
     else if (d.choices && !d.choices.includes(s)) problems.push({ field: `parameters/${d.name}`, message: `must be one of the workflow's choices: ${d.choices.slice(0, 10).join(', ')}${d.choices.length > 10 ? ', …' : ''}` });
   }
   return problems;

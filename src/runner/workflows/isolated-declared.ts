@@ -51,7 +51,14 @@ export function isDeclaredParameter(v: unknown): v is DeclaredParameter {
   if (typeof v.type !== 'string' || !Object.hasOwn(TYPES, v.type)) return false;
   if (v.default !== null && typeof v.default !== TYPES[v.type as keyof typeof TYPES]) return false;
   if (v.choices !== undefined && !(Array.isArray(v.choices) && v.choices.every((c) => typeof c === 'string'))) return false;
-  return Object.keys(v).every((k) => ['name', 'type', 'default', 'label', 'description', 'choices'].includes(k));
+  // A range only on numbers, both ends finite and in order, and a default within it.
+  const ranged = v.minimum !== undefined || v.maximum !== undefined;
+  if (ranged) {
+    if (v.type !== 'integer' && v.type !== 'number') return false;
+    if (!Number.isFinite(v.minimum) || !Number.isFinite(v.maximum) || (v.minimum as number) > (v.maximum as number)) return false;
+    if (typeof v.default === 'number' && (v.default < (v.minimum as number) || v.default > (v.maximum as number))) return false;
+  }
+  return Object.keys(v).every((k) => ['name', 'type', 'default', 'label', 'description', 'choices', 'minimum', 'maximum'].includes(k));
 }
 
 export function isolatedDeclaredReader(limits: DeclaredLimits = {}): DeclaredParametersReader {

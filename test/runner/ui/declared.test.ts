@@ -44,6 +44,11 @@ describe('runner web UI: a run form made from the parameters the workflow declar
         await rows.fill('a lot');
         await start.getByRole('button', { name: 'Start run' }).click();
         await start.getByText('enter a whole number').waitFor();
+        // The node's Java int: its range is shown and checked before sending.
+        await start.getByText('from -2147483648 to 2147483647').waitFor();
+        await rows.fill('99999999999');
+        await start.getByRole('button', { name: 'Start run' }).click();
+        await start.getByText('enter a whole number from -2147483648 to 2147483647').waitFor();
         await rows.fill('250');
         await start.getByLabel('mode').selectOption('thorough');
         await start.getByLabel('dry').uncheck();

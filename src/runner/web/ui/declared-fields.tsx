@@ -4,6 +4,10 @@ import type { DeclaredParameter, ParameterValue } from './types.js';
 /** What a person typed for each declared parameter: text for inputs, a boolean for check boxes. */
 export type DeclaredValues = Record<string, string | boolean>;
 
+/** Decimal notation, as the server takes it (no hex, Infinity or NaN). */
+const DECIMAL = /^[+-]?(?:\d{1,400}(?:\.\d{0,400})?|\.\d{1,400})(?:[eE][+-]?\d{1,5})?$/;
+const inRange = (d: DeclaredParameter, n: number) => (d.minimum === undefined || n >= d.minimum) && (d.maximum === undefined || n <= d.maximum);
+
 export function initialValues(declared: DeclaredParameter[]): DeclaredValues {
   return Object.fromEntries(declared.map((d) => [d.name, d.type === 'boolean' ? d.default === true : d.default === null ? '' : String(d.default)]));
 }
@@ -21,11 +25,16 @@ export function typedValues(declared: DeclaredParameter[], values: DeclaredValue
     const text = typeof v === 'string' ? v.trim() : '';
     if (text === '') continue;
     if (d.type === 'integer') {
-      if (/^-?\d{1,15}$/.test(text)) parameters[d.name] = Number(text);
-      else problems[d.name] = 'enter a whole number';
+      // Decimal digits only (the server refuses 0x…, Infinity, NaN); within the node's Java type.
+      const n = /^[+-]?\d{1,40}$/.test(text) ? Number(text) : Number.NaN;
+      if (!Number.isSafeInteger(n)) problems[d.name] = 'enter a whole number';
+      else if (!inRange(d, n)) problems[d.name] = `enter a whole number from ${d.minimum ?? -Number.MAX_SAFE_INTEGER} to ${d.maximum ?? Number.MAX_SAFE_INTEGER}`;
+      else parameters[d.name] = n;
     } else if (d.type === 'number') {
-      if (Number.isFinite(Number(text))) parameters[d.name] = Number(text);
-      else problems[d.name] = 'enter a number';
+      const n = DECIMAL.test(text) ? Number(text) : Number.NaN;
+      if (!Number.isFinite(n)) problems[d.name] = 'enter a number';
+      else if (!inRange(d, n)) problems[d.name] = `enter a number from ${d.minimum} to ${d.maximum}`;
+      else parameters[d.name] = n;
     } else parameters[d.name] = typeof v === 'string' ? v : '';
   }
   return { parameters, problems };
@@ -43,6 +52,7 @@ export function DeclaredFields(props: { declared: DeclaredParameter[]; values: D
           <>
             {d.description ? `${d.description} · ` : ''}
             <code>{d.name}</code>, {d.type}
+            {d.type !== 'string' && d.maximum !== undefined ? ` from ${d.minimum} to ${d.maximum}` : ''}
             {d.default !== null && d.type !== 'boolean' ? `, default ${String(d.default)}` : ''}
           </>
         );

@@ -84,6 +84,9 @@ export interface DeclaredParameter {
   label: string;
   description: string;
   choices?: string[];
+  /** The range of the node's Java type (int, short, long, float); absent for a double and for older versions. */
+  minimum?: number;
+  maximum?: number;
 }
 
 export interface WorkflowDetails extends Workflow {
