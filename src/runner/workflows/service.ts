@@ -1,5 +1,6 @@
 import type { Readable } from 'node:stream';
-import { NotFoundError } from '../../infra/errors.js';
+import { ConcurrencyLimit } from '../../infra/concurrency-limit.js';
+import { NotFoundError, TooManyRequestsError } from '../../infra/errors.js';
 import { randomUUID } from '../../infra/secrets.js';
 import type { Principal } from '../auth/authenticate.js';
 import { loadProject, loadWorkflow, type ScopeRepositories } from '../projects/access.js';
@@ -25,9 +26,35 @@ export interface WorkflowsDeps extends ScopeRepositories {
 
 const userIdOf = (p: Principal) => (p.type === 'user' ? p.user.id : null);
 
+/**
+ * Uploads of one user stored and read at once (the admin key counts as one user). Reading an
+ * archive's settings takes the one worker up to seconds, in turn with every user's uploads: a
+ * user sending many at once would otherwise fill its queue, and everyone else's upload would be
+ * refused or wait behind them. Past this, 429 before the body is read.
+ */
+export const UPLOADS_PER_USER = 2;
+/** In all, a bound of the files being written at once. */
+const UPLOADS_IN_ALL = 64;
+const UPLOAD_RETRY_SECONDS = 2;
+
 /** Workflows of a project, their numbered versions and the stored archives. Editors change them. */
 export class WorkflowsService {
+  private readonly uploads = new ConcurrencyLimit(UPLOADS_PER_USER, UPLOADS_IN_ALL);
+
   constructor(private readonly d: WorkflowsDeps) {}
+
+  /** Runs an upload within its user's share of the uploads at once (UPLOADS_PER_USER). */
+  private async admitted<T>(p: Principal, upload: () => Promise<T>): Promise<T> {
+    const caller = userIdOf(p) ?? 'api-key';
+    if (!this.uploads.enter(caller)) {
+      throw new TooManyRequestsError(`at most ${UPLOADS_PER_USER} of your uploads are stored and read at once (and ${UPLOADS_IN_ALL} in all); send the next one when one is answered`, UPLOAD_RETRY_SECONDS);
+    }
+    try {
+      return await upload();
+    } finally {
+      this.uploads.leave(caller);
+    }
+  }
 
   async list(p: Principal, projectId: string): Promise<WorkflowRow[]> {
     await loadProject(this.d, p, projectId, 'read');
@@ -49,7 +76,11 @@ export class WorkflowsService {
    * `check` applies the route's rules for name and description (those of the JSON bodies) to the
    * text as sent, the default name included; the name is stored trimmed, as everywhere.
    */
-  async create(
+  create(p: Principal, projectId: string, parts: PartSource, check: (text: WorkflowText) => void): Promise<{ workflow: WorkflowRow; versions: VersionListing[] }> {
+    return this.admitted(p, () => this.storeNew(p, projectId, parts, check));
+  }
+
+  private async storeNew(
     p: Principal,
     projectId: string,
     parts: PartSource,
@@ -109,7 +140,11 @@ export class WorkflowsService {
   }
 
   /** Stores the upload as the next version number (numbers have no gaps, even when racing). */
-  async addVersion(p: Principal, id: string, parts: PartSource): Promise<VersionListing> {
+  addVersion(p: Principal, id: string, parts: PartSource): Promise<VersionListing> {
+    return this.admitted(p, () => this.storeVersion(p, id, parts));
+  }
+
+  private async storeVersion(p: Principal, id: string, parts: PartSource): Promise<VersionListing> {
     await loadWorkflow(this.d, p, id, 'write');
     const { file } = await readUpload(parts, this.d.storage, id, []);
     // Read before the row is written; a refusal (a busy reader) keeps no file.
