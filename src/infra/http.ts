@@ -242,23 +242,41 @@ function lineColumn(text: string, offset: number): { line: number; column: numbe
 }
 
 /** JSON parser that reports where the body is broken and refuses prototype keys. */
+/** Keys that name an object's prototype machinery: refused wherever they appear in a body. */
+const FORBIDDEN_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
+
+/**
+ * The first forbidden key in a parsed body, with its path (`labels.__proto__`, as validation
+ * errors name fields). JSON.parse keeps such a key as a plain own property; it is refused before
+ * any code could copy it onto an object. Walked with a stack: a body nested a million deep must
+ * not overflow the call stack.
+ */
+function forbiddenKeyIn(root: unknown): { key: string; field: string } | null {
+  // The root's path is null: an empty key is a path of its own ('' then '.x').
+  const stack: [unknown, string | null][] = [[root, null]];
+  while (stack.length > 0) {
+    const [value, path] = stack.pop()!;
+    if (typeof value !== 'object' || value === null) continue;
+    const isArray = Array.isArray(value);
+    for (const key of Object.keys(value)) {
+      const field = path === null ? key : `${path}.${key}`;
+      if (!isArray && FORBIDDEN_KEYS.has(key)) return { key, field };
+      stack.push([(value as Record<string, unknown>)[key], field]);
+    }
+  }
+  return null;
+}
+
 export function parseJsonBody(text: string): unknown {
   if (text.trim() === '') {
     throw new AppError(400, 'malformed_body', 'Malformed request body', 'the body is empty; send a JSON object', [
       { field: '(body)', message: 'is empty' },
     ]);
   }
+  let parsed: unknown;
   try {
-    return JSON.parse(text, (key, value) => {
-      if (key === '__proto__' || key === 'constructor' || key === 'prototype') {
-        throw new AppError(400, 'invalid_field', 'Invalid request', `forbidden key "${key}"`, [
-          { field: key, message: 'this key is not allowed' },
-        ]);
-      }
-      return value;
-    });
+    parsed = JSON.parse(text);
   } catch (e) {
-    if (e instanceof AppError) throw e;
     const message = e instanceof Error ? e.message : String(e);
     const pos = /position (\d+)/.exec(message);
     const where = pos ? lineColumn(text, Number(pos[1])) : null;
@@ -267,6 +285,11 @@ export function parseJsonBody(text: string): unknown {
       { field: '(body)', message, ...(where ? { line: where.line } : {}) },
     ]);
   }
+  const forbidden = forbiddenKeyIn(parsed);
+  if (forbidden) {
+    throw new AppError(400, 'invalid_field', 'Invalid request', `forbidden key "${forbidden.key}" at ${forbidden.field}`, [{ field: forbidden.field, message: 'this key is not allowed' }]);
+  }
+  return parsed;
 }
 
 /**

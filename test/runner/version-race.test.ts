@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { after, before, describe, test } from 'node:test';
+import { UPLOADS_PER_USER } from '../../src/runner/workflows/service.js';
 import { dialects, tempDir } from '../helpers/db.js';
 import { API_KEY, apiKey, bearer, makeZip, multipart, startRunner, TestClock, type TestRunner, SETUP_TOKEN } from './helpers.js';
 
@@ -10,7 +11,11 @@ import { API_KEY, apiKey, bearer, makeZip, multipart, startRunner, TestClock, ty
  * uploads go through two instances on one database and one storage dir; on SQLite through one
  * (two SQLite instances in one process would wait for each other's write lock on the event loop).
  */
-const UPLOADS = 40;
+/** As many as the settings reader queues at once on one instance (isolated-declared.ts, 16 waiting behind one read). */
+const UPLOADS = 16;
+/** Each user may have UPLOADS_PER_USER uploads stored at once (workflows/service.ts): many users race here. */
+const USERS = UPLOADS / UPLOADS_PER_USER;
+const PASSWORD = 'a long enough password';
 
 for (const target of dialects()) {
   describe(`${UPLOADS} concurrent version uploads of one workflow (${target.name})`, () => {
@@ -35,7 +40,7 @@ for (const target of dialects()) {
 
     test('all answer 201 with distinct, consecutive version numbers, and every archive downloads as uploaded', async () => {
       const first = instances[0]!.service.app;
-      const setup = await first.inject({ method: 'POST', url: '/api/setup', payload: { setupToken: SETUP_TOKEN, email: 'a@example.com', password: 'a long enough password' } });
+      const setup = await first.inject({ method: 'POST', url: '/api/setup', payload: { setupToken: SETUP_TOKEN, email: 'a@example.com', password: PASSWORD } });
       const session = setup.json().session.token as string;
       const project = (await first.inject({ method: 'POST', url: '/api/projects', headers: bearer(session), payload: { name: 'p' } })).json();
       const m0 = multipart([{ name: 'file', file: makeZip() }]);
@@ -43,12 +48,25 @@ for (const target of dialects()) {
         await first.inject({ method: 'POST', url: `/api/projects/${project.id}/workflows`, headers: { ...bearer(session), ...m0.headers }, payload: m0.payload })
       ).json();
 
+      // Editors of the project, each with a session of its own.
+      const editors: string[] = [];
+      for (let u = 0; u < USERS; u++) {
+        const email = `editor${u}@example.com`;
+        assert.equal((await first.inject({ method: 'POST', url: '/api/users', headers: bearer(session), payload: { email, password: PASSWORD } })).statusCode, 201);
+        const token = (await first.inject({ method: 'POST', url: '/api/auth/login', payload: { email, password: PASSWORD } })).json().token as string;
+        const invited = await first.inject({ method: 'POST', url: `/api/projects/${project.id}/members`, headers: bearer(session), payload: { email, role: 'editor' } });
+        assert.ok(invited.statusCode < 300, invited.body);
+        const [invitation] = (await first.inject({ method: 'GET', url: '/api/me/invitations', headers: bearer(token) })).json().items;
+        assert.equal((await first.inject({ method: 'POST', url: `/api/me/invitations/${invitation.id}/accept`, headers: bearer(token) })).statusCode, 200);
+        editors.push(token);
+      }
+
       const uploads = Array.from({ length: UPLOADS }, (_, i) => {
         const content = `upload ${i}`;
         const m = multipart([{ name: 'file', file: makeZip('w/workflow.knime', content), filename: `v${i}.knwf` }]);
         const app = instances[i % instances.length]!.service.app;
         return app
-          .inject({ method: 'POST', url: `/api/workflows/${wf.id}/versions`, headers: { ...bearer(session), ...m.headers }, payload: m.payload })
+          .inject({ method: 'POST', url: `/api/workflows/${wf.id}/versions`, headers: { ...bearer(editors[i % USERS]!), ...m.headers }, payload: m.payload })
           .then((res) => ({ res, fileName: `v${i}.knwf`, zip: makeZip('w/workflow.knime', content) }));
       });
       const done = await Promise.all(uploads);
