@@ -60,7 +60,7 @@ function assertStorageFull(res: { statusCode: number; headers: Record<string, un
   assert.equal(
     body.detail,
     `the project's workflow versions take ${used} of its ${limit} bytes of storage; this archive of ${S} bytes does not fit. ` +
-      'Deleting old versions or workflows that are no longer needed frees room',
+      "Deleting workflows that are no longer needed frees their versions' room",
   );
   assert.deepEqual(body.errors, [{ field: 'file', message: `does not fit the project's storage: ${used} of ${limit} bytes used` }]);
 }

@@ -14,7 +14,7 @@ export class ProjectStorageFullError extends AppError {
   ) {
     const detail =
       `the project's workflow versions take ${usage.usedBytes} of its ${usage.limitBytes} bytes of storage; ` +
-      `this archive of ${adding} bytes does not fit. Deleting old versions or workflows that are no longer needed frees room`;
+      `this archive of ${adding} bytes does not fit. Deleting workflows that are no longer needed frees their versions' room`;
     super(409, 'project_storage_full', 'Project storage full', detail, [
       { field: 'file', message: `does not fit the project's storage: ${usage.usedBytes} of ${usage.limitBytes} bytes used` },
     ]);
