@@ -1,20 +1,11 @@
 import { isIP } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { ConfigError, count, days, type Env, mebibytes, port, seconds, size, sizeOrOff } from './config-values.js';
 import { parsePlatformCategories, type PlatformCategory } from './platform-categories.js';
 
 export { KNIME_CATEGORIES, type PlatformCategory } from './platform-categories.js';
-
-/** Raised when an environment variable has a value we cannot use; names the variable. */
-export class ConfigError extends Error {
-  constructor(
-    readonly variable: string,
-    message: string,
-  ) {
-    super(`${variable}: ${message}`);
-    this.name = 'ConfigError';
-  }
-}
+export { ConfigError, parseSize } from './config-values.js';
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 
@@ -159,6 +150,11 @@ export interface Config {
      */
     maxLogBytes: number;
     /**
+     * Bytes the stored workflow versions of one project may take together
+     * (RUNNER_PROJECT_STORAGE_BYTES, 10G); 0 = no limit. An upload that would pass it is refused.
+     */
+    projectStorageBytes: number;
+    /**
      * Pacing of each caller (a user, or an address without credentials; the admin key is not
      * paced): RUNNER_CALLER_RATE requests a second sustained (100), RUNNER_CALLER_BURST at once
      * after a pause (200), RUNNER_CALLER_QUEUE waiting for their turn (256), then 429.
@@ -178,34 +174,6 @@ export interface FileLimits {
   quotaFolders: number;
 }
 
-type Env = Record<string, string | undefined>;
-
-/** A positive whole number with an optional binary unit: 500, 64k, 200M, 5G (k/M/G/T = 1024^n). */
-export function parseSize(raw: string): number | null {
-  const m = /^(\d+)\s*([kKmMgGtT])?i?[bB]?$/.exec(raw.trim());
-  if (!m) return null;
-  const unit = { k: 1, m: 2, g: 3, t: 4 }[(m[2] ?? '').toLowerCase() as 'k'] ?? 0;
-  const n = Number(m[1]) * 1024 ** unit;
-  return Number.isSafeInteger(n) && n > 0 ? n : null;
-}
-
-function size(env: Env, name: string, fallback: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const n = parseSize(raw);
-  if (n === null) throw new ConfigError(name, `expected a positive size like 500M or 5G, got "${raw}"`);
-  return n;
-}
-
-function count(env: Env, name: string, fallback: number, max: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > max) {
-    throw new ConfigError(name, `expected a whole number from 1 to ${max}, got "${raw}"`);
-  }
-  return Number(raw);
-}
-
 /** One release is the current one; a rollback needs at least one more. */
 function releasesKept(env: Env): number {
   const n = count(env, 'PIER_RELEASES_KEPT', 3, 1000);
@@ -214,44 +182,6 @@ function releasesKept(env: Env): number {
 }
 
 export const DEFAULT_LIMITS: FileLimits = { quotaBytes: 5 * 1024 ** 3, quotaFiles: 100_000, maxFileBytes: 2 * 1024 ** 3, quotaFolders: 10_000 };
-
-function port(env: Env, name: string, fallback: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  if (!/^\d+$/.test(raw)) throw new ConfigError(name, `expected a port number, got "${raw}"`);
-  const n = Number(raw);
-  // 0 lets the OS pick a free port (used by tests and benchmarks).
-  if (n > 65535) throw new ConfigError(name, `port ${n} is out of range 0-65535`);
-  return n;
-}
-
-function mebibytes(env: Env, name: string, fallback: number, min: number, max: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) {
-    throw new ConfigError(name, `expected a whole number of MiB from ${min} to ${max}, got "${raw}"`);
-  }
-  return Number(raw);
-}
-
-function seconds(env: Env, name: string, fallback: number, min: number, max: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  if (!/^\d+$/.test(raw)) throw new ConfigError(name, `expected a whole number of seconds, got "${raw}"`);
-  const n = Number(raw);
-  if (n < min || n > max) throw new ConfigError(name, `must be between ${min} and ${max} seconds`);
-  return n;
-}
-
-/** A whole number of days from 0 to `max`. */
-function days(env: Env, name: string, fallback: number, max: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  if (!/^\d+$/.test(raw) || Number(raw) > max) {
-    throw new ConfigError(name, `expected a whole number of days from 0 (keep forever) to ${max}, got "${raw}"`);
-  }
-  return Number(raw);
-}
 
 function url(env: Env, name: string, fallback: string): string {
   const raw = env[name] || fallback;
@@ -476,6 +406,7 @@ export function loadConfig(env: Env = process.env): Config {
       sweepSeconds: seconds(env, 'RUNNER_SWEEP_SECONDS', 5, 1, 3600),
       maxOutputBytes: size(env, 'RUNNER_MAX_OUTPUT_BYTES', 1024 ** 3),
       maxLogBytes: size(env, 'RUNNER_MAX_LOG_BYTES', 256 * 1024 ** 2),
+      projectStorageBytes: sizeOrOff(env, 'RUNNER_PROJECT_STORAGE_BYTES', 10 * 1024 ** 3),
       pace: callerPace(env, 'RUNNER'),
     },
   };

@@ -171,9 +171,9 @@ export async function createRunnerService(config: Config, options: RunnerService
       account: new AccountService({ users, pats, jwt, loginLimiter: new LoginLimiter(now), settings: new SettingsRepository(db), now }),
       users,
       profile: new ProfileService({ users, proofs: new EmailProofsRepository(db), sender: options.emailSender ?? null, runnerUrl: config.runner.url, now }),
-      projects: new ProjectsService({ ...scope, users, storage, outputs, now }),
+      projects: new ProjectsService({ ...scope, users, storage, outputs, projectStorageBytes: config.runner.projectStorageBytes, now }),
       invitations: new InvitationsService({ ...scope, invitations: new InvitationsRepository(db), now }),
-      workflows: new WorkflowsService({ ...scope, storage, outputs, declared, now }),
+      workflows: new WorkflowsService({ ...scope, storage, outputs, declared, projectStorageBytes: config.runner.projectStorageBytes, now }),
       runs,
       schedules: new SchedulesService({ ...scope, schedules, now }),
       executors: new ExecutorsService({

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { test } from 'node:test';
+import fc from 'fast-check';
 import { ConfigError, loadConfig } from '../../src/infra/config.js';
 
 test('defaults give a working embedded setup', () => {
@@ -95,4 +96,40 @@ test('RUNNER_RETENTION_DAYS: default 30, 0 keeps runs forever', () => {
 test('RUNNER_CALLER_RATE, _BURST, _QUEUE: 100 a second, 200 at once, 256 waiting; a queue of 0 refuses at once', () => {
   assert.deepEqual(loadConfig({}).runner.pace, { rate: 100, burst: 200, queue: 256 });
   assert.deepEqual(loadConfig({ RUNNER_CALLER_RATE: '5', RUNNER_CALLER_BURST: '10', RUNNER_CALLER_QUEUE: '0' }).runner.pace, { rate: 5, burst: 10, queue: 0 });
+});
+
+test('RUNNER_PROJECT_STORAGE_BYTES: default 10 GiB, 0 = no limit, a size with a unit', () => {
+  assert.equal(loadConfig({}).runner.projectStorageBytes, 10 * 1024 ** 3);
+  assert.equal(loadConfig({ RUNNER_PROJECT_STORAGE_BYTES: '0' }).runner.projectStorageBytes, 0);
+  assert.equal(loadConfig({ RUNNER_PROJECT_STORAGE_BYTES: '500M' }).runner.projectStorageBytes, 500 * 1024 ** 2);
+  assert.equal(loadConfig({ RUNNER_PROJECT_STORAGE_BYTES: '10737418240' }).runner.projectStorageBytes, 10737418240);
+  for (const bad of ['-1', '1.5G', 'ten', '5X', '0x10', '99999999999999999999']) {
+    assert.throws(
+      () => loadConfig({ RUNNER_PROJECT_STORAGE_BYTES: bad }),
+      (e: unknown) => e instanceof ConfigError && e.variable === 'RUNNER_PROJECT_STORAGE_BYTES' && /0 \(no limit\) or a positive size/.test(e.message),
+      bad,
+    );
+  }
+});
+
+test('RUNNER_PROJECT_STORAGE_BYTES: every whole number of bytes up to 2^53 reads as itself; anything else is refused, never misread', () => {
+  fc.assert(
+    fc.property(fc.maxSafeNat(), (n) => {
+      assert.equal(loadConfig({ RUNNER_PROJECT_STORAGE_BYTES: String(n) }).runner.projectStorageBytes, n);
+    }),
+  );
+  fc.assert(
+    fc.property(fc.string({ maxLength: 12 }), (raw) => {
+      let read: number | undefined;
+      try {
+        read = loadConfig({ RUNNER_PROJECT_STORAGE_BYTES: raw }).runner.projectStorageBytes;
+      } catch (e) {
+        assert.ok(e instanceof ConfigError && e.variable === 'RUNNER_PROJECT_STORAGE_BYTES', String(e));
+        return;
+      }
+      // Accepted: empty (the default), or digits with at most a binary unit; never negative.
+      assert.ok(raw.trim() === '' || /^\d+\s*([kKmMgGtT])?i?[bB]?$/.test(raw.trim()), raw);
+      assert.ok(Number.isSafeInteger(read) && read >= 0, raw);
+    }),
+  );
 });

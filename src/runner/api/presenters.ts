@@ -8,7 +8,7 @@ import type { RunLogRow, RunOutputRow, RunRow } from '../runs/repository.js';
 import type { ScheduleView } from '../schedules/service.js';
 import type { UserRow } from '../users/repository.js';
 import type { DeclaredParameter } from '../workflows/declared-parameters.js';
-import type { VersionListing, WorkflowRow } from '../workflows/repository.js';
+import type { StorageUsage, VersionListing, WorkflowRow } from '../workflows/repository.js';
 import { Nullable, NullableTimestamp, StringEnum, Timestamp, User } from './schemas.js';
 
 /*
@@ -86,6 +86,17 @@ export const Project = Type.Object({
   updatedAt: Timestamp,
 });
 
+export const ProjectStorage = Type.Object(
+  {
+    usedBytes: Type.Integer({ description: 'bytes the stored versions of every workflow of the project take together' }),
+    limitBytes: Type.Integer({ description: 'the quota of those bytes (RUNNER_PROJECT_STORAGE_BYTES); 0: no limit. Run outputs are not counted' }),
+  },
+  { description: "the project's storage of workflow archives: an upload that would pass the limit is refused with 409 project_storage_full" },
+);
+
+/** A project as read alone: with its storage. */
+export const ProjectDetail = Type.Object({ ...Project.properties, storage: ProjectStorage });
+
 export const ProjectSummary = Type.Object({
   id: Type.String(),
   name: Type.String(),
@@ -102,6 +113,10 @@ export const ProjectSummary = Type.Object({
 
 export function presentProject(p: ProjectRow) {
   return { id: p.id, name: p.name, description: p.description, createdAt: p.created_at, updatedAt: p.updated_at };
+}
+
+export function presentProjectDetail(d: { project: ProjectRow; storage: StorageUsage }) {
+  return { ...presentProject(d.project), storage: { usedBytes: d.storage.usedBytes, limitBytes: d.storage.limitBytes } };
 }
 
 export function presentProjectSummary(p: ProjectSummaryRow) {

@@ -4,7 +4,19 @@ import { USER_READ, USER_WRITE } from '../auth/access.js';
 import { access, principalOf, userOf } from '../auth/authenticate.js';
 import type { RunnerContext } from '../context.js';
 import { INVITATION_TTL_DAYS, MAX_PENDING_INVITATIONS } from '../projects/invitations.js';
-import { Invitation, Member, MemberRoleSchema, Project, ProjectSummary, presentInvitation, presentMember, presentProject, presentProjectSummary } from './presenters.js';
+import {
+  Invitation,
+  Member,
+  MemberRoleSchema,
+  Project,
+  ProjectDetail,
+  ProjectSummary,
+  presentInvitation,
+  presentMember,
+  presentProject,
+  presentProjectDetail,
+  presentProjectSummary,
+} from './presenters.js';
 import { Description, Email, errors, Id, IdParams, items, Name, NoContent, PROTECTED } from './schemas.js';
 
 const MemberParams = Type.Object({ id: Id, userId: Id });
@@ -53,10 +65,10 @@ export function registerProjectRoutes(app: HttpApp, ctx: RunnerContext): void {
         summary: 'Get a project',
         operationId: 'getProject',
         params: IdParams,
-        response: { 200: Project, ...errors(...PROTECTED, 404) },
+        response: { 200: ProjectDetail, ...errors(...PROTECTED, 404) },
       },
     },
-    async (req) => presentProject(await projects.get(principalOf(req), req.params.id)),
+    async (req) => presentProjectDetail(await projects.get(principalOf(req), req.params.id)),
   );
 
   app.patch(

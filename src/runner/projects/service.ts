@@ -3,6 +3,7 @@ import { randomUUID } from '../../infra/secrets.js';
 import type { Principal, UserPrincipal } from '../auth/authenticate.js';
 import type { RunOutputStorage } from '../runs/output-storage.js';
 import type { UsersRepository } from '../users/repository.js';
+import type { StorageUsage } from '../workflows/repository.js';
 import type { WorkflowStorage } from '../workflows/storage.js';
 import { loadProject, type ScopeRepositories } from './access.js';
 import type { MemberRole, MemberRow, ProjectRow, ProjectSummaryRow } from './repository.js';
@@ -11,6 +12,8 @@ export interface ProjectsDeps extends ScopeRepositories {
   users: UsersRepository;
   storage: WorkflowStorage;
   outputs: RunOutputStorage;
+  /** The quota of each project's stored workflow versions (RUNNER_PROJECT_STORAGE_BYTES; 0: no limit). */
+  projectStorageBytes: number;
   now: () => Date;
 }
 
@@ -34,8 +37,10 @@ export class ProjectsService {
     });
   }
 
-  get(p: Principal, id: string): Promise<ProjectRow> {
-    return loadProject(this.d, p, id, 'read');
+  /** The project with what its stored workflow versions take of its quota. */
+  async get(p: Principal, id: string): Promise<{ project: ProjectRow; storage: StorageUsage }> {
+    const project = await loadProject(this.d, p, id, 'read');
+    return { project, storage: await this.d.workflows.storage(id, this.d.projectStorageBytes) };
   }
 
   async update(p: Principal, id: string, input: { name?: string; description?: string }): Promise<ProjectRow> {

@@ -6,7 +6,8 @@ import type { Principal } from '../auth/authenticate.js';
 import { loadProject, loadWorkflow, type ScopeRepositories } from '../projects/access.js';
 import type { RunOutputStorage } from '../runs/output-storage.js';
 import type { DeclaredParametersReader } from './isolated-declared.js';
-import type { VersionListing, WorkflowRow, WorkflowWithParameters } from './repository.js';
+import { ProjectStorageFullError } from './quota.js';
+import type { StorageFull, VersionListing, WorkflowRow, WorkflowWithParameters } from './repository.js';
 import type { WorkflowStorage } from './storage.js';
 import { type PartSource, readUpload } from './upload.js';
 
@@ -21,8 +22,12 @@ export interface WorkflowsDeps extends ScopeRepositories {
   outputs: RunOutputStorage;
   /** Reads the parameters an archive declares, off the serving event loop. */
   declared: DeclaredParametersReader;
+  /** Bytes the stored versions of one project may take together (RUNNER_PROJECT_STORAGE_BYTES; 0: no limit). */
+  projectStorageBytes: number;
   now: () => Date;
 }
+
+const isFull = (r: object | undefined): r is StorageFull => r !== undefined && 'full' in r;
 
 const userIdOf = (p: Principal) => (p.type === 'user' ? p.user.id : null);
 
@@ -100,10 +105,14 @@ export class WorkflowsService {
       const name = text.name.trim();
       const now = this.d.now().toISOString();
       const userId = userIdOf(p);
-      const workflow = await this.d.workflows.create(
+      const workflow = await this.d.workflows.createWithin(
         { id, project_id: projectId, name, description: text.description, created_by: userId, created_at: now, updated_at: now },
         { ...(await this.declared(file.storageKey)), file_name: file.fileName, size: file.size, sha256: file.sha256, storage_key: file.storageKey, created_by: userId, created_at: now },
+        this.d.projectStorageBytes,
       );
+      // The quota is checked where the row would be written, in one transaction with it; the
+      // archive written meanwhile goes with the refusal (the catch below).
+      if (isFull(workflow)) throw new ProjectStorageFullError(workflow.full, file.size);
       return { workflow, versions: await this.d.workflows.versions(id) };
     } catch (e) {
       await this.d.storage.removeWorkflow(id);
@@ -154,7 +163,7 @@ export class WorkflowsService {
     });
     const now = this.d.now().toISOString();
     const row = await this.d.workflows
-      .addNextVersion(
+      .addNextVersionWithin(
         {
           ...declared,
           workflow_id: id,
@@ -166,11 +175,16 @@ export class WorkflowsService {
           created_at: now,
         },
         now,
+        this.d.projectStorageBytes,
       )
       .catch(async (e: unknown) => {
         await this.d.storage.remove(file.storageKey);
         throw e;
       });
+    if (isFull(row)) {
+      await this.d.storage.remove(file.storageKey);
+      throw new ProjectStorageFullError(row.full, file.size);
+    }
     if (row) return (await this.d.workflows.version(id, row.version)) ?? { ...row, author_name: null, author_email: null };
     await this.d.storage.remove(file.storageKey);
     throw new NotFoundError('no such workflow');

@@ -32,6 +32,8 @@ export interface Project {
   /** In the project list only: the caller's role (null: an administrator who is not a member) and counts. */
   role?: MemberRole | null;
   counts?: { workflows: number; members: number; runs: number };
+  /** Read alone only: bytes its workflow versions take, and the limit (0: none). */
+  storage?: { usedBytes: number; limitBytes: number };
 }
 
 export interface Member {
