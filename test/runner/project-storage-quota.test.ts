@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { UPLOADS_PER_USER } from '../../src/runner/workflows/service.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, test } from 'node:test';
@@ -144,7 +145,7 @@ for (const target of dialects()) {
         const url = await database();
         const storageDir = tempDir('pier-runner-storage-');
         open.push({ close: async () => fs.rmSync(storageDir, { recursive: true, force: true }) });
-        const KEPT = 3;
+        const KEPT = 2;
         const limit = (1 + KEPT) * S + Math.floor(S / 2);
         const env = { RUNNER_STORAGE_DIR: storageDir };
         const c = runnerOf(await start(url, String(limit), env));
@@ -161,7 +162,8 @@ for (const target of dialects()) {
         open.push({ close: () => blocker.end() });
         await blocker.query('BEGIN');
         await blocker.query('LOCK TABLE workflow_versions IN EXCLUSIVE MODE');
-        const UPLOADS = 12;
+        // One user's share on each instance (workflows/service.ts UPLOADS_PER_USER): all in flight at once.
+        const UPLOADS = 2 * UPLOADS_PER_USER;
         const pending = Promise.all(
           Array.from({ length: UPLOADS }, (_, i) => {
             const r = i % 2 ? second : c.runner;
