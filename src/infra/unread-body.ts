@@ -10,11 +10,21 @@ import type http from 'node:http';
  *
  * Prepended to the server's 'request' listeners, so it is in place before any answer.
  */
+/**
+ * Whether the request has a body (RFC 9112 §6.3: Transfer-Encoding, or a Content-Length other
+ * than 0). Not `!req.complete` alone: node:http emits 'request' before it has read even a
+ * bodiless request to its end, so an answer written at once would close every connection.
+ */
+export function hasBody(req: http.IncomingMessage): boolean {
+  const length = req.headers['content-length'];
+  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+}
+
 export function closeOnUnreadBody(server: http.Server): void {
   server.prependListener('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
     const writeHead = res.writeHead;
     res.writeHead = function (this: http.ServerResponse, ...args: unknown[]) {
-      if (!req.complete && !this.headersSent) {
+      if (!req.complete && !this.headersSent && hasBody(req)) {
         this.setHeader('connection', 'close');
         // Headers given to writeHead itself win over set ones (a live stream's keep-alive).
         const given = args.at(-1);

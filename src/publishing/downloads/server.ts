@@ -26,6 +26,7 @@ import { countKeyOf } from '../stats/artifact.js';
 import { countedClient } from '../stats/client.js';
 import { clientAddressResolver } from '../../infra/client-address.js';
 import type { DownloadCounter } from '../stats/counter.js';
+import { hasBody } from '../../infra/unread-body.js';
 
 export interface DownloadLog {
   info(obj: object, msg: string): void;
@@ -380,9 +381,10 @@ export function createDownloadServer(options: {
     const started = logRequests ? process.hrtime.bigint() : 0n;
     const reqId = requestIdOf(req);
     res.setHeader(REQUEST_ID_HEADER, reqId);
-    // The host reads no request body: one still arriving ends the connection after the answer,
-    // or node:http would read and discard it for as long as the client sends (infra/unread-body.ts).
-    if (!req.complete) res.setHeader('connection', 'close');
+    // The host reads no request body: a request with one ends its connection after the answer,
+    // or node:http would read and discard the body for as long as the client sends it
+    // (infra/unread-body.ts).
+    if (hasBody(req)) res.setHeader('connection', 'close');
     if (logRequests) {
       res.on('finish', () =>
         log.info(
