@@ -1,10 +1,10 @@
 import type { Generated } from 'kysely';
 import { openMigratedDatabase } from '../infra/database/index.js';
-import type { ChangesTables } from './changes/tables.js';
+import type { ChangesTables } from './tables/changes.js';
 import { publishingMigrations } from './migrations.js';
-import type { ReleasesTables } from './releases/tables.js';
-import type { StatsTables } from './stats/tables.js';
-import type { TrustTables } from './trust/tables.js';
+import type { ReleasesTables } from './tables/releases.js';
+import type { StatsTables } from './tables/stats.js';
+import type { TrustTables } from './tables/trust.js';
 
 export interface ProductsTable {
   id: string;

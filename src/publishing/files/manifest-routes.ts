@@ -6,7 +6,8 @@ import { problem, problems, VENDOR_SECURITY } from '../openapi.js';
 import type { ProductService } from '../products/service.js';
 import { vendorAuthentication } from '../trust/vendor-auth.js';
 import type { FileManifests } from './manifest.js';
-import { isLabel, MAX_LABEL_LENGTH } from './tree.js';
+import { MAX_LABEL_LENGTH } from '../label-limit.js';
+import { isLabel } from './tree.js';
 
 const Params = Type.Object({ id: Type.String({ maxLength: 200 }), label: Type.String({ maxLength: MAX_LABEL_LENGTH }) });
 

@@ -1,6 +1,6 @@
 import { type Kysely, PostgresAdapter } from 'kysely';
 import type { PublishingDB } from '../db.js';
-import type { LabelReleasesTable } from './tables.js';
+import type { LabelReleasesTable } from '../tables/releases.js';
 
 export type ReleaseRow = LabelReleasesTable;
 
