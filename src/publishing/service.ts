@@ -6,7 +6,7 @@ import { installFastPath } from '../infra/fast-path/fast-path.js';
 import { hostCounts } from '../infra/metrics/hosts.js';
 import { FailureLimiter, type FailureLimiterOptions } from '../infra/failure-limiter.js';
 import { createHttpApp, type HttpApp } from '../infra/http.js';
-import { isolatedRenderer, type RenderHold } from './content/isolated-render.js';
+import { isolatedRenderer, type RenderHold } from './web/isolated-render.js';
 import { releaseNodesRepository } from './changes/repository.js';
 import { registerChangesRoutes } from './changes/routes.js';
 import { boundedSnapshots } from './changes/snapshot-budget.js';

@@ -10,7 +10,7 @@
 // only make the cached copy look older than it is (re-rendered next time), never newer.
 import { versionBadge } from '../content/badge.js';
 import { ServiceUnavailableError } from '../../infra/errors.js';
-import { type ContentRenderer, PageRenderFailed, RenderDeferred } from '../content/isolated-render.js';
+import { type ContentRenderer, PageRenderFailed, RenderDeferred } from './isolated-render.js';
 import { type FeedProduct, productFeed, siteFeed } from '../content/feeds.js';
 import { sanitizeSvg, sniffRasterImage } from '../content/svg.js';
 import type { CrawlRow, CrawlsRepository } from '../crawler/repository.js';
