@@ -4,7 +4,7 @@ import type { FailureLimiter } from '../../infra/failure-limiter.js';
 import type { HttpApp } from '../../infra/http.js';
 import { problem, problems, VENDOR_SECURITY } from '../openapi.js';
 import type { ProductService } from '../products/service.js';
-import { vendorAuthentication } from '../trust/vendor-auth.js';
+import { vendorAuthentication } from '../products/vendor-auth.js';
 import type { FileManifests } from './manifest.js';
 import { MAX_LABEL_LENGTH } from '../label-limit.js';
 import { isLabel } from './tree.js';
@@ -36,7 +36,7 @@ export interface ManifestRoutesOptions {
 
 /** `GET /api/products/:id/labels/:label/files`: what SFTP shows of a label now (`pier publish` diffs against it). */
 export function registerManifestRoutes(app: HttpApp, { products, limiter, manifests }: ManifestRoutesOptions): void {
-  // The edit token or a trusted-publishing credential of the product (trust/vendor-auth.ts).
+  // The edit token or a trusted-publishing credential of the product (products/vendor-auth.ts).
   const authenticate = vendorAuthentication(products, limiter);
 
   app.get(

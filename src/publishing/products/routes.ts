@@ -9,7 +9,7 @@ import { allPatchProblems, invalidPatch, keyCountProblem } from './patch-validat
 import { ProductPatchSchema } from './patch-schema.js';
 import { PatchResponse, ProductParams, ProductResponse } from './schemas.js';
 import type { ProductService } from './service.js';
-import { vendorAuthentication } from '../trust/vendor-auth.js';
+import { vendorAuthentication } from './vendor-auth.js';
 
 const Params = ProductParams;
 const PatchQuery = Type.Object(

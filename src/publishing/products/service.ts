@@ -23,7 +23,7 @@ import { applyPatch, invalidPatch, type ValidatePatch, validateInProcess, valida
 import { placeholderWarnings } from './placeholder-warnings.js';
 import type { ProductRow, ProductsRepository, RevisionRow } from './repository.js';
 import { productIdProblem } from './slug.js';
-import type { Publisher } from '../trust/claims.js';
+import type { Publisher } from './publisher.js';
 import { labelNoticeProblems, validateLabelsPatch } from '../notices/notices.js';
 
 export const EDIT_TOKEN_PREFIX = 'pier_et_';

@@ -9,7 +9,7 @@ import { isLabel } from '../files/tree.js';
 import { problem, problems, VENDOR_SECURITY } from '../openapi.js';
 import type { ProductService } from '../products/service.js';
 import type { TrustService } from '../trust/service.js';
-import { vendorAuthentication } from '../trust/vendor-auth.js';
+import { vendorAuthentication } from '../products/vendor-auth.js';
 import type { ReleasedBy, ReleasesService } from './service.js';
 
 const LabelParams = Type.Object({ id: Type.String({ maxLength: 200 }), label: Type.String({ maxLength: 200 }) });
