@@ -3,9 +3,10 @@
 import { createHash } from 'node:crypto';
 import type { RenderedContent } from '../content/product-content.js';
 import type { FileEntry, LabelSummary } from '../files/reader.js';
-import type { ProductFields } from '../products/fields.js';
+import type { ProductFields } from '../fields.js';
 import { platformReleases, rangeContains } from '../crawler/platform-range.js';
-import { type LabelNotices, own } from '../notices/notices.js';
+import type { LabelNotices } from '../fields.js';
+import { own } from '../notices/notices.js';
 import { isWithdrawn, labelNoticeView } from '../notices/view.js';
 import { normalizeHex, readableOn, textColorOn } from './colors.js';
 import type { CatalogCard, Colors, InstallLabel, NodeGroup, ProductPageModel, SiteInfo, WorkflowFile } from './model.js';
