@@ -4,7 +4,7 @@ import { type Kysely, type Migration, PostgresAdapter, sql } from 'kysely';
 import { releaseNodesMigration } from './tables/changes.js';
 import { nodeListsMigration } from './tables/node-lists.js';
 import { platformRangesMigration } from './tables/platform-ranges.js';
-import { MAX_LABEL_LENGTH } from './label-limit.js';
+import { MAX_LABEL_LENGTH } from './model/label-limit.js';
 import { createPageChangeTriggers, type WatchedTable } from './page-change-triggers.js';
 import { labelReleasesMigration, releaseUsageMigration } from './tables/releases.js';
 import { downloadCountsMigration, downloadInstallsMigration } from './tables/stats.js';

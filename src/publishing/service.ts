@@ -25,7 +25,7 @@ import { filesRepository } from './files/repository.js';
 import { registerInfoRoutes } from './info/routes.js';
 import { localStorage } from '../infra/storage-local.js';
 import { registerPublishingOpenApi } from './openapi.js';
-import { PATCH_BODY_LIMIT } from './fields.js';
+import { PATCH_BODY_LIMIT } from './model/fields.js';
 import { isolatedValidator } from './products/isolated-validation.js';
 import { productsRepository } from './products/repository.js';
 import { registerProductRoutes } from './products/routes.js';

@@ -6,7 +6,7 @@ import { problem, problems, VENDOR_SECURITY } from '../openapi.js';
 import type { ProductService } from '../products/service.js';
 import { vendorAuthentication } from '../products/vendor-auth.js';
 import type { FileManifests } from './manifest.js';
-import { MAX_LABEL_LENGTH } from '../label-limit.js';
+import { MAX_LABEL_LENGTH } from '../model/label-limit.js';
 import { isLabel } from './tree.js';
 
 const Params = Type.Object({ id: Type.String({ maxLength: 200 }), label: Type.String({ maxLength: MAX_LABEL_LENGTH }) });

@@ -5,7 +5,7 @@
  * client paths, so `..`, absolute paths, NUL, backslashes and over-long names are settled here.
  */
 import { RESERVED_NAME_PREFIX } from '../../infra/storage.js';
-import { MAX_LABEL_LENGTH } from '../label-limit.js';
+import { MAX_LABEL_LENGTH } from '../model/label-limit.js';
 
 export const AREAS = ['update-site', 'assets', 'workflows'] as const;
 export type Area = (typeof AREAS)[number];

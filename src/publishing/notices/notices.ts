@@ -11,7 +11,7 @@
  */
 import type { FieldProblem } from '../../infra/errors.js';
 import type { ProductFilesReader } from '../files/reader.js';
-import type { LabelNotice, LabelNotices, LabelStatus } from '../fields.js';
+import type { LabelNotice, LabelNotices, LabelStatus } from '../model/fields.js';
 import { isLabel } from '../files/tree.js';
 
 export const LABEL_STATUSES: readonly LabelStatus[] = ['deprecated', 'withdrawn'];

@@ -4,7 +4,7 @@ import { type AjvIssue, type HttpApp, validationProblems } from '../../infra/htt
 import { LabelCrawlSchema } from '../crawler/schemas.js';
 import type { CrawlerService } from '../crawler/service.js';
 import { problem, problems, VENDOR_SECURITY } from '../openapi.js';
-import { PATCH_BODY_LIMIT } from '../fields.js';
+import { PATCH_BODY_LIMIT } from '../model/fields.js';
 import { allPatchProblems, invalidPatch, keyCountProblem } from './patch-validation.js';
 import { ProductPatchSchema } from './patch-schema.js';
 import { PatchResponse, ProductParams, ProductResponse } from './schemas.js';

@@ -17,7 +17,7 @@ import {
   sha256,
   verifyPassword,
 } from '../../infra/secrets.js';
-import { FIELD_NAMES, type FieldName, type ProductFields } from '../fields.js';
+import { FIELD_NAMES, type FieldName, type ProductFields } from '../model/fields.js';
 import type { ProductPatch } from './patch-schema.js';
 import { applyPatch, invalidPatch, type ValidatePatch, validateInProcess, validatePatch } from './patch-validation.js';
 import { placeholderWarnings } from './placeholder-warnings.js';

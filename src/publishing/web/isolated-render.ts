@@ -19,7 +19,7 @@
 import { ServiceUnavailableError } from '../../infra/errors.js';
 import { keptWorker } from '../../infra/kept-worker.js';
 import { workerEntry } from '../../infra/module-worker.js';
-import type { ProductFields } from '../fields.js';
+import type { ProductFields } from '../model/fields.js';
 import type { RenderedContent } from '../content/product-content.js';
 import { type RenderBudgetOptions, renderBudget } from '../content/render-budget.js';
 import { checkRenderedContent } from '../content/rendered-check.js';

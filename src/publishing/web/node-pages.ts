@@ -8,7 +8,7 @@
  */
 import { rasterSize, sniffRasterImage } from '../content/svg.js';
 import { DEFAULT_CRAWL_LIMITS } from '../crawler/crawl.js';
-import type { NodeDescription } from '../crawler/node-description.js';
+import type { NodeDescription } from '../model/nodes.js';
 import type { CrawlNodeRow, CrawlsRepository } from '../crawler/repository.js';
 import { NODE_SANITIZER_VERSION, sanitizeNode } from '../crawler/sanitize-node.js';
 import { entityTag } from './entity-tag.js';

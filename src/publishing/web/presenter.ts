@@ -3,9 +3,9 @@
 import { createHash } from 'node:crypto';
 import type { RenderedContent } from '../content/product-content.js';
 import type { FileEntry, LabelSummary } from '../files/reader.js';
-import type { ProductFields } from '../fields.js';
+import type { ProductFields } from '../model/fields.js';
 import { platformReleases, rangeContains } from '../crawler/platform-range.js';
-import type { LabelNotices } from '../fields.js';
+import type { LabelNotices } from '../model/fields.js';
 import { own } from '../notices/notices.js';
 import { isWithdrawn, labelNoticeView } from '../notices/view.js';
 import { normalizeHex, readableOn, textColorOn } from './colors.js';

@@ -6,7 +6,7 @@
  * checks before it uses it.
  */
 import { parentPort } from 'node:worker_threads';
-import type { ProductFields } from '../fields.js';
+import type { ProductFields } from '../model/fields.js';
 import { renderProductContent } from '../content/product-content.js';
 import { entityTag } from './entity-tag.js';
 import type { ProductPageModel, SiteInfo } from './model.js';

@@ -17,7 +17,7 @@ import type { CrawlRow, CrawlsRepository } from '../crawler/repository.js';
 import { rangeContains } from '../crawler/platform-range.js';
 import { BadRequestPage } from './bad-request-page.js';
 import type { ProductFilesReader } from '../files/reader.js';
-import type { ProductFields } from '../fields.js';
+import type { ProductFields } from '../model/fields.js';
 import type { ProductRow, ProductsRepository } from '../products/repository.js';
 import type { PageChanges } from './page-changes.js';
 import type { ChangesService } from '../changes/service.js';
