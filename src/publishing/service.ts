@@ -20,7 +20,7 @@ import { openPublishingDatabase } from './db.js';
 import { type ProductFilesReader, productFilesReader } from './files/reader.js';
 import { stampedFiles } from './files/stamped-reader.js';
 import { fileManifests } from './files/manifest.js';
-import { registerManifestRoutes } from './files/manifest-routes.js';
+import { registerManifestRoutes } from './products/manifest-routes.js';
 import { filesRepository } from './files/repository.js';
 import { registerInfoRoutes } from './info/routes.js';
 import { localStorage } from '../infra/storage-local.js';
