@@ -39,7 +39,7 @@ import { publishingCallers } from './pacing.js';
 import { paceCallers } from '../infra/pace-hooks.js';
 import { reportAnswers } from './stats/report-answers.js';
 import { buildReport, statsService } from './stats/service.js';
-import { withChartDays } from './stats/page-days.js';
+import { withChartDays } from './web/page-days.js';
 import { type ProductService, productService } from './products/service.js';
 import { PageAnswers } from './web/page-answers.js';
 import { databasePageChanges } from './web/page-changes.js';

@@ -55,7 +55,7 @@ export interface PagesServiceDeps {
   changes: PageChanges;
   /** What changed between labels: the changes page and the product page's link to it. */
   nodeChanges?: { pages: ChangesPages; service: Pick<ChangesService, 'comparable'> };
-  /** Download counts for the product page's chart (complete days only: `changes` moves when a day is added, stats/page-days.ts). */
+  /** Download counts for the product page's chart (complete days only: `changes` moves when a day is added, web/page-days.ts). */
   downloads?: Pick<StatsService, 'chart' | 'chartDay'>;
   /** Products kept rendered at once (least recently used are dropped). */
   cacheSize?: number;
