@@ -16,7 +16,7 @@ import { LabelNodesPage } from './label-nodes-page.js';
 import type { LabelNodesPageModel, NodePageModel, ProductPageModel, Served, SiteInfo } from './model.js';
 import { NodePage } from './node-page.js';
 import { compareLabelsAsc, descriptionChangedIn, nodeGroupsWithIcons, nodeSearchHref, replacementFor, unmarkedNodeName } from './node-presenter.js';
-import { nodeUrl } from './presenter.js';
+import { nodeUrl } from '../model/node-url.js';
 import { labelNodesUrl, NODE_LIST_PAGE } from './product-nodes.js';
 import { renderDocument } from './render.js';
 
