@@ -14,6 +14,7 @@ import { changesService } from './changes/service.js';
 import { localDiffer } from './changes/compare.js';
 import { type CatalogReads, catalogReads } from './web/catalog-reads.js';
 import { type AutoCrawl, startAutoCrawl } from './crawler/auto.js';
+import { registerCrawlReportRoutes } from './crawler/report-routes.js';
 import { crawlsRepository } from './crawler/repository.js';
 import { type CrawlerService, crawlerService } from './crawler/service.js';
 import { openPublishingDatabase } from './db.js';
@@ -210,7 +211,8 @@ export async function createPublishingService(config: Config, options: Publishin
   paceCallers(app, config.publishing.pace, publishingCallers, options.paceClock);
   await registerPublishingOpenApi(app, { baseUrl: config.publishing.baseUrl, pagePolicy: PAGE_CSP });
   const limiter = new FailureLimiter({ maxFailures: 10, windowMs: 60_000, banMs: 60_000, ...options.failureLimits });
-  registerProductRoutes(app, { products, limiter, crawler });
+  registerProductRoutes(app, { products, limiter, labels: crawler });
+  registerCrawlReportRoutes(app, { products, limiter, crawler });
   registerTrustRoutes(app, { trust, limiter });
   registerReleaseRoutes(app, { products, limiter, crawler, releases, trust });
   registerChangesRoutes(app, { products, limiter, changes: nodeChanges });
