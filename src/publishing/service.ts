@@ -31,7 +31,7 @@ import { isolatedValidator } from './products/isolated-validation.js';
 import { productsRepository } from './products/repository.js';
 import { registerProductRoutes } from './products/routes.js';
 import { releasesRepository } from './releases/repository.js';
-import { registerReleaseRoutes } from './releases/routes.js';
+import { registerReleaseRoutes } from './crawler/release-routes.js';
 import { releasesService } from './releases/service.js';
 import { uploadedLabelsOf } from './notices/notices.js';
 import { installsRepository } from './stats/installs-repository.js';
