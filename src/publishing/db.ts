@@ -153,7 +153,7 @@ export interface PageChangesTable {
   seq: number;
 }
 
-/** Trusted publishing's tables are declared beside their repository (trust/tables.ts). */
+/** Every table of the publishing database: these here, and the groups declared in tables/ with their migrations. */
 export interface PublishingDB extends TrustTables, ReleasesTables, ChangesTables, StatsTables {
   products: ProductsTable;
   product_revisions: ProductRevisionsTable;

@@ -32,7 +32,7 @@ export interface ProductRoom {
 /** Attempts at taking the next number when another process took it first. */
 const NUMBER_ATTEMPTS = 5;
 
-/** SQL of label releases (releases/tables.ts); PostgreSQL's bigint arrives as a string. */
+/** SQL of label releases (tables/releases.ts); PostgreSQL's bigint arrives as a string. */
 export function releasesRepository(db: Kysely<PublishingDB>): ReleasesRepository {
   const row = (r: ReleaseRow): ReleaseRow => ({
     ...r,
