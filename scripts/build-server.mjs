@@ -33,7 +33,7 @@ export const WORKER_ENTRIES = {
   'catalog-worker': 'src/publishing/web/catalog-worker.ts',
   'crawl-worker': 'src/publishing/crawler/crawl-worker.ts',
   'declared-worker': 'src/runner/workflows/declared-worker.ts',
-  'render-worker': 'src/publishing/content/render-worker.ts',
+  'render-worker': 'src/publishing/web/render-worker.ts',
   'storage-tree-worker': 'src/infra/storage-tree-worker.ts',
   'validate-worker': 'src/publishing/products/validate-worker.ts',
 };

@@ -4,7 +4,7 @@ import { type FileLimits, loadConfig, parseSize } from '../infra/config.js';
 import { UsageError } from '../infra/errors.js';
 import { platformReleases } from '../publishing/crawler/platform-range.js';
 import type { LabelCrawl } from '../publishing/crawler/service.js';
-import { FIELD_NAMES } from '../publishing/products/fields.js';
+import { FIELD_NAMES } from '../publishing/model/fields.js';
 import type { LabelReleases } from '../publishing/releases/service.js';
 import { registerLabelNoticeCommand } from './label-notice.js';
 import { bindingLine, registerTrustCommands } from './staff-trust.js';

@@ -1,10 +1,10 @@
 import type { Generated } from 'kysely';
 import { openMigratedDatabase } from '../infra/database/index.js';
-import type { ChangesTables } from './changes/tables.js';
+import type { ChangesTables } from './tables/changes.js';
 import { publishingMigrations } from './migrations.js';
-import type { ReleasesTables } from './releases/tables.js';
-import type { StatsTables } from './stats/tables.js';
-import type { TrustTables } from './trust/tables.js';
+import type { ReleasesTables } from './tables/releases.js';
+import type { StatsTables } from './tables/stats.js';
+import type { TrustTables } from './tables/trust.js';
 
 export interface ProductsTable {
   id: string;
@@ -153,7 +153,7 @@ export interface PageChangesTable {
   seq: number;
 }
 
-/** Trusted publishing's tables are declared beside their repository (trust/tables.ts). */
+/** Every table of the publishing database: these here, and the groups declared in tables/ with their migrations. */
 export interface PublishingDB extends TrustTables, ReleasesTables, ChangesTables, StatsTables {
   products: ProductsTable;
   product_revisions: ProductRevisionsTable;

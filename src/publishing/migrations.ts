@@ -1,14 +1,14 @@
 // The publishing database's migrations, in order: each start applies the ones not yet applied
 // (infra/database openMigratedDatabase). Later ones live beside the tables they create.
 import { type Kysely, type Migration, PostgresAdapter, sql } from 'kysely';
-import { releaseNodesMigration } from './changes/tables.js';
-import { nodeListsMigration } from './crawler/node-list-tables.js';
-import { platformRangesMigration } from './crawler/platform-tables.js';
-import { MAX_LABEL_LENGTH } from './files/tree.js';
+import { releaseNodesMigration } from './tables/changes.js';
+import { nodeListsMigration } from './tables/node-lists.js';
+import { platformRangesMigration } from './tables/platform-ranges.js';
+import { MAX_LABEL_LENGTH } from './model/label-limit.js';
 import { createPageChangeTriggers, type WatchedTable } from './page-change-triggers.js';
-import { labelReleasesMigration, releaseUsageMigration } from './releases/tables.js';
-import { downloadCountsMigration, downloadInstallsMigration } from './stats/tables.js';
-import { trustedPublishingMigration, trustRefKindsMigration } from './trust/tables.js';
+import { labelReleasesMigration, releaseUsageMigration } from './tables/releases.js';
+import { downloadCountsMigration, downloadInstallsMigration } from './tables/stats.js';
+import { trustedPublishingMigration, trustRefKindsMigration } from './tables/trust.js';
 
 export const publishingMigrations: Record<string, Migration> = {
   '0001_products': {

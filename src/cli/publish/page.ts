@@ -6,7 +6,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { FIELD_NAMES, MARKDOWN_FIELDS } from '../../publishing/products/fields.js';
+import { FIELD_NAMES, MARKDOWN_FIELDS } from '../../publishing/model/fields.js';
 import { EXIT, PublishFailure } from './failure.js';
 
 export function readPage(dir: string): Record<string, unknown> {

@@ -1,4 +1,4 @@
-import { nodeUrl } from '../web/presenter.js';
+import { nodeUrl } from '../model/node-url.js';
 import { type ChangedNode, describeChange, type NodeRef } from './diff.js';
 import type { Comparison } from './service.js';
 

@@ -14,7 +14,7 @@ export interface SnapshotSize extends SnapshotKey {
   createdAt: string;
 }
 
-/** SQL of release node snapshots (changes/tables.ts). */
+/** SQL of release node snapshots (tables/changes.ts). */
 export function releaseNodesRepository(db: Kysely<PublishingDB>) {
   // Bytes of the stored JSON text (SQLite's length() of text counts characters).
   const bytesOf = db.getExecutor().adapter instanceof PostgresAdapter ? sql<number>`octet_length(nodes)` : sql<number>`length(cast(nodes as blob))`;

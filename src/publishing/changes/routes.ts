@@ -3,7 +3,7 @@ import type { FailureLimiter } from '../../infra/failure-limiter.js';
 import type { HttpApp } from '../../infra/http.js';
 import { problem, problems, VENDOR_SECURITY } from '../openapi.js';
 import type { ProductService } from '../products/service.js';
-import { vendorAuthentication } from '../trust/vendor-auth.js';
+import { vendorAuthentication } from '../products/vendor-auth.js';
 import { presentComparison } from './present.js';
 import { type ChangesService, UnknownSideError } from './service.js';
 import { ChangesAnswer, ChangesQuery } from './schemas.js';

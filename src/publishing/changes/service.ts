@@ -9,7 +9,8 @@
 import { withdrawnInFields } from '../notices/notices.js';
 import { AppError, ValidationError } from '../../infra/errors.js';
 import type { ProductFilesReader } from '../files/reader.js';
-import { isLabel, MAX_LABEL_LENGTH } from '../files/tree.js';
+import { isLabel } from '../files/tree.js';
+import { MAX_LABEL_LENGTH } from '../model/label-limit.js';
 import type { ProductsRepository } from '../products/repository.js';
 import { type ComparisonPage, localDiffer, type NodesDiffer } from './compare.js';
 import type { ReleaseNodesRepository } from './repository.js';

@@ -6,7 +6,7 @@
  * both sides of a comparison are made by this one function. Pure: no I/O.
  */
 import { createHash } from 'node:crypto';
-import type { NodeDescription, NodePort } from '../crawler/node-description.js';
+import type { NodeDescription, NodePort } from '../model/nodes.js';
 
 export interface PortSignature {
   /** The port's position among its side's fixed ports (the description's `index`); null for a dynamic group. */

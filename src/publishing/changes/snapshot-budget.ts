@@ -1,5 +1,5 @@
 /**
- * A byte budget for the node snapshots of one product's releases (changes/tables.ts). A snapshot
+ * A byte budget for the node snapshots of one product's releases (tables/changes.ts). A snapshot
  * is written for every release that passes, a compact signature per node: tens of KB for a usual
  * extension, megabytes for a catalog of thousands of nodes, times every kept release of every
  * label. Without a bound one vendor's releases grew the database by tens of MB. So each product's

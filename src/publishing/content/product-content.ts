@@ -2,7 +2,7 @@
 // whole page so anchors are unique across text, FAQ and changelog, the platform release
 // substituted everywhere first, and the same changelog/FAQ parsers as the PATCH validation.
 import GithubSlugger from 'github-slugger';
-import type { ProductFields } from '../products/fields.js';
+import type { ProductFields } from '../model/fields.js';
 import { type ChangelogRelease, latestRelease, parseChangelog } from './changelog.js';
 import { parseFaq } from './faq.js';
 import { type Heading, type LinkReferences, linkReferences, renderMarkdown } from './markdown.js';

@@ -7,7 +7,8 @@ import { createHash } from 'node:crypto';
 import path from 'node:path/posix';
 import { FetchProblem, fetchBytes, remoteSize } from './fetcher.js';
 import { DEFAULT_JAR_LIMITS, type Jar, type JarLimits, JarProblem, openJar } from './jar.js';
-import { type NodeDescription, readNodeDescription } from './node-description.js';
+import type { NodeDescription } from '../model/nodes.js';
+import { readNodeDescription } from './node-description.js';
 import { type ArtifactInfo, artifactKey, type ReadLimits, readRepository } from './p2.js';
 import {
   categoryFullPath,

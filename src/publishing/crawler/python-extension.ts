@@ -4,7 +4,7 @@
  * `@knext.node(...)` decorators with their port decorators and the class docstring. Vendor code
  * is never executed: this is a small tokenizer for literal arguments, nothing more.
  */
-import type { NodeDescription, NodePort } from './node-description.js';
+import type { NodeDescription, NodePort } from '../model/nodes.js';
 
 export interface PythonNode {
   /** `<group_id>.<name>.<ClassName>`: stable id of the node inside its product. */

@@ -13,7 +13,7 @@ import { plainTextAsHtml, sanitizeNodeMarkup } from '../content/node-markup.js';
 import { sanitizeSvg, sniffRasterImage } from '../content/svg.js';
 import type { CrawledNode, CrawlLimits, CrawlResult } from './crawl.js';
 import { summarize } from './crawl.js';
-import type { NodeDescription, NodeOption } from './node-description.js';
+import type { NodeDescription, NodeOption } from '../model/nodes.js';
 import type { CrawlProblem } from './problems.js';
 import { RESULT_CAPS } from './result.js';
 

@@ -5,6 +5,7 @@
  * client paths, so `..`, absolute paths, NUL, backslashes and over-long names are settled here.
  */
 import { RESERVED_NAME_PREFIX } from '../../infra/storage.js';
+import { MAX_LABEL_LENGTH } from '../model/label-limit.js';
 
 export const AREAS = ['update-site', 'assets', 'workflows'] as const;
 export type Area = (typeof AREAS)[number];
@@ -14,8 +15,6 @@ export const MAX_PATH_BYTES = 1024;
 /** Longest single name (common filesystem limit, NAME_MAX). */
 export const MAX_NAME_BYTES = 255;
 
-/** Longest label: the one rule, used by the database columns that hold labels too. */
-export const MAX_LABEL_LENGTH = 128;
 const LABEL = new RegExp(`^[A-Za-z0-9._-]{1,${MAX_LABEL_LENGTH}}$`);
 
 /** A label is one path segment of letters, digits, `.`, `_`, `-`, not `.`/`..` (the issue). */

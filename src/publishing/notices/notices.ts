@@ -11,23 +11,10 @@
  */
 import type { FieldProblem } from '../../infra/errors.js';
 import type { ProductFilesReader } from '../files/reader.js';
+import type { LabelNotice, LabelNotices, LabelStatus } from '../model/fields.js';
 import { isLabel } from '../files/tree.js';
 
-export type LabelStatus = 'deprecated' | 'withdrawn';
 export const LABEL_STATUSES: readonly LabelStatus[] = ['deprecated', 'withdrawn'];
-
-/** A notice as stored in `fields.labels[<label>]`. */
-export interface LabelNotice {
-  status: LabelStatus;
-  /** Plain text, one paragraph. */
-  message?: string;
-  /** Another label of the same product to use instead. */
-  replacement?: string;
-  /** When the status last changed (ISO 8601); a new message alone keeps it. */
-  since: string;
-}
-
-export type LabelNotices = Record<string, LabelNotice>;
 
 /** A notice as sent in a PATCH, before the service stamps `since`. */
 export type LabelNoticeInput = Omit<LabelNotice, 'since'>;

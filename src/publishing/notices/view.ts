@@ -1,6 +1,7 @@
 // What pages show of a label's notice (notices.ts): pure, used by the page presenter.
 import type { FeedNotice } from '../content/feeds.js';
-import { type LabelNotice, type LabelNotices, own } from './notices.js';
+import type { LabelNotice, LabelNotices } from '../model/fields.js';
+import { own } from './notices.js';
 
 /** A deprecated label's notice as pages show it (a withdrawn label is not shown at all). */
 export interface LabelNoticeView {

@@ -7,7 +7,7 @@
 import { type FieldProblem, ServiceUnavailableError, ValidationError } from '../../infra/errors.js';
 import { keptWorker } from '../../infra/kept-worker.js';
 import { workerEntry } from '../../infra/module-worker.js';
-import { FIELD_NAMES, type FieldName, MARKDOWN_FIELDS } from './fields.js';
+import { FIELD_NAMES, type FieldName, MARKDOWN_FIELDS } from '../model/fields.js';
 import type { ProductPatch } from './patch-schema.js';
 import type { PatchCheck, ValidatedPatch } from './patch-validation.js';
 import type { ValidateJob, ValidateReply } from './validate-worker.js';

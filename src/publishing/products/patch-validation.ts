@@ -3,7 +3,7 @@ import { parseChangelog } from '../content/changelog.js';
 import { parseFaq } from '../content/faq.js';
 import { findRelativeLinks } from '../content/markdown.js';
 import { sanitizeSvg, sniffRasterImage } from '../content/svg.js';
-import { FIELD_LIMITS, FIELD_NAMES, type FieldName, type ProductFields, type ProductStyle, URL_LIMIT } from './fields.js';
+import { FIELD_LIMITS, FIELD_NAMES, type FieldName, type ProductFields, type ProductStyle, URL_LIMIT } from '../model/fields.js';
 import type { ProductPatch } from './patch-schema.js';
 import { type LabelsPatch, MAX_LABEL_NOTICES, mergeLabelNotices, validateLabelsPatch } from '../notices/notices.js';
 

@@ -1,6 +1,6 @@
 import type { FieldProblem } from '../../infra/errors.js';
 import { PLATFORM_RELEASE_PLACEHOLDER } from '../content/placeholder.js';
-import { MARKDOWN_FIELDS, type ProductFields } from './fields.js';
+import { MARKDOWN_FIELDS, type ProductFields } from '../model/fields.js';
 
 /**
  * While no platform release is set (`pier staff set-release`), `{{platformRelease}}` shows

@@ -71,7 +71,7 @@ export function productsRepository(db: Kysely<PublishingDB>, dialect: DialectNam
 
     /**
      * A rotation of either secret (edit token, SFTP password) also revokes the product's
-     * trusted-publishing credentials (trust/tables.ts), in the same transaction: staff rotate
+     * trusted-publishing credentials (tables/trust.ts), in the same transaction: staff rotate
      * because something leaked, and none of the product's credentials issued before may outlive
      * it, nor an SFTP session logged in with one (its next request finds the credential gone).
      */

@@ -1,15 +1,13 @@
-import { Type } from 'typebox';
+import { type Static, Type } from 'typebox';
 import type { FailureLimiter } from '../../infra/failure-limiter.js';
 import { type AjvIssue, type HttpApp, validationProblems } from '../../infra/http.js';
-import { LabelCrawlSchema } from '../crawler/schemas.js';
-import type { CrawlerService } from '../crawler/service.js';
 import { problem, problems, VENDOR_SECURITY } from '../openapi.js';
-import { PATCH_BODY_LIMIT } from './fields.js';
+import { PATCH_BODY_LIMIT } from '../model/fields.js';
 import { allPatchProblems, invalidPatch, keyCountProblem } from './patch-validation.js';
 import { ProductPatchSchema } from './patch-schema.js';
-import { PatchResponse, ProductParams, ProductResponse } from './schemas.js';
+import { PatchResponse, type ProductLabelSchema, ProductParams, ProductResponse } from './schemas.js';
 import type { ProductService } from './service.js';
-import { vendorAuthentication } from '../trust/vendor-auth.js';
+import { vendorAuthentication } from './vendor-auth.js';
 
 const Params = ProductParams;
 const PatchQuery = Type.Object(
@@ -29,25 +27,19 @@ const PatchQuery = Type.Object(
 /** What every route behind `authenticate` can answer besides its own success and errors. */
 const AUTHENTICATED = problems(400, 401, 404, 429);
 
-const CrawlReport = Type.Object(
-  {
-    productId: Type.String(),
-    state: Type.Unsafe<'hidden' | 'live'>({ type: 'string', enum: ['hidden', 'live'] }),
-    labels: Type.Array(LabelCrawlSchema, { description: 'the latest crawl of every label' }),
-  },
-  { description: 'The integrity report: the latest crawl of each label' },
-);
-
 export interface ProductRoutesOptions {
   products: ProductService;
   /** Failed edit-token attempts per client address. */
   limiter: FailureLimiter;
-  /** Crawl reports, shown to the vendor with the edit token. */
-  crawler: CrawlerService;
+  /**
+   * The crawled labels of a product with their platform ranges (the crawler's, crawler/service.ts):
+   * asked through this port because the crawler stands above products and reads them.
+   */
+  labels: { platformLabels(productId: string): Promise<Static<typeof ProductLabelSchema>[]> };
 }
 
 /** `GET|PATCH /api/products/:id`: thin routes over the product service. */
-export function registerProductRoutes(app: HttpApp, { products, limiter, crawler }: ProductRoutesOptions): void {
+export function registerProductRoutes(app: HttpApp, { products, limiter, labels }: ProductRoutesOptions): void {
   // Runs before the body is read: an unauthenticated client never gets its body parsed.
   // A trusted-publishing credential also names the CI run (`req.publisher`).
   const authenticate = vendorAuthentication(products, limiter);
@@ -66,27 +58,7 @@ export function registerProductRoutes(app: HttpApp, { products, limiter, crawler
       onRequest: authenticate,
     },
     async (req) => {
-    return { ...products.view(req.product!), warnings: [], labels: await crawler.platformLabels(req.product!.id) };
-    },
-  );
-
-  // The vendor's view of the integrity report: the latest crawl of every label.
-  app.get(
-    '/api/products/:id/crawl',
-    {
-      schema: {
-        tags: ['crawls'],
-        summary: 'Read the integrity report of the uploaded update sites',
-        description: 'The latest crawl of every label: what was found, and every problem (fatal problems block going live).',
-        operationId: 'getCrawlReport',
-        security: VENDOR_SECURITY,
-        params: Params,
-        response: { 200: CrawlReport, ...AUTHENTICATED },
-      },
-      onRequest: authenticate,
-    },
-    async (req) => {
-      return { productId: req.product!.id, state: req.product!.state, labels: await crawler.report(req.product!.id) };
+    return { ...products.view(req.product!), warnings: [], labels: await labels.platformLabels(req.product!.id) };
     },
   );
 

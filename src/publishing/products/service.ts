@@ -17,13 +17,13 @@ import {
   sha256,
   verifyPassword,
 } from '../../infra/secrets.js';
-import { FIELD_NAMES, type FieldName, type ProductFields } from './fields.js';
+import { FIELD_NAMES, type FieldName, type ProductFields } from '../model/fields.js';
 import type { ProductPatch } from './patch-schema.js';
 import { applyPatch, invalidPatch, type ValidatePatch, validateInProcess, validatePatch } from './patch-validation.js';
 import { placeholderWarnings } from './placeholder-warnings.js';
 import type { ProductRow, ProductsRepository, RevisionRow } from './repository.js';
 import { productIdProblem } from './slug.js';
-import type { Publisher } from '../trust/claims.js';
+import type { Publisher } from './publisher.js';
 import { labelNoticeProblems, validateLabelsPatch } from '../notices/notices.js';
 
 export const EDIT_TOKEN_PREFIX = 'pier_et_';

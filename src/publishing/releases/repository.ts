@@ -1,6 +1,6 @@
 import { type Kysely, PostgresAdapter } from 'kysely';
 import type { PublishingDB } from '../db.js';
-import type { LabelReleasesTable } from './tables.js';
+import type { LabelReleasesTable } from '../tables/releases.js';
 
 export type ReleaseRow = LabelReleasesTable;
 
@@ -32,7 +32,7 @@ export interface ProductRoom {
 /** Attempts at taking the next number when another process took it first. */
 const NUMBER_ATTEMPTS = 5;
 
-/** SQL of label releases (releases/tables.ts); PostgreSQL's bigint arrives as a string. */
+/** SQL of label releases (tables/releases.ts); PostgreSQL's bigint arrives as a string. */
 export function releasesRepository(db: Kysely<PublishingDB>): ReleasesRepository {
   const row = (r: ReleaseRow): ReleaseRow => ({
     ...r,

@@ -16,7 +16,7 @@ export interface LabelDayInstalls {
 
 /**
  * The reads behind reports and the product page's chart, each from the rolled-up installs
- * (stats/tables.ts) through its primary key or index: what a read touches is bounded by the
+ * (tables/stats.ts) through its primary key or index: what a read touches is bounded by the
  * days asked for and the labels named, never by how many labels a product has.
  */
 export interface InstallsRepository {

@@ -2,7 +2,7 @@ import { type Kysely, sql, type Transaction } from 'kysely';
 import type { PublishingDB } from '../db.js';
 import { ARCHIVE } from './artifact.js';
 
-/** Downloads to add to one row (stats/tables.ts). */
+/** Downloads to add to one row (tables/stats.ts). */
 export interface CountIncrement {
   productId: string;
   label: string;
@@ -51,7 +51,7 @@ function chunks<T>(items: readonly T[], size = ROWS_PER_STATEMENT): T[][] {
 }
 
 /**
- * Adds the increments and keeps the rolled-up installs (stats/tables.ts) in step, inside `trx`.
+ * Adds the increments and keeps the rolled-up installs (tables/stats.ts) in step, inside `trx`.
  * Every table is written in one fixed order and every statement's rows sorted by key, so two
  * download hosts flushing at once on PostgreSQL wait for each other's rows instead of
  * deadlocking. A label-day's installs are read locked (an upsert that changes nothing, so a

@@ -3,7 +3,7 @@ import type { FailureLimiter } from '../../infra/failure-limiter.js';
 import type { HttpApp } from '../../infra/http.js';
 import { problems, VENDOR_SECURITY } from '../openapi.js';
 import type { ProductService } from '../products/service.js';
-import { vendorAuthentication } from '../trust/vendor-auth.js';
+import { vendorAuthentication } from '../products/vendor-auth.js';
 import type { ReportAnswers } from './report-answers.js';
 import { DEFAULT_DAYS, DEFAULT_TOP, MAX_DAYS, MAX_TOP, type StatsQuery as Query } from './service.js';
 

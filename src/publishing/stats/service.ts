@@ -6,7 +6,7 @@
  * Every answer is bounded whatever the number of labels and the days they were installed on: a
  * report covers at most MAX_DAYS days, lists days with installs only, and gives a series to at
  * most MAX_TOP labels (the most installed of all, or the one asked for), every other label
- * summed into one `other` series; it reads the rolled-up installs (stats/tables.ts) through
+ * summed into one `other` series; it reads the rolled-up installs (tables/stats.ts) through
  * their keys, at most (top + 2) × MAX_DAYS rows, so it costs the serving loop little.
  */
 import { ValidationError } from '../../infra/errors.js';

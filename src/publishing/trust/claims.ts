@@ -1,22 +1,5 @@
 import type { JWTPayload } from 'jose';
 
-/** The CI run that holds a trusted-publishing credential (`req.publisher`, the history, releases). */
-export interface Publisher {
-  provider: 'github' | 'gitlab';
-  /** GitHub `owner/repo`, GitLab `group/project`. */
-  repository: string;
-  /** GitHub: the caller's workflow file (`.github/workflows/release.yml`); GitLab: the CI config file. */
-  workflow: string;
-  /** GitHub: `refs/heads/main`, `refs/tags/v1.2`; GitLab: the branch or tag name. */
-  ref: string;
-  /** GitHub `run_id` (with `run_attempt` in runUrl), GitLab `pipeline_id`. */
-  runId: string;
-  runUrl?: string;
-  /** The credential and binding behind it (history rows name them). */
-  credentialId: string;
-  bindingId: string;
-}
-
 /** What an ID token says about the CI job, in one shape for both providers. */
 export interface CiIdentity {
   provider: 'github' | 'gitlab';

@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { PublishingDB } from '../db.js';
-import type { TrustBindingsTable, TrustedCredentialsTable, TrustedPublishesTable } from './tables.js';
+import type { TrustBindingsTable, TrustedCredentialsTable, TrustedPublishesTable } from '../tables/trust.js';
 
 export type BindingRow = TrustBindingsTable;
 export type CredentialRow = TrustedCredentialsTable;

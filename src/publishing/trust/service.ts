@@ -4,12 +4,12 @@ import { AppError, ConflictError, NotFoundError, ServiceUnavailableError, UsageE
 import { constantTimeEqual, generateToken, hasValidChecksum, randomId, sha256 } from '../../infra/secrets.js';
 import type { ProductsRepository } from '../products/repository.js';
 import { type BindingInput, type BindingView, bindingMismatches, bindingView, CLAIMS, checkBinding } from './bindings.js';
-import { type CiIdentity, ClaimProblem, githubIdentity, gitlabIdentity, type Publisher } from './claims.js';
+import type { Publisher } from '../products/publisher.js';
+import { type CiIdentity, ClaimProblem, githubIdentity, gitlabIdentity } from './claims.js';
 import { type IssuerKeys, issuerKeys } from './issuers.js';
 import { boundRef } from './refs.js';
 import type { BindingRow, PublishRow, TrustRepository } from './repository.js';
 
-export type { Publisher } from './claims.js';
 export { type BindingInput, type BindingView, bindingMismatches } from './bindings.js';
 
 export const TRUSTED_CREDENTIAL_PREFIX = 'pier_tp_';

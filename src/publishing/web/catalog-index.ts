@@ -7,7 +7,7 @@
  */
 import { withdrawnInFields } from '../notices/notices.js';
 import type { CrawlsRepository } from '../crawler/repository.js';
-import type { ProductFields } from '../products/fields.js';
+import type { ProductFields } from '../model/fields.js';
 import type { ProductRow, ProductsRepository } from '../products/repository.js';
 import type { CatalogCard } from './model.js';
 import type { PageChanges } from './page-changes.js';

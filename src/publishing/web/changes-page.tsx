@@ -4,7 +4,7 @@ import { COMPARE_PAGE } from '../changes/compare.js';
 import type { ChangeSources, Comparison } from '../changes/service.js';
 import { Layout } from './layout.js';
 import type { SiteInfo } from './model.js';
-import { nodeUrl } from './presenter.js';
+import { nodeUrl } from '../model/node-url.js';
 
 /** What changed between two labels of a product: `/product/<id>/changes?from=&to=`. */
 export interface ChangesPageModel {

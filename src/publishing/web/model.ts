@@ -144,7 +144,7 @@ export interface NodePageModel {
   /** The icon's own pixel size, to draw it unscaled; null when unknown (SVG, or no icon). */
   iconSize: { width: number; height: number } | null;
   /** Every description field as sanitized HTML, as the crawl stored it (crawler/sanitize-node.ts). */
-  description: import('../crawler/node-description.js').NodeDescription | null;
+  description: import('../model/nodes.js').NodeDescription | null;
   /** Platforms whose users get this node; null: every platform. */
   platforms: string[] | null;
   /** The deprecation notice of the label the page installs from. */

@@ -1,4 +1,4 @@
-import type { NodeOption, NodePort } from '../crawler/node-description.js';
+import type { NodeOption, NodePort } from '../model/nodes.js';
 import { Icon, Layout } from './layout.js';
 import type { IconSize, NodePageModel, SiteInfo } from './model.js';
 import { LabelNotice } from './label-notice.js';

@@ -8,7 +8,7 @@
  */
 import { rasterSize, sniffRasterImage } from '../content/svg.js';
 import { DEFAULT_CRAWL_LIMITS } from '../crawler/crawl.js';
-import type { NodeDescription } from '../crawler/node-description.js';
+import type { NodeDescription } from '../model/nodes.js';
 import type { CrawlNodeRow, CrawlsRepository } from '../crawler/repository.js';
 import { NODE_SANITIZER_VERSION, sanitizeNode } from '../crawler/sanitize-node.js';
 import { entityTag } from './entity-tag.js';
@@ -16,7 +16,7 @@ import { LabelNodesPage } from './label-nodes-page.js';
 import type { LabelNodesPageModel, NodePageModel, ProductPageModel, Served, SiteInfo } from './model.js';
 import { NodePage } from './node-page.js';
 import { compareLabelsAsc, descriptionChangedIn, nodeGroupsWithIcons, nodeSearchHref, replacementFor, unmarkedNodeName } from './node-presenter.js';
-import { nodeUrl } from './presenter.js';
+import { nodeUrl } from '../model/node-url.js';
 import { labelNodesUrl, NODE_LIST_PAGE } from './product-nodes.js';
 import { renderDocument } from './render.js';
 

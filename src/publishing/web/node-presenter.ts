@@ -4,7 +4,8 @@ import { rasterSize } from '../content/svg.js';
 import type { CrawlNodeRow } from '../crawler/repository.js';
 import type { InstallableUnit } from '../crawler/units.js';
 import type { IconSize, NodeGroup } from './model.js';
-import { nodeGroups, nodeUrl } from './presenter.js';
+import { nodeUrl } from '../model/node-url.js';
+import { nodeGroups } from './presenter.js';
 
 /** Rows a node list needs. */
 type ListRow = Pick<CrawlNodeRow, 'factory_class' | 'name' | 'category_names' | 'short_description' | 'deprecated' | 'icon' | 'icon_type'>;

@@ -15,7 +15,7 @@ import { entityTag } from './entity-tag.js';
 import type { NodeSearchModel, Served, SiteInfo } from './model.js';
 import { iconSizeOf, nodeSearchHref } from './node-presenter.js';
 import { NodeSearchPage } from './node-search-page.js';
-import { nodeUrl } from './presenter.js';
+import { nodeUrl } from '../model/node-url.js';
 import { renderDocument } from './render.js';
 
 export const NODE_SEARCH_LIMIT = 100;

@@ -3,9 +3,10 @@
 import { createHash } from 'node:crypto';
 import type { RenderedContent } from '../content/product-content.js';
 import type { FileEntry, LabelSummary } from '../files/reader.js';
-import type { ProductFields } from '../products/fields.js';
 import { platformReleases, rangeContains } from '../crawler/platform-range.js';
-import { type LabelNotices, own } from '../notices/notices.js';
+import type { LabelNotices, ProductFields } from '../model/fields.js';
+import { nodeUrl } from '../model/node-url.js';
+import { own } from '../notices/notices.js';
 import { isWithdrawn, labelNoticeView } from '../notices/view.js';
 import { normalizeHex, readableOn, textColorOn } from './colors.js';
 import type { CatalogCard, Colors, InstallLabel, NodeGroup, ProductPageModel, SiteInfo, WorkflowFile } from './model.js';
@@ -177,9 +178,6 @@ export function productPageModel(
     nodes: null,
   };
 }
-
-/** Stable URL of a node: product and factory class, whatever label it came from. */
-export const nodeUrl = (productId: string, factoryClass: string) => `/product/${productId}/nodes/${encodeURIComponent(factoryClass)}`;
 
 /** Crawled nodes grouped by their named category path, groups and nodes sorted by name. */
 export function nodeGroups(

@@ -10,14 +10,14 @@
 // only make the cached copy look older than it is (re-rendered next time), never newer.
 import { versionBadge } from '../content/badge.js';
 import { ServiceUnavailableError } from '../../infra/errors.js';
-import { type ContentRenderer, PageRenderFailed, RenderDeferred } from '../content/isolated-render.js';
+import { type ContentRenderer, PageRenderFailed, RenderDeferred } from './isolated-render.js';
 import { type FeedProduct, productFeed, siteFeed } from '../content/feeds.js';
 import { sanitizeSvg, sniffRasterImage } from '../content/svg.js';
 import type { CrawlRow, CrawlsRepository } from '../crawler/repository.js';
 import { rangeContains } from '../crawler/platform-range.js';
 import { BadRequestPage } from './bad-request-page.js';
 import type { ProductFilesReader } from '../files/reader.js';
-import type { ProductFields } from '../products/fields.js';
+import type { ProductFields } from '../model/fields.js';
 import type { ProductRow, ProductsRepository } from '../products/repository.js';
 import type { PageChanges } from './page-changes.js';
 import type { ChangesService } from '../changes/service.js';
@@ -55,7 +55,7 @@ export interface PagesServiceDeps {
   changes: PageChanges;
   /** What changed between labels: the changes page and the product page's link to it. */
   nodeChanges?: { pages: ChangesPages; service: Pick<ChangesService, 'comparable'> };
-  /** Download counts for the product page's chart (complete days only: `changes` moves when a day is added, stats/page-days.ts). */
+  /** Download counts for the product page's chart (complete days only: `changes` moves when a day is added, web/page-days.ts). */
   downloads?: Pick<StatsService, 'chart' | 'chartDay'>;
   /** Products kept rendered at once (least recently used are dropped). */
   cacheSize?: number;

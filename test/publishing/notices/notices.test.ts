@@ -5,11 +5,11 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
 import type { FieldProblem } from '../../../src/infra/errors.js';
+import type { LabelNotices } from '../../../src/publishing/model/fields.js';
 import { labelOfTarget, parseDownloadPath } from '../../../src/publishing/downloads/paths.js';
 import {
   isLabelsPatch,
   labelNoticeProblems,
-  type LabelNotices,
   mergeLabelNotices,
   validateLabelsPatch,
   withdrawnOf,

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
-import { FIELD_NAMES } from '../../../src/publishing/products/fields.js';
+import { FIELD_NAMES } from '../../../src/publishing/model/fields.js';
 import { dialects } from '../../helpers/db.js';
 import { patchProduct, startPublishing } from '../../helpers/publishing.js';
 

@@ -6,7 +6,7 @@
 // through the crawl's repository, files through the files service, on a connection of their own.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { isolatedRenderer } from '../../../src/publishing/content/isolated-render.js';
+import { isolatedRenderer } from '../../../src/publishing/web/isolated-render.js';
 import { renderProductContent } from '../../../src/publishing/content/product-content.js';
 import { type CrawlNodeRow, crawlsRepository } from '../../../src/publishing/crawler/repository.js';
 import { NODE_SANITIZER_VERSION } from '../../../src/publishing/crawler/sanitize-node.js';

@@ -3,7 +3,7 @@
 // clock tick.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { isolatedRenderer } from '../../../src/publishing/content/isolated-render.js';
+import { isolatedRenderer } from '../../../src/publishing/web/isolated-render.js';
 import { openPublishingDatabase } from '../../../src/publishing/db.js';
 import { productFilesReader } from '../../../src/publishing/files/reader.js';
 import { filesRepository } from '../../../src/publishing/files/repository.js';

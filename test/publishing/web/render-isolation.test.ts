@@ -10,7 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { loadConfig } from '../../../src/infra/config.js';
 import { type RunningDownloads, startDownloads } from '../../../src/publishing/downloads/index.js';
-import type { RenderHold } from '../../../src/publishing/content/isolated-render.js';
+import type { RenderHold } from '../../../src/publishing/web/isolated-render.js';
 import { openPublishingDatabase } from '../../../src/publishing/db.js';
 import { productsRepository } from '../../../src/publishing/products/repository.js';
 import { createPublishingService, type PublishingService } from '../../../src/publishing/service.js';

@@ -1,9 +1,9 @@
 import type { FastifyRequest } from 'fastify';
 import { TooManyRequestsError, UnauthorizedError } from '../../infra/errors.js';
 import type { FailureLimiter } from '../../infra/failure-limiter.js';
-import type { ProductRow } from '../products/repository.js';
-import type { ProductService } from '../products/service.js';
-import type { Publisher } from './claims.js';
+import type { ProductRow } from './repository.js';
+import type { ProductService } from './service.js';
+import type { Publisher } from './publisher.js';
 
 declare module 'fastify' {
   interface FastifyRequest {

@@ -1,4 +1,8 @@
-import type { LabelNotices } from '../notices/notices.js';
+/**
+ * The product field model: the page fields as stored, their names and limits. It stands on the
+ * ground floor of publishing, with no import of its own, because every part that stores,
+ * validates or renders a page (products/, content/, notices/, web/) reads it.
+ */
 
 /** The page fields of a product as stored (spec: "Product (editable through PATCH)"). */
 export interface ProductStyle {
@@ -25,7 +29,7 @@ export interface ProductFields {
   instructions?: string;
   icon?: string;
   iconBase64?: string;
-  /** Deprecated and withdrawn labels (notices/notices.ts). */
+  /** Deprecated and withdrawn labels (their rules: notices/notices.ts). */
   labels?: LabelNotices;
 }
 
@@ -75,3 +79,19 @@ export const URL_LIMIT = 2048;
 
 /** Largest PATCH body: every field at its limit would not fit, on purpose. */
 export const PATCH_BODY_LIMIT = 2 * 1024 * KiB;
+
+/** A label's notice (docs/vendors.md#deprecating-and-withdrawing-a-label); its rules: notices/notices.ts. */
+export type LabelStatus = 'deprecated' | 'withdrawn';
+
+/** A notice as stored in `fields.labels[<label>]`. */
+export interface LabelNotice {
+  status: LabelStatus;
+  /** Plain text, one paragraph. */
+  message?: string;
+  /** Another label of the same product to use instead. */
+  replacement?: string;
+  /** When the status last changed (ISO 8601); a new message alone keeps it. */
+  since: string;
+}
+
+export type LabelNotices = Record<string, LabelNotice>;

@@ -19,12 +19,12 @@
 import { ServiceUnavailableError } from '../../infra/errors.js';
 import { keptWorker } from '../../infra/kept-worker.js';
 import { workerEntry } from '../../infra/module-worker.js';
-import type { ProductFields } from '../products/fields.js';
-import type { RenderedContent } from './product-content.js';
-import { type RenderBudgetOptions, renderBudget } from './render-budget.js';
-import { checkRenderedContent } from './rendered-check.js';
+import type { ProductFields } from '../model/fields.js';
+import type { RenderedContent } from '../content/product-content.js';
+import { type RenderBudgetOptions, renderBudget } from '../content/render-budget.js';
+import { checkRenderedContent } from '../content/rendered-check.js';
 import type { RenderJob, RenderReply } from './render-worker.js';
-import type { ProductPageModel, SiteInfo } from '../web/model.js';
+import type { ProductPageModel, SiteInfo } from './model.js';
 
 export interface RenderLimits {
   /** Wall time one render may take, ms. */

@@ -6,12 +6,12 @@
  * checks before it uses it.
  */
 import { parentPort } from 'node:worker_threads';
-import type { ProductFields } from '../products/fields.js';
-import { renderProductContent } from './product-content.js';
-import { entityTag } from '../web/entity-tag.js';
-import type { ProductPageModel, SiteInfo } from '../web/model.js';
-import { ProductPage } from '../web/product-page.js';
-import { renderDocument } from '../web/render.js';
+import type { ProductFields } from '../model/fields.js';
+import { renderProductContent } from '../content/product-content.js';
+import { entityTag } from './entity-tag.js';
+import type { ProductPageModel, SiteInfo } from './model.js';
+import { ProductPage } from './product-page.js';
+import { renderDocument } from './render.js';
 
 /** A product's vendor content (Markdown fields) to render. */
 export interface ContentJob {

@@ -1,16 +1,19 @@
+// The release routes stand with the crawler because releasing is its act: it crawls a copy of the
+// upload and makes it current only when it installs (service.ts `release`, `rollback`); releases/
+// below keeps the copies and the pointer to the current one.
 import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { AppError, ConflictError, NotFoundError } from '../../infra/errors.js';
 import type { FailureLimiter } from '../../infra/failure-limiter.js';
 import type { HttpApp } from '../../infra/http.js';
-import type { CrawlerService, LabelCrawl } from '../crawler/service.js';
-import { LabelCrawlSchema } from '../crawler/schemas.js';
+import type { CrawlerService, LabelCrawl } from './service.js';
+import { LabelCrawlSchema } from './schemas.js';
 import { isLabel } from '../files/tree.js';
 import { problem, problems, VENDOR_SECURITY } from '../openapi.js';
 import type { ProductService } from '../products/service.js';
 import type { TrustService } from '../trust/service.js';
-import { vendorAuthentication } from '../trust/vendor-auth.js';
-import type { ReleasedBy, ReleasesService } from './service.js';
+import { vendorAuthentication } from '../products/vendor-auth.js';
+import type { ReleasedBy, ReleasesService } from '../releases/service.js';
 
 const LabelParams = Type.Object({ id: Type.String({ maxLength: 200 }), label: Type.String({ maxLength: 200 }) });
 const ProductParams = Type.Object({ id: Type.String({ maxLength: 200 }) });

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ServiceUnavailableError } from '../../../src/infra/errors.js';
-import { isolatedRenderer, RenderDeferred } from '../../../src/publishing/content/isolated-render.js';
+import { isolatedRenderer, RenderDeferred } from '../../../src/publishing/web/isolated-render.js';
 import { renderProductContent } from '../../../src/publishing/content/product-content.js';
 
 const FIELDS = { name: 'Queue', text: '# Title\n\nSome *text*.', changelog: '# Changelog\n\n## [1.0.0] - 2024-01-01\n### Added\n- First' };

@@ -1,10 +1,10 @@
-import type { PageChanges } from '../web/page-changes.js';
+import type { PageChanges } from './page-changes.js';
 
 /** Far above any page change count: each day adds this much, so counts of different days never meet. */
 const DAY_STEP = 2 ** 32;
 
 /**
- * The page change counter (web/page-changes.ts), moved on as well when the product page's
+ * The page change counter (page-changes.ts), moved on as well when the product page's
  * chart gains a day (stats/service.ts chartDay): download counts are written every two seconds
  * without touching the counter (they would re-render every page that often), and the pages,
  * shown through complete days only, change once a day. Still a number that only grows: the

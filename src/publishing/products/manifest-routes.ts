@@ -1,12 +1,15 @@
+// A vendor route of the product (`/api/products/:id/…`, behind vendor-auth.ts), so it lives with
+// the product routes, above the file tree whose manifests it reads (files/manifest.ts).
 import { Type } from 'typebox';
 import { NotFoundError } from '../../infra/errors.js';
 import type { FailureLimiter } from '../../infra/failure-limiter.js';
 import type { HttpApp } from '../../infra/http.js';
 import { problem, problems, VENDOR_SECURITY } from '../openapi.js';
-import type { ProductService } from '../products/service.js';
-import { vendorAuthentication } from '../trust/vendor-auth.js';
-import type { FileManifests } from './manifest.js';
-import { isLabel, MAX_LABEL_LENGTH } from './tree.js';
+import type { ProductService } from './service.js';
+import { vendorAuthentication } from './vendor-auth.js';
+import type { FileManifests } from '../files/manifest.js';
+import { MAX_LABEL_LENGTH } from '../model/label-limit.js';
+import { isLabel } from '../files/tree.js';
 
 const Params = Type.Object({ id: Type.String({ maxLength: 200 }), label: Type.String({ maxLength: MAX_LABEL_LENGTH }) });
 
@@ -35,7 +38,7 @@ export interface ManifestRoutesOptions {
 
 /** `GET /api/products/:id/labels/:label/files`: what SFTP shows of a label now (`pier publish` diffs against it). */
 export function registerManifestRoutes(app: HttpApp, { products, limiter, manifests }: ManifestRoutesOptions): void {
-  // The edit token or a trusted-publishing credential of the product (trust/vendor-auth.ts).
+  // The edit token or a trusted-publishing credential of the product (products/vendor-auth.ts).
   const authenticate = vendorAuthentication(products, limiter);
 
   app.get(
