@@ -46,7 +46,7 @@ export function restoreTargets(config: Config): RestoreTargets {
     // Each product's migration table (infra/database `migrate`: `<prefix>_migrations`).
     markers: [`${PUBLISHING_MIGRATION_TABLE}_migrations`, `${RUNNER_MIGRATION_TABLE}_migrations`],
     // Update sites and their releases: uploads replace files by a rename, times are set on a
-    // file of its own (storage-local setTimes), so releases share unchanged files again.
+    // file of its own (storage-local-links.ts setTimes), so releases share unchanged files again.
     shareable: (storage, p) => storage === PUBLISHING && /^[^/]+\/(update-site|releases)\//.test(p),
   };
 }
