@@ -3,7 +3,8 @@ import type { Config } from '../infra/config.js';
 import { type BackupPlan, groupDatabases } from '../infra/backup/take.js';
 import type { Manifest } from '../infra/backup/manifest.js';
 import type { RestoreTargets } from '../infra/backup/restore.js';
-import { isTransientEntry, localStorage } from '../infra/storage-local.js';
+import { localStorage } from '../infra/storage-local.js';
+import { isTransientEntry } from '../infra/storage-local-temps.js';
 import { openPublishingDatabase, PUBLISHING_MIGRATION_TABLE } from '../publishing/db.js';
 import { filesRepository } from '../publishing/files/repository.js';
 import { type RestoredFilesResult, reconcileRestoredFiles } from '../publishing/files/restored.js';
@@ -45,7 +46,7 @@ export function restoreTargets(config: Config): RestoreTargets {
     // Each product's migration table (infra/database `migrate`: `<prefix>_migrations`).
     markers: [`${PUBLISHING_MIGRATION_TABLE}_migrations`, `${RUNNER_MIGRATION_TABLE}_migrations`],
     // Update sites and their releases: uploads replace files by a rename, times are set on a
-    // file of its own (storage-local setTimes), so releases share unchanged files again.
+    // file of its own (storage-local-links.ts setTimes), so releases share unchanged files again.
     shareable: (storage, p) => storage === PUBLISHING && /^[^/]+\/(update-site|releases)\//.test(p),
   };
 }

@@ -11,7 +11,7 @@ import type net from 'node:net';
 import path from 'node:path';
 import { after, afterEach, before, describe, test } from 'node:test';
 import { PAUSE_AT_CHARS } from '../../src/runner/executor-agent/log-shipper.js';
-import { logLimitMarker } from '../../src/runner/runs/repository.js';
+import { logLimitMarker } from '../../src/runner/runs/log-limit.js';
 import { dialects, tempDir } from '../helpers/db.js';
 import { exited, type ProtocolFixture, protocolFixture, startExecutor } from './executor-fixtures.js';
 import { API_KEY, apiKey, bearer, startRunner, TestClock, type TestRunner } from './helpers.js';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import fc from 'fast-check';
 import { openRunnerDatabase } from '../../src/runner/db/index.js';
-import { logLimitMarker, utf8Prefix, withinLogLimit } from '../../src/runner/runs/repository.js';
+import { logLimitMarker, utf8Prefix, withinLogLimit } from '../../src/runner/runs/log-limit.js';
 import { dialects } from '../helpers/db.js';
 import { leaseOf, type ProtocolFixture, protocolFixture } from './executor-fixtures.js';
 import { API_KEY, apiKey, startRunner, type TestRunner } from './helpers.js';

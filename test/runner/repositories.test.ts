@@ -5,7 +5,9 @@ import { OAuthTokensRepository, PersonalTokensRepository } from '../../src/runne
 import { isUniqueViolation, openRunnerDatabase, type RunnerDatabase } from '../../src/runner/db/index.js';
 import { ExecutorsRepository } from '../../src/runner/executors/repository.js';
 import { ProjectsRepository } from '../../src/runner/projects/repository.js';
-import { MAX_ATTEMPTS, type RunRow, RunsRepository } from '../../src/runner/runs/repository.js';
+import { MAX_ATTEMPTS } from '../../src/runner/runs/leases-repository.js';
+import { RunsRepository } from '../../src/runner/runs/repository.js';
+import type { RunRow } from '../../src/runner/runs/run-rows.js';
 import { UsersRepository } from '../../src/runner/users/repository.js';
 import { WorkflowsRepository } from '../../src/runner/workflows/repository.js';
 import { dialects } from '../helpers/db.js';

@@ -8,7 +8,8 @@ import { openRunnerDatabase, type RunnerDatabase } from '../../src/runner/db/ind
 import { RetentionRepository } from '../../src/runner/retention/repository.js';
 import { RunRetention } from '../../src/runner/retention/service.js';
 import { LocalRunOutputStorage } from '../../src/runner/runs/output-storage.js';
-import { RunsRepository, type RunRow } from '../../src/runner/runs/repository.js';
+import { RunsRepository } from '../../src/runner/runs/repository.js';
+import type { RunRow } from '../../src/runner/runs/run-rows.js';
 import { dialects } from '../helpers/db.js';
 import { bearer, makeZip, multipart, startRunner, TestClock, type TestRunner, SETUP_TOKEN } from './helpers.js';
 

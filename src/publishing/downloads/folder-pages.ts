@@ -1,7 +1,7 @@
 /**
  * The download host's folder index pages (index-page.ts renders one), cached by what they are
  * built from: the folder's storage version, which moves with every entry added, removed or
- * renamed and with times set on an entry through the storage (storage-local.ts `setTimes`), and
+ * renamed and with times set on an entry through the storage (storage-local-links.ts `setTimes`), and
  * is read by every request anyway. So a page is listed, stat-ed and rendered once per version of
  * its folder, however many anonymous clients page through it; a change shows on the next
  * request, also one made by another process or instance sharing the storage.

@@ -30,7 +30,7 @@ export interface RunningSftp {
 /**
  * Temporary files of uploads that ended without a commit or abort (a killed process, another
  * instance that is gone) are swept at start and this often; each sweep renews this instance's
- * lease on the shared storage (storage-local.ts), which must happen well within the lease.
+ * lease on the shared storage (storage-local-temps.ts), which must happen well within the lease.
  */
 const SWEEP_INTERVAL_MS = 5 * 60_000;
 

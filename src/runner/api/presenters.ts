@@ -4,7 +4,7 @@ import type { ConnectedAppRow } from '../oauth/grants-repository.js';
 import type { ExecutorView } from '../executors/service.js';
 import type { InvitationView } from '../projects/invitations-repository.js';
 import type { MemberRow, ProjectRow, ProjectSummaryRow } from '../projects/repository.js';
-import type { RunLogRow, RunOutputRow, RunRow } from '../runs/repository.js';
+import type { RunLogRow, RunOutputRow, RunRow } from '../runs/run-rows.js';
 import type { ScheduleView } from '../schedules/service.js';
 import type { UserRow } from '../users/repository.js';
 import type { DeclaredParameter } from '../workflows/declared-parameters.js';

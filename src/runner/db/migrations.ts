@@ -1,7 +1,7 @@
 import { type Kysely, type Migration, PostgresAdapter, sql } from 'kysely';
 
 /**
- * PostgreSQL: the claim of runs/repository.ts `claim` as one function, so it costs one round
+ * PostgreSQL: the claim of runs/claims-repository.ts `claimRun` as one function, so it costs one round
  * trip instead of four (bench/runner-claim.ts). Same steps: the executor row is written first
  * (locking it: claims of one executor queue behind each other); each later statement of a
  * VOLATILE function takes a fresh snapshot under READ COMMITTED, so the count sees every claim of

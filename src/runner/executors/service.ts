@@ -5,7 +5,10 @@ import { constantTimeEqual, generateToken, randomUUID, sha256 } from '../../infr
 import type { ReceivedOutput, RunOutputStorage } from '../runs/output-storage.js';
 import { outputNameProblem } from '../runs/output-storage.js';
 import type { QueueSignal } from '../runs/queue-signal.js';
-import { LOG_WINDOW, type Lease, type RunRow, type RunsRepository } from '../runs/repository.js';
+import type { Lease } from '../runs/leases-repository.js';
+import { LOG_WINDOW } from '../runs/logs-repository.js';
+import type { RunsRepository } from '../runs/repository.js';
+import type { RunRow } from '../runs/run-rows.js';
 import { countRunsFinished, runnerMetrics } from '../metrics.js';
 import type { ExecutorRow, ExecutorsRepository } from './repository.js';
 

@@ -1,7 +1,8 @@
 import { BackgroundLoop } from '../../infra/background-loop.js';
 import type { RunOutputStorage } from '../runs/output-storage.js';
 import type { QueueSignal } from '../runs/queue-signal.js';
-import type { RunsRepository, SweepResult } from '../runs/repository.js';
+import type { SweepResult } from '../runs/leases-repository.js';
+import type { RunsRepository } from '../runs/repository.js';
 import { countRunsFinished } from '../metrics.js';
 
 export interface SweeperDeps {

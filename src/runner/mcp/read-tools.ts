@@ -17,7 +17,7 @@ import {
   WorkflowVersion,
 } from '../api/presenters.js';
 import { IdOf, Nullable } from '../api/schemas.js';
-import { isTerminal, type RunRow } from '../runs/repository.js';
+import { isTerminal, type RunRow } from '../runs/run-rows.js';
 import { describeCron } from '../schedules/describe.js';
 import type { DeclaredParameter } from '../workflows/declared-parameters.js';
 import { defineTool, READ_ONLY, type ResourceLink } from './tool.js';

@@ -2,7 +2,7 @@ import { Type } from 'typebox';
 import { RUN_WRITE, USER_WRITE } from '../auth/access.js';
 import { presentRun, presentSchedule, Run, RunParameters, Schedule } from '../api/presenters.js';
 import { IdOf, MAX_COUNTER, RequiredLabels, StringEnum } from '../api/schemas.js';
-import { isTerminal } from '../runs/repository.js';
+import { isTerminal } from '../runs/run-rows.js';
 import { describeCron } from '../schedules/describe.js';
 import { runLine } from './read-tools.js';
 import { WAITS } from './limits.js';

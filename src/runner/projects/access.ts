@@ -1,6 +1,7 @@
 import { ForbiddenError, NotFoundError } from '../../infra/errors.js';
 import type { Principal } from '../auth/authenticate.js';
-import type { RunRow, RunsRepository } from '../runs/repository.js';
+import type { RunsRepository } from '../runs/repository.js';
+import type { RunRow } from '../runs/run-rows.js';
 import type { WorkflowRow, WorkflowsRepository } from '../workflows/repository.js';
 import type { MemberRole, ProjectRow, ProjectsRepository } from './repository.js';
 

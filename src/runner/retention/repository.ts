@@ -1,6 +1,6 @@
 import { type Kysely, sql } from 'kysely';
 import type { RunnerDB } from '../db/schema.js';
-import { TERMINAL } from '../runs/repository.js';
+import { TERMINAL } from '../runs/run-rows.js';
 
 /** The query of `finishedBefore` (its plan is tested). */
 export function finishedBeforeQuery(db: Kysely<RunnerDB>, cutoff: string, limit: number) {

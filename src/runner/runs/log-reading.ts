@@ -1,6 +1,7 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { ERROR_LINE, TailCollector } from './log-excerpt.js';
-import type { RunRow, RunsRepository } from './repository.js';
+import type { RunsRepository } from './repository.js';
+import type { RunRow } from './run-rows.js';
 
 /*
  * A run's log read from its end (log-excerpt.ts collects the lines): what an assistant asks for

@@ -14,7 +14,8 @@ import { type ExcerptInput, type LogExcerpt, readExcerpt, readLogText } from './
 import { countRunsFinished } from '../metrics.js';
 import type { ExecutorsRepository } from '../executors/repository.js';
 import type { QueueSignal } from './queue-signal.js';
-import { isTerminal, type LogPosition, type NewRunRow, type RunLogRow, type RunOutputRow, type RunRow } from './repository.js';
+import type { LogPosition } from './logs-repository.js';
+import { isTerminal, type NewRunRow, type RunLogRow, type RunOutputRow, type RunRow } from './run-rows.js';
 
 export interface RunsDeps extends ScopeRepositories {
   now: () => Date;

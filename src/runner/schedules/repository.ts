@@ -1,6 +1,7 @@
 import type { Kysely, Selectable, Updateable } from 'kysely';
 import type { RunnerDB, SchedulesTable } from '../db/schema.js';
-import { ACTIVE, insertRun, type NewRunRow } from '../runs/repository.js';
+import { insertRun } from '../runs/repository.js';
+import { ACTIVE, type NewRunRow } from '../runs/run-rows.js';
 import { scheduleListQuery } from './list-query.js';
 
 export type ScheduleRow = Selectable<SchedulesTable>;
