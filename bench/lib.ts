@@ -116,3 +116,24 @@ export function row(name: string, r: LoadResult, floor?: LoadResult): string {
 
 /** The first administrator's one-time setup token the runner benches start with (POST /api/setup requires it). */
 export const SETUP_TOKEN = 'bench-setup-token-0123456789abcdef0123';
+
+/** Waits until `url` answers 200 and the SFTP port accepts connections (it listens after the web part). */
+export async function waitForPier(url: string, sftpPort: number): Promise<void> {
+  const sftpUp = () =>
+    new Promise<boolean>((resolve) => {
+      const s = net.connect(sftpPort, '127.0.0.1', () => {
+        s.destroy();
+        resolve(true);
+      });
+      s.on('error', () => resolve(false));
+    });
+  for (let i = 0; i < 300; i++) {
+    try {
+      if ((await fetch(url)).ok && (await sftpUp())) return;
+    } catch {
+      // not up yet
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${url} or SFTP port ${sftpPort} did not come up`);
+}

@@ -9,10 +9,9 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { buildSite, exampleSpec } from '../test/helpers/p2-fixtures.js';
-import { freePort, pierCli, pinToCpu, tempDir } from './lib.js';
+import { freePort, pierCli, pinToCpu, tempDir, waitForPier } from './lib.js';
 
 const FILES = 500;
 const MB = 50;
@@ -45,26 +44,6 @@ function buildBenchSite(dir: string): void {
   fs.writeFileSync(path.join(dir, 'index.html'), '<h1>Bench</h1>');
 }
 
-async function waitFor(url: string, sftpPort: number): Promise<void> {
-  const sftpUp = () =>
-    new Promise<boolean>((resolve) => {
-      const s = net.connect(sftpPort, '127.0.0.1', () => {
-        s.destroy();
-        resolve(true);
-      });
-      s.on('error', () => resolve(false));
-    });
-  for (let i = 0; i < 300; i++) {
-    try {
-      if ((await fetch(url)).ok && (await sftpUp())) return;
-    } catch {
-      // not up yet
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`${url} or SFTP port ${sftpPort} did not come up`);
-}
-
 export async function benchPublish(): Promise<string> {
   for (const tool of ['sshpass', 'sftp']) if (!has(tool)) return `skipped: ${tool} is not installed`;
   const work = tempDir('pier-bench-publish-');
@@ -85,7 +64,7 @@ export async function benchPublish(): Promise<string> {
   let server: ChildProcess | null = null;
   try {
     server = spawn(process.execPath, ['bin/pier.js', 'serve', '--only', 'web,downloads,sftp'], { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
-    await waitFor(`http://127.0.0.1:${http}/healthz`, sftpPort);
+    await waitForPier(`http://127.0.0.1:${http}/healthz`, sftpPort);
     pinToCpu(server.pid as number, 1);
     const site = path.join(work, 'site');
     buildBenchSite(site);
