@@ -79,6 +79,7 @@ function dateHeader(): string {
     dateValue = new Date(now).toUTCString();
     // Whole answers carry the Date: those built in the last second are stale now.
     whole.clear();
+    slotted.clear();
   }
   return dateValue;
 }
@@ -111,19 +112,59 @@ const whole = new Map<string, Buffer>();
 const wholeKeys = new WeakMap<FastAnswer, string>();
 let wholeSeq = 0;
 
-/** The complete answer to a plain GET or HEAD of `file`, as node:http writes it. */
-function answerOf(file: FastAnswer, body: boolean, tail: string, requestId: string | null): Buffer | [string, Buffer] {
-  const date = dateHeader();
-  // The id is set before the answer's own headers (as node:http orders a setHeader before writeHead's).
-  if (!body || file.data.length === 0) return Buffer.from(`${STATUS_LINE}${idLine(requestId)}${headersOf(file)}Date: ${date}\r\n${tail}`, 'latin1');
-  // Each answer has its own id: head and body go out as two writes, none kept whole.
-  if (requestId !== null) return [`${STATUS_LINE}${idLine(requestId)}${headersOf(file)}Date: ${date}\r\n${tail}`, file.data];
+/**
+ * Whole answers that carry a request id: one write, like the answers without one. The id of each
+ * request differs, so the buffer keeps a slot of ID_SLOT characters that each answer writes its
+ * id into before the buffer goes out. Two writes (head, then the file's bytes) cost a quarter
+ * of the throughput of a 30 KB file: the kernel does more work per answer for a writev of two
+ * here (bench/downloads.ts). A buffer is only rewritten once the kernel has taken all of it: an
+ * answer the socket could not take whole stays queued on that buffer, so the buffer is dropped
+ * (`inFlight`) and the next answer builds another.
+ */
+const ID_SLOT = 36; // a UUID: the ids requestIdOf makes (infra/request-id.ts)
+const slotted = new Map<string, { buffer: Buffer; at: number }>();
+const slottedKeys = new WeakMap<Buffer, string>();
+
+function slottedAnswer(file: FastAnswer, key: string, date: string, tail: string, requestId: string): Buffer | null {
+  let entry = slotted.get(key);
+  if (entry === undefined) {
+    if (slotted.size >= WHOLE_MAX_ENTRIES || file.data.length > WHOLE_MAX_BYTES) return null;
+    const before = `${STATUS_LINE}x-request-id: `;
+    const head = `${before}${' '.repeat(ID_SLOT)}\r\n${headersOf(file)}Date: ${date}\r\n${tail}`;
+    entry = { buffer: Buffer.concat([Buffer.from(head, 'latin1'), file.data]), at: before.length };
+    slotted.set(key, entry);
+    slottedKeys.set(entry.buffer, key);
+  }
+  entry.buffer.write(requestId, entry.at, ID_SLOT, 'latin1');
+  return entry.buffer;
+}
+
+/** The socket kept a reference to `answer` (not all of it was written at once): never rewrite it. */
+function inFlight(answer: Buffer): void {
+  const key = slottedKeys.get(answer);
+  if (key !== undefined && slotted.get(key)?.buffer === answer) slotted.delete(key);
+}
+
+/** A number for each answer kept whole, for the keys of `whole` and `slotted`. */
+function wholeKeyOf(file: FastAnswer): string {
   let id = wholeKeys.get(file);
   if (id === undefined) {
     id = String(wholeSeq++);
     wholeKeys.set(file, id);
   }
-  const key = id + tail;
+  return id;
+}
+
+/** The complete answer to a plain GET or HEAD of `file`, as node:http writes it. */
+function answerOf(file: FastAnswer, body: boolean, tail: string, requestId: string | null): Buffer | [string, Buffer] {
+  const date = dateHeader();
+  // The id is set before the answer's own headers (as node:http orders a setHeader before writeHead's).
+  if (!body || file.data.length === 0) return Buffer.from(`${STATUS_LINE}${idLine(requestId)}${headersOf(file)}Date: ${date}\r\n${tail}`, 'latin1');
+  const key = wholeKeyOf(file) + tail;
+  if (requestId !== null) {
+    const answer = requestId.length === ID_SLOT ? slottedAnswer(file, key, date, tail, requestId) : null;
+    return answer ?? [`${STATUS_LINE}${idLine(requestId)}${headersOf(file)}Date: ${date}\r\n${tail}`, file.data];
+  }
   let answer = whole.get(key);
   if (answer === undefined) {
     const head = `${STATUS_LINE}${headersOf(file)}Date: ${date}\r\n${tail}`;
@@ -270,7 +311,10 @@ export function installFastPath(server: http.Server, options: FastPathOptions): 
               socket.write(answer[0], 'latin1');
               socket.write(answer[1]);
               socket.uncork();
-            } else socket.write(answer);
+            } else {
+              socket.write(answer);
+              if (socket.writableLength > 0) inFlight(answer);
+            }
             if (counts) {
               // All the counting an answer costs: two additions, read when metrics are scraped.
               counts.fastAnswers++;

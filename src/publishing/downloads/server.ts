@@ -10,9 +10,11 @@ import { isDraining } from '../../infra/readiness.js';
 import type { TrustProxy } from '../../infra/config.js';
 import { fastPathRequestIds, REQUEST_ID_HEADER, requestIdGenerator } from '../../infra/request-id.js';
 import http from 'node:http';
+import type net from 'node:net';
 import { listenOn } from '../../infra/listen.js';
 import type { Storage, StoredReader } from '../../infra/storage.js';
 import { installFastPath } from '../../infra/fast-path/fast-path.js';
+import type { SimpleRequest } from '../../infra/fast-path/request-head.js';
 import { countNodeHttpAnswer, hostCounts } from '../../infra/metrics/hosts.js';
 import { type CachedFile, FileCache, type FileMeta } from './file-cache.js';
 import { acceptsGzip, contentTypeOf, etagOf, evaluatePreconditions, rangeOf } from './http-file.js';
@@ -24,6 +26,7 @@ import { labelReleases } from './releases.js';
 import { sendRange } from './send-file.js';
 import { countKeyOf } from '../stats/artifact.js';
 import { countedClient } from '../stats/client.js';
+import { dayOf, dayStartMs } from '../stats/days.js';
 import { clientAddressResolver } from '../../infra/client-address.js';
 import type { DownloadCounter } from '../stats/counter.js';
 import { hasBody } from '../../infra/unread-body.js';
@@ -126,6 +129,8 @@ export function createDownloadServer(options: {
     const address = clientOf(peer, forwardedFor);
     if (address !== undefined) counter.add(key, countedClient(address));
   }
+  /** Per connection of the fast path: the last file counted on it (see `delivered` below). */
+  const countedOn = new WeakMap<net.Socket, { key: string; forwardedFor: SimpleRequest['forwardedFor']; until: number }>();
   const releases = labelReleases(storage, options.downloadUrl, options.freshMs);
   const cache = new FileCache(options.cacheBytes ?? CACHE_BYTES, options.freshMs);
   /** Parsed URL paths (parsing is pure): repeated requests skip the decoding and checks. */
@@ -412,7 +417,15 @@ export function createDownloadServer(options: {
           delivered: counter
             ? (file, socket, request) => {
                 const key = (file as CachedFile).countKey;
-                if (key) count(socket.remoteAddress, request.forwardedFor, key);
+                if (!key) return;
+                // The counter counts a file once per client and day: the same file asked for
+                // again on the same connection, for the same forwarded client, the same day,
+                // adds nothing there, so it is not even looked up.
+                const last = countedOn.get(socket);
+                const at = Date.now();
+                if (last && last.key === key && last.forwardedFor === request.forwardedFor && at < last.until) return;
+                count(socket.remoteAddress, request.forwardedFor, key);
+                countedOn.set(socket, { key, forwardedFor: request.forwardedFor, until: dayStartMs(dayOf(at) + 1) });
               }
             : undefined,
           requestId: fastPathRequestIds(options.trustProxy ?? false),

@@ -251,6 +251,38 @@ describe('download host fast path: byte-identical to node:http', () => {
     assert.ok((await same('after replacement, from memory', { writes: [closing('/csv-nodes/5.4/artifacts.xml')] })).endsWith('<artifacts v="2"/>'));
   });
 
+  test('answers queued behind a client that does not read keep their own request ids', async () => {
+    // The fast path writes a cached answer with its id patched into a buffer it reuses: one the
+    // socket still holds (not all written at once) must never be patched for a later answer.
+    const ids = await new Promise<string[]>((resolve, reject) => {
+      const socket = net.connect({ port: fastPort, host: '127.0.0.1', noDelay: true });
+      const chunks: Buffer[] = [];
+      const guard = setTimeout(() => reject(new Error('no close from the server')), 60_000);
+      socket.pause();
+      socket.on('data', (c) => chunks.push(c));
+      socket.on('error', reject);
+      socket.on('close', () => {
+        clearTimeout(guard);
+        const text = Buffer.concat(chunks).toString('latin1');
+        resolve([...text.matchAll(new RegExp(`\r\nx-request-id: (${UUID})\r\n`, 'g'))].map((m) => m[1] as string));
+      });
+      socket.on('connect', async () => {
+        // Whole requests per write, so that the server reads whole heads (and keeps them).
+        for (let batch = 0; batch < 60; batch++) {
+          const last = batch === 59;
+          const heads = Array.from({ length: 200 }, (_, i) => (last && i === 199 ? closing(jar) : get(jar))).join('');
+          await new Promise<void>((r) => socket.write(heads, () => r()));
+          await new Promise((r) => setTimeout(r, 2));
+        }
+        // Megabytes of answers are waiting now; some of them queued in the server's socket.
+        await new Promise((r) => setTimeout(r, 200));
+        socket.resume();
+      });
+    });
+    assert.equal(ids.length, 12_000, 'every request answered');
+    assert.equal(new Set(ids).size, ids.length, "no answer carries another answer's id");
+  });
+
   test('the head recogniser accepts only plain GET/HEAD heads', () => {
     const ok = (s: string) => parseSimpleHead(Buffer.from(s, 'latin1'), 0);
     assert.deepEqual(ok(get(jar)), { method: 'GET', target: jar, close: false, requestId: null, forwardedFor: null, end: get(jar).length });
