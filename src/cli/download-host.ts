@@ -12,7 +12,8 @@ export async function requireDownloadHost(downloadUrl: string, unchanged: string
     const res = await fetch(`${downloadUrl}/healthz`, { signal: AbortSignal.timeout(timeoutMs), redirect: 'manual' });
     await res.body?.cancel();
   } catch (err) {
-    const cause = (err as { cause?: { code?: string } }).cause?.code ?? (err instanceof Error ? err.name : String(err));
+    const inner = (err as { cause?: { code?: string; message?: string } }).cause;
+    const cause = inner?.code ?? inner?.message ?? (err instanceof Error ? err.message : String(err));
     throw new UsageError(
       `the download host ${downloadUrl} does not answer (${cause}); the crawl reads the update site from it. Start it (\`pier serve\`, or \`pier serve --only downloads\`), or set PIER_DOWNLOAD_URL to where it runs, and try again. ${unchanged}`,
     );

@@ -204,11 +204,11 @@ export function registerStaffCommands(program: Command): void {
     .option('--json', 'print JSON')
     .action(async (id: string, label: string, opts: { to?: string; json?: boolean }) => {
       if (opts.to !== undefined && !/^[1-9][0-9]{0,8}$/.test(opts.to)) throw new UsageError(`--to: expected a release number, got "${opts.to}"`);
-      const moved = await withProducts(async (p, _f, c) => {
-        await p.show(id);
-        await requireDownloadHost(loadConfig().publishing.downloadUrl, 'The label was not moved.');
-        return c.rollback(id, label, opts.to === undefined ? undefined : Number(opts.to), { kind: 'staff' });
-      });
+      const moved = await withProducts((_p, _f, c) =>
+        c.rollback(id, label, opts.to === undefined ? undefined : Number(opts.to), { kind: 'staff' }, () =>
+          requireDownloadHost(loadConfig().publishing.downloadUrl, 'The label was not moved.'),
+        ),
+      );
       print(!!opts.json, moved, () => `Label ${label} of ${id} now serves release ${moved.current}${moved.previous === null ? '' : ` (was ${moved.previous})`}.`);
     });
 
@@ -218,11 +218,10 @@ export function registerStaffCommands(program: Command): void {
     .option('--label <label>', 'crawl only this label')
     .option('--json', 'print JSON')
     .action(async (id: string, opts: { label?: string; json?: boolean }) => {
-      const { crawls, archiveOnly } = await withProducts(async (p, _f, c) => {
-        await p.show(id);
-        await requireDownloadHost(loadConfig().publishing.downloadUrl, 'Nothing was crawled.');
-        return { crawls: await c.crawl(id, opts.label), archiveOnly: await c.archiveOnlyLabels(id) };
-      });
+      const { crawls, archiveOnly } = await withProducts(async (_p, _f, c) => ({
+        crawls: await c.crawl(id, opts.label, { kind: 'staff' }, () => requireDownloadHost(loadConfig().publishing.downloadUrl, 'Nothing was crawled.')),
+        archiveOnly: await c.archiveOnlyLabels(id),
+      }));
       // An archive alone is offered for download but never crawled: say what would make it crawlable.
       const none = archiveOnly.length
         ? `Product "${id}" has only archives (${archiveOnly.map((l) => `update-site/${l}.zip`).join(', ')}), which are not crawled; upload the update site's contents to ${archiveOnly.map((l) => `update-site/${l}/`).join(', ')} to crawl it.`

@@ -21,7 +21,9 @@ export function localWrites({ resolve, changed, temps }: LocalRoot): Pick<Storag
         await fsp.rm(temp, { force: true });
         temps.done(temp);
       };
-      let fd: number;
+      /** The temporary file's descriptor once created; `opened` settles when it is. */
+      let fd = -1;
+      let opened: Promise<void> | null = null;
       try {
         if (options.keepExisting) {
           // Checked before copying (a kept copy takes as much room as the file) and after (the
@@ -39,16 +41,38 @@ export function localWrites({ resolve, changed, temps }: LocalRoot): Pick<Storag
             if (over(size)) throw new KeptCopyTooLargeError(key, size);
           }
         }
-        // A raw descriptor, opened and closed synchronously: creating or closing a freshly
-        // written file is metadata work of microseconds, while a FileHandle costs two thread-pool
-        // round trips per uploaded file, which the SFTP client waits for (OPEN and CLOSE replies;
-        // bench/sftp.ts, many small files). Contents are still written asynchronously.
-        // Read-write: SFTP clients may read back what they wrote through the same handle.
-        fd = fs.openSync(temp, size > 0 ? 'r+' : 'wx+', 0o644);
+        if (size > 0) {
+          // A raw descriptor, opened and closed synchronously: a FileHandle costs two thread-pool
+          // round trips per uploaded file, which the SFTP client waits for (OPEN and CLOSE
+          // replies; bench/sftp.ts, many small files). Contents are still written asynchronously.
+          // Read-write: SFTP clients may read back what they wrote through the same handle.
+          fd = fs.openSync(temp, 'r+', 0o644);
+        } else {
+          // A new file is created on the thread pool and not waited for here: the caller (an SFTP
+          // OPEN) answers at once and the creation overlaps the client's first writes, which wait
+          // for it. Creating a file can take a millisecond (on an ext4 without a journal the
+          // kernel steps over every inode freed in the last minutes), which the event loop no
+          // longer spends. A missing folder is still refused here, as the creation would be.
+          const folder = fs.statSync(path.dirname(temp), { throwIfNoEntry: false });
+          if (!folder?.isDirectory()) {
+            const code = folder ? 'ENOTDIR' : 'ENOENT';
+            throw Object.assign(new Error(`${code}: open '${temp}'`), { code, path: temp });
+          }
+          opened = new Promise<number>((resolve, reject) => fs.open(temp, 'wx+', 0o644, (err, n) => (err ? reject(err) : resolve(n)))).then((n) => {
+            fd = n;
+          });
+          // Seen by whoever waits next (a write, the commit, the abort); never unhandled.
+          opened.catch(() => {});
+        }
       } catch (e) {
         await discard();
         throw e;
       }
+      /** The descriptor, once the creation finished; throws its error if it failed. */
+      const descriptor = async (): Promise<number> => {
+        if (opened) await opened;
+        return fd;
+      };
       let state: 'open' | 'committed' | 'aborted' = 'open';
       // The descriptor is closed exactly once and only when no read or write on it is in flight
       // (an abort may come while pipelined writes still run): a closed number can be reused by
@@ -60,7 +84,7 @@ export function localWrites({ resolve, changed, temps }: LocalRoot): Pick<Storag
         closing = true;
         if (busy > 0 || closed) return;
         closed = true;
-        fs.closeSync(fd);
+        if (fd >= 0) fs.closeSync(fd);
       };
       const onFd = async <T>(op: () => Promise<T>): Promise<T> => {
         busy++;
@@ -81,14 +105,14 @@ export function localWrites({ resolve, changed, temps }: LocalRoot): Pick<Storag
           // Positional writes: SFTP clients pipeline WRITE requests that may complete in any order.
           let done = 0;
           while (done < length) {
-            const bytesWritten = await onFd(() => writeAt(fd, buffer, offset + done, length - done, position + done));
+            const bytesWritten = await onFd(async () => writeAt(await descriptor(), buffer, offset + done, length - done, position + done));
             done += bytesWritten;
           }
           if (position + length > size) size = position + length;
         },
         async read(buffer, offset, length, position) {
           if (state !== 'open') throw new Error(`read of ${key} already ${state}`);
-          return onFd(() => readAt(fd, buffer, offset, length, position));
+          return onFd(async () => readAt(await descriptor(), buffer, offset, length, position));
         },
         async commit(times, record) {
           if (state !== 'open') throw new Error(`write of ${key} already ${state}`);
@@ -102,6 +126,7 @@ export function localWrites({ resolve, changed, temps }: LocalRoot): Pick<Storag
             changed();
           };
           try {
+            await descriptor();
             if (times) fs.futimesSync(fd, times.atimeMs / 1000, times.mtimeMs / 1000);
             finished = entry(path.posix.basename(key), fs.fstatSync(fd));
             closeFd();
@@ -119,6 +144,8 @@ export function localWrites({ resolve, changed, temps }: LocalRoot): Pick<Storag
         async abort() {
           if (state !== 'open') return;
           state = 'aborted';
+          // A creation still under way would leave the file behind the removal.
+          await opened?.catch(() => {});
           closeFd();
           await discard();
         },

@@ -139,10 +139,38 @@ function slottedAnswer(file: FastAnswer, key: string, date: string, tail: string
   return entry.buffer;
 }
 
-/** The socket kept a reference to `answer` (not all of it was written at once): never rewrite it. */
-function inFlight(answer: Buffer): void {
+/**
+ * Bytes of answers dropped from `slotted` that a socket still holds (each its own copy of the
+ * file), counted until the socket drains or closes. Past PINNED_MAX_BYTES, answers with an id
+ * go out as two writes that share the cached bytes: clients that read slowly cannot make each
+ * answer a private copy of the file.
+ */
+let pinnedBytes = 0;
+const PINNED_MAX_BYTES = 8 * 1024 * 1024;
+
+/**
+ * The socket kept a reference to `answer` (not all of it was written at once): it is never
+ * rewritten, and counted as pinned while the socket holds it.
+ */
+function inFlight(answer: Buffer, socket: net.Socket): void {
   const key = slottedKeys.get(answer);
-  if (key !== undefined && slotted.get(key)?.buffer === answer) slotted.delete(key);
+  if (key === undefined || slotted.get(key)?.buffer !== answer) return;
+  slotted.delete(key);
+  // Below the socket's high-water mark no 'drain' comes: such a remainder is small and held
+  // briefly, and not counted.
+  if (!socket.writableNeedDrain) return;
+  const bytes = answer.length;
+  pinnedBytes += bytes;
+  let released = false;
+  const release = () => {
+    if (released) return;
+    released = true;
+    pinnedBytes -= bytes;
+    socket.removeListener('drain', release);
+    socket.removeListener('close', release);
+  };
+  socket.on('drain', release);
+  socket.on('close', release);
 }
 
 /** A number for each answer kept whole, for the keys of `whole` and `slotted`. */
@@ -156,13 +184,15 @@ function wholeKeyOf(file: FastAnswer): string {
 }
 
 /** The complete answer to a plain GET or HEAD of `file`, as node:http writes it. */
-function answerOf(file: FastAnswer, body: boolean, tail: string, requestId: string | null): Buffer | [string, Buffer] {
+function answerOf(file: FastAnswer, body: boolean, tail: string, requestId: string | null, socket: net.Socket): Buffer | [string, Buffer] {
   const date = dateHeader();
   // The id is set before the answer's own headers (as node:http orders a setHeader before writeHead's).
   if (!body || file.data.length === 0) return Buffer.from(`${STATUS_LINE}${idLine(requestId)}${headersOf(file)}Date: ${date}\r\n${tail}`, 'latin1');
   const key = wholeKeyOf(file) + tail;
   if (requestId !== null) {
-    const answer = requestId.length === ID_SLOT ? slottedAnswer(file, key, date, tail, requestId) : null;
+    // A socket with answers queued would hold this one too: no slot, no copy (see pinnedBytes).
+    const slot = requestId.length === ID_SLOT && socket.writableLength === 0 && pinnedBytes < PINNED_MAX_BYTES;
+    const answer = slot ? slottedAnswer(file, key, date, tail, requestId) : null;
     return answer ?? [`${STATUS_LINE}${idLine(requestId)}${headersOf(file)}Date: ${date}\r\n${tail}`, file.data];
   }
   let answer = whole.get(key);
@@ -305,7 +335,7 @@ export function installFastPath(server: http.Server, options: FastPathOptions): 
             const requestId = options.requestId ? options.requestId(r.requestId, socket.remoteAddress) : null;
             // Draining: this answer is the connection's last, and says so.
             const last = r.close || draining;
-            const answer = answerOf(file, r.method === 'GET', tailOf(last, server.keepAliveTimeout), requestId);
+            const answer = answerOf(file, r.method === 'GET', tailOf(last, server.keepAliveTimeout), requestId, socket);
             if (Array.isArray(answer)) {
               socket.cork();
               socket.write(answer[0], 'latin1');
@@ -313,7 +343,7 @@ export function installFastPath(server: http.Server, options: FastPathOptions): 
               socket.uncork();
             } else {
               socket.write(answer);
-              if (socket.writableLength > 0) inFlight(answer);
+              if (socket.writableLength > 0) inFlight(answer, socket);
             }
             if (counts) {
               // All the counting an answer costs: two additions, read when metrics are scraped.

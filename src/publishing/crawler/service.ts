@@ -339,7 +339,13 @@ export function crawlerService({
      * Crawls every uploaded label (or one), and every label removed since its latest crawl (which
      * drops its nodes), waits, and returns each label's result.
      */
-    async crawl(productId: string, label?: string, by: ReleasedBy = { kind: 'staff' }): Promise<LabelCrawl[]> {
+    /**
+     * Crawls every crawlable label of the product (and removed ones whose nodes are stale), or
+     * one. `fetchable` runs once the request is known to be valid and before anything is fetched
+     * or recorded, when some label will be read from the download host (a caller in another
+     * process checks that the host answers: `pier staff crawl`).
+     */
+    async crawl(productId: string, label?: string, by: ReleasedBy = { kind: 'staff' }, fetchable?: () => Promise<void>): Promise<LabelCrawl[]> {
       const row = await product(productId);
       const labels = await crawlableLabels(productId);
       const withdrawn = withdrawnInFields(row.fields);
@@ -356,6 +362,8 @@ export function crawlerService({
         );
       }
       const todo = label !== undefined ? [label] : [...labels, ...gone];
+      // A removed label's crawl reads nothing (it only takes its nodes away).
+      if (todo.some((l) => labels.includes(l))) await fetchable?.();
       for (const l of todo) await crawlLabel(row, l, null, by);
       return (await report(productId)).filter((c) => todo.includes(c.label));
     },
@@ -379,7 +387,7 @@ export function crawlerService({
      * Moves the label back to an earlier kept release and crawls it, so the node catalog follows;
      * an upload in progress in the folder is not released by this.
      */
-    async rollback(productId: string, label: string, to: number | undefined, by: ReleasedBy) {
+    async rollback(productId: string, label: string, to: number | undefined, by: ReleasedBy, fetchable?: () => Promise<void>) {
       const row = await product(productId);
       // A removed folder withdraws the label (its crawl takes the pointer away): a rollback would
       // be undone by that same crawl, so it is refused and says how to bring the label back.
@@ -387,6 +395,8 @@ export function crawlerService({
         const kept = (await releases.list(productId)).find((l) => l.label === label)?.releases.map((r) => r.number) ?? [];
         throw new LabelRemovedError(productId, label, kept);
       }
+      // Before the label moves: a move whose crawl cannot read leaves the nodes behind.
+      await fetchable?.();
       const moved = await releases.rollback(productId, label, to);
       await crawlLabel(row, label, null, by, false);
       return moved;

@@ -124,10 +124,11 @@ export function createDownloadServer(options: {
    * (PIER_TRUST_PROXY, the web app's rule). The counter counts a file once per client and day
    * (stats/counter.ts), so neither pipelined GETs nor a new connection per download add more.
    */
-  function count(peer: string | undefined, forwardedFor: string | readonly string[] | null | undefined, key: string): void {
-    if (!counter) return;
+  /** False when the counter could not take the download (it is dropped; a later one may count). */
+  function count(peer: string | undefined, forwardedFor: string | readonly string[] | null | undefined, key: string): boolean {
+    if (!counter) return false;
     const address = clientOf(peer, forwardedFor);
-    if (address !== undefined) counter.add(key, countedClient(address));
+    return address !== undefined && counter.add(key, countedClient(address));
   }
   /** Per connection of the fast path: the last file counted on it (see `delivered` below). */
   const countedOn = new WeakMap<net.Socket, { key: string; forwardedFor: SimpleRequest['forwardedFor']; until: number }>();
@@ -424,8 +425,7 @@ export function createDownloadServer(options: {
                 const last = countedOn.get(socket);
                 const at = Date.now();
                 if (last && last.key === key && last.forwardedFor === request.forwardedFor && at < last.until) return;
-                count(socket.remoteAddress, request.forwardedFor, key);
-                countedOn.set(socket, { key, forwardedFor: request.forwardedFor, until: dayStartMs(dayOf(at) + 1) });
+                if (count(socket.remoteAddress, request.forwardedFor, key)) countedOn.set(socket, { key, forwardedFor: request.forwardedFor, until: dayStartMs(dayOf(at) + 1) });
               }
             : undefined,
           requestId: fastPathRequestIds(options.trustProxy ?? false),

@@ -37,8 +37,12 @@ export interface CounterLog {
 }
 
 export interface DownloadCounter {
-  /** One complete download of the artifact `key` names (artifact.ts countKey) by `client` (client.ts countedClient). */
-  add(key: string, client: string): void;
+  /**
+   * One complete download of the artifact `key` names (artifact.ts countKey) by `client`
+   * (client.ts countedClient). False: not held (MAX_PENDING downloads wait for the database);
+   * the same download later may count.
+   */
+  add(key: string, client: string): boolean;
   /** Writes what was counted so far (after a flush already under way); rejects when the write failed (what was not written is kept). */
   flush(): Promise<void>;
   /** Stops the timer and writes the rest. */
@@ -80,21 +84,24 @@ export function downloadCounter(options: {
     days.set(name, current);
   }
 
-  function hold(into: Set<string>, entry: string): void {
-    if (into.has(entry)) return;
+  /** False when the download was dropped (MAX_PENDING held already). */
+  function hold(into: Set<string>, entry: string): boolean {
+    if (into.has(entry)) return true;
     if (held >= maxPending) {
       dropped++;
-      return;
+      return false;
     }
     into.add(entry);
     held++;
+    return true;
   }
 
-  function add(key: string, client: string): void {
+  function add(key: string, client: string): boolean {
     if (now() >= dayEnds) turnDay(now());
     const before = held;
-    hold(current, `${client}\u0000${key}`);
+    const kept = hold(current, `${client}\u0000${key}`);
     if (held !== before && held >= maxKeys && !running) void flush().catch(() => {});
+    return kept;
   }
 
   function downloadOf(d: string, key: Buffer, entry: string): ClientDownload {
