@@ -24,6 +24,8 @@ export function localWrites({ resolve, changed, temps }: LocalRoot): Pick<Storag
       /** The temporary file's descriptor once created; `opened` settles when it is. */
       let fd = -1;
       let opened: Promise<void> | null = null;
+      /** A copy of the current file was made (even of an empty one): it is opened, not created. */
+      let copied = false;
       try {
         if (options.keepExisting) {
           // Checked before copying (a kept copy takes as much room as the file) and after (the
@@ -34,6 +36,7 @@ export function localWrites({ resolve, changed, temps }: LocalRoot): Pick<Storag
             if (over(source.size)) throw new KeptCopyTooLargeError(key, source.size);
             try {
               await fsp.copyFile(target, temp, fs.constants.COPYFILE_EXCL | fs.constants.COPYFILE_FICLONE);
+              copied = true;
               size = fs.statSync(temp).size;
             } catch (e) {
               if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
@@ -41,7 +44,7 @@ export function localWrites({ resolve, changed, temps }: LocalRoot): Pick<Storag
             if (over(size)) throw new KeptCopyTooLargeError(key, size);
           }
         }
-        if (size > 0) {
+        if (copied) {
           // A raw descriptor, opened and closed synchronously: a FileHandle costs two thread-pool
           // round trips per uploaded file, which the SFTP client waits for (OPEN and CLOSE
           // replies; bench/sftp.ts, many small files). Contents are still written asynchronously.

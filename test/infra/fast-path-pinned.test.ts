@@ -45,3 +45,36 @@ test('connections that never read pin at most the budget of copied answers', { t
     server.close();
   }
 });
+
+test('a connection whose last answer is never read is dropped after the keep-alive timeout', { timeout: 60_000 }, async () => {
+  // Larger than what the kernel buffers on both sides take: the answer can never be written whole.
+  const data = randomBytes(48 * 1024 * 1024);
+  const file = { full: { 'content-type': 'application/octet-stream', 'content-length': data.length }, data };
+  const server = http.createServer({ keepAliveTimeout: 500 }, (_req, res) => {
+    res.statusCode = 404;
+    res.end();
+  });
+  const fast = installFastPath(server, { lookup: () => file, requestId: () => randomUUID() });
+  assert.ok(fast);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as net.AddressInfo).port;
+  const connections = () => new Promise<number>((resolve, reject) => server.getConnections((err, n) => (err ? reject(err) : resolve(n))));
+  const client = netModule.connect(port, '127.0.0.1');
+  client.pause();
+  client.on('error', () => {});
+  try {
+    client.write('GET /f HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal(await connections(), 1);
+    let open = 1;
+    for (let i = 0; i < 40 && open > 0; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      open = await connections();
+    }
+    assert.equal(open, 0, 'the server still holds the connection');
+  } finally {
+    client.destroy();
+    fast.closeAll();
+    server.close();
+  }
+});

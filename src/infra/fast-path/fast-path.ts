@@ -65,6 +65,9 @@ export interface FastPath {
 /** What node:http sends to a connection that sent no request in time (lib/_http_server.js). */
 const REQUEST_TIMEOUT = 'HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r\n';
 
+/** How long a connection's last answer may make no progress when keep-alive is off. */
+const LAST_ANSWER_TIMEOUT_MS = 5000;
+
 /** node:http's own margin on the advertised keep-alive timeout (lib/_http_server.js). */
 const KEEP_ALIVE_TIMEOUT_BUFFER = 1000;
 
@@ -352,7 +355,14 @@ export function installFastPath(server: http.Server, options: FastPathOptions): 
             }
             if (r.method === 'GET') options.delivered?.(file, socket, r);
             options.served?.(r, started, socket, requestId);
-            if (last) return finish(() => socket.end(() => socket.destroy()));
+            if (last) {
+              return finish(() => {
+                socket.end(() => socket.destroy());
+                // A client that never reads would hold the connection, and the answer it was
+                // sent, for ever: past the keep-alive timeout without progress it is dropped.
+                socket.setTimeout(server.keepAliveTimeout > 0 ? server.keepAliveTimeout : LAST_ANSWER_TIMEOUT_MS, () => socket.destroy());
+              });
+            }
             if (socket.writableNeedDrain) {
               // Backpressure: read nothing more until the client has taken what was written.
               socket.pause();

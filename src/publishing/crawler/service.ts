@@ -337,13 +337,10 @@ export function crawlerService({
 
     /**
      * Crawls every uploaded label (or one), and every label removed since its latest crawl (which
-     * drops its nodes), waits, and returns each label's result.
-     */
-    /**
-     * Crawls every crawlable label of the product (and removed ones whose nodes are stale), or
-     * one. `fetchable` runs once the request is known to be valid and before anything is fetched
-     * or recorded, when some label will be read from the download host (a caller in another
-     * process checks that the host answers: `pier staff crawl`).
+     * drops its nodes), waits, and returns each label's result. `fetchable` runs once the request
+     * is known to be valid and before anything is fetched or recorded, when some label will be
+     * read from the download host (a caller in another process checks that the host answers:
+     * `pier staff crawl`).
      */
     async crawl(productId: string, label?: string, by: ReleasedBy = { kind: 'staff' }, fetchable?: () => Promise<void>): Promise<LabelCrawl[]> {
       const row = await product(productId);
@@ -395,7 +392,8 @@ export function crawlerService({
         const kept = (await releases.list(productId)).find((l) => l.label === label)?.releases.map((r) => r.number) ?? [];
         throw new LabelRemovedError(productId, label, kept);
       }
-      // Before the label moves: a move whose crawl cannot read leaves the nodes behind.
+      // Before the label moves (and before `to` is looked at): a move whose crawl cannot read
+      // would leave the nodes behind.
       await fetchable?.();
       const moved = await releases.rollback(productId, label, to);
       await crawlLabel(row, label, null, by, false);

@@ -268,12 +268,20 @@ export function serveSftp(sftp: SFTPWrapper, ctx: SessionContext): ServedSession
       try {
         await write;
       } catch (e) {
-        if (e instanceof QuotaExceededError && !h.failed) {
-          h.failed = e.message;
-          log.warn({ productId, path: h.path }, `upload refused: ${e.message}`);
+        // The first failed write fails the upload: later writes and the CLOSE answer the same,
+        // and nothing with a hole in it is committed. A storage error (the file could not be
+        // created or written: no space, too many open files) is logged once, not per write.
+        if (!h.failed) {
+          if (e instanceof QuotaExceededError) {
+            h.failed = e.message;
+            log.warn({ productId, path: h.path }, `upload refused: ${e.message}`);
+          } else {
+            h.failed = statusOf(e)?.message ?? 'The file could not be stored';
+            log.error({ productId, path: h.path, err: e }, 'sftp upload failed');
+          }
           await h.upload.abort();
         }
-        throw h.failed ? failure(h.failed) : e;
+        throw failure(h.failed);
       } finally {
         h.inFlight.delete(write);
       }

@@ -72,4 +72,30 @@ describe('local storage descriptors', () => {
     }
     assert.deepEqual(fs.readdirSync(path.join(root, 'p/assets')).sort(), ['a', 'b'], 'no temporary file left');
   });
+
+  test('a new file is created while its upload starts: written, committed, or aborted with nothing left', async () => {
+    // The creation runs on the thread pool, not waited for by beginWrite: keep it queued.
+    const pool = busyThreadPool();
+    const w = await storage.beginWrite('p/assets/new');
+    const gone = await storage.beginWrite('p/assets/gone');
+    await w.write(Buffer.from('new bytes'), 0, 9, 0);
+    await w.commit();
+    await gone.abort();
+    await pool;
+    assert.equal(fs.readFileSync(path.join(root, 'p/assets/new'), 'utf8'), 'new bytes');
+    // A missing folder is refused at once, as the creation would be.
+    await assert.rejects(storage.beginWrite('p/nothing-here/x'), { code: 'ENOENT' });
+    await assert.rejects(storage.beginWrite('p/assets/a/x'), { code: 'ENOTDIR' });
+    fs.rmSync(path.join(root, 'p/assets/new'));
+    assert.deepEqual(fs.readdirSync(path.join(root, 'p/assets')).sort(), ['a', 'b'], 'no temporary file left');
+  });
+
+  test('an empty stored file kept for a rewrite is opened, not created again', async () => {
+    fs.writeFileSync(path.join(root, 'p/assets/empty'), '');
+    const w = await storage.beginWrite('p/assets/empty', { keepExisting: true });
+    await w.write(Buffer.from('now filled'), 0, 10, 0);
+    await w.commit();
+    assert.equal(fs.readFileSync(path.join(root, 'p/assets/empty'), 'utf8'), 'now filled');
+    fs.rmSync(path.join(root, 'p/assets/empty'));
+  });
 });

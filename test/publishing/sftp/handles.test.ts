@@ -27,6 +27,8 @@ function open(sftp: Sftp, p: string, flags: ssh2.OpenMode): Promise<{ handle: Bu
   );
 }
 
+const write = (sftp: Sftp, h: Buffer, text: string) =>
+  new Promise<void>((resolve, reject) => sftp.write(h, Buffer.from(text), 0, text.length, 0, (e) => (e ? reject(e) : resolve())));
 const close = (sftp: Sftp, h: Buffer) => new Promise<void>((resolve, reject) => sftp.close(h, (e) => (e ? reject(e) : resolve())));
 
 describe('SFTP handles over the cap', () => {
@@ -56,6 +58,9 @@ describe('SFTP handles over the cap', () => {
       const r = i % 2 === 0 ? await open(s, '/assets/kept.txt', 'r') : await open(s, `/assets/held-${i}.bin`, 'w');
       assert.equal(r.code, 0, r.message);
       held.push(r.handle as Buffer);
+      // An upload's file is created while its first bytes come (OPEN answers first): a write
+      // waits for it, so every held handle has its descriptor before they are counted.
+      if (i % 2 === 1) await write(s, r.handle as Buffer, 'x');
     }
     const fdsBefore = openFds();
     const tempsBefore = temporaryFiles(stack.storageDir).length;
